@@ -1,0 +1,373 @@
+package message
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"sync"
+
+	"github.com/augceo/agent/ref"
+)
+
+// Log is an append-only list of messages with an index of the data they
+// write. Each data identity (kind and instance) keeps its value
+// materialised, so a lookup walks the path in that value instead of
+// scanning the history; writes that do not combine (a push onto a string,
+// say) are remembered, and lookups that touch them fall back to the
+// reference scan so they report the same error it would.
+//
+// A Log is safe for concurrent use. The zero Log is empty and ready.
+type Log struct {
+	mu    sync.RWMutex
+	msgs  []Message
+	views map[Identity]*view
+}
+
+// view is the materialised value of one identity.
+type view struct {
+	doc     any
+	present bool
+	writes  []int      // log positions of the messages that write here, oldest first
+	clashes []ref.Path // paths of writes that did not apply
+}
+
+// write is what a data message does to its identity's value.
+type write struct {
+	path   ref.Path
+	method ref.Method
+	value  json.RawMessage
+}
+
+// NewLog returns a log holding msgs.
+func NewLog(msgs ...Message) (*Log, error) {
+	l := &Log{}
+	if err := l.Append(msgs...); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Append adds msgs at the end of the log. Messages are checked first: if
+// one is malformed, none is appended and the error names its position in
+// the log. A write that clashes with the value it lands on is appended all
+// the same (the log records what happened); reading that place reports the
+// clash. Use [Log.Check] to refuse such writes beforehand.
+func (l *Log) Append(msgs ...Message) error {
+	ws := make([]write, len(msgs))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range msgs {
+		w, err := writeOf(&msgs[i])
+		if err != nil {
+			return at(len(l.msgs)+i, err)
+		}
+		ws[i] = w
+	}
+	if l.views == nil {
+		l.views = map[Identity]*view{}
+	}
+	for i := range msgs {
+		m := &msgs[i]
+		pos := len(l.msgs)
+		l.msgs = append(l.msgs, *m)
+		if m.Type != TypeData {
+			continue
+		}
+		v := l.views[m.Identity()]
+		if v == nil {
+			v = &view{}
+			l.views[m.Identity()] = v
+		}
+		if ws[i].value == nil {
+			continue
+		}
+		v.writes = append(v.writes, pos)
+		val, err := ref.Decode(ws[i].value)
+		if err != nil { // cannot happen: checked by writeOf
+			return at(pos, err)
+		}
+		doc, err := ref.Apply(v.doc, v.present, ws[i].path, ws[i].method, val)
+		if err != nil {
+			v.clashes = append(v.clashes, ws[i].path)
+			continue
+		}
+		v.doc, v.present = doc, true
+		if ws[i].method == ref.MethodSet && len(v.clashes) > 0 {
+			v.heal(ws[i].path)
+		}
+	}
+	return nil
+}
+
+// Check reports whether appending m would succeed and its write would
+// combine with the value it lands on.
+func (l *Log) Check(m Message) error {
+	w, err := writeOf(&m)
+	if err != nil || m.Type != TypeData || w.value == nil {
+		return err
+	}
+	val, err := ref.Decode(w.value)
+	if err != nil {
+		return err
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	v := l.views[m.Identity()]
+	if v == nil {
+		return nil
+	}
+	if len(v.clashes) > 0 && v.clashesWith(w.path) {
+		return nil // the place is already broken; the new write cannot make it worse
+	}
+	return ref.Check(v.doc, v.present, w.path, w.method, val)
+}
+
+// writeOf validates m and returns its write (value nil if it writes nothing).
+func writeOf(m *Message) (write, error) {
+	switch m.Type {
+	case "":
+		return write{}, fieldErr("type", "missing")
+	case TypeText:
+		return write{}, m.checkRole()
+	case TypeData:
+	default:
+		return write{}, nil
+	}
+	if !ref.KindValid(m.Kind) {
+		return write{}, fieldErr("kind", "%q is not a valid kind", m.Kind)
+	}
+	if m.Data == nil {
+		if m.OutputPath != "" || m.Method != "" {
+			return write{}, fieldErr("data", "missing in an output message")
+		}
+		return write{}, nil
+	}
+	if !json.Valid(m.Data) {
+		return write{}, fieldErr("data", "is not valid JSON")
+	}
+	if m.OutputPath == "" {
+		method := m.Method
+		if method == "" {
+			method = ref.MethodMerge
+		}
+		return write{method: method, value: m.Data}, nil
+	}
+	r, err := singleRef(m.OutputPath)
+	if err != nil {
+		return write{}, fieldErr("_outputPath", "%v", err)
+	}
+	if r.Kind != m.Kind {
+		return write{}, fieldErr("_outputPath", "writes kind %q but the message has kind %q", r.Kind, m.Kind)
+	}
+	val, err := unwrap(m.Data, r.Path)
+	if err != nil {
+		return write{}, fieldErr("data", "does not hold the value at %s: %v", m.OutputPath, err)
+	}
+	method := m.Method
+	if method == "" {
+		method = ref.MethodSet
+	}
+	return write{path: r.Path, method: method, value: val}, nil
+}
+
+// heal forgets the clashes that a set at p replaced.
+func (v *view) heal(p ref.Path) {
+	v.clashes = slices.DeleteFunc(v.clashes, func(c ref.Path) bool { return c.HasPrefix(p) })
+}
+
+func (v *view) clashesWith(p ref.Path) bool {
+	for _, c := range v.clashes {
+		if c.Related(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Len returns the number of messages.
+func (l *Log) Len() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.msgs)
+}
+
+// At returns the message at position i.
+func (l *Log) At(i int) Message {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.msgs[i]
+}
+
+// Messages returns a copy of the messages.
+func (l *Log) Messages() []Message {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return append([]Message(nil), l.msgs...)
+}
+
+// All iterates over the messages present when it starts, with positions.
+func (l *Log) All() iter.Seq2[int, Message] {
+	return func(yield func(int, Message) bool) {
+		l.mu.RLock()
+		msgs := l.msgs[:len(l.msgs):len(l.msgs)]
+		l.mu.RUnlock()
+		for i, m := range msgs {
+			if !yield(i, m) {
+				return
+			}
+		}
+	}
+}
+
+// Identities returns the data identities in order of first appearance.
+func (l *Log) Identities() []Identity {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var ids []Identity
+	seen := map[Identity]bool{}
+	for i := range l.msgs {
+		m := &l.msgs[i]
+		if m.Type == TypeData && !seen[m.Identity()] {
+			seen[m.Identity()] = true
+			ids = append(ids, m.Identity())
+		}
+	}
+	return ids
+}
+
+// Lookup returns the value at path of the global data of kind. It makes
+// the Log a [ref.Source] for calls that target no instance.
+func (l *Log) Lookup(kind string, path ref.Path) (json.RawMessage, error) {
+	return l.lookup(kind, "", path)
+}
+
+// Instance returns a [ref.Source] for calls that target instance id: it
+// reads the instance's data and falls back to global data, path by path,
+// when the instance has no value there. An instance-targeted input thus
+// overrides the global one wherever both have a value.
+func (l *Log) Instance(id string) ref.Source { return instanceSource{l, id} }
+
+type instanceSource struct {
+	l  *Log
+	id string
+}
+
+func (s instanceSource) Lookup(kind string, path ref.Path) (json.RawMessage, error) {
+	return s.l.lookup(kind, s.id, path)
+}
+
+// Value returns the whole value of one identity, with no fallback. ok is
+// false when the identity holds no data.
+func (l *Log) Value(id Identity) (v json.RawMessage, ok bool, err error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	vw := l.views[id]
+	if vw == nil {
+		return nil, false, nil
+	}
+	v, err = l.get(vw, nil)
+	if errors.Is(err, ref.ErrNotFound) {
+		return nil, false, nil
+	}
+	return v, err == nil, err
+}
+
+func (l *Log) lookup(kind, instance string, path ref.Path) (json.RawMessage, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var ierr error
+	if instance != "" {
+		if v := l.views[Identity{kind, instance}]; v != nil {
+			val, err := l.get(v, path)
+			if err == nil || !errors.Is(err, ref.ErrNotFound) {
+				return val, err
+			}
+			ierr = err
+		}
+	}
+	v := l.views[Identity{kind, ""}]
+	if v == nil {
+		if ierr != nil {
+			return nil, ierr
+		}
+		return nil, &ref.Error{Offset: -1, Err: fmt.Errorf("%w %q", ref.ErrUnknownKind, kind)}
+	}
+	return l.get(v, path)
+}
+
+// get reads path in one view. The caller holds l.mu.
+func (l *Log) get(v *view, path ref.Path) (json.RawMessage, error) {
+	if len(v.clashes) > 0 && v.clashesWith(path) {
+		return l.scan(v, path)
+	}
+	if !v.present {
+		return nil, &ref.Error{Offset: -1, Err: ref.ErrNotFound}
+	}
+	x, err := ref.Get(v.doc, path)
+	if err != nil {
+		return nil, err
+	}
+	return ref.Encode(x)
+}
+
+// scan computes a value by the reference algorithm: newest to oldest,
+// stop at a covering set, fold what was collected.
+func (l *Log) scan(v *view, path ref.Path) (json.RawMessage, error) {
+	var ws []write
+	for i := len(v.writes) - 1; i >= 0; i-- {
+		w, _ := writeOf(&l.msgs[v.writes[i]])
+		ws = append(ws, w)
+	}
+	return fold(ws, path)
+}
+
+// fold resolves path over writes given newest first, by the definition of
+// resolution: collect the writes related to path until a set at a prefix of
+// path, skipping writes that a newer set at a prefix of their own path
+// replaced, then apply them oldest first.
+func fold(ws []write, path ref.Path) (json.RawMessage, error) {
+	var keep []write
+	var sets []ref.Path
+scan:
+	for _, w := range ws {
+		if !w.path.Related(path) {
+			continue
+		}
+		for _, s := range sets {
+			if w.path.HasPrefix(s) {
+				continue scan
+			}
+		}
+		keep = append(keep, w)
+		if w.method == ref.MethodSet {
+			if path.HasPrefix(w.path) {
+				break
+			}
+			sets = append(sets, w.path)
+		}
+	}
+	var doc any
+	present := false
+	for i := len(keep) - 1; i >= 0; i-- {
+		w := keep[i]
+		val, err := ref.Decode(w.value)
+		if err != nil {
+			return nil, err
+		}
+		doc, err = ref.Apply(doc, present, w.path, w.method, val)
+		if err != nil {
+			return nil, err
+		}
+		present = true
+	}
+	if !present {
+		return nil, &ref.Error{Offset: -1, Err: ref.ErrNotFound}
+	}
+	x, err := ref.Get(doc, path)
+	if err != nil {
+		return nil, err
+	}
+	return ref.Encode(x)
+}

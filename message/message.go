@@ -1,0 +1,101 @@
+package message
+
+import (
+	"encoding/json"
+
+	"github.com/augceo/agent/ref"
+)
+
+// Type is the type of a message.
+type Type string
+
+// The built-in message types. Other types are kept as they are (their
+// fields in Extra) for handlers registered by the user.
+const (
+	TypeText    Type = "text"
+	TypeData    Type = "data"
+	TypeTool    Type = "tool"
+	TypePlan    Type = "plan"
+	TypeMeta    Type = "meta"
+	TypeAdvisor Type = "advisor"
+	TypeError   Type = "error"
+)
+
+// Role is the speaker of a text message.
+type Role string
+
+// The roles of text messages.
+const (
+	RoleUser      Role = "user"
+	RoleSystem    Role = "system"
+	RoleAssistant Role = "assistant"
+)
+
+// Common data kinds.
+const (
+	KindData  = "data"
+	KindInput = "input"
+	KindState = "state"
+)
+
+// Message is one entry of a context, in canonical form. Which fields are
+// set depends on Type. Raw JSON fields are compact and owned by the message;
+// treat a Message as immutable once it is in a Log.
+type Message struct {
+	Type Type
+	Role Role   // text: who speaks (user when unset)
+	Text string // text: the content
+
+	Kind        string          // data: identity kind, "data" when unset
+	Instance    string          // _instance: the instance this message belongs to
+	Description string          // data: what the data means
+	Schema      json.RawMessage // data and advisor: JSON Schema of the payload
+	Data        json.RawMessage // data: the payload; nil when only a schema is declared
+
+	Tool    json.RawMessage // tool: the definitions (an object name → schema, or a tool name)
+	Plan    json.RawMessage // plan: the array of calls
+	Meta    json.RawMessage // meta: identity and version
+	Advisor *Advisor        // advisor: the definition
+
+	Failed json.RawMessage // error: the call that failed
+	Error  string          // error: what went wrong
+
+	Call       json.RawMessage // _call: the call that produced this output (hidden)
+	Date       string          // _date: when the output was written, RFC 3339 (hidden)
+	Method     ref.Method      // _outputMethod: how it combines with earlier writes (hidden)
+	OutputPath string          // _outputPath: the single reference written, e.g. "†state.user" (hidden)
+
+	// Extra holds every other field as a JSON object with sorted keys, so
+	// custom message types and unknown fields survive a round trip.
+	Extra json.RawMessage
+}
+
+// Advisor is the definition carried by an advisor message (017).
+type Advisor struct {
+	ID          string
+	Role        string   // what the advisor does, in words
+	On          string   // start, finish, request or demand
+	Scopes      []string // what of the context the advisor sees
+	IsInstanced bool
+}
+
+// IsData reports whether m is a data message (including input and state).
+func (m *Message) IsData() bool { return m.Type == TypeData }
+
+// Identity names the value a data message contributes to: messages with the
+// same kind and instance merge (005).
+type Identity struct {
+	Kind     string
+	Instance string // "" for global data
+}
+
+// Identity returns the identity of a data message.
+func (m *Message) Identity() Identity { return Identity{Kind: m.Kind, Instance: m.Instance} }
+
+// Text returns a user text message.
+func Text(s string) Message { return Message{Type: TypeText, Role: RoleUser, Text: s} }
+
+// Data returns a data message of kind holding data.
+func Data(kind string, data json.RawMessage) Message {
+	return Message{Type: TypeData, Kind: kind, Data: data}
+}

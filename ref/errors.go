@@ -1,0 +1,71 @@
+package ref
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Sentinel errors. ErrUnknownKind and ErrIndexRange wrap ErrNotFound, so
+// errors.Is(err, ErrNotFound) holds for every "does not resolve (yet)" case.
+var (
+	// ErrSyntax reports a malformed expression or path.
+	ErrSyntax = errors.New("ref: syntax error")
+	// ErrNotFound reports a path with no value.
+	ErrNotFound = errors.New("ref: not found")
+	// ErrUnknownKind reports a kind that no message in the context carries.
+	ErrUnknownKind = fmt.Errorf("%w: unknown kind", ErrNotFound)
+	// ErrIndexRange reports an array index past the end of the array.
+	ErrIndexRange = fmt.Errorf("%w: index out of range", ErrNotFound)
+	// ErrTypeClash reports a write that does not fit the value it lands on,
+	// such as push onto a string or a key below a number.
+	ErrTypeClash = errors.New("ref: type clash")
+	// ErrMethod reports an unknown output method.
+	ErrMethod = errors.New("ref: unknown output method")
+)
+
+// Error reports where an expression failed. Its fields locate the failure;
+// Err is one of the package sentinels, possibly wrapped with detail.
+type Error struct {
+	Param  string // JSON pointer of the call parameter holding Expr, if any
+	Expr   string // the whole expression as written
+	Offset int    // byte offset in Expr of the failing reference or syntax error; -1 if unknown
+	Ref    string // the failing reference, e.g. "†state.user.name"; empty for syntax errors
+	At     string // the path (without kind) where resolution stopped, e.g. "user"
+	Err    error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.Param != "" {
+		b.WriteString("param ")
+		b.WriteString(e.Param)
+		b.WriteString(": ")
+	}
+	b.WriteString("ref ")
+	b.WriteString(strconv.Quote(e.Expr))
+	if e.Offset >= 0 {
+		b.WriteString(" at offset ")
+		b.WriteString(strconv.Itoa(e.Offset))
+	}
+	if e.Ref != "" && e.Ref != e.Expr {
+		b.WriteString(" (")
+		b.WriteString(e.Ref)
+		b.WriteString(")")
+	}
+	if e.At != "" {
+		b.WriteString(" at path ")
+		b.WriteString(strconv.Quote(e.At))
+	}
+	b.WriteString(": ")
+	b.WriteString(strings.TrimPrefix(e.Err.Error(), "ref: "))
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// syntaxErr builds a syntax error at offset in expr.
+func syntaxErr(expr string, offset int, format string, args ...any) *Error {
+	return &Error{Expr: expr, Offset: offset, Err: fmt.Errorf("%w: "+format, append([]any{ErrSyntax}, args...)...)}
+}
