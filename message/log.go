@@ -303,7 +303,7 @@ func (l *Log) get(v *view, path ref.Path) (json.RawMessage, error) {
 		return l.scan(v, path)
 	}
 	if !v.present {
-		return nil, &ref.Error{Offset: -1, Err: ref.ErrNotFound}
+		return nil, &ref.Error{Offset: -1, At: path.String(), Err: ref.ErrNotFound}
 	}
 	x, err := ref.Get(v.doc, path)
 	if err != nil {
@@ -363,7 +363,7 @@ scan:
 		present = true
 	}
 	if !present {
-		return nil, &ref.Error{Offset: -1, Err: ref.ErrNotFound}
+		return nil, &ref.Error{Offset: -1, At: path.String(), Err: ref.ErrNotFound}
 	}
 	x, err := ref.Get(doc, path)
 	if err != nil {

@@ -8,7 +8,9 @@ import (
 )
 
 // MarshalJSON writes the canonical form of m: data messages as
-// {"type":"data","kind":...}, keys in a fixed order, extra fields sorted.
+// {"type":"data","kind":...}, keys in a fixed order, extra fields sorted,
+// no HTML escaping. (json.Marshal re-escapes <, > and & in what this
+// returns; call MarshalJSON directly where bytes must match.)
 func (m Message) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')

@@ -225,7 +225,9 @@ func Get(root any, path Path) (any, error) {
 		case map[string]any:
 			child, ok := c[seg]
 			if !ok {
-				return nil, &Error{Offset: -1, At: path[:i+1].String(), Err: ErrNotFound}
+				// The whole path, not where the walk stopped: how deep
+				// the walk gets depends on unrelated writes.
+				return nil, &Error{Offset: -1, At: path.String(), Err: ErrNotFound}
 			}
 			cur = child
 		case []any:

@@ -1,0 +1,104 @@
+package message
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/augceo/agent/ref"
+)
+
+var (
+	fuzzKinds     = []string{"state", "input"}
+	fuzzInstances = []string{"", "a", "b"}
+	fuzzPaths     = []string{"", "x", "x.y", "x.y.z", "x.0", "x.1", "y", "y.0.z", "items", "items.0"}
+	fuzzMethods   = []ref.Method{"", ref.MethodSet, ref.MethodMerge, ref.MethodAssign, ref.MethodPush, ref.MethodConcat}
+	fuzzValues    = []string{`{}`, `{"y":1}`, `{"y":{"z":2}}`, `[1]`, `[{"z":3}]`, `"s"`, `7`, `null`, `{"0":1}`,
+		`{"x":{"y":[1,2]}}`, `{"items":[]}`, `[]`, `{"x":[{"y":1}],"y":[{"z":0}]}`, `true`}
+)
+
+// fuzzLog turns bytes into a context of data writes: five bytes a message.
+func fuzzLog(data []byte) []Message {
+	var msgs []Message
+	for len(data) >= 5 {
+		b := data[:5]
+		data = data[5:]
+		kind := fuzzKinds[int(b[0])%len(fuzzKinds)]
+		inst := fuzzInstances[int(b[0]/2)%len(fuzzInstances)]
+		path := fuzzPaths[int(b[1])%len(fuzzPaths)]
+		method := fuzzMethods[int(b[2])%len(fuzzMethods)]
+		value := json.RawMessage(fuzzValues[int(b[3])%len(fuzzValues)])
+		m := Message{Type: TypeData, Kind: kind, Instance: inst}
+		if b[4]%4 == 0 || path == "" && method == "" {
+			// A plain data message: a merge at the root (or the method given).
+			m.Data, m.Method = value, method
+			if method == ref.MethodSet { // set at the root needs a path to say so
+				m.OutputPath = ref.Dagger + kind
+			}
+		} else {
+			p, _ := ref.ParsePath(path)
+			m.Data, m.Method, m.OutputPath = wrapRaw(p, value), method, ref.Ref{Kind: kind, Path: p}.String()
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
+// FuzzResolve checks that the indexed Log agrees with the naive scan on
+// random logs of writes with every method, with and without instances.
+func FuzzResolve(f *testing.F) {
+	f.Add([]byte("\x00\x01\x02\x01\x01\x00\x02\x04\x05\x01"))
+	f.Add([]byte("\x00\x00\x00\x0a\x00\x00\x03\x04\x05\x01\x00\x01\x01\x02\x01\x02\x07\x05\x03\x02"))
+	f.Add([]byte("\x02\x08\x04\x04\x01\x02\x08\x05\x03\x01\x04\x09\x01\x06\x01\x00\x00\x00\x01\x00"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		msgs := fuzzLog(data)
+		log, err := NewLog(msgs...)
+		if err != nil {
+			t.Fatalf("NewLog: %v", err)
+		}
+		// Also build it one message at a time and compare at every step
+		// for short logs, to exercise incremental maintenance.
+		step := &Log{}
+		for i, m := range msgs {
+			if err := step.Append(m); err != nil {
+				t.Fatalf("Append %d: %v", i, err)
+			}
+			if len(msgs) <= 12 || i == len(msgs)-1 {
+				compareAll(t, step, msgs[:i+1])
+			}
+		}
+		compareAll(t, log, msgs)
+	})
+}
+
+func compareAll(t *testing.T, log *Log, msgs []Message) {
+	t.Helper()
+	for _, inst := range append(fuzzInstances, "c") {
+		var src ref.Source = log
+		if inst != "" {
+			src = log.Instance(inst)
+		}
+		oracle := naive{msgs: msgs, instance: inst}
+		for _, kind := range append(fuzzKinds, "nope") {
+			for _, ps := range append(fuzzPaths, "x.y.z.w", "items.1", "q") {
+				p, _ := ref.ParsePath(ps)
+				got, gerr := src.Lookup(kind, p)
+				want, werr := oracle.Lookup(kind, p)
+				if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() || string(got) != string(want) {
+					t.Fatalf("instance %q †%s.%s:\nindex %s, %v\nnaive %s, %v\nlog: %s", inst, kind, ps, got, gerr, want, werr, dump(msgs))
+				}
+				if gerr != nil {
+					var re *ref.Error
+					if !errors.As(gerr, &re) {
+						t.Fatalf("error %v is not a *ref.Error", gerr)
+					}
+				}
+			}
+		}
+	}
+}
+
+func dump(msgs []Message) string {
+	b, _ := json.Marshal(msgs)
+	return string(b)
+}
