@@ -144,7 +144,7 @@ func writeOf(m *Message) (write, error) {
 		}
 		return write{}, nil
 	}
-	if !json.Valid(m.Data) {
+	if m.written == nil && !json.Valid(m.Data) {
 		return write{}, fieldErr("data", "is not valid JSON")
 	}
 	if m.OutputPath == "" {
@@ -161,9 +161,11 @@ func writeOf(m *Message) (write, error) {
 	if r.Kind != m.Kind {
 		return write{}, fieldErr("_outputPath", "writes kind %q but the message has kind %q", r.Kind, m.Kind)
 	}
-	val, err := unwrap(m.Data, r.Path)
-	if err != nil {
-		return write{}, fieldErr("data", "does not hold the value at %s: %v", m.OutputPath, err)
+	val := m.written
+	if val == nil {
+		if val, err = unwrap(m.Data, r.Path); err != nil {
+			return write{}, fieldErr("data", "does not hold the value at %s: %v", m.OutputPath, err)
+		}
 	}
 	method := m.Method
 	if method == "" {

@@ -68,6 +68,10 @@ type Message struct {
 	// Extra holds every other field as a JSON object with sorted keys, so
 	// custom message types and unknown fields survive a round trip.
 	Extra json.RawMessage
+
+	// written is the value at OutputPath, kept by Outputs so the log need
+	// not dig it out of Data again.
+	written json.RawMessage
 }
 
 // Advisor is the definition carried by an advisor message (017).

@@ -81,6 +81,7 @@ func Outputs(call, result json.RawMessage, b Branch, date time.Time) ([]Message,
 			Date:       stamp,
 			Method:     method,
 			OutputPath: r.String(),
+			written:    resc,
 		}
 	}
 	return out, nil

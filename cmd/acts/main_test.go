@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestResolve(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		stdin  string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"value", []string{"resolve", "../../testdata/refund.json", "†input.amount"}, "", 0, "50.0\n", ""},
+		{"object", []string{"resolve", "../../testdata/refund.json", "†state.billingHistory"}, "", 0, "{\n  \"lastChargeback\": \"2025-09-10\",\n  \"orders\": 5\n}\n", ""},
+		{"fallback", []string{"resolve", "../../testdata/refund.json", "†state.receipt || †state.error.code"}, "", 0, "\"card_declined\"\n", ""},
+		{"instance flag after args", []string{"resolve", "../../testdata/refund.json", "†input.customerId", "--instance", "②"}, "", 0, "\"cust_456\"\n", ""},
+		{"instance falls back to global", []string{"resolve", "--instance", "②", "../../testdata/refund.json", "†input.amount"}, "", 0, "50.0\n", ""},
+		{"stdin", []string{"resolve", "-", "†state.x"}, `[{"type":"state","x":[1,2]}]`, 0, "[\n  1,\n  2\n]\n", ""},
+		{"not found", []string{"resolve", "../../testdata/refund.json", "†state.receipt"}, "", 1, "", "acts: ref \"†state.receipt\" at offset 0 at path \"receipt\": not found\n"},
+		{"syntax", []string{"resolve", "-", "†state..x"}, `[]`, 1, "", "acts: ref \"†state..x\" at offset 9: syntax error: empty path segment\n"},
+		{"bad context", []string{"resolve", "-", "†state.x"}, `[{"type":"state"},{"type":"data","kind":"a b"}]`, 1, "", "acts: -: message 1: field \"kind\": message: invalid: \"a b\" is not a valid kind (letters, digits, '_' and '-')\n"},
+		{"missing file", []string{"resolve", "nope.json", "†state.x"}, "", 1, "", "acts: open nope.json: no such file or directory\n"},
+		{"usage", []string{"resolve", "x.json"}, "", 2, "", "acts: usage: resolve takes CONTEXT.json and EXPR\n"},
+		{"unknown command", []string{"frobnicate"}, "", 2, "", "acts: usage: unknown command \"frobnicate\"\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tt.args, strings.NewReader(tt.stdin), &stdout, &stderr)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d (stderr %q)", code, tt.code, stderr.String())
+			}
+			if stdout.String() != tt.stdout {
+				t.Errorf("stdout %q, want %q", stdout.String(), tt.stdout)
+			}
+			if !strings.HasPrefix(stderr.String(), tt.stderr) {
+				t.Errorf("stderr %q, want prefix %q", stderr.String(), tt.stderr)
+			}
+		})
+	}
+}
