@@ -1,0 +1,157 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"strings"
+)
+
+// Provider generates solutions for a rendered request.
+//
+// Generate returns a single-use stream of chunks: the text of each
+// solution arrives in order, chunks of different solutions (Request.N > 1)
+// may interleave, and the last chunk of the stream carries the usage of the
+// whole call. A non-streaming provider yields one chunk per solution. The
+// stream runs on the caller's goroutine; breaking out of it cancels the
+// underlying HTTP request. ctx cancellation ends the stream with ctx.Err().
+// Generate must not modify req, and may be called concurrently.
+type Provider interface {
+	Generate(ctx context.Context, req *Request) iter.Seq2[*Chunk, error]
+}
+
+// Func adapts a function to a Provider.
+type Func func(ctx context.Context, req *Request) iter.Seq2[*Chunk, error]
+
+// Generate calls f.
+func (f Func) Generate(ctx context.Context, req *Request) iter.Seq2[*Chunk, error] {
+	return f(ctx, req)
+}
+
+// Request is one LLM invocation after the message handlers have run.
+type Request struct {
+	// Model names the model; empty means the adapter's configured default.
+	Model string
+	// Messages is the rendered conversation, in order.
+	Messages []Message
+	// Schema is the full composed JSON Schema the answer must follow.
+	// Adapters send their dialect of it; the caller validates against this.
+	// Nil asks for free text.
+	Schema json.RawMessage
+	// SchemaName names the schema where the API wants a name ("solution").
+	SchemaName string
+	// N is the number of solutions wanted; 0 means 1.
+	N int
+	// Stream asks for incremental chunks instead of one per solution.
+	Stream bool
+	// Temperature, when set, is passed on.
+	Temperature *float64
+	// MaxTokens bounds the output; 0 means the adapter's default.
+	MaxTokens int
+	// Thinking is the reasoning budget in tokens: 0 leaves the provider's
+	// default, a negative value turns thinking off where that is possible.
+	// Each adapter maps it onto its own setting.
+	Thinking int
+}
+
+// Message is one rendered message.
+type Message struct {
+	Role Role
+	Text string
+}
+
+// Role is who speaks a message.
+type Role string
+
+// The roles a rendered message can have.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+)
+
+// Chunk is a piece of a provider's answer.
+type Chunk struct {
+	// Index is the solution this chunk belongs to, 0 ≤ Index < N.
+	Index int
+	// Text continues the solution's JSON text.
+	Text string
+	// Thinking continues the model's visible reasoning, where exposed.
+	Thinking string
+	// Done marks the last chunk of solution Index; FinishReason says why
+	// it ended ("stop", "length", "content_filter", ...), as the provider
+	// reported it.
+	Done         bool
+	FinishReason string
+	// Usage is set on the last chunk of the stream.
+	Usage *Usage
+}
+
+// Usage counts tokens, normalised across providers: Input excludes cached
+// tokens (OpenAI counts them in its prompt tokens, Anthropic does not), so
+// Input + CacheRead + CacheWrite is everything read, and Output excludes
+// Thinking, so Output + Thinking is everything generated.
+type Usage struct {
+	Input      int `json:"input"`
+	Output     int `json:"output"`
+	Thinking   int `json:"thinking,omitempty"`
+	CacheRead  int `json:"cacheRead,omitempty"`
+	CacheWrite int `json:"cacheWrite,omitempty"`
+}
+
+// Add adds u2 to u.
+func (u *Usage) Add(u2 Usage) {
+	u.Input += u2.Input
+	u.Output += u2.Output
+	u.Thinking += u2.Thinking
+	u.CacheRead += u2.CacheRead
+	u.CacheWrite += u2.CacheWrite
+}
+
+// Total returns every token read and generated.
+func (u Usage) Total() int {
+	return u.Input + u.Output + u.Thinking + u.CacheRead + u.CacheWrite
+}
+
+// Result is a whole answer gathered from a stream.
+type Result struct {
+	Texts         []string // one per solution
+	Thinking      []string // one per solution, empty when not exposed
+	FinishReasons []string
+	Usage         Usage
+}
+
+// Collect drains a stream into a Result. On error it returns what had
+// arrived so far along with the error.
+func Collect(seq iter.Seq2[*Chunk, error]) (*Result, error) {
+	var texts, thinking []strings.Builder
+	r := &Result{}
+	grow := func(i int) {
+		for len(texts) <= i {
+			texts = append(texts, strings.Builder{})
+			thinking = append(thinking, strings.Builder{})
+			r.FinishReasons = append(r.FinishReasons, "")
+		}
+	}
+	var err error
+	for c, e := range seq {
+		if e != nil {
+			err = e
+			break
+		}
+		grow(c.Index)
+		texts[c.Index].WriteString(c.Text)
+		thinking[c.Index].WriteString(c.Thinking)
+		if c.Done {
+			r.FinishReasons[c.Index] = c.FinishReason
+		}
+		if c.Usage != nil {
+			r.Usage.Add(*c.Usage)
+		}
+	}
+	for i := range texts {
+		r.Texts = append(r.Texts, texts[i].String())
+		r.Thinking = append(r.Thinking, thinking[i].String())
+	}
+	return r, err
+}

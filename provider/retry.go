@@ -1,0 +1,94 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"time"
+)
+
+// RetryConfig bounds [Retry]. The zero value retries 3 times with backoff
+// from 500 ms doubling up to 30 s.
+type RetryConfig struct {
+	// Attempts is the number of retries after the first try; 0 means
+	// DefaultRetryAttempts, negative means none.
+	Attempts int
+	// Base and Max bound the exponential backoff; 0 means the defaults.
+	Base, Max time.Duration
+	// Sleep waits for d or until ctx is done; nil means a timer. Tests
+	// replace it, and a durable engine can route it through its own clock.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Defaults of [RetryConfig].
+const (
+	DefaultRetryAttempts = 3
+	DefaultRetryBase     = 500 * time.Millisecond
+	DefaultRetryMax      = 30 * time.Second
+)
+
+// Retry returns a Provider that retries p on temporary errors (429, 408,
+// 5xx and Anthropic's 529), waiting for Retry-After when the provider sent
+// one and for an exponential backoff otherwise. It only retries a stream
+// that has not yielded anything yet, so the caller never sees a chunk twice.
+func Retry(p Provider, cfg RetryConfig) Provider {
+	if cfg.Attempts == 0 {
+		cfg.Attempts = DefaultRetryAttempts
+	}
+	if cfg.Base == 0 {
+		cfg.Base = DefaultRetryBase
+	}
+	if cfg.Max == 0 {
+		cfg.Max = DefaultRetryMax
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
+	return Func(func(ctx context.Context, req *Request) iter.Seq2[*Chunk, error] {
+		return func(yield func(*Chunk, error) bool) {
+			backoff := cfg.Base
+			for attempt := 0; ; attempt++ {
+				yielded := false
+				var failed error
+				for c, err := range p.Generate(ctx, req) {
+					if err != nil {
+						failed = err
+						break
+					}
+					yielded = true
+					if !yield(c, nil) {
+						return
+					}
+				}
+				if failed == nil {
+					return
+				}
+				var pe *Error
+				if yielded || attempt >= cfg.Attempts || !errors.As(failed, &pe) || !pe.Temporary() {
+					yield(nil, failed)
+					return
+				}
+				wait := min(backoff, cfg.Max)
+				if pe.RetryAfter > 0 {
+					wait = pe.RetryAfter
+				}
+				if err := cfg.Sleep(ctx, wait); err != nil {
+					yield(nil, errors.Join(failed, err))
+					return
+				}
+				backoff *= 2
+			}
+		}
+	})
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
