@@ -1,0 +1,138 @@
+package provider_test
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/scripted"
+)
+
+// flaky fails with errs in turn, then answers.
+func flaky(errs ...error) (provider.Provider, *int) {
+	calls := 0
+	return provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		return func(yield func(*provider.Chunk, error) bool) {
+			calls++
+			if calls <= len(errs) {
+				yield(nil, errs[calls-1])
+				return
+			}
+			yield(&provider.Chunk{Text: "ok", Done: true, Usage: &provider.Usage{Input: 1}}, nil)
+		}
+	}), &calls
+}
+
+func TestRetry(t *testing.T) {
+	rate := &provider.Error{Provider: "x", Status: http.StatusTooManyRequests, RetryAfter: 7 * time.Second}
+	server := &provider.Error{Provider: "x", Status: http.StatusBadGateway}
+	bad := &provider.Error{Provider: "x", Status: http.StatusBadRequest}
+	for _, tt := range []struct {
+		name      string
+		errs      []error
+		attempts  int
+		wantCalls int
+		wantWaits []time.Duration
+		wantErr   error
+	}{
+		{"rate limit honours Retry-After", []error{rate}, 0, 2, []time.Duration{7 * time.Second}, nil},
+		{"server errors back off", []error{server, server}, 0, 3, []time.Duration{500 * time.Millisecond, time.Second}, nil},
+		{"client errors are not retried", []error{bad}, 0, 1, nil, bad},
+		{"other errors are not retried", []error{errors.New("boom")}, 0, 1, nil, nil},
+		{"gives up after Attempts", []error{server, server, server}, 2, 3, []time.Duration{500 * time.Millisecond, time.Second}, server},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, calls := flaky(tt.errs...)
+			var waits []time.Duration
+			r := provider.Retry(p, provider.RetryConfig{Attempts: tt.attempts, Sleep: func(ctx context.Context, d time.Duration) error {
+				waits = append(waits, d)
+				return nil
+			}})
+			res, err := provider.Collect(r.Generate(context.Background(), &provider.Request{}))
+			if *calls != tt.wantCalls {
+				t.Errorf("%d calls, want %d", *calls, tt.wantCalls)
+			}
+			if len(waits) != len(tt.wantWaits) {
+				t.Fatalf("waits %v, want %v", waits, tt.wantWaits)
+			}
+			for i := range waits {
+				if waits[i] != tt.wantWaits[i] {
+					t.Errorf("waits %v, want %v", waits, tt.wantWaits)
+				}
+			}
+			switch {
+			case tt.wantErr != nil && !errors.Is(err, tt.wantErr):
+				t.Errorf("got %v, want %v", err, tt.wantErr)
+			case tt.wantErr == nil && *calls > len(tt.errs) && (err != nil || res.Texts[0] != "ok"):
+				t.Errorf("got %v %v, want ok", res, err)
+			}
+		})
+	}
+}
+
+func TestRetryNeverAfterAChunk(t *testing.T) {
+	calls := 0
+	p := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		return func(yield func(*provider.Chunk, error) bool) {
+			calls++
+			if !yield(&provider.Chunk{Text: "part"}, nil) {
+				return
+			}
+			yield(nil, &provider.Error{Status: 500})
+		}
+	})
+	res, err := provider.Collect(provider.Retry(p, provider.RetryConfig{Sleep: func(context.Context, time.Duration) error { return nil }}).Generate(context.Background(), &provider.Request{}))
+	if calls != 1 || err == nil || res.Texts[0] != "part" {
+		t.Errorf("calls %d, err %v, texts %q: want one call, the error and the partial text", calls, err, res.Texts)
+	}
+}
+
+func TestRetryStopsOnCancel(t *testing.T) {
+	p, _ := flaky(&provider.Error{Status: 503}, &provider.Error{Status: 503})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := provider.Collect(provider.Retry(p, provider.RetryConfig{}).Generate(ctx, &provider.Request{}))
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("got %v, want context.Canceled", err)
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2025, 10, 26, 12, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Duration{
+		"":                              0,
+		"7":                             7 * time.Second,
+		"1.5":                           1500 * time.Millisecond,
+		"Sun, 26 Oct 2025 12:00:30 GMT": 30 * time.Second,
+		"soon":                          0,
+	} {
+		if got := provider.ParseRetryAfter(in, now); got != want {
+			t.Errorf("ParseRetryAfter(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func TestScripted(t *testing.T) {
+	p := scripted.New(
+		scripted.Response{Chunks: []string{`{"out`, `put":1}`}, Thinking: "hmm", Usage: provider.Usage{Input: 3, Output: 2}},
+		scripted.Response{Solutions: []string{`{"output":1}`, `{"output":2}`}},
+	)
+	r, err := provider.Collect(p.Generate(context.Background(), &provider.Request{Messages: []provider.Message{{Role: provider.RoleUser, Text: "q"}}}))
+	if err != nil || r.Texts[0] != `{"output":1}` || r.Thinking[0] != "hmm" || r.Usage.Input != 3 {
+		t.Errorf("first: %+v %v", r, err)
+	}
+	r, err = provider.Collect(p.Generate(context.Background(), &provider.Request{N: 2}))
+	if err != nil || len(r.Texts) != 2 || r.Texts[1] != `{"output":2}` {
+		t.Errorf("second: %+v %v", r, err)
+	}
+	if _, err := provider.Collect(p.Generate(context.Background(), &provider.Request{})); !errors.Is(err, scripted.ErrExhausted) {
+		t.Errorf("third: %v, want ErrExhausted", err)
+	}
+	if reqs := p.Requests(); len(reqs) != 3 || reqs[0].Messages[0].Text != "q" {
+		t.Errorf("requests recorded: %+v", reqs)
+	}
+}
