@@ -1,0 +1,92 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/augceo/agent/internal/ojson"
+)
+
+// compose builds the schema the model answers with: the properties the
+// handlers added (meta, advisors, ...), then calls (when tools are
+// defined: an array whose items are the tool schemas), then the user's
+// schema as a nullable output. The model writes them in that order, so it
+// decides on actions before it commits to an output.
+func (b *Build) compose(user json.RawMessage) (json.RawMessage, error) {
+	out := &ojson.Object{}
+	out.Set("type", json.RawMessage(`"object"`))
+	props := &ojson.Object{}
+	for i, k := range b.props.Keys {
+		props.Set(k, b.props.Values[i])
+	}
+	required := append([]string(nil), b.required...)
+	if len(b.tools.Keys) > 0 {
+		var items json.RawMessage
+		if len(b.tools.Keys) == 1 {
+			items = b.tools.Values[0]
+		} else {
+			var s strings.Builder
+			s.WriteString(`{"anyOf":[`)
+			for i, v := range b.tools.Values {
+				if i > 0 {
+					s.WriteByte(',')
+				}
+				s.Write(v)
+			}
+			s.WriteString(`]}`)
+			items = json.RawMessage(s.String())
+		}
+		props.Set("calls", json.RawMessage(`{"type":"array","description":"Tool calls to make now, in order; empty when none is needed.","items":`+string(items)+`}`))
+		required = append(required, "calls")
+	}
+	output, err := nullable(user)
+	if err != nil {
+		return nil, fmt.Errorf("output schema: %w", err)
+	}
+	props.Set("output", output)
+	required = append(required, "output")
+	out.Set("properties", props.Bytes())
+	rb, _ := json.Marshal(required)
+	out.Set("required", rb)
+	out.Set("additionalProperties", json.RawMessage(`false`))
+	return out.Bytes(), nil
+}
+
+// nullable lets the output be null, which means "not done yet" (010).
+func nullable(s json.RawMessage) (json.RawMessage, error) {
+	if len(s) == 0 || string(s) == "true" || string(s) == "{}" {
+		return json.RawMessage(`{}`), nil
+	}
+	o, err := ojson.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	if o.Has("$ref") || o.Has("anyOf") || o.Has("oneOf") || o.Has("allOf") || o.Has("const") || o.Has("enum") {
+		return json.RawMessage(`{"anyOf":[` + string(s) + `,{"type":"null"}]}`), nil
+	}
+	t := o.Get("type")
+	switch {
+	case t == nil:
+		return s, nil // no type constraint: null is allowed already
+	case t[0] == '"':
+		if string(t) == `"null"` {
+			return s, nil
+		}
+		o.Set("type", json.RawMessage(`[`+string(t)+`,"null"]`))
+	case t[0] == '[':
+		var ts []string
+		if err := json.Unmarshal(t, &ts); err != nil {
+			return nil, fmt.Errorf("type: %w", err)
+		}
+		for _, x := range ts {
+			if x == "null" {
+				return s, nil
+			}
+		}
+		ts = append(ts, "null")
+		tb, _ := json.Marshal(ts)
+		o.Set("type", tb)
+	}
+	return o.Bytes(), nil
+}

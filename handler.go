@@ -1,0 +1,69 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/augceo/agent/internal/ojson"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider"
+)
+
+// Handler turns messages of one type into what a Request sends: rendered
+// messages, properties of the composed schema and LLM settings, all
+// through the [Build]. Handle is called once per message of its type, in
+// context order, on the goroutine of the Request; it must not keep b or m.
+type Handler interface {
+	Handle(ctx context.Context, b *Build, m *message.Message) error
+}
+
+// HandlerFunc adapts a function to a Handler.
+type HandlerFunc func(ctx context.Context, b *Build, m *message.Message) error
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, b *Build, m *message.Message) error {
+	return f(ctx, b, m)
+}
+
+// Build collects what the handlers contribute to one Request.
+type Build struct {
+	// Log is the whole context; views such as merged data come from it.
+	Log *message.Log
+	// Index is the position of the message being handled.
+	Index int
+	// LLM holds the settings sent to the provider; handlers may change
+	// them (a message may pick the model or the temperature).
+	LLM *provider.Request
+	// Registry is the registry of the Request.
+	Registry *Registry
+
+	messages []provider.Message
+	props    ojson.Object // extra solution properties, in order of first appearance
+	required []string
+	tools    ojson.Object // tool name → LLM-facing tool schema, last definition wins
+	rendered map[message.Identity]bool
+}
+
+// Render appends a rendered message.
+func (b *Build) Render(role provider.Role, text string) {
+	b.messages = append(b.messages, provider.Message{Role: role, Text: text})
+}
+
+// Property adds (or replaces) a property of the solution object, placed
+// before calls and output; required makes the model always write it.
+func (b *Build) Property(name string, s json.RawMessage, required bool) {
+	if !b.props.Has(name) && required {
+		b.required = append(b.required, name)
+	}
+	b.props.Set(name, s)
+}
+
+// DefineTool adds a tool to the calls the model may make, replacing an
+// earlier definition of the same name (the latest wins).
+func (b *Build) DefineTool(name string, s json.RawMessage) {
+	b.tools.Delete(name)
+	b.tools.Set(name, s)
+}
+
+// Tools returns the names of the tools defined so far, in order.
+func (b *Build) Tools() []string { return append([]string(nil), b.tools.Keys...) }

@@ -1,0 +1,134 @@
+// Package ojson edits JSON objects while keeping the order of their keys.
+// Key order matters to an LLM, which writes a schema's properties in the
+// order it reads them, and encoding/json's maps lose it.
+package ojson
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// Object is a JSON object as an ordered list of members.
+type Object struct {
+	Keys   []string
+	Values []json.RawMessage
+}
+
+// Parse parses a JSON object.
+func Parse(data []byte) (*Object, error) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	tok, err := d.Token()
+	if err != nil {
+		return nil, err
+	}
+	if tok != json.Delim('{') {
+		return nil, fmt.Errorf("ojson: not an object")
+	}
+	o := &Object{}
+	for d.More() {
+		tok, err := d.Token()
+		if err != nil {
+			return nil, err
+		}
+		var v json.RawMessage
+		if err := d.Decode(&v); err != nil {
+			return nil, err
+		}
+		o.Set(tok.(string), v)
+	}
+	if _, err := d.Token(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// Get returns the value of key k, or nil.
+func (o *Object) Get(k string) json.RawMessage {
+	if i := o.index(k); i >= 0 {
+		return o.Values[i]
+	}
+	return nil
+}
+
+// Has reports whether k is a key of o.
+func (o *Object) Has(k string) bool { return o.index(k) >= 0 }
+
+// Set replaces the value of k in place, or appends k.
+func (o *Object) Set(k string, v json.RawMessage) {
+	if i := o.index(k); i >= 0 {
+		o.Values[i] = v
+		return
+	}
+	o.Keys = append(o.Keys, k)
+	o.Values = append(o.Values, v)
+}
+
+// SetFirst puts k first, removing it from where it was.
+func (o *Object) SetFirst(k string, v json.RawMessage) {
+	o.Delete(k)
+	o.Keys = append([]string{k}, o.Keys...)
+	o.Values = append([]json.RawMessage{v}, o.Values...)
+}
+
+// Delete removes k.
+func (o *Object) Delete(k string) {
+	if i := o.index(k); i >= 0 {
+		o.Keys = append(o.Keys[:i:i], o.Keys[i+1:]...)
+		o.Values = append(o.Values[:i:i], o.Values[i+1:]...)
+	}
+}
+
+func (o *Object) index(k string) int {
+	for i, key := range o.Keys {
+		if key == k {
+			return i
+		}
+	}
+	return -1
+}
+
+// MarshalJSON writes the members in order, compact, without HTML escaping.
+func (o *Object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range o.Keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, _ := String(k)
+		b.Write(kb)
+		b.WriteByte(':')
+		if err := json.Compact(&b, o.Values[i]); err != nil {
+			return nil, fmt.Errorf("ojson: value of %q: %w", k, err)
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// Bytes is MarshalJSON for callers that know the values are valid.
+func (o *Object) Bytes() json.RawMessage {
+	b, err := o.MarshalJSON()
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// String encodes s as a JSON string without HTML escaping.
+func String(s string) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// Quote encodes s as a JSON string.
+func Quote(s string) json.RawMessage {
+	b, _ := String(s)
+	return b
+}

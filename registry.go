@@ -1,0 +1,126 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/schema"
+)
+
+// Registry holds the handlers of message types and the tool definitions a
+// context can name. It is safe for concurrent use. A duplicate or malformed
+// registration panics: it is a setup bug.
+type Registry struct {
+	mu       sync.RWMutex
+	handlers map[message.Type]Handler
+	builtin  map[message.Type]bool
+	tools    map[string]json.RawMessage
+	schemas  *schema.Registry
+	compiled sync.Map // composed schema text → *schema.Schema
+}
+
+// NewRegistry returns a registry with the built-in handlers (text, data,
+// tool, plan, meta, error) and no tools.
+func NewRegistry() *Registry {
+	r := &Registry{
+		handlers: map[message.Type]Handler{},
+		builtin:  map[message.Type]bool{},
+		tools:    map[string]json.RawMessage{},
+		schemas:  schema.NewRegistry(),
+	}
+	r.Handle(message.TypeText, HandlerFunc(renderText))
+	r.Handle(message.TypeData, HandlerFunc(renderData))
+	r.Handle(message.TypeTool, HandlerFunc(defineTools))
+	r.Handle(message.TypePlan, HandlerFunc(renderPlan))
+	r.Handle(message.TypeMeta, HandlerFunc(renderMeta))
+	r.Handle(message.TypeError, HandlerFunc(renderError))
+	for t := range r.handlers {
+		r.builtin[t] = true
+	}
+	return r
+}
+
+// DefaultRegistry is used by a Config whose Registry is nil.
+var DefaultRegistry = NewRegistry()
+
+// Handle registers h for messages of type typ, replacing a built-in
+// handler; registering a type twice otherwise panics.
+func (r *Registry) Handle(typ message.Type, h Handler) {
+	if typ == "" || h == nil {
+		panic("agent: Handle with an empty type or a nil handler")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.handlers[typ]; ok && !r.builtin[typ] {
+		panic(fmt.Sprintf("agent: a handler for %q is already registered", typ))
+	}
+	r.handlers[typ] = h
+	delete(r.builtin, typ)
+}
+
+// HandleFunc registers f for messages of type typ.
+func (r *Registry) HandleFunc(typ message.Type, f HandlerFunc) { r.Handle(typ, f) }
+
+// Handle registers h in [DefaultRegistry].
+func Handle(typ message.Type, h Handler) { DefaultRegistry.Handle(typ, h) }
+
+func (r *Registry) handler(typ message.Type) (Handler, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	h, ok := r.handlers[typ]
+	if !ok {
+		return nil, fmt.Errorf("%w %q (register one with Registry.Handle)", ErrUnknownType, typ)
+	}
+	return h, nil
+}
+
+// Tool registers a tool definition under name: a JSON Schema object whose
+// non-underscored properties are the tool's parameters and whose
+// meta-properties (_output, _outputPath, _activity, ...) say how it runs. A
+// tool message can then name it ({"type":"tool","tool":"name"}).
+func (r *Registry) Tool(name string, s json.RawMessage) {
+	if name == "" || strings.HasPrefix(name, "_") {
+		panic(fmt.Sprintf("agent: invalid tool name %q", name))
+	}
+	if !json.Valid(s) || !strings.HasPrefix(strings.TrimSpace(string(s)), "{") {
+		panic(fmt.Sprintf("agent: tool %q: schema is not a JSON object", name))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.tools[name]; ok {
+		panic(fmt.Sprintf("agent: tool %q is already registered", name))
+	}
+	r.tools[name] = s
+}
+
+// LookupTool returns the registered definition of a tool.
+func (r *Registry) LookupTool(name string) (json.RawMessage, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	s, ok := r.tools[strings.TrimPrefix(name, "Tool.")]
+	if !ok {
+		return nil, fmt.Errorf("%w %q (registered: %s)", ErrUnknownTool, name, strings.Join(slices.Sorted(maps.Keys(r.tools)), ", "))
+	}
+	return s, nil
+}
+
+// Schemas returns the named schemas that composed schemas may $ref.
+func (r *Registry) Schemas() *schema.Registry { return r.schemas }
+
+// compile compiles a composed schema once and caches it.
+func (r *Registry) compile(s json.RawMessage) (*schema.Schema, error) {
+	if c, ok := r.compiled.Load(string(s)); ok {
+		return c.(*schema.Schema), nil
+	}
+	c, err := r.schemas.Compile(s)
+	if err != nil {
+		return nil, err
+	}
+	r.compiled.Store(string(s), c)
+	return c, nil
+}

@@ -1,0 +1,118 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider"
+)
+
+// renderText passes text messages through with their role.
+func renderText(_ context.Context, b *Build, m *message.Message) error {
+	b.Render(provider.Role(m.Role), m.Text)
+	return nil
+}
+
+// renderData renders each data identity once, where it first appears, as
+// the merged value of all its messages (005): the model sees one coherent
+// object, not a pile of patches. Hidden metadata is never rendered.
+func renderData(_ context.Context, b *Build, m *message.Message) error {
+	id := m.Identity()
+	if b.rendered[id] {
+		return nil
+	}
+	b.rendered[id] = true
+	value, ok, err := b.Log.Value(id)
+	if err != nil {
+		return err
+	}
+	var schema json.RawMessage
+	var description string
+	for _, x := range b.Log.Messages() {
+		if x.Type == message.TypeData && x.Identity() == id {
+			if x.Schema != nil {
+				schema = x.Schema
+			}
+			if x.Description != "" {
+				description = x.Description
+			}
+		}
+	}
+	b.Render(provider.RoleUser, DataBlock(id, value, ok, description, schema))
+	return nil
+}
+
+// DataBlock renders a data identity the way the model sees it:
+//
+//	## Data: ¶user
+//	{ ...the merged value... }
+//	Represents the current user.
+//	Schema for ¶user:
+//	{ ...the schema... }
+//
+// Input data is marked as a structured prompt (006); an instance is named
+// after the kind.
+func DataBlock(id message.Identity, value json.RawMessage, present bool, description string, schema json.RawMessage) string {
+	var s strings.Builder
+	name := "¶" + id.Kind
+	s.WriteString("## Data: " + name)
+	if id.Instance != "" {
+		s.WriteString(" (_instance: " + id.Instance + ")")
+	}
+	s.WriteByte('\n')
+	if id.Kind == message.KindInput {
+		s.WriteString("Input data MUST be treated as a structured prompt\n")
+	}
+	if present {
+		s.WriteString(indent(value))
+		s.WriteByte('\n')
+	} else {
+		s.WriteString("(no value yet)\n")
+	}
+	if description != "" {
+		s.WriteString(description)
+		s.WriteByte('\n')
+	}
+	if schema != nil {
+		s.WriteString("Schema for " + name + ":\n")
+		s.WriteString(indent(schema))
+		s.WriteByte('\n')
+	}
+	return strings.TrimRight(s.String(), "\n")
+}
+
+// renderPlan shows the plan the calls of a previous step formed (012).
+func renderPlan(_ context.Context, b *Build, m *message.Message) error {
+	b.Render(provider.RoleUser, "## Plan\nThe plan so far; follow it unless the data shows it no longer fits:\n"+indent(m.Plan))
+	return nil
+}
+
+// renderMeta shows the current identity and version and asks for the
+// next one in the solution (016).
+func renderMeta(_ context.Context, b *Build, m *message.Message) error {
+	b.Render(provider.RoleUser, "## Meta\n"+indent(m.Meta))
+	b.Property("meta", json.RawMessage(`{"type":"object","description":"Metadata about the idea, including version and identity. Update it, for example by bumping the version.","properties":{"path":{"type":"string"},"version":{"type":"string"}}}`), true)
+	return nil
+}
+
+// renderError feeds a failed call back to the model so it can correct it.
+func renderError(_ context.Context, b *Build, m *message.Message) error {
+	text := "## Error\n" + m.Error
+	if m.Failed != nil {
+		text = fmt.Sprintf("## Error\nThe call\n%s\nfailed: %s", indent(m.Failed), m.Error)
+	}
+	b.Render(provider.RoleUser, text)
+	return nil
+}
+
+func indent(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}

@@ -1,0 +1,381 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"strings"
+
+	"github.com/augceo/agent/internal/ojson"
+	"github.com/augceo/agent/jsonstream"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/schema"
+)
+
+// DefaultMaxRepairs is how many times an invalid solution is re-asked when
+// Config.MaxRepairs is 0.
+const DefaultMaxRepairs = 2
+
+// Config configures a Request. The zero value of every field but Provider
+// is a documented default.
+type Config struct {
+	// Provider answers the request. Required.
+	Provider provider.Provider
+	// Registry holds handlers, tools and named schemas; nil means
+	// DefaultRegistry.
+	Registry *Registry
+	// Model names the model; empty leaves the provider's default.
+	Model string
+	// N is the number of solutions (multiplexing); 0 means 1.
+	N int
+	// Temperature, MaxTokens and Thinking (a reasoning budget in tokens,
+	// negative for none) are passed to the provider; zero leaves its default.
+	Temperature *float64
+	MaxTokens   int
+	Thinking    int
+	// Stream asks the provider for a stream. CallbackPath implies it.
+	Stream bool
+	// CallbackPath is a dot path into the solution, such as "calls": each
+	// element of the array there is handed over as an Event as soon as it
+	// is complete, while the rest still streams.
+	CallbackPath string
+	// MaxRepairs bounds how often an invalid solution is re-asked with its
+	// errors shown to the model; 0 means DefaultMaxRepairs, negative none.
+	MaxRepairs int
+	// Logger receives debug logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Solution is one validated answer of the model.
+type Solution struct {
+	// Raw is the whole solution object as the model wrote it.
+	Raw json.RawMessage
+	// Output is the value of output; nil when the model left it null
+	// (in a loop: not done yet).
+	Output json.RawMessage
+	// Calls are the tool calls the model asked for, in order.
+	Calls []json.RawMessage
+}
+
+// Done reports whether the solution has an output.
+func (s *Solution) Done() bool { return s.Output != nil }
+
+// Field returns another property of the solution (meta, advisors, ...), or
+// nil when absent.
+func (s *Solution) Field(name string) json.RawMessage {
+	o, err := ojson.Parse(s.Raw)
+	if err != nil {
+		return nil
+	}
+	return o.Get(name)
+}
+
+// Response is the result of a Request.
+type Response struct {
+	Solutions []Solution
+	// Usage sums every provider call the request made, repairs included.
+	Usage provider.Usage
+	// Sent is what the provider was first asked: rendered messages, the
+	// composed schema and the settings.
+	Sent *provider.Request
+}
+
+// Event is one thing that happened during a streamed Request. Exactly
+// one field is set.
+type Event struct {
+	// Thinking continues the model's visible reasoning for a solution.
+	Thinking *Text
+	// Element is a completed element at Config.CallbackPath.
+	Element *Element
+	// Repair reports an invalid solution that is being re-asked.
+	Repair *InvalidError
+	// Response is the final result, the last event.
+	Response *Response
+}
+
+// Text is a piece of text of one solution.
+type Text struct {
+	Index int
+	Text  string
+}
+
+// Element is a completed value at the callback path of solution Index.
+type Element struct {
+	Index int // the solution
+	jsonstream.Element
+}
+
+// Request runs one LLM invocation: it renders the context through the
+// registry's handlers, composes the output schema around schema, asks the
+// provider and validates every solution, re-asking with the errors when
+// one is invalid.
+func Request(ctx context.Context, cfg Config, schema json.RawMessage, context []message.Message) (*Response, error) {
+	var resp *Response
+	for ev, err := range Stream(ctx, cfg, schema, context) {
+		if err != nil {
+			return resp, err
+		}
+		if ev.Response != nil {
+			resp = ev.Response
+		}
+	}
+	return resp, nil
+}
+
+// Stream is Request as a stream of events: thinking text and callback
+// elements while the answer arrives, repairs, and finally the Response.
+// It is single-use and runs on the caller's goroutine; breaking out of it
+// cancels the provider call.
+func Stream(ctx context.Context, cfg Config, userSchema json.RawMessage, msgs []message.Message) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		if cfg.Provider == nil {
+			yield(Event{}, ErrNoProvider)
+			return
+		}
+		b, composed, compiled, err := prepare(ctx, cfg, userSchema, msgs)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		req := *b.LLM
+		req.Messages = b.messages
+		req.Schema = composed
+		req.SchemaName = "solution"
+		resp := &Response{Sent: &req}
+		texts, err := generate(ctx, cfg, &req, resp, yield)
+		if err != nil {
+			if err != errStopped {
+				yield(Event{}, err)
+			}
+			return
+		}
+		for i, text := range texts {
+			sol, err := repair(ctx, cfg, &req, compiled, i, text, resp, yield)
+			if err != nil {
+				if err != errStopped {
+					yield(Event{}, err)
+				}
+				return
+			}
+			resp.Solutions = append(resp.Solutions, *sol)
+		}
+		yield(Event{Response: resp}, nil)
+	}
+}
+
+// errStopped means the consumer stopped the stream.
+var errStopped = errors.New("agent: stream stopped")
+
+// prepare runs the handlers and composes and compiles the schema.
+func prepare(ctx context.Context, cfg Config, userSchema json.RawMessage, msgs []message.Message) (*Build, json.RawMessage, *schema.Schema, error) {
+	reg := cfg.Registry
+	if reg == nil {
+		reg = DefaultRegistry
+	}
+	log, err := message.NewLog(msgs...)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("agent: context: %w", err)
+	}
+	n := cfg.N
+	if n <= 0 {
+		n = 1
+	}
+	b := &Build{
+		Log:      log,
+		Registry: reg,
+		LLM: &provider.Request{
+			Model: cfg.Model, N: n, Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens,
+			Thinking: cfg.Thinking, Stream: cfg.Stream || cfg.CallbackPath != "",
+		},
+		rendered: map[message.Identity]bool{},
+	}
+	for i, m := range log.All() {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, nil, err
+		}
+		h, err := reg.handler(m.Type)
+		if err == nil {
+			b.Index = i
+			err = h.Handle(ctx, b, &m)
+		}
+		if err != nil {
+			return nil, nil, nil, &MessageError{Index: i, Type: string(m.Type), Err: err}
+		}
+	}
+	composed, err := b.compose(userSchema)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("agent: %w", err)
+	}
+	compiled, err := reg.compile(composed)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("agent: composed schema: %w", err)
+	}
+	return b, composed, compiled, nil
+}
+
+// generate runs one provider call, streaming thinking and callback
+// elements, and returns the text of each solution.
+func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Response, yield func(Event, error) bool) ([]string, error) {
+	var texts []strings.Builder
+	var extractors []*jsonstream.Extractor
+	grow := func(i int) error {
+		for len(texts) <= i {
+			texts = append(texts, strings.Builder{})
+			if cfg.CallbackPath != "" {
+				x, err := jsonstream.NewExtractor(cfg.CallbackPath)
+				if err != nil {
+					return fmt.Errorf("agent: callback path: %w", err)
+				}
+				extractors = append(extractors, x)
+			}
+		}
+		return nil
+	}
+	// emit hands over elements; a syntax error only stops the callbacks,
+	// since validation reports it properly and repairs the solution.
+	emit := func(i int, els []jsonstream.Element, err error) bool {
+		for _, el := range els {
+			if !yield(Event{Element: &Element{Index: i, Element: el}}, nil) {
+				return false
+			}
+		}
+		if err != nil {
+			extractors[i] = nil
+		}
+		return true
+	}
+	for c, err := range cfg.Provider.Generate(ctx, req) {
+		if err != nil {
+			return nil, fmt.Errorf("agent: provider: %w", err)
+		}
+		if c.Index < 0 || c.Index >= max(req.N, 1) {
+			return nil, fmt.Errorf("agent: provider: chunk for solution %d of %d", c.Index, req.N)
+		}
+		if err := grow(c.Index); err != nil {
+			return nil, err
+		}
+		if c.Usage != nil {
+			resp.Usage.Add(*c.Usage)
+		}
+		if c.Thinking != "" && !yield(Event{Thinking: &Text{Index: c.Index, Text: c.Thinking}}, nil) {
+			return nil, errStopped
+		}
+		if c.Text == "" {
+			continue
+		}
+		texts[c.Index].WriteString(c.Text)
+		if extractors != nil && extractors[c.Index] != nil {
+			els, err := extractors[c.Index].Feed([]byte(c.Text))
+			if !emit(c.Index, els, err) {
+				return nil, errStopped
+			}
+		}
+	}
+	out := make([]string, len(texts))
+	for i := range texts {
+		out[i] = texts[i].String()
+		if extractors != nil && extractors[i] != nil {
+			els, err := extractors[i].End()
+			if !emit(i, els, err) {
+				return nil, errStopped
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("agent: provider: empty answer")
+	}
+	return out, nil
+}
+
+// repair validates solution i and re-asks while it is invalid.
+func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *schema.Schema, i int, text string, resp *Response, yield func(Event, error) bool) (*Solution, error) {
+	limit := cfg.MaxRepairs
+	if limit == 0 {
+		limit = DefaultMaxRepairs
+	}
+	msgs := req.Messages
+	for attempt := 1; ; attempt++ {
+		sol, err := parseSolution(text, compiled)
+		if err == nil {
+			return sol, nil
+		}
+		inv := &InvalidError{Index: i, Attempts: attempt, Raw: text, Err: err}
+		if attempt > limit {
+			return nil, inv
+		}
+		if !yield(Event{Repair: inv}, nil) {
+			return nil, errStopped
+		}
+		logger(cfg).DebugContext(ctx, "repairing an invalid solution", "index", i, "attempt", attempt, "error", err)
+		msgs = append(msgs[:len(msgs):len(msgs)],
+			provider.Message{Role: provider.RoleAssistant, Text: text},
+			provider.Message{Role: provider.RoleUser, Text: repairPrompt(err)})
+		fix := *req
+		fix.Messages, fix.N = msgs, 1
+		texts, err := generate(ctx, Config{Provider: cfg.Provider}, &fix, resp, yield)
+		if err != nil {
+			return nil, err
+		}
+		text = texts[0]
+	}
+}
+
+// repairPrompt tells the model what was wrong with its answer. The text is
+// part of replay: keep it stable.
+func repairPrompt(err error) string {
+	var ve *schema.ValidationError
+	if errors.As(err, &ve) {
+		return "Your answer does not match the required JSON schema:\n" + ve.Error() + "\nAnswer again with the whole corrected JSON object."
+	}
+	return "Your answer is not valid JSON: " + err.Error() + "\nAnswer again with only the whole JSON object."
+}
+
+// parseSolution validates text and splits it into a Solution.
+func parseSolution(text string, compiled *schema.Schema) (*Solution, error) {
+	raw := json.RawMessage(strings.TrimSpace(stripFence(text)))
+	if !json.Valid(raw) {
+		var v any
+		err := json.Unmarshal(raw, &v)
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if err := compiled.Validate(raw); err != nil {
+		return nil, err
+	}
+	var parts struct {
+		Output json.RawMessage   `json:"output"`
+		Calls  []json.RawMessage `json:"calls"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return nil, err
+	}
+	sol := &Solution{Raw: raw, Calls: parts.Calls}
+	if len(parts.Output) > 0 && !bytes.Equal(parts.Output, []byte("null")) {
+		sol.Output = parts.Output
+	}
+	return sol, nil
+}
+
+// stripFence removes a Markdown code fence some models wrap JSON in.
+func stripFence(s string) string {
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, "```") {
+		return s
+	}
+	t = strings.TrimPrefix(t, "```")
+	if nl := strings.IndexByte(t, '\n'); nl >= 0 {
+		t = t[nl+1:]
+	}
+	return strings.TrimSuffix(strings.TrimSpace(t), "```")
+}
+
+func logger(cfg Config) *slog.Logger {
+	if cfg.Logger != nil {
+		return cfg.Logger
+	}
+	return slog.Default()
+}

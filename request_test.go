@@ -1,0 +1,280 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/scripted"
+	"github.com/augceo/agent/schema"
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// golden compares got with testdata/request/name, rewriting it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "request", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if d := cmp.Diff(string(got), string(want)); d != "" {
+		t.Errorf("%s (-got +want):\n%s", name, d)
+	}
+}
+
+func ctxOf(t *testing.T, s string) []message.Message {
+	t.Helper()
+	msgs, err := message.ParseContext([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgs
+}
+
+// sent renders what the provider received, for golden files.
+func sent(t *testing.T, req provider.Request) []byte {
+	t.Helper()
+	var b strings.Builder
+	for _, m := range req.Messages {
+		b.WriteString("--- " + string(m.Role) + "\n" + m.Text + "\n")
+	}
+	var s json.RawMessage = req.Schema
+	out, _ := json.MarshalIndent(s, "", "  ")
+	b.WriteString("--- schema\n" + string(out) + "\n")
+	return []byte(b.String())
+}
+
+func TestRequestRendersData(t *testing.T) {
+	// The example of page 005: text passes through, the two user messages
+	// are merged into one data block.
+	msgs := ctxOf(t, `[
+		{"type": "text", "text": "Update the user's city to Austin"},
+		{"type": "data", "kind": "user", "description": "Represents the current user.", "data": {"name": "John Doe"},
+		 "schema": {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "number"}, "city": {"type": "string"}}}},
+		{"type": "data", "kind": "user", "data": {"age": 30}}
+	]`)
+	p := scripted.Solutions(`{"output":{"city":"Austin"}}`)
+	resp, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry()},
+		json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`), msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(resp.Solutions[0].Output) != `{"city":"Austin"}` || !resp.Solutions[0].Done() {
+		t.Errorf("output %s", resp.Solutions[0].Output)
+	}
+	golden(t, "005_data.txt", sent(t, p.Requests()[0]))
+}
+
+func TestRequestRendersInput(t *testing.T) {
+	// The example of page 006.
+	msgs := ctxOf(t, `[{"type": "input", "input": {"userName": "Jane", "topic": "the weather"},
+		"schema": {"type": "object", "properties": {"userName": {"type": "string", "description": "Author of the article"}, "topic": {"type": "string", "description": "Topic to write article about"}}}}]`)
+	p := scripted.Solutions(`{"output":{"article":"..."}}`)
+	if _, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry()}, json.RawMessage(`{"type":"object"}`), msgs); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "006_input.txt", sent(t, p.Requests()[0]))
+}
+
+func TestRequestComposesTools(t *testing.T) {
+	// The composition example of page 002, plus a second definition of
+	// greetUser that replaces the first and a registered tool named by a
+	// tool message.
+	reg := agent.NewRegistry()
+	reg.Tool("sentimentAnalysis", json.RawMessage(`{"type":"object","description":"Analyzes text sentiment","properties":{
+		"_tool":{"type":"string","const":"sentimentAnalysis"},"text":{"type":"string","description":"Text to analyze"},
+		"_output":{"type":"object","properties":{"sentiment":{"type":"string"},"confidence":{"type":"number"}}}},"required":["text"]}`))
+	reg.Tool("chargeCard", json.RawMessage(`{"type":"object","properties":{"_activity":{"const":"charge"},"amount":{"type":"number"},"_output":{"type":"object"}},"required":["amount"]}`))
+	msgs := ctxOf(t, `[
+		{"type": "tool", "tool": {"greetUser": {"type": "object", "properties": {"name": {"type": "string"}}}}},
+		{"type": "tool", "tool": {"greetUser": {"type": "object", "properties": {"userName": {"type": "string"}}, "required": ["userName"]}}},
+		{"type": "tool", "tool": "Tool.sentimentAnalysis"},
+		{"type": "tool", "tool": "chargeCard"},
+		{"type": "text", "text": "some prompt here"}
+	]`)
+	p := scripted.Solutions(`{"calls":[{"_tool":"greetUser","userName":"Ann"},{"_tool":"sentimentAnalysis","text":"yay","_output":{"sentiment":"positive","confidence":0.9}}],"output":null}`)
+	resp, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: reg},
+		json.RawMessage(`{"type":"object","properties":{"summary":{"type":"string"}},"required":["summary"]}`), msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := resp.Solutions[0]
+	if s.Done() || len(s.Calls) != 2 {
+		t.Errorf("solution %s: want two calls and no output", s.Raw)
+	}
+	golden(t, "002_tools.txt", sent(t, p.Requests()[0]))
+}
+
+func TestRequestRepairsInvalidSolutions(t *testing.T) {
+	p := scripted.New(
+		scripted.Response{Solutions: []string{`{"output": {"n": 1}`}, Usage: provider.Usage{Input: 10, Output: 5}},
+		scripted.Response{Solutions: []string{`{"output": {"n": "one"}}`}, Usage: provider.Usage{Input: 20, Output: 5}},
+		scripted.Response{Solutions: []string{"```json\n{\"output\": {\"n\": 1}}\n```"}, Usage: provider.Usage{Input: 30, Output: 5}},
+	)
+	var repairs []string
+	var final *agent.Response
+	for ev, err := range agent.Stream(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry()},
+		json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`), []message.Message{message.Text("count")}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Repair != nil {
+			repairs = append(repairs, ev.Repair.Err.Error())
+		}
+		if ev.Response != nil {
+			final = ev.Response
+		}
+	}
+	if len(repairs) != 2 || string(final.Solutions[0].Output) != `{"n": 1}` {
+		t.Fatalf("repairs %q, output %s", repairs, final.Solutions[0].Output)
+	}
+	if final.Usage.Input != 60 {
+		t.Errorf("usage %+v, want the sum of the three calls", final.Usage)
+	}
+	reqs := p.Requests()
+	last := reqs[2].Messages
+	if len(last) != 5 || last[3].Role != provider.RoleAssistant || last[3].Text != `{"output": {"n": "one"}}` ||
+		!strings.Contains(last[4].Text, "does not match the required JSON schema") || !strings.Contains(last[4].Text, "/output/n") {
+		t.Errorf("repair conversation: %+v", last)
+	}
+}
+
+func TestRequestGivesUpWithTheRawText(t *testing.T) {
+	p := scripted.Solutions(`nope`, `still nope`)
+	_, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), MaxRepairs: 1}, json.RawMessage(`{}`), []message.Message{message.Text("x")})
+	var inv *agent.InvalidError
+	if !errors.As(err, &inv) || inv.Raw != "still nope" || inv.Attempts != 2 {
+		t.Fatalf("got %v, want an InvalidError with the last raw text", err)
+	}
+}
+
+func TestRequestSchemaViolationIsTyped(t *testing.T) {
+	p := scripted.Solutions(`{"output":{"n":"x"}}`)
+	_, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), MaxRepairs: -1},
+		json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`), []message.Message{message.Text("x")})
+	var ve *schema.ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("got %v, want a *schema.ValidationError inside", err)
+	}
+}
+
+func TestRequestMultiplexes(t *testing.T) {
+	p := scripted.New(scripted.Response{Solutions: []string{`{"output":"a"}`, `{"output":"b"}`}})
+	resp, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), N: 2}, json.RawMessage(`{"type":"string"}`), []message.Message{message.Text("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Solutions) != 2 || string(resp.Solutions[1].Output) != `"b"` || p.Requests()[0].N != 2 {
+		t.Errorf("solutions %+v", resp.Solutions)
+	}
+}
+
+func TestRequestStreamsCallsEarly(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("t", json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}}}`))
+	p := scripted.New(scripted.Response{Chunks: []string{`{"calls":[{"_tool":"t",`, `"x":1},{"_to`, `ol":"t","x":2}`, `],"output":null}`}})
+	var order []string
+	for ev, err := range agent.Stream(context.Background(), agent.Config{Provider: p, Registry: reg, CallbackPath: "calls"},
+		json.RawMessage(`{}`), ctxOf(t, `[{"type":"tool","tool":"t"},{"type":"text","text":"go"}]`)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case ev.Element != nil:
+			order = append(order, ev.Element.Path+"="+string(ev.Element.Value))
+		case ev.Response != nil:
+			order = append(order, "response")
+		}
+	}
+	want := []string{`calls.0={"_tool":"t","x":1}`, `calls.1={"_tool":"t","x":2}`, "response"}
+	if d := cmp.Diff(order, want); d != "" {
+		t.Errorf("events (-got +want):\n%s", d)
+	}
+	if !p.Requests()[0].Stream {
+		t.Error("the provider was not asked to stream")
+	}
+}
+
+func TestRequestErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		cfg     agent.Config
+		context string
+		want    error
+		text    string
+	}{
+		{"no provider", agent.Config{}, `[]`, agent.ErrNoProvider, ""},
+		{"unknown type", agent.Config{Provider: scripted.Solutions()}, `[{"type":"text","text":"a"},{"type":"preset","preset":"x"}]`, agent.ErrUnknownType,
+			`agent: message 1 (preset): agent: no handler for message type "preset" (register one with Registry.Handle)`},
+		{"unknown tool", agent.Config{Provider: scripted.Solutions()}, `[{"type":"tool","tool":"Tool.nope"}]`, agent.ErrUnknownTool, ""},
+		{"provider error", agent.Config{Provider: scripted.New(scripted.Response{Err: &provider.Error{Provider: "x", Status: 500}})}, `[]`, nil, "agent: provider: x: 500 Internal Server Error"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.cfg.Registry == nil {
+				tt.cfg.Registry = agent.NewRegistry()
+			}
+			_, err := agent.Request(context.Background(), tt.cfg, json.RawMessage(`{}`), ctxOf(t, tt.context))
+			if err == nil || tt.want != nil && !errors.Is(err, tt.want) || tt.text != "" && err.Error() != tt.text {
+				t.Errorf("got %v, want %v %q", err, tt.want, tt.text)
+			}
+		})
+	}
+}
+
+func TestCustomHandler(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.HandleFunc("preset", func(ctx context.Context, b *agent.Build, m *message.Message) error {
+		b.Render(provider.RoleSystem, "You are a council of advisors.")
+		b.LLM.Temperature = new(0.2)
+		return nil
+	})
+	p := scripted.Solutions(`{"output":1}`)
+	if _, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{}`), ctxOf(t, `[{"type":"preset","preset":"Council"}]`)); err != nil {
+		t.Fatal(err)
+	}
+	r := p.Requests()[0]
+	if r.Messages[0].Text != "You are a council of advisors." || r.Temperature == nil || *r.Temperature != 0.2 {
+		t.Errorf("got %+v", r)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("registering a type twice did not panic")
+		}
+	}()
+	reg.HandleFunc("preset", func(context.Context, *agent.Build, *message.Message) error { return nil })
+}
+
+type weather struct {
+	City  string  `json:"city" jsonschema:"description=The city"`
+	TempC float64 `json:"tempC"`
+}
+
+func TestRequestAs(t *testing.T) {
+	p := scripted.Solutions(`{"output":{"city":"Paris","tempC":21.5}}`)
+	sols, _, err := agent.RequestAs[weather](context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry()}, []message.Message{message.Text("weather?")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sols[0].Value != (weather{City: "Paris", TempC: 21.5}) {
+		t.Errorf("got %+v", sols[0].Value)
+	}
+	if !strings.Contains(string(p.Requests()[0].Schema), `"description":"The city"`) {
+		t.Errorf("schema sent lacks the struct tag description: %s", p.Requests()[0].Schema)
+	}
+}

@@ -1,0 +1,115 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/augceo/agent/internal/ojson"
+	"github.com/augceo/agent/message"
+)
+
+// defineTools reads a tool message (002): a map of tool names to schemas,
+// one schema with a _tool const, or the name of a registered tool. Later
+// definitions of a name replace earlier ones.
+func defineTools(_ context.Context, b *Build, m *message.Message) error {
+	var name string
+	if json.Unmarshal(m.Tool, &name) == nil {
+		def, err := b.Registry.LookupTool(name)
+		if err != nil {
+			return err
+		}
+		return defineTool(b, strings.TrimPrefix(name, "Tool."), def)
+	}
+	o, err := ojson.Parse(m.Tool)
+	if err != nil {
+		return fmt.Errorf("tool: %w", err)
+	}
+	if n := toolName(o); n != "" {
+		return defineTool(b, n, m.Tool)
+	}
+	for i, n := range o.Keys {
+		if err := defineTool(b, n, o.Values[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// toolName returns the const of a schema's _tool property, if any.
+func toolName(o *ojson.Object) string {
+	props, err := ojson.Parse(o.Get("properties"))
+	if err != nil {
+		return ""
+	}
+	var t struct {
+		Const string `json:"const"`
+	}
+	if json.Unmarshal(props.Get("_tool"), &t) != nil {
+		return ""
+	}
+	return t.Const
+}
+
+func defineTool(b *Build, name string, def json.RawMessage) error {
+	s, err := llmTool(name, def)
+	if err != nil {
+		return fmt.Errorf("tool %q: %w", name, err)
+	}
+	b.DefineTool(name, s)
+	return nil
+}
+
+// outputPathSchema is offered to the model for tools that do not declare
+// their own _outputPath: any reference, chosen by the model (008).
+var outputPathSchema = json.RawMessage(`{"type":"string","pattern":"^†","description":"Where to write the result, e.g. †state.summary; || branches on failure, && fans out. Omit to not keep the result."}`)
+
+// llmTool turns a tool definition into what the model sees inside calls:
+// _tool first as a const, the parameters, then the meta-properties the
+// tool allows. Execution details (_activity, _delegate) are the runtime's
+// business and are removed; so is _output for explicit tools, whose result
+// comes from code, not from the model (002).
+func llmTool(name string, def json.RawMessage) (json.RawMessage, error) {
+	o, err := ojson.Parse(def)
+	if err != nil {
+		return nil, fmt.Errorf("schema is not a JSON object: %w", err)
+	}
+	props := &ojson.Object{}
+	if p := o.Get("properties"); p != nil {
+		if props, err = ojson.Parse(p); err != nil {
+			return nil, fmt.Errorf("properties: %w", err)
+		}
+	}
+	explicit := o.Has("_activity") || props.Has("_activity")
+	for _, k := range []string{"_activity", "_delegate", "_tool"} {
+		o.Delete(k)
+		props.Delete(k)
+	}
+	if explicit {
+		props.Delete("_output")
+	}
+	if !props.Has("_outputPath") {
+		props.Set("_outputPath", outputPathSchema)
+	}
+	props.SetFirst("_tool", json.RawMessage(`{"const":`+string(ojson.Quote(name))+`}`))
+	var required []string
+	if r := o.Get("required"); r != nil {
+		if err := json.Unmarshal(r, &required); err != nil {
+			return nil, fmt.Errorf("required: %w", err)
+		}
+	}
+	req := []string{"_tool"}
+	for _, r := range required {
+		if r != "_tool" && props.Has(r) {
+			req = append(req, r)
+		}
+	}
+	rb, _ := json.Marshal(req)
+	if !o.Has("type") {
+		o.SetFirst("type", json.RawMessage(`"object"`))
+	}
+	o.Set("properties", props.Bytes())
+	o.Set("required", rb)
+	return o.Bytes(), nil
+}

@@ -1,0 +1,39 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/schema"
+)
+
+// Typed is a solution whose output is decoded into T.
+type Typed[T any] struct {
+	Solution
+	// Value is the decoded output; the zero T when the solution has none.
+	Value T
+}
+
+// RequestAs runs a Request whose output schema is derived from T (struct
+// tags give descriptions; see schema.For) and decodes each validated
+// output into a T.
+func RequestAs[T any](ctx context.Context, cfg Config, context []message.Message) ([]Typed[T], *Response, error) {
+	resp, err := Request(ctx, cfg, schema.For[T](), context)
+	if err != nil {
+		return nil, resp, err
+	}
+	out := make([]Typed[T], len(resp.Solutions))
+	for i, s := range resp.Solutions {
+		out[i].Solution = s
+		if s.Output == nil {
+			continue
+		}
+		v, err := schema.Decode[T](s.Output)
+		if err != nil {
+			return nil, resp, fmt.Errorf("agent: solution %d: %w", i, err)
+		}
+		out[i].Value = v
+	}
+	return out, resp, nil
+}
