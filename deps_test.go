@@ -1,0 +1,47 @@
+package agent_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestDependencies keeps imports pointing inward (STYLE 1): the pure core
+// uses the standard library only, schema adds its JSON Schema libraries,
+// and the root package never imports a provider or store adapter.
+func TestDependencies(t *testing.T) {
+	schemaLibs := []string{
+		"github.com/santhosh-tekuri/jsonschema/v6", "github.com/santhosh-tekuri/jsonschema/v6/", "github.com/invopop/jsonschema",
+		"github.com/bahlo/generic-list-go", "github.com/buger/jsonparser", "go.yaml.in/yaml/", "github.com/pb33f/ordered-map/",
+		"golang.org/x/text/",
+	}
+	core := []string{"github.com/augceo/agent/ref", "github.com/augceo/agent/message", "github.com/augceo/agent/jsonstream"}
+	for _, tt := range []struct {
+		pkg     string
+		allowed []string
+	}{
+		{"./ref", core},
+		{"./message", core},
+		{"./jsonstream", core},
+		{"./schema", append([]string{"github.com/augceo/agent/schema"}, schemaLibs...)},
+		{"./provider", []string{"github.com/augceo/agent/provider"}},
+		{".", append(append(append([]string{"github.com/augceo/agent", "github.com/augceo/agent/internal/", "github.com/augceo/agent/schema", "github.com/augceo/agent/provider"}, core...), schemaLibs...))},
+	} {
+		out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", tt.pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", tt.pkg, err, out)
+		}
+	deps:
+		for _, dep := range strings.Fields(string(out)) {
+			for _, a := range tt.allowed {
+				if dep == a || strings.HasSuffix(a, "/") && strings.HasPrefix(dep, a) || dep == strings.TrimSuffix(a, "/") {
+					continue deps
+				}
+			}
+			if tt.pkg == "." && dep == "github.com/augceo/agent" {
+				continue
+			}
+			t.Errorf("%s imports %s, which is not allowed there", tt.pkg, dep)
+		}
+	}
+}

@@ -1,0 +1,46 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/augceo/agent/message"
+)
+
+// Idea is a saved, reproducible Request (101): the output schema, the
+// context, and the solution once there is one.
+type Idea struct {
+	Schema   json.RawMessage   `json:"schema"`
+	Context  []message.Message `json:"context"`
+	Solution json.RawMessage   `json:"solution,omitempty"`
+}
+
+// ParseIdea reads an Idea file's JSON. Errors name the field and, for the
+// context, the message.
+func ParseIdea(data []byte) (*Idea, error) {
+	var raw struct {
+		Schema   json.RawMessage `json:"schema"`
+		Context  json.RawMessage `json:"context"`
+		Solution json.RawMessage `json:"solution"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, fmt.Errorf("agent: idea must be a JSON object with schema and context, got %s", te.Value)
+		}
+		return nil, fmt.Errorf("agent: idea: %w", err)
+	}
+	if raw.Schema == nil {
+		return nil, fmt.Errorf("agent: idea: field \"schema\" is missing")
+	}
+	idea := &Idea{Schema: raw.Schema, Solution: raw.Solution}
+	if raw.Context != nil {
+		msgs, err := message.ParseContext(raw.Context)
+		if err != nil {
+			return nil, fmt.Errorf("agent: idea: context: %w", err)
+		}
+		idea.Context = msgs
+	}
+	return idea, nil
+}
