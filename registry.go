@@ -21,7 +21,6 @@ type Registry struct {
 	builtin  map[message.Type]bool
 	tools    map[string]json.RawMessage
 	schemas  *schema.Registry
-	compiled sync.Map // composed schema text → *schema.Schema
 }
 
 // NewRegistry returns a registry with the built-in handlers (text, data,
@@ -112,15 +111,8 @@ func (r *Registry) LookupTool(name string) (json.RawMessage, error) {
 // Schemas returns the named schemas that composed schemas may $ref.
 func (r *Registry) Schemas() *schema.Registry { return r.schemas }
 
-// compile compiles a composed schema once and caches it.
+// compile compiles a composed schema; the schema registry caches it by
+// content, so a loop that asks with the same tools compiles once.
 func (r *Registry) compile(s json.RawMessage) (*schema.Schema, error) {
-	if c, ok := r.compiled.Load(string(s)); ok {
-		return c.(*schema.Schema), nil
-	}
-	c, err := r.schemas.Compile(s)
-	if err != nil {
-		return nil, err
-	}
-	r.compiled.Store(string(s), c)
-	return c, nil
+	return r.schemas.Compile(s)
 }

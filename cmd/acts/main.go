@@ -3,12 +3,19 @@
 // Usage:
 //
 //	acts resolve [--instance ID] CONTEXT.json EXPR
+//	acts request [--model provider:model] [--n N] [--stream] [--json] IDEA.json
 //
 // resolve prints the JSON value of a reference expression (†kind.path,
 // with || and &&) against a context file, a JSON array of messages; "-"
 // reads the context from standard input. With --instance it resolves as a
 // call targeting that instance would: the instance's data first, global
 // data where the instance has none.
+//
+// request runs one Request from a saved Idea ({schema, context}) and
+// prints the solutions and the usage. --model (or ACTS_MODEL) picks the
+// provider: openai, anthropic, gemini, ollama, or any name with --base-url
+// for an OpenAI-compatible server; keys come from the usual variables
+// (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY).
 //
 // Exit status: 0 on success, 1 when the expression does not resolve or the
 // context is malformed, 2 on a usage error.
@@ -35,6 +42,7 @@ var errUsage = errors.New("usage")
 
 const usage = `Usage:
   acts resolve [--instance ID] CONTEXT.json EXPR
+  acts request [--model provider:model] [--base-url URL] [--n N] [--thinking N] [--stream] [--json] IDEA.json
 `
 
 // run executes one command and returns the exit status.
@@ -47,6 +55,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "resolve":
 		err = resolveCmd(ctx, args[1:], stdin, stdout)
+	case "request":
+		err = requestCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -49,11 +49,14 @@ func resolveCmd(_ context.Context, args []string, stdin io.Reader, stdout io.Wri
 	if err != nil {
 		return err
 	}
+	_, err = fmt.Fprintln(stdout, indentJSON(v))
+	return err
+}
+
+func indentJSON(v json.RawMessage) string {
 	var out bytes.Buffer
 	if err := json.Indent(&out, v, "", "  "); err != nil {
-		return err
+		return string(v)
 	}
-	out.WriteByte('\n')
-	_, err = stdout.Write(out.Bytes())
-	return err
+	return out.String()
 }

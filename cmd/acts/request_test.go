@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeOpenAI speaks enough of the Chat Completions wire format to answer
+// with solution, plain or as an SSE stream.
+func fakeOpenAI(t *testing.T, solution string, seen *map[string]any) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(body, seen); err != nil {
+			t.Errorf("request body: %v", err)
+		}
+		if !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+			t.Errorf("path %s", r.URL.Path)
+		}
+		usage := `{"prompt_tokens":12,"completion_tokens":7,"total_tokens":19,"prompt_tokens_details":{"cached_tokens":2}}`
+		if (*seen)["stream"] == true {
+			w.Header().Set("Content-Type", "text/event-stream")
+			mid := len(solution) / 2
+			for _, part := range []string{solution[:mid], solution[mid:]} {
+				q, _ := json.Marshal(part)
+				fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%s},\"finish_reason\":null}]}\n\n", q)
+			}
+			fmt.Fprint(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n")
+			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[],\"usage\":%s}\n\n", usage)
+			fmt.Fprint(w, "data: [DONE]\n\n")
+			return
+		}
+		q, _ := json.Marshal(solution)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":%s}`, q, usage)
+	}))
+}
+
+func writeIdea(t *testing.T) string {
+	path := filepath.Join(t.TempDir(), "idea.json")
+	idea := `{"schema":{"type":"object","properties":{"capital":{"type":"string"}},"required":["capital"]},
+		"context":[{"type":"tool","tool":{"lookup":{"type":"object","properties":{"q":{"type":"string"}}}}},{"type":"input","country":"France"}]}`
+	if err := os.WriteFile(path, []byte(idea), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestRequestCommand(t *testing.T) {
+	solution := `{"calls":[{"_tool":"lookup","q":"France"}],"output":{"capital":"Paris"}}`
+	idea := writeIdea(t)
+	for _, tt := range []struct {
+		name       string
+		args       []string
+		wantOut    string
+		wantErrOut string
+	}{
+		{"plain", []string{"--model", "vllm:m"}, "solution 0:\n{\n  \"calls\": [\n    {\n      \"_tool\": \"lookup\",\n      \"q\": \"France\"\n    }\n  ],\n  \"output\": {\n    \"capital\": \"Paris\"\n  }\n}\nusage: input 10, output 7, thinking 0, cache read 2, cache write 0\n", ""},
+		{"json stream", []string{"--model", "vllm:m", "--stream", "--json"}, "", ""},
+		{"stream prints calls", []string{"--model", "vllm:m", "--stream"}, "", "call 0.0: {\"_tool\":\"lookup\",\"q\":\"France\"}\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var seen map[string]any
+			srv := fakeOpenAI(t, solution, &seen)
+			defer srv.Close()
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"request", idea, "--base-url", srv.URL + "/v1"}, tt.args...)
+			if code := run(context.Background(), args, nil, &stdout, &stderr); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			if tt.wantOut != "" && stdout.String() != tt.wantOut {
+				t.Errorf("stdout:\n%s\nwant:\n%s", stdout.String(), tt.wantOut)
+			}
+			if tt.wantErrOut != "" && stderr.String() != tt.wantErrOut {
+				t.Errorf("stderr %q, want %q", stderr.String(), tt.wantErrOut)
+			}
+			if strings.Contains(strings.Join(tt.args, " "), "--json") {
+				var out struct {
+					Solutions []json.RawMessage
+					Usage     struct{ Input, Output int }
+				}
+				if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || len(out.Solutions) != 1 || out.Usage.Input != 10 {
+					t.Errorf("--json output %s: %v", stdout.String(), err)
+				}
+			}
+			rf, _ := seen["response_format"].(map[string]any)
+			if seen["model"] != "m" || rf["type"] != "json_schema" {
+				t.Errorf("request body: model %v, response_format %v", seen["model"], seen["response_format"])
+			}
+			msgs, _ := seen["messages"].([]any)
+			if len(msgs) == 0 || !strings.Contains(fmt.Sprint(msgs), "## Data: ¶input") {
+				t.Errorf("messages sent: %v", msgs)
+			}
+		})
+	}
+}
+
+func TestRequestCommandErrors(t *testing.T) {
+	idea := writeIdea(t)
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no model", []string{"request", idea, "--model", ""}, 2, "--model must be provider:model"},
+		{"unknown provider", []string{"request", idea, "--model", "acme:x"}, 2, `unknown provider "acme"`},
+		{"missing idea", []string{"request", "nope.json", "--model", "openai:x"}, 1, "no such file"},
+		{"provider error", []string{"request", idea, "--model", "vllm:m", "--base-url", "http://127.0.0.1:1/v1"}, 1, "agent: provider:"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tt.args, nil, &stdout, &stderr)
+			if code != tt.code || !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr.String(), tt.code, tt.want)
+			}
+		})
+	}
+}

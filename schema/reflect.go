@@ -1,0 +1,175 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/invopop/jsonschema"
+)
+
+// typeCache maps a reflect.Type to its *typeSchema. Like encoding/json's cache of type
+// encoders, it only ever grows with the program's types, and its values never change.
+var typeCache sync.Map
+
+type typeSchema struct {
+	raw      json.RawMessage
+	compiled *Schema
+	err      error
+}
+
+// For returns the JSON Schema of the Go type T, so a Go type can be the single source of
+// truth for a tool's parameters or an output. It uses [github.com/invopop/jsonschema]:
+// field names follow json tags; a field is required unless tagged omitempty or
+// omitzero; a struct allows no other properties and a map allows any key; descriptions
+// and keywords come from tags such as
+//
+//	Amount float64 `json:"amount" jsonschema:"description=Amount in cents,minimum=0"`
+//
+// or `jsonschema_description:"..."` for text with commas. The schema is inline, without
+// "$schema", "$id" or "$defs", except that a recursive type keeps its definitions in
+// "$defs". The output is deterministic: properties in field order, other keys in a
+// fixed order. The result is computed once per type.
+func For[T any]() json.RawMessage {
+	ts := typeSchemaOf(reflect.TypeFor[T]())
+	return bytes.Clone(ts.raw)
+}
+
+func typeSchemaOf(t reflect.Type) *typeSchema {
+	if v, ok := typeCache.Load(t); ok {
+		return v.(*typeSchema)
+	}
+	raw := reflectSchema(t)
+	ts := &typeSchema{raw: raw}
+	ts.compiled, ts.err = Compile(raw)
+	v, _ := typeCache.LoadOrStore(t, ts)
+	return v.(*typeSchema)
+}
+
+func reflectSchema(t reflect.Type) json.RawMessage {
+	r := &jsonschema.Reflector{Anonymous: true, ExpandedStruct: true}
+	s := r.ReflectFromType(t)
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("schema: For[%v]: %v", t, err)) // the reflector built something unencodable
+	}
+	tree, err := parseTree(b)
+	if err != nil {
+		panic(fmt.Sprintf("schema: For[%v]: %v", t, err))
+	}
+	root := tree.(*object)
+	root.del("$schema")
+	root.del("$id")
+	return marshalTree(mustWalk(inlineDefs(root), reorder))
+}
+
+// keyOrder is the order For writes keywords in, for people reading the schema: the
+// reflector's own order follows its struct fields ("properties" before "type"). Other
+// keywords follow, in the reflector's order.
+var keyOrder = []string{"$ref", "type", "title", "description", "enum", "const", "format",
+	"properties", "required", "additionalProperties", "items"}
+
+func reorder(o *object) {
+	slices.SortStableFunc(o.members, func(a, b member) int {
+		return rank(a.key) - rank(b.key)
+	})
+}
+
+func rank(k string) int {
+	if i := slices.Index(keyOrder, k); i >= 0 {
+		return i
+	}
+	return len(keyOrder)
+}
+
+// inlineDefs replaces every ref to a "$defs" entry that is not part of a cycle with a
+// copy of the entry, and removes the entries no longer referred to.
+func inlineDefs(root *object) *object {
+	d, _ := root.get("$defs")
+	defs, _ := d.(*object)
+	if defs == nil {
+		defs = &object{}
+	}
+	// ExpandedStruct moves the root type out of $defs: its refs mean the root.
+	root, _ = mustWalk(root, func(o *object) {
+		ref, _ := o.get("$ref")
+		s, _ := ref.(string)
+		if key, ok := strings.CutPrefix(s, "#/$defs/"); ok && !defs.has(unescapeToken(key)) {
+			o.set("$ref", "#")
+		}
+	}).(*object)
+	if len(defs.members) == 0 {
+		return root
+	}
+	recursive := map[string]bool{}
+	for _, m := range defs.members {
+		in := &inliner{memo: map[string]any{}}
+		if _, err := in.inline(m.val, root, "", []string{"#/$defs/" + escapeToken(m.key)}); errors.Is(err, ErrRecursive) {
+			recursive[m.key] = true
+		}
+	}
+	var inline func(v any) any
+	inline = func(v any) any {
+		out, _ := walk(v, "", func(o *object, _ string) (any, error) {
+			ref, _ := o.get("$ref")
+			s, _ := ref.(string)
+			key, ok := strings.CutPrefix(s, "#/$defs/")
+			if !ok || recursive[unescapeToken(key)] {
+				return o, nil
+			}
+			target, _ := defs.get(unescapeToken(key))
+			return mergeRef(o, inline(target), "")
+		})
+		return out
+	}
+	out := inline(root).(*object)
+	kept := &object{}
+	for _, m := range defs.members {
+		if recursive[m.key] {
+			kept.set(m.key, inline(m.val))
+		}
+	}
+	if len(kept.members) == 0 {
+		out.del("$defs")
+	} else {
+		out.set("$defs", kept)
+	}
+	return out
+}
+
+// Decode validates data against the schema of T (see [For]) and decodes it into a T.
+// It returns a [*ValidationError] when data does not conform, a [*DecodeError] when it
+// conforms but cannot be decoded, or an error wrapping [ErrInvalidJSON].
+func Decode[T any](data json.RawMessage) (T, error) {
+	var v T
+	ts := typeSchemaOf(reflect.TypeFor[T]())
+	if ts.err != nil {
+		return v, fmt.Errorf("schema of %v: %w", reflect.TypeFor[T](), ts.err)
+	}
+	if err := ts.compiled.Validate(data); err != nil {
+		return v, err
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		de := &DecodeError{Err: err}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			de.InstancePath = pointer(strings.Split(te.Field, "."))
+		}
+		return v, de
+	}
+	return v, nil
+}
+
+// mustWalk applies f to every schema object of v, which cannot fail.
+func mustWalk(v any, f func(o *object)) any {
+	out, _ := walk(v, "", func(o *object, _ string) (any, error) {
+		f(o)
+		return o, nil
+	})
+	return out
+}

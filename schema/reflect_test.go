@@ -1,0 +1,126 @@
+package schema
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+type refundParams struct {
+	Tool       string            `json:"_tool" jsonschema:"enum=issueRefund"`
+	CustomerID string            `json:"customerId" jsonschema:"description=The customer to refund,minLength=1"`
+	Amount     float64           `json:"amount" jsonschema:"minimum=0" jsonschema_description:"Amount, in the currency's unit"`
+	Currency   string            `json:"currency,omitempty" jsonschema:"enum=USD,enum=EUR"`
+	Notify     *bool             `json:"notify,omitempty"`
+	Tags       map[string]string `json:"tags,omitempty"`
+	Lines      []refundLine      `json:"lines,omitempty"`
+	At         time.Time         `json:"at,omitzero"`
+	Small      int8              `json:"small,omitempty"`
+}
+
+type refundLine struct {
+	SKU      string `json:"sku"`
+	Quantity int    `json:"quantity" jsonschema:"minimum=1"`
+}
+
+// tree is recursive: it keeps a $defs entry.
+type tree struct {
+	Name     string  `json:"name"`
+	Children []*tree `json:"children,omitempty"`
+}
+
+// forest holds a recursive type below its root: that type stays in $defs.
+type forest struct {
+	Trees []tree `json:"trees"`
+}
+
+type inlineOnly struct {
+	Meta  metaInfo  `json:"meta"`
+	Other *metaInfo `json:"other,omitempty"`
+}
+
+type metaInfo struct {
+	Version string `json:"version" jsonschema:"pattern=^[0-9]+$"`
+}
+
+func TestFor(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		got  json.RawMessage
+	}{
+		{"refund", For[refundParams]()},
+		{"tree", For[tree]()},
+		{"forest", For[forest]()},
+		{"inline", For[inlineOnly]()},
+		{"pointer", For[*metaInfo]()},
+		{"scalar", For[string]()},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			golden(t, "for/"+tt.name+".json", indent(t, tt.got))
+			if _, err := Compile(tt.got); err != nil {
+				t.Errorf("For schema does not compile: %v", err)
+			}
+		})
+	}
+	a, b := For[refundParams](), For[refundParams]()
+	if string(a) != string(b) {
+		t.Error("For is not deterministic")
+	}
+}
+
+func TestDecode(t *testing.T) {
+	got, err := Decode[refundParams](raw(`{"_tool":"issueRefund","customerId":"c1","amount":5,"lines":[{"sku":"a","quantity":2}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := refundParams{Tool: "issueRefund", CustomerID: "c1", Amount: 5, Lines: []refundLine{{"a", 2}}}
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("(-got +want):\n%s", diff)
+	}
+
+	for _, tt := range []struct {
+		name, data string
+		check      func(error) string
+	}{
+		{"validation", `{"_tool":"issueRefund","customerId":"c1","amount":-1}`, func(err error) string {
+			ve, ok := errors.AsType[*ValidationError](err)
+			if !ok || ve.InstancePath != "/amount" {
+				return fmt.Sprintf("want a ValidationError at /amount, got %v", err)
+			}
+			return ""
+		}},
+		{"extra property", `{"_tool":"issueRefund","customerId":"c1","amount":1,"x":1}`, func(err error) string {
+			if _, ok := errors.AsType[*ValidationError](err); !ok {
+				return fmt.Sprintf("want a ValidationError, got %v", err)
+			}
+			return ""
+		}},
+		{"decode", `{"_tool":"issueRefund","customerId":"c1","amount":1,"small":300}`, func(err error) string {
+			de, ok := errors.AsType[*DecodeError](err)
+			if !ok || de.InstancePath != "/small" {
+				return fmt.Sprintf("want a DecodeError at /small, got %v", err)
+			}
+			if _, ok := errors.AsType[*json.UnmarshalTypeError](err); !ok {
+				return "DecodeError does not unwrap to the json error"
+			}
+			return ""
+		}},
+		{"syntax", `{"_tool":`, func(err error) string {
+			if !errors.Is(err, ErrInvalidJSON) {
+				return fmt.Sprintf("want ErrInvalidJSON, got %v", err)
+			}
+			return ""
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Decode[refundParams](raw(tt.data))
+			if msg := tt.check(err); msg != "" {
+				t.Error(msg)
+			}
+		})
+	}
+}
