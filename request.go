@@ -221,11 +221,11 @@ func prepare(ctx context.Context, cfg Config, userSchema json.RawMessage, msgs [
 // generate runs one provider call, streaming thinking and callback
 // elements, and returns the text of each solution.
 func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Response, yield func(Event, error) bool) ([]string, error) {
-	var texts []strings.Builder
+	var texts []*strings.Builder // pointers: a Builder must not be copied once used
 	var extractors []*jsonstream.Extractor
 	grow := func(i int) error {
 		for len(texts) <= i {
-			texts = append(texts, strings.Builder{})
+			texts = append(texts, &strings.Builder{})
 			if cfg.CallbackPath != "" {
 				x, err := jsonstream.NewExtractor(cfg.CallbackPath)
 				if err != nil {

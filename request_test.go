@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"iter"
 	"os"
 	"path/filepath"
 	"strings"
@@ -276,5 +277,21 @@ func TestRequestAs(t *testing.T) {
 	}
 	if !strings.Contains(string(p.Requests()[0].Schema), `"description":"The city"`) {
 		t.Errorf("schema sent lacks the struct tag description: %s", p.Requests()[0].Schema)
+	}
+}
+
+func TestRequestInterleavedSolutions(t *testing.T) {
+	p := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		return func(yield func(*provider.Chunk, error) bool) {
+			for _, c := range []*provider.Chunk{{Index: 0, Text: `{"output":`}, {Index: 1, Text: `{"output":`}, {Index: 0, Text: `1}`}, {Index: 1, Text: `2}`, Usage: &provider.Usage{Input: 1}}} {
+				if !yield(c, nil) {
+					return
+				}
+			}
+		}
+	})
+	resp, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), N: 2, CallbackPath: "output"}, json.RawMessage(`{"type":"integer"}`), []message.Message{message.Text("x")})
+	if err != nil || string(resp.Solutions[0].Output) != "1" || string(resp.Solutions[1].Output) != "2" {
+		t.Fatalf("got %+v, %v", resp, err)
 	}
 }

@@ -124,12 +124,12 @@ type Result struct {
 // Collect drains a stream into a Result. On error it returns what had
 // arrived so far along with the error.
 func Collect(seq iter.Seq2[*Chunk, error]) (*Result, error) {
-	var texts, thinking []strings.Builder
+	var texts, thinking []*strings.Builder // pointers: a Builder must not be copied once used
 	r := &Result{}
 	grow := func(i int) {
 		for len(texts) <= i {
-			texts = append(texts, strings.Builder{})
-			thinking = append(thinking, strings.Builder{})
+			texts = append(texts, &strings.Builder{})
+			thinking = append(thinking, &strings.Builder{})
 			r.FinishReasons = append(r.FinishReasons, "")
 		}
 	}

@@ -136,3 +136,17 @@ func TestScripted(t *testing.T) {
 		t.Errorf("requests recorded: %+v", reqs)
 	}
 }
+
+func TestCollectInterleaved(t *testing.T) {
+	seq := func(yield func(*provider.Chunk, error) bool) {
+		for _, c := range []*provider.Chunk{{Index: 0, Text: "a"}, {Index: 1, Text: "x"}, {Index: 0, Text: "b"}, {Index: 2, Text: "z"}, {Index: 1, Text: "y", Done: true}} {
+			if !yield(c, nil) {
+				return
+			}
+		}
+	}
+	r, err := provider.Collect(seq)
+	if err != nil || len(r.Texts) != 3 || r.Texts[0] != "ab" || r.Texts[1] != "xy" || r.Texts[2] != "z" {
+		t.Errorf("got %q, %v", r.Texts, err)
+	}
+}

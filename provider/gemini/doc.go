@@ -1,0 +1,86 @@
+// Package gemini is the provider.Provider for Google's Gemini API (the
+// generativelanguage.googleapis.com backend that AI Studio keys use), built
+// on the official SDK google.golang.org/genai.
+//
+//	p, err := gemini.New(gemini.Config{Model: "gemini-2.5-flash"}) // key from GEMINI_API_KEY
+//	...
+//	res, err := provider.Collect(p.Generate(ctx, req))
+//
+// Each Generate sends exactly one request: models/{model}:generateContent,
+// or :streamGenerateContent?alt=sse when the request streams. The SDK's own
+// retries stay off and so does its automatic continuation (which resends a
+// request with a continuation token); wrap the Provider in provider.Retry
+// to retry rate limits and server errors.
+//
+// # Request
+//
+// System messages become systemInstruction, one part each and in order,
+// wherever they stand in the conversation. User and assistant messages become
+// contents with the roles "user" and "model"; consecutive messages of one
+// role are parts of one content, and empty messages are left out (the API
+// rejects empty parts). N is candidateCount, Temperature is temperature,
+// MaxTokens is maxOutputTokens. A positive Thinking is thinkingConfig
+// {thinkingBudget: Thinking, includeThoughts: true}; a negative one is
+// {thinkingBudget: 0}, which turns thinking off on models that allow it
+// (Gemini 2.5 Pro does not, and answers 400); 0 sends no thinkingConfig,
+// leaving the model's default, whose thoughts are then not returned.
+//
+// # Schema
+//
+// With a Schema, responseMimeType is application/json and the schema goes in
+// one of two fields of generationConfig:
+//
+//   - responseSchema, by default: Gemini's OpenAPI 3.0 subset, accepted by
+//     every Gemini model, produced by schema.Adapt(req.Schema, schema.Gemini).
+//     The adapter keeps what matters for the Acts protocol: a "const" (the
+//     _tool of each call) becomes a one-value enum, nullable unions become
+//     "nullable", refs are inlined, and each object gets "propertyOrdering",
+//     without which the model writes properties alphabetically. Dropped
+//     constraints are described to the model, and the caller validates the
+//     answer against the full schema anyway.
+//   - responseJsonSchema, the newer field that takes JSON Schema itself
+//     (Gemini 2.5 and later): sent when [Config.JSONSchema] is set, and as a
+//     fallback when schema.Adapt reports that the subset cannot express the
+//     schema (schema.ErrUnsupported, schema.ErrRecursive), as for recursive
+//     schemas. The schema is sent unchanged. Gemini documents a keyword
+//     subset for this field too ($defs, $ref, anyOf, oneOf, enum, items,
+//     properties, required, additionalProperties, minimum, maximum,
+//     minItems, maxItems, ...): const, minLength or pattern are not in it,
+//     so the model is not held to them, and only the local validation
+//     checks them.
+//
+// The SDK rebuilds its request body from a map, which sorts object keys; the
+// schema (and the temperature, which it would widen from float32) is
+// inserted into the body as raw JSON, so the bytes sent are the adapted
+// schema with its properties in order.
+//
+// # Answer
+//
+// Text parts of a candidate become Chunk.Text and parts marked "thought"
+// become Chunk.Thinking, under Chunk.Index = the candidate's index. The
+// chunk that carries a candidate's finishReason is Done; the reasons read
+// "stop" (STOP), "length" (MAX_TOKENS), "content_filter" (SAFETY,
+// RECITATION, BLOCKLIST, PROHIBITED_CONTENT, SPII and the image ones), or
+// the reason in lower case ("other", "malformed_function_call",
+// "continuation" for an answer the API paused, whose text is incomplete). In
+// a stream, the chunk that finishes a candidate goes out when the next chunk
+// or the end arrives, so that the last chunk can carry the usage, which the
+// API completes in its final event. A stream that ends while a candidate
+// has no finishReason (or that breaks) yields the text received so far,
+// then an error wrapping provider.ErrTruncated. A prompt the API blocks
+// (promptFeedback.blockReason, no candidates) is [ErrNoCandidates].
+//
+// Usage is normalised: Input is promptTokenCount − cachedContentTokenCount
+// (+ toolUsePromptTokenCount), CacheRead is cachedContentTokenCount, Output
+// is candidatesTokenCount and Thinking is thoughtsTokenCount. Gemini reports
+// no cache writes.
+//
+// # Errors
+//
+// An error answer of the API, as an HTTP status or as an error event inside
+// a stream, is a *provider.Error with Provider "gemini", the status, Code the
+// google.rpc status name ("RESOURCE_EXHAUSTED", "INVALID_ARGUMENT", ...),
+// Err the API's message, and RetryAfter from the Retry-After header or else
+// from the retryDelay of a google.rpc.RetryInfo detail in the body. When ctx
+// is done, Generate yields ctx.Err().
+package gemini

@@ -1,0 +1,158 @@
+package gemini
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/genai"
+
+	"github.com/augceo/agent/provider"
+)
+
+// Sentinel errors.
+var (
+	// ErrNoModel reports a request without a model when [Config.Model] is
+	// empty too.
+	ErrNoModel = errors.New("gemini: no model")
+	// ErrNoCandidates reports an answer without any candidate, typically a
+	// prompt that the API blocked (the error text gives promptFeedback's
+	// blockReason).
+	ErrNoCandidates = errors.New("gemini: no candidates")
+)
+
+// name is provider.Error.Provider for this adapter.
+const name = "gemini"
+
+// exchange records the HTTP response of one Generate call, which the SDK
+// does not expose on its errors: the status and the headers (Retry-After,
+// Date). It travels to the transport on the request's context.
+type exchange struct {
+	status int
+	header http.Header
+}
+
+type exchangeKey struct{}
+
+// transport records each response's status and headers in the exchange found
+// on the request's context.
+type transport struct {
+	base http.RoundTripper
+}
+
+func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if ex, ok := r.Context().Value(exchangeKey{}).(*exchange); ok && resp != nil {
+		ex.status, ex.header = resp.StatusCode, resp.Header
+	}
+	return resp, err
+}
+
+// wrapClient returns a copy of c (nil means a new client) whose transport
+// records the responses.
+func wrapClient(c *http.Client) *http.Client {
+	var cc http.Client
+	if c != nil {
+		cc = *c
+	}
+	base := cc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	cc.Transport = &transport{base: base}
+	return &cc
+}
+
+// convertError turns an error from the SDK into the error Generate yields:
+// ctx.Err() once ctx is done, a *provider.Error for an error response of
+// the API (an HTTP status or an error event inside a stream), and, when
+// midStream, an error wrapping provider.ErrTruncated for a stream that
+// broke after it had started.
+func convertError(ctx context.Context, err error, ex *exchange, midStream bool) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	var ae genai.APIError
+	if pae, ok := errors.AsType[*genai.APIError](err); ok && pae != nil {
+		ae = *pae
+	} else if ae, ok = errors.AsType[genai.APIError](err); !ok {
+		if midStream {
+			return fmt.Errorf("gemini: %w: %w", provider.ErrTruncated, err)
+		}
+		return fmt.Errorf("gemini: %w", err)
+	}
+	pe := &provider.Error{Provider: name, Status: ae.Code}
+	if pe.Status == 0 && ex.status >= 300 {
+		pe.Status = ex.status
+	}
+	if isCode(ae.Status) {
+		pe.Code = ae.Status
+	}
+	msg := ae.Message
+	if msg == "" {
+		msg = ae.Status
+	}
+	if msg == "" {
+		msg = http.StatusText(pe.Status)
+	}
+	pe.Err = errors.New(msg)
+	if ex.status >= 300 { // the headers belong to this error, not to a 200 stream
+		pe.RetryAfter = retryAfter(ex.header)
+	}
+	if pe.RetryAfter == 0 {
+		pe.RetryAfter = retryDelay(ae.Details)
+	}
+	return pe
+}
+
+// isCode reports whether s looks like a google.rpc.Code name such as
+// RESOURCE_EXHAUSTED (and not an HTTP status line, which the SDK puts in
+// APIError.Status when the body is not JSON).
+func isCode(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'A' || r > 'Z') && r != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// retryAfter reads the Retry-After header. An HTTP date is taken relative to
+// the response's Date header, so no clock is read; without one only the
+// seconds form counts.
+func retryAfter(h http.Header) time.Duration {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if _, err := strconv.ParseFloat(v, 64); err == nil {
+		return provider.ParseRetryAfter(v, time.Time{})
+	}
+	date, err := http.ParseTime(h.Get("Date"))
+	if err != nil {
+		return 0
+	}
+	return provider.ParseRetryAfter(v, date)
+}
+
+// retryDelay reads the retryDelay of a google.rpc.RetryInfo detail, a
+// protobuf Duration in JSON form such as "37s" or "1.5s".
+func retryDelay(details []map[string]any) time.Duration {
+	for _, d := range details {
+		if t, _ := d["@type"].(string); !strings.HasSuffix(t, "google.rpc.RetryInfo") {
+			continue
+		}
+		s, _ := d["retryDelay"].(string)
+		if dur, err := time.ParseDuration(s); err == nil && dur > 0 {
+			return dur
+		}
+	}
+	return 0
+}

@@ -1,0 +1,226 @@
+package gemini
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"net/http"
+	"os"
+
+	"google.golang.org/genai"
+
+	"github.com/augceo/agent/provider"
+)
+
+// DefaultBaseURL is the Gemini API's root, used when [Config.BaseURL] is
+// empty.
+const DefaultBaseURL = "https://generativelanguage.googleapis.com/"
+
+// Config configures a [Provider]. The zero value of every field is a
+// documented default; a zero Config works when GEMINI_API_KEY or
+// GOOGLE_API_KEY is set and every request names its model.
+type Config struct {
+	// APIKey authenticates the requests (header x-goog-api-key). Empty means
+	// the environment variable GEMINI_API_KEY, then GOOGLE_API_KEY; [New]
+	// fails with provider.ErrNoKey when all three are empty.
+	APIKey string
+	// BaseURL is the API's root, for proxies and tests; the API version
+	// (v1beta) and the model's path are appended to it. Empty means
+	// [DefaultBaseURL]. The SDK's GOOGLE_GEMINI_BASE_URL variable is not
+	// consulted.
+	BaseURL string
+	// Model is the model used when provider.Request.Model is empty, such
+	// as "gemini-2.5-flash". Empty means every request must name one;
+	// otherwise Generate fails with [ErrNoModel].
+	Model string
+	// HTTPClient sends the requests; nil means a client with
+	// http.DefaultTransport. The Provider uses a copy whose transport is
+	// wrapped (to read Retry-After), so the client passed in is not
+	// changed.
+	HTTPClient *http.Client
+	// JSONSchema sends provider.Request.Schema unchanged as
+	// generationConfig.responseJsonSchema (JSON Schema, which Gemini 2.5
+	// and later models accept) instead of the default responseSchema,
+	// Gemini's OpenAPI subset, produced by schema.Adapt. See the package
+	// documentation.
+	JSONSchema bool
+}
+
+// Provider is a provider.Provider for the Gemini API (Google AI Studio
+// keys), built on the google.golang.org/genai SDK. It is safe for
+// concurrent use.
+type Provider struct {
+	models     *genai.Models
+	model      string
+	jsonSchema bool
+}
+
+var _ provider.Provider = (*Provider)(nil)
+
+// New returns a Provider configured by cfg. It does no I/O.
+func New(cfg Config) (*Provider, error) {
+	key := cfg.APIKey
+	for _, env := range []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"} {
+		if key == "" {
+			key = os.Getenv(env)
+		}
+	}
+	if key == "" {
+		return nil, fmt.Errorf("gemini: %w: set Config.APIKey, GEMINI_API_KEY or GOOGLE_API_KEY", provider.ErrNoKey)
+	}
+	baseURL := cfg.BaseURL
+	if baseURL == "" {
+		baseURL = DefaultBaseURL
+	}
+	// The SDK only uses ctx to find Google Cloud credentials, which the
+	// Gemini API backend with an API key never does.
+	client, err := genai.NewClient(context.Background(), &genai.ClientConfig{
+		APIKey:     key,
+		Backend:    genai.BackendGeminiAPI,
+		HTTPClient: wrapClient(cfg.HTTPClient),
+		// No RetryOptions: the SDK then sends each request once, and
+		// retrying is left to provider.Retry.
+		HTTPOptions: genai.HTTPOptions{BaseURL: baseURL},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gemini: %w", err)
+	}
+	return &Provider{models: client.Models, model: cfg.Model, jsonSchema: cfg.JSONSchema}, nil
+}
+
+// Generate sends req to the Gemini API: generateContent, or
+// streamGenerateContent with server-sent events when req.Stream is set. The
+// stream is single-use. It never modifies req. See the package
+// documentation for how req and the answer are mapped.
+func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+	return func(yield func(*provider.Chunk, error) bool) {
+		if err := ctx.Err(); err != nil {
+			yield(nil, err)
+			return
+		}
+		c, err := p.newCall(req)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		ex := &exchange{}
+		ctx = context.WithValue(ctx, exchangeKey{}, ex)
+		if req.Stream {
+			p.stream(ctx, c, ex, yield)
+			return
+		}
+		resp, err := p.models.GenerateContent(ctx, c.model, c.contents, c.config)
+		if err != nil {
+			yield(nil, convertError(ctx, err, ex, false))
+			return
+		}
+		chunks, err := answer(resp)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for _, ch := range chunks {
+			if !yield(ch, nil) {
+				return
+			}
+		}
+	}
+}
+
+// stream runs one streamGenerateContent call. Text and thinking go out as
+// they arrive; the chunk that finishes a candidate is held back until the
+// next one, so that the very last chunk can carry the usage, which Gemini
+// completes only in the final event.
+func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func(*provider.Chunk, error) bool) {
+	var (
+		held     *provider.Chunk
+		usage    *genai.GenerateContentResponseUsageMetadata
+		blocked  string
+		finished = map[int]bool{}
+		order    []int // candidates in the order they first appeared
+	)
+	flush := func() bool {
+		if held == nil {
+			return true
+		}
+		ch := held
+		held = nil
+		return yield(ch, nil)
+	}
+	fail := func(err error) {
+		if flush() {
+			yield(nil, err)
+		}
+	}
+	for resp, err := range p.models.GenerateContentStream(ctx, c.model, c.contents, c.config) {
+		if err != nil {
+			// A failure after a 200 is a stream that broke.
+			fail(convertError(ctx, err, ex, ex.status >= 200 && ex.status < 300))
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			fail(err)
+			return
+		}
+		if resp == nil {
+			continue
+		}
+		if resp.UsageMetadata != nil {
+			usage = resp.UsageMetadata
+		}
+		if fb := resp.PromptFeedback; fb != nil && fb.BlockReason != "" {
+			blocked = string(fb.BlockReason)
+		}
+		for _, cand := range resp.Candidates {
+			if cand == nil {
+				continue
+			}
+			ch, err := chunk(cand)
+			if err != nil {
+				fail(err)
+				return
+			}
+			if _, seen := finished[ch.Index]; !seen {
+				order = append(order, ch.Index)
+				finished[ch.Index] = false
+			}
+			if finished[ch.Index] || (!ch.Done && ch.Text == "" && ch.Thinking == "") {
+				continue // nothing new, or more after the end
+			}
+			if !flush() {
+				return
+			}
+			if ch.Done {
+				finished[ch.Index] = true
+				held = ch
+				continue
+			}
+			if !yield(ch, nil) {
+				return
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		fail(err)
+		return
+	}
+	if len(order) == 0 {
+		if blocked != "" {
+			fail(fmt.Errorf("%w: prompt blocked (%s)", ErrNoCandidates, blocked))
+		} else {
+			fail(fmt.Errorf("gemini: %w: no candidate received", provider.ErrTruncated))
+		}
+		return
+	}
+	for _, i := range order {
+		if !finished[i] {
+			fail(fmt.Errorf("gemini: %w: candidate %d has no finishReason", provider.ErrTruncated, i))
+			return
+		}
+	}
+	if held == nil { // cannot happen: the last candidate to finish is held
+		held = &provider.Chunk{Index: order[len(order)-1]}
+	}
+	held.Usage = normalize(usage)
+	flush()
+}
