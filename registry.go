@@ -112,7 +112,10 @@ func (r *Registry) LookupTool(name string) (json.RawMessage, error) {
 func (r *Registry) Schemas() *schema.Registry { return r.schemas }
 
 // compile compiles a composed schema; the schema registry caches it by
-// content, so a loop that asks with the same tools compiles once.
+// content, so a loop that asks with the same tools compiles once. An
+// optional property may be null, which means absent: strict structured
+// output modes (OpenAI's) make every property required and have the model
+// write null for the ones it leaves out.
 func (r *Registry) compile(s json.RawMessage) (*schema.Schema, error) {
-	return r.schemas.Compile(s)
+	return r.schemas.CompileFor(s, schema.OpenAI)
 }

@@ -295,3 +295,14 @@ func TestRequestInterleavedSolutions(t *testing.T) {
 		t.Fatalf("got %+v, %v", resp, err)
 	}
 }
+
+func TestRequestAcceptsNullForOptional(t *testing.T) {
+	// What a strict-mode provider writes for properties the model leaves out.
+	reg := agent.NewRegistry()
+	reg.Tool("t", json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}}}`))
+	p := scripted.Solutions(`{"calls":[{"_tool":"t","x":null,"_outputPath":null}],"output":null}`)
+	resp, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: reg, MaxRepairs: -1}, json.RawMessage(`{}`), ctxOf(t, `[{"type":"tool","tool":"t"}]`))
+	if err != nil || len(resp.Solutions[0].Calls) != 1 {
+		t.Fatalf("got %v, %v", resp, err)
+	}
+}

@@ -1,0 +1,201 @@
+package openai
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/respjson"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/augceo/agent/provider"
+)
+
+// reasoningFields are the names under which compatible servers send
+// visible reasoning, in order of preference: DeepSeek and older vLLM use
+// reasoning_content, Ollama, OpenRouter and newer vLLM use reasoning (some
+// vLLM versions send both, with the same text).
+var reasoningFields = []string{"reasoning_content", "reasoning"}
+
+// complete makes a plain request and yields one chunk per choice.
+func (p *Provider) complete(ctx context.Context, params openai.ChatCompletionNewParams, yield func(*provider.Chunk, error) bool) {
+	var res *http.Response
+	cc, err := p.client.Chat.Completions.New(ctx, params, option.WithResponseInto(&res))
+	if err != nil {
+		yield(nil, p.apiError(ctx, res, err))
+		return
+	}
+	if len(cc.Choices) == 0 {
+		yield(nil, fmt.Errorf("%s: response has no choices", p.cfg.Name))
+		return
+	}
+	choices := slices.SortedFunc(slices.Values(cc.Choices), func(a, b openai.ChatCompletionChoice) int {
+		return cmp.Compare(a.Index, b.Index)
+	})
+	var refusal *RefusalError
+	for i, c := range choices {
+		chunk := &provider.Chunk{
+			Index:        int(c.Index),
+			Text:         c.Message.Content,
+			Thinking:     reasoning(c.Message.JSON.ExtraFields),
+			Done:         true,
+			FinishReason: c.FinishReason,
+		}
+		if c.Message.Refusal != "" && refusal == nil {
+			refusal = &RefusalError{Index: int(c.Index), Message: c.Message.Refusal}
+		}
+		if i == len(choices)-1 {
+			u := usage(cc.Usage)
+			chunk.Usage = &u
+		}
+		if !yield(chunk, nil) {
+			return
+		}
+	}
+	if refusal != nil {
+		yield(nil, refusal)
+	}
+}
+
+// stream makes a streaming request and yields its deltas. The last Done
+// chunk is held back until the stream ends, so that the usage, which
+// arrives after every finish_reason, rides on it.
+func (p *Provider) stream(ctx context.Context, params openai.ChatCompletionNewParams, yield func(*provider.Chunk, error) bool) {
+	var res *http.Response
+	s := p.client.Chat.Completions.NewStreaming(ctx, params, option.WithResponseInto(&res))
+	defer s.Close()
+	if err := s.Err(); err != nil {
+		yield(nil, p.apiError(ctx, res, err))
+		return
+	}
+	var (
+		pending  *provider.Chunk        // the last Done chunk, not yet yielded
+		finished = map[int]bool{}       // choice index → finish_reason seen
+		refusals = map[int][]byte{}     // choice index → refusal text
+		u        openai.CompletionUsage // the last usage reported
+	)
+	emit := func(c *provider.Chunk) bool {
+		if pending != nil {
+			if !yield(pending, nil) {
+				return false
+			}
+			pending = nil
+		}
+		if c.Done {
+			pending = c
+			return true
+		}
+		return yield(c, nil)
+	}
+	// fail yields what was held back, then err.
+	fail := func(err error) {
+		if pending != nil && !yield(pending, nil) {
+			return
+		}
+		yield(nil, err)
+	}
+	for s.Next() {
+		if err := ctx.Err(); err != nil {
+			fail(err)
+			return
+		}
+		c := s.Current()
+		if c.JSON.Usage.Valid() {
+			u = c.Usage
+		}
+		for _, ch := range c.Choices {
+			i := int(ch.Index)
+			if _, ok := finished[i]; !ok {
+				finished[i] = false
+			}
+			if ch.Delta.Refusal != "" {
+				refusals[i] = append(refusals[i], ch.Delta.Refusal...)
+			}
+			chunk := &provider.Chunk{
+				Index:    i,
+				Text:     ch.Delta.Content,
+				Thinking: reasoning(ch.Delta.JSON.ExtraFields),
+			}
+			if ch.FinishReason != "" && !finished[i] { // a repeated finish_reason is ignored
+				chunk.Done, chunk.FinishReason = true, ch.FinishReason
+				finished[i] = true
+			}
+			if chunk.Text == "" && chunk.Thinking == "" && !chunk.Done {
+				continue
+			}
+			if !emit(chunk) {
+				return
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		fail(err)
+		return
+	}
+	if err := s.Err(); err != nil {
+		if _, ok := errors.AsType[*ssestream.StreamError](err); ok {
+			fail(p.apiError(ctx, res, err))
+		} else {
+			fail(fmt.Errorf("%w: %s: %w", provider.ErrTruncated, p.cfg.Name, err))
+		}
+		return
+	}
+	if len(finished) == 0 {
+		fail(fmt.Errorf("%w: %s: the stream ended without any choice", provider.ErrTruncated, p.cfg.Name))
+		return
+	}
+	for _, i := range slices.Sorted(maps.Keys(finished)) {
+		if !finished[i] {
+			fail(fmt.Errorf("%w: %s: the stream ended before the finish_reason of choice %d", provider.ErrTruncated, p.cfg.Name, i))
+			return
+		}
+	}
+	total := usage(u)
+	if pending == nil {
+		pending = &provider.Chunk{}
+	}
+	pending.Usage = &total
+	if !yield(pending, nil) {
+		return
+	}
+	if refused := slices.Sorted(maps.Keys(refusals)); len(refused) > 0 {
+		i := refused[0]
+		yield(nil, &RefusalError{Index: i, Message: string(refusals[i])})
+	}
+}
+
+// usage normalises OpenAI's counts (see provider.Usage): prompt_tokens
+// includes the cached tokens, and completion_tokens the reasoning tokens.
+func usage(u openai.CompletionUsage) provider.Usage {
+	cached := int(u.PromptTokensDetails.CachedTokens)
+	written := int(u.PromptTokensDetails.CacheWriteTokens)
+	thinking := int(u.CompletionTokensDetails.ReasoningTokens)
+	return provider.Usage{
+		Input:      max(0, int(u.PromptTokens)-cached-written),
+		Output:     max(0, int(u.CompletionTokens)-thinking),
+		Thinking:   thinking,
+		CacheRead:  cached,
+		CacheWrite: written,
+	}
+}
+
+// reasoning returns the visible reasoning in the fields the SDK does not
+// know, or "".
+func reasoning(extra map[string]respjson.Field) string {
+	for _, name := range reasoningFields {
+		// The SDK marks fields it has no type for as invalid; Raw still
+		// holds their JSON.
+		var s string
+		if json.Unmarshal([]byte(extra[name].Raw()), &s) == nil && s != "" {
+			return s
+		}
+	}
+	return ""
+}

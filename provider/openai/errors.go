@@ -1,0 +1,189 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/augceo/agent/provider"
+)
+
+// Sentinel errors.
+var (
+	// ErrNoModel reports a request without a model when Config.Model is
+	// empty too.
+	ErrNoModel = errors.New("openai: no model")
+	// ErrUnknownRole reports a message whose role the Chat Completions API does
+	// not have.
+	ErrUnknownRole = errors.New("openai: unknown role")
+)
+
+// RefusalError reports that the model refused to answer: the API's
+// message.refusal field (or the refusal deltas of a stream) instead of
+// content. Generate yields it after the chunks of every solution, so the
+// text of the other solutions is not lost.
+type RefusalError struct {
+	Index   int    // the solution that was refused
+	Message string // the model's explanation
+}
+
+// Error returns "openai: solution N refused: " and the model's message.
+func (e *RefusalError) Error() string {
+	return fmt.Sprintf("openai: solution %d refused: %s", e.Index, e.Message)
+}
+
+// maxErrorBody bounds how much of an error response is read.
+const maxErrorBody = 64 << 10
+
+// apiError turns an error from the SDK into the error Generate yields:
+// ctx.Err() when the call was cancelled, otherwise a *provider.Error with
+// the HTTP status, the API's code or type, Retry-After and its message.
+func (p *Provider) apiError(ctx context.Context, res *http.Response, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	pe := &provider.Error{Provider: p.cfg.Name}
+	if ae, ok := errors.AsType[*openai.Error](err); ok {
+		pe.Status = ae.StatusCode
+		pe.Code = firstNonEmpty(ae.Code, ae.Type)
+		if ae.Message != "" {
+			pe.Err = errors.New(ae.Message)
+		}
+		if res == nil {
+			res = ae.Response
+		}
+	}
+	if res != nil && res.StatusCode >= 400 {
+		pe.Status = res.StatusCode
+		pe.RetryAfter = retryAfter(res.Header)
+		if pe.Err == nil && res.Body != nil {
+			// The SDK leaves the body of an error response readable.
+			body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
+			msg, code := errorBody(body)
+			pe.Code = firstNonEmpty(pe.Code, code)
+			if msg != "" {
+				pe.Err = errors.New(msg)
+			}
+		}
+		if pe.Err == nil {
+			pe.Err = errors.New("empty error body")
+		}
+		return pe
+	}
+	if se, ok := errors.AsType[*ssestream.StreamError](err); ok {
+		// An error event inside a 200 stream: {"error":{...}}.
+		msg, code := errorBody(se.Event.Data)
+		pe.Code = code
+		pe.Err = errors.New(firstNonEmpty(msg, se.Message))
+		return pe
+	}
+	if pe.Status != 0 && pe.Err != nil {
+		return pe
+	}
+	// No response: a transport error (connection refused, reset, TLS...).
+	pe.Status = 0
+	pe.Err = err
+	return pe
+}
+
+// errorBody reads the message and code of an error response. It knows
+// OpenAI's {"error":{"message","type","code"}}, the {"error":"text"} and
+// top-level {"message","type","code"} that some compatible servers send,
+// FastAPI's {"detail":...}, and otherwise returns the text itself.
+func errorBody(body []byte) (msg, code string) {
+	body = bytes.TrimSpace(body)
+	var outer struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Type    string          `json:"type"`
+		Code    json.RawMessage `json:"code"`
+		Detail  json.RawMessage `json:"detail"`
+	}
+	if err := json.Unmarshal(body, &outer); err != nil {
+		return truncate(string(body), 500), ""
+	}
+	var inner struct {
+		Message string          `json:"message"`
+		Type    string          `json:"type"`
+		Code    json.RawMessage `json:"code"`
+	}
+	var text string
+	switch {
+	case json.Unmarshal(outer.Error, &inner) == nil && (inner.Message != "" || inner.Type != ""):
+		return inner.Message, firstNonEmpty(stringCode(inner.Code), inner.Type)
+	case json.Unmarshal(outer.Error, &text) == nil && text != "":
+		return text, ""
+	case outer.Message != "":
+		return outer.Message, firstNonEmpty(stringCode(outer.Code), outer.Type)
+	case json.Unmarshal(outer.Detail, &text) == nil && text != "":
+		return text, ""
+	case len(outer.Detail) > 0:
+		return string(outer.Detail), ""
+	}
+	return truncate(string(body), 500), ""
+}
+
+// stringCode returns a JSON string code; numeric codes (vLLM repeats the
+// HTTP status there) say nothing the status does not.
+func stringCode(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// retryAfter reads how long the server asked to wait: OpenAI's
+// retry-after-ms header, else Retry-After in seconds, else Retry-After as
+// an HTTP date relative to the response's Date header (the adapter reads
+// no clock). 0 when absent or unreadable.
+func retryAfter(h http.Header) time.Duration {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if _, err := strconv.ParseFloat(v, 64); err == nil {
+		return provider.ParseRetryAfter(v, time.Time{})
+	}
+	now, err := http.ParseTime(h.Get("Date"))
+	if err != nil {
+		return 0
+	}
+	return provider.ParseRetryAfter(v, now)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
