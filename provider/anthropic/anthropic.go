@@ -1,0 +1,272 @@
+package anthropic
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"net/http"
+	"net/url"
+	"os"
+	"sync"
+
+	sdk "github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+
+	"github.com/augceo/agent/provider"
+)
+
+// Defaults of [Config].
+const (
+	// DefaultModel is the model used when neither Request.Model nor
+	// Config.Model names one. It supports structured outputs and
+	// budget-based thinking.
+	DefaultModel = "claude-sonnet-4-6"
+	// DefaultMaxTokens bounds the answer when neither Request.MaxTokens nor
+	// Config.MaxTokens does; the Messages API requires max_tokens.
+	DefaultMaxTokens = 8192
+	// MinThinkingBudget is the smallest thinking budget the API accepts; a
+	// smaller positive Request.Thinking is raised to it.
+	MinThinkingBudget = 1024
+)
+
+// Environment variables read by [New] for the zero fields of [Config].
+const (
+	// EnvAPIKey holds the API key when Config.APIKey is empty.
+	EnvAPIKey = "ANTHROPIC_API_KEY"
+	// EnvBaseURL holds the API's address when Config.BaseURL is empty.
+	EnvBaseURL = "ANTHROPIC_BASE_URL"
+)
+
+// Config configures a [Provider]. The zero value of every field is a
+// documented default; only an API key is required, from the field or the
+// environment.
+type Config struct {
+	// APIKey is sent in the x-api-key header. Empty means the
+	// ANTHROPIC_API_KEY environment variable; New fails with
+	// [provider.ErrNoKey] when both are empty. No other credential source
+	// of the SDK (auth tokens, profiles, federation) is consulted.
+	APIKey string
+	// BaseURL is the API's address, such as a proxy's. Empty means the
+	// ANTHROPIC_BASE_URL environment variable, and then the SDK's default,
+	// https://api.anthropic.com/.
+	BaseURL string
+	// Model is used when Request.Model is empty; empty means [DefaultModel].
+	Model string
+	// HTTPClient sends the requests; nil means [http.DefaultClient].
+	HTTPClient *http.Client
+	// MaxTokens bounds the answer when Request.MaxTokens is 0; 0 means
+	// [DefaultMaxTokens]. A thinking budget comes on top of it.
+	MaxTokens int
+	// ToolOutput asks for the solution through one forced tool call (its
+	// input_schema is the adapted schema, tool_choice names it) instead of
+	// native structured outputs (output_config.format). Use it for models
+	// that lack structured outputs. The solution is then the tool's input.
+	ToolOutput bool
+}
+
+// Provider generates solutions with Anthropic's Messages API. It is safe for
+// concurrent use.
+type Provider struct {
+	client     sdk.Client
+	model      string
+	maxTokens  int
+	toolOutput bool
+}
+
+var _ provider.Provider = (*Provider)(nil)
+
+// New returns a Provider for cfg, with the SDK's own retries turned off:
+// wrap it in [provider.Retry] to retry.
+func New(cfg Config) (*Provider, error) {
+	if cfg.APIKey == "" {
+		cfg.APIKey = os.Getenv(EnvAPIKey)
+	}
+	if cfg.APIKey == "" {
+		return nil, fmt.Errorf("anthropic: %w: set Config.APIKey or %s", provider.ErrNoKey, EnvAPIKey)
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = os.Getenv(EnvBaseURL)
+	}
+	if cfg.MaxTokens < 0 {
+		return nil, fmt.Errorf("anthropic: negative MaxTokens %d", cfg.MaxTokens)
+	}
+	if cfg.MaxTokens == 0 {
+		cfg.MaxTokens = DefaultMaxTokens
+	}
+	if cfg.Model == "" {
+		cfg.Model = DefaultModel
+	}
+	opts := []option.RequestOption{
+		option.WithoutEnvironmentDefaults(),
+		option.WithAPIKey(cfg.APIKey),
+		option.WithMaxRetries(0),
+	}
+	if cfg.BaseURL != "" {
+		u, err := url.Parse(cfg.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("anthropic: base URL %q is not an http(s) URL", cfg.BaseURL)
+		}
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	return &Provider{
+		client:     sdk.NewClient(opts...),
+		model:      cfg.Model,
+		maxTokens:  cfg.MaxTokens,
+		toolOutput: cfg.ToolOutput,
+	}, nil
+}
+
+// Generate sends req to the Messages API and streams the solutions back; see
+// [provider.Provider]. The stream is single-use. Request.N > 1 sends N
+// requests at once, since the API has no n, and yields their chunks
+// solution by solution in Index order; the usage on the last chunk is
+// their sum.
+func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+	return func(yield func(*provider.Chunk, error) bool) {
+		if err := ctx.Err(); err != nil {
+			yield(nil, err)
+			return
+		}
+		c, err := p.newCall(req)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if n := max(req.N, 1); n > 1 {
+			fanOut(ctx, c, n, yield)
+			return
+		}
+		for chunk, err := range c.solution(ctx, 0) {
+			if !yield(chunk, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// indexKey carries the index of a solution on the context of its HTTP
+// request, so that the tests' transport can tell the N otherwise identical
+// requests of a call apart.
+type indexKey struct{}
+
+func withIndex(ctx context.Context, i int) context.Context {
+	return context.WithValue(ctx, indexKey{}, i)
+}
+
+// solutionIndex returns the index of the solution a request is for, 0 when
+// the call asked for one.
+func solutionIndex(ctx context.Context) int {
+	i, _ := ctx.Value(indexKey{}).(int)
+	return i
+}
+
+// fanOut runs the n requests of a call concurrently and yields their chunks
+// on the caller's goroutine, solution by solution: solution 0 streams live
+// while the chunks of the others wait in a buffer for their turn, so the
+// order of the chunks never depends on which request was faster. It
+// returns only after every request stopped, so no goroutine outlives it,
+// whether the consumer breaks or a request fails.
+func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, error) bool) {
+	type item struct {
+		chunk *provider.Chunk
+		err   error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait() // runs after cancel, which unblocks the workers
+	defer cancel()
+	items := make(chan item)
+	for i := range n {
+		wg.Go(func() {
+			for chunk, err := range c.solution(withIndex(ctx, i), i) {
+				select {
+				case items <- item{chunk, err}:
+				case <-ctx.Done():
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	var (
+		total   provider.Usage
+		pending = make([][]*provider.Chunk, n) // chunks of the solutions after cur
+		done    = make([]bool, n)              // whether pending[i] ends with Done
+		cur     int                            // the solution being yielded live
+	)
+	// emit yields a chunk; the Done chunk of the last solution, which comes
+	// after every other, carries the usage of all n requests.
+	emit := func(chunk *provider.Chunk) bool {
+		if chunk.Done && chunk.Index == n-1 {
+			u := total
+			chunk.Usage = &u
+		}
+		return yield(chunk, nil)
+	}
+	for cur < n {
+		var it item
+		select {
+		case it = <-items:
+		case <-ctx.Done():
+			yield(nil, ctx.Err())
+			return
+		}
+		if it.err != nil {
+			// What the other solutions received comes first, in order.
+			for i := cur + 1; i < n; i++ {
+				for _, chunk := range pending[i] {
+					if !emit(chunk) {
+						return
+					}
+				}
+			}
+			yield(nil, it.err)
+			return
+		}
+		chunk := it.chunk
+		if chunk.Done {
+			if chunk.Usage != nil {
+				total.Add(*chunk.Usage)
+			}
+			chunk.Usage = nil
+		}
+		if chunk.Index != cur {
+			pending[chunk.Index] = append(pending[chunk.Index], chunk)
+			done[chunk.Index] = chunk.Done
+			continue
+		}
+		if !emit(chunk) {
+			return
+		}
+		if !chunk.Done {
+			continue
+		}
+		for cur++; cur < n; cur++ { // the next solutions' turn
+			for _, c := range pending[cur] {
+				if !emit(c) {
+					return
+				}
+			}
+			pending[cur] = nil
+			if !done[cur] {
+				break
+			}
+		}
+	}
+}
+
+// ctxErr returns ctx.Err() when ctx has ended, since err is then only a
+// consequence of it, and err otherwise.
+func ctxErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return err
+}

@@ -1,0 +1,179 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"strings"
+
+	"github.com/augceo/agent/provider"
+)
+
+// solution sends the call's request once and yields the chunks of solution
+// i; its last chunk is Done and carries the usage of this one request.
+func (c *call) solution(ctx context.Context, i int) iter.Seq2[*provider.Chunk, error] {
+	switch {
+	case !c.sse:
+		return c.message(ctx, i)
+	case c.stream:
+		return c.events(ctx, i)
+	default:
+		return gather(c.events(ctx, i), i)
+	}
+}
+
+// message sends a plain request and yields its one chunk.
+func (c *call) message(ctx context.Context, i int) iter.Seq2[*provider.Chunk, error] {
+	return func(yield func(*provider.Chunk, error) bool) {
+		msg, err := c.p.client.Messages.New(ctx, c.params)
+		if err != nil {
+			yield(nil, convertErr(ctx, err))
+			return
+		}
+		chunk := &provider.Chunk{Index: i, Done: true, FinishReason: string(msg.StopReason)}
+		var text, thinking strings.Builder
+		for _, b := range msg.Content {
+			switch b.Type {
+			case "text":
+				if c.tool == "" {
+					text.WriteString(b.Text)
+				}
+			case "thinking":
+				thinking.WriteString(b.Thinking)
+			case "tool_use":
+				if c.tool != "" && b.Name == c.tool && text.Len() == 0 {
+					text.Write(b.Input)
+				}
+			}
+		}
+		chunk.Text, chunk.Thinking = text.String(), thinking.String()
+		u := usageOf(msg.Usage).usage()
+		chunk.Usage = &u
+		yield(chunk, nil)
+	}
+}
+
+// events sends a streamed request and yields a chunk per piece of text or
+// thinking, then a Done chunk at message_stop.
+func (c *call) events(ctx context.Context, i int) iter.Seq2[*provider.Chunk, error] {
+	return func(yield func(*provider.Chunk, error) bool) {
+		stream := c.p.client.Messages.NewStreaming(ctx, c.params)
+		defer stream.Close()
+		var (
+			started    bool // whether an event arrived
+			usage      tokens
+			stopReason string
+			toolBlock  = int64(-1) // index of the forced tool's content block
+			toolInput  any         // its input at content_block_start
+			toolText   bool        // whether input_json_delta arrived for it
+		)
+		piece := func(text, thinking string) bool {
+			if text == "" && thinking == "" {
+				return true
+			}
+			return yield(&provider.Chunk{Index: i, Text: text, Thinking: thinking}, nil)
+		}
+		for stream.Next() {
+			ev := stream.Current()
+			started = true
+			switch ev.Type {
+			case "message_start":
+				usage = usageOf(ev.Message.Usage)
+			case "content_block_start":
+				b := ev.ContentBlock
+				ok := true
+				switch b.Type {
+				case "text":
+					if c.tool == "" {
+						ok = piece(b.Text, "")
+					}
+				case "thinking":
+					ok = piece("", b.Thinking)
+				case "tool_use":
+					if c.tool != "" && b.Name == c.tool && toolBlock < 0 {
+						toolBlock, toolInput = ev.Index, b.Input
+					}
+				}
+				if !ok {
+					return
+				}
+			case "content_block_delta":
+				d := ev.Delta
+				ok := true
+				switch d.Type {
+				case "text_delta":
+					if c.tool == "" {
+						ok = piece(d.Text, "")
+					}
+				case "thinking_delta":
+					ok = piece("", d.Thinking)
+				case "input_json_delta":
+					if ev.Index == toolBlock && d.PartialJSON != "" {
+						toolText = true
+						ok = piece(d.PartialJSON, "")
+					}
+				}
+				if !ok {
+					return
+				}
+			case "content_block_stop":
+				// A tool input that arrived whole, with no delta, is still
+				// the solution.
+				if ev.Index == toolBlock && !toolText && toolInput != nil {
+					b, err := json.Marshal(toolInput)
+					if err == nil && !piece(string(b), "") {
+						return
+					}
+				}
+			case "message_delta":
+				stopReason = string(ev.Delta.StopReason)
+				usage.merge(ev.Usage)
+			case "message_stop":
+				u := usage.usage()
+				yield(&provider.Chunk{Index: i, Done: true, FinishReason: stopReason, Usage: &u}, nil)
+				return
+			}
+		}
+		if err := stream.Err(); err != nil {
+			if started {
+				err = convertStreamErr(ctx, err)
+			} else {
+				err = convertErr(ctx, err)
+			}
+			yield(nil, err)
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			yield(nil, err)
+			return
+		}
+		yield(nil, fmt.Errorf("anthropic: %w: no message_stop", provider.ErrTruncated))
+	}
+}
+
+// gather turns the stream of solution i into its one chunk. On an error it
+// yields what arrived before it, then the error.
+func gather(seq iter.Seq2[*provider.Chunk, error], i int) iter.Seq2[*provider.Chunk, error] {
+	return func(yield func(*provider.Chunk, error) bool) {
+		var text, thinking strings.Builder
+		for chunk, err := range seq {
+			if err != nil {
+				if text.Len() > 0 || thinking.Len() > 0 {
+					if !yield(&provider.Chunk{Index: i, Text: text.String(), Thinking: thinking.String()}, nil) {
+						return
+					}
+				}
+				yield(nil, err)
+				return
+			}
+			text.WriteString(chunk.Text)
+			thinking.WriteString(chunk.Thinking)
+			if chunk.Done {
+				chunk.Text, chunk.Thinking = text.String(), thinking.String()
+				yield(chunk, nil)
+				return
+			}
+		}
+	}
+}
