@@ -25,7 +25,8 @@ func TestDependencies(t *testing.T) {
 		{"./jsonstream", core},
 		{"./schema", append([]string{"github.com/augceo/agent/schema"}, schemaLibs...)},
 		{"./provider", []string{"github.com/augceo/agent/provider"}},
-		{".", append(append(append([]string{"github.com/augceo/agent", "github.com/augceo/agent/internal/", "github.com/augceo/agent/schema", "github.com/augceo/agent/provider"}, core...), schemaLibs...))},
+		{".", append(append([]string{"github.com/augceo/agent", "github.com/augceo/agent/internal/", "github.com/augceo/agent/schema",
+			"github.com/augceo/agent/provider", "github.com/augceo/agent/platform"}, core...), schemaLibs...)},
 	} {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", tt.pkg).CombinedOutput()
 		if err != nil {

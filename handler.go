@@ -41,7 +41,10 @@ type Build struct {
 	props    ojson.Object // extra solution properties, in order of first appearance
 	required []string
 	tools    ojson.Object // tool name → LLM-facing tool schema, last definition wins
+	defs     ojson.Object // tool name → definition as given
+	checks   ojson.Object // tool name → schema a resolved call must meet
 	rendered map[message.Identity]bool
+	about    map[message.Identity]about
 }
 
 // Render appends a rendered message.
@@ -64,6 +67,10 @@ func (b *Build) DefineTool(name string, s json.RawMessage) {
 	b.tools.Delete(name)
 	b.tools.Set(name, s)
 }
+
+// Definition returns the definition of a tool as given, before it was
+// shaped for the model, or nil.
+func (b *Build) Definition(name string) json.RawMessage { return b.defs.Get(name) }
 
 // Tools returns the names of the tools defined so far, in order.
 func (b *Build) Tools() []string { return append([]string(nil), b.tools.Keys...) }

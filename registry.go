@@ -21,6 +21,8 @@ type Registry struct {
 	builtin  map[message.Type]bool
 	tools    map[string]json.RawMessage
 	schemas  *schema.Registry
+
+	activities map[string]Activity
 }
 
 // NewRegistry returns a registry with the built-in handlers (text, data,

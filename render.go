@@ -30,20 +30,32 @@ func renderData(_ context.Context, b *Build, m *message.Message) error {
 	if err != nil {
 		return err
 	}
-	var schema json.RawMessage
-	var description string
-	for _, x := range b.Log.Messages() {
-		if x.Type == message.TypeData && x.Identity() == id {
+	if b.about == nil {
+		// One pass for every identity: the latest schema and description.
+		b.about = map[message.Identity]about{}
+		for _, x := range b.Log.All() {
+			if x.Type != message.TypeData {
+				continue
+			}
+			a := b.about[x.Identity()]
 			if x.Schema != nil {
-				schema = x.Schema
+				a.schema = x.Schema
 			}
 			if x.Description != "" {
-				description = x.Description
+				a.description = x.Description
 			}
+			b.about[x.Identity()] = a
 		}
 	}
-	b.Render(provider.RoleUser, DataBlock(id, value, ok, description, schema))
+	a := b.about[id]
+	b.Render(provider.RoleUser, DataBlock(id, value, ok, a.description, a.schema))
 	return nil
+}
+
+// about is what the messages of one identity say about it.
+type about struct {
+	schema      json.RawMessage
+	description string
 }
 
 // DataBlock renders a data identity the way the model sees it:

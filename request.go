@@ -13,6 +13,7 @@ import (
 	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/jsonstream"
 	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/platform"
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/schema"
 )
@@ -49,6 +50,27 @@ type Config struct {
 	MaxRepairs int
 	// Logger receives debug logs; nil means slog.Default().
 	Logger *slog.Logger
+
+	// The loop (Run) uses the settings below; a single Request ignores them.
+
+	// MaxSteps bounds the requests of a run; 0 means DefaultMaxSteps.
+	MaxSteps int
+	// MaxCallsPerStep bounds the calls one solution may make; 0 means
+	// DefaultMaxCallsPerStep.
+	MaxCallsPerStep int
+	// TokenBudget stops the run before a request once usage has reached
+	// it; 0 means no budget.
+	TokenBudget int
+	// Concurrency bounds the calls running at once; 0 means
+	// DefaultConcurrency.
+	Concurrency int
+	// Confirm, when set, sees every call that is ready to run and decides
+	// whether it runs (human in the loop). It is called on the run's
+	// goroutine, one call at a time.
+	Confirm func(ctx context.Context, call *Call) (Decision, error)
+	// Clock gives the time written into output messages; nil means the
+	// wall clock.
+	Clock platform.Clock
 }
 
 // Solution is one validated answer of the model.
@@ -137,49 +159,66 @@ func Stream(ctx context.Context, cfg Config, userSchema json.RawMessage, msgs []
 			yield(Event{}, ErrNoProvider)
 			return
 		}
-		b, composed, compiled, err := prepare(ctx, cfg, userSchema, msgs)
+		p, err := prepare(ctx, cfg, userSchema, msgs)
 		if err != nil {
 			yield(Event{}, err)
 			return
 		}
-		req := *b.LLM
-		req.Messages = b.messages
-		req.Schema = composed
-		req.SchemaName = "solution"
-		resp := &Response{Sent: &req}
-		texts, err := generate(ctx, cfg, &req, resp, yield)
+		p.stream(ctx, cfg, yield)
+	}
+}
+
+// prepared is a request ready to send.
+type prepared struct {
+	build    *Build
+	composed json.RawMessage
+	compiled *schema.Schema
+}
+
+// stream sends a prepared request and validates its solutions.
+func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, error) bool) {
+	req := *p.build.LLM
+	req.Messages = p.build.messages
+	req.Schema = p.composed
+	req.SchemaName = "solution"
+	resp := &Response{Sent: &req}
+	texts, err := generate(ctx, cfg, &req, resp, yield)
+	if err != nil {
+		if err != errStopped {
+			yield(Event{}, err)
+		}
+		return
+	}
+	for i, text := range texts {
+		sol, err := repair(ctx, cfg, &req, p.compiled, i, text, resp, yield)
 		if err != nil {
 			if err != errStopped {
 				yield(Event{}, err)
 			}
 			return
 		}
-		for i, text := range texts {
-			sol, err := repair(ctx, cfg, &req, compiled, i, text, resp, yield)
-			if err != nil {
-				if err != errStopped {
-					yield(Event{}, err)
-				}
-				return
-			}
-			resp.Solutions = append(resp.Solutions, *sol)
-		}
-		yield(Event{Response: resp}, nil)
+		resp.Solutions = append(resp.Solutions, *sol)
 	}
+	yield(Event{Response: resp}, nil)
 }
 
 // errStopped means the consumer stopped the stream.
 var errStopped = errors.New("agent: stream stopped")
 
 // prepare runs the handlers and composes and compiles the schema.
-func prepare(ctx context.Context, cfg Config, userSchema json.RawMessage, msgs []message.Message) (*Build, json.RawMessage, *schema.Schema, error) {
+func prepare(ctx context.Context, cfg Config, userSchema json.RawMessage, msgs []message.Message) (*prepared, error) {
+	log, err := message.NewLog(msgs...)
+	if err != nil {
+		return nil, fmt.Errorf("agent: context: %w", err)
+	}
+	return prepareLog(ctx, cfg, userSchema, log)
+}
+
+// prepareLog runs the handlers over log and composes and compiles the schema.
+func prepareLog(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log) (*prepared, error) {
 	reg := cfg.Registry
 	if reg == nil {
 		reg = DefaultRegistry
-	}
-	log, err := message.NewLog(msgs...)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("agent: context: %w", err)
 	}
 	n := cfg.N
 	if n <= 0 {
@@ -196,7 +235,7 @@ func prepare(ctx context.Context, cfg Config, userSchema json.RawMessage, msgs [
 	}
 	for i, m := range log.All() {
 		if err := ctx.Err(); err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
 		h, err := reg.handler(m.Type)
 		if err == nil {
@@ -204,18 +243,18 @@ func prepare(ctx context.Context, cfg Config, userSchema json.RawMessage, msgs [
 			err = h.Handle(ctx, b, &m)
 		}
 		if err != nil {
-			return nil, nil, nil, &MessageError{Index: i, Type: string(m.Type), Err: err}
+			return nil, &MessageError{Index: i, Type: string(m.Type), Err: err}
 		}
 	}
 	composed, err := b.compose(userSchema)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("agent: %w", err)
+		return nil, fmt.Errorf("agent: %w", err)
 	}
 	compiled, err := reg.compile(composed)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("agent: composed schema: %w", err)
+		return nil, fmt.Errorf("agent: composed schema: %w", err)
 	}
-	return b, composed, compiled, nil
+	return &prepared{build: b, composed: composed, compiled: compiled}, nil
 }
 
 // generate runs one provider call, streaming thinking and callback

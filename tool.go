@@ -53,12 +53,42 @@ func toolName(o *ojson.Object) string {
 }
 
 func defineTool(b *Build, name string, def json.RawMessage) error {
-	s, err := llmTool(name, def)
+	// A tool that names an activity is explicit even where that activity
+	// is not registered: a plain Request does not run calls.
+	a, _, aerr := b.Registry.resolveActivity(name, def)
+	s, err := llmTool(name, def, a != nil || aerr != nil)
 	if err != nil {
 		return fmt.Errorf("tool %q: %w", name, err)
 	}
-	b.DefineTool(name, s)
+	b.DefineTool(name, referable(s))
+	b.defs.Set(name, def)
+	b.checks.Set(name, s)
 	return nil
+}
+
+// refSchema is what a parameter may hold instead of its value: a
+// reference to a value in the context (007).
+const refSchema = `{"type":"string","pattern":"^†[A-Za-z0-9_-]+","description":"A reference †kind.path to a value in the context, resolved before the call runs."}`
+
+// referable lets each parameter of a tool schema be a reference, so the
+// model can wire values instead of copying them. Calls are checked
+// against the plain schema once their references are resolved.
+func referable(s json.RawMessage) json.RawMessage {
+	o, err := ojson.Parse(s)
+	if err != nil {
+		return s
+	}
+	props, err := ojson.Parse(o.Get("properties"))
+	if err != nil {
+		return s
+	}
+	for i, k := range props.Keys {
+		if !strings.HasPrefix(k, "_") {
+			props.Values[i] = json.RawMessage(`{"anyOf":[` + string(props.Values[i]) + `,` + refSchema + `]}`)
+		}
+	}
+	o.Set("properties", props.Bytes())
+	return o.Bytes()
 }
 
 // outputPathSchema is offered to the model for tools that do not declare
@@ -70,7 +100,7 @@ var outputPathSchema = json.RawMessage(`{"type":"string","pattern":"^†","descr
 // tool allows. Execution details (_activity, _delegate) are the runtime's
 // business and are removed; so is _output for explicit tools, whose result
 // comes from code, not from the model (002).
-func llmTool(name string, def json.RawMessage) (json.RawMessage, error) {
+func llmTool(name string, def json.RawMessage, explicit bool) (json.RawMessage, error) {
 	o, err := ojson.Parse(def)
 	if err != nil {
 		return nil, fmt.Errorf("schema is not a JSON object: %w", err)
@@ -81,7 +111,7 @@ func llmTool(name string, def json.RawMessage) (json.RawMessage, error) {
 			return nil, fmt.Errorf("properties: %w", err)
 		}
 	}
-	explicit := o.Has("_activity") || props.Has("_activity")
+	explicit = explicit || o.Has("_activity") || props.Has("_activity")
 	for _, k := range []string{"_activity", "_delegate", "_tool"} {
 		o.Delete(k)
 		props.Delete(k)

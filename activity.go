@@ -1,0 +1,107 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/schema"
+)
+
+// Activity is the code behind a tool (003): it runs a call explicitly
+// instead of letting the model produce the result latently.
+//
+// Run receives the call with its references already resolved and its
+// parameters validated against the tool schema. It returns a Result: a
+// value, written where the call's _outputPath says, or messages appended
+// as they are (to choose a branch, say). Run may be called concurrently for
+// different calls. A panic in Run is recovered and reported as a runtime
+// error of that call.
+type Activity interface {
+	Run(ctx context.Context, call *Call) (*Result, error)
+}
+
+// ActivityFunc adapts a function to an Activity.
+type ActivityFunc func(ctx context.Context, call *Call) (*Result, error)
+
+// Run calls f.
+func (f ActivityFunc) Run(ctx context.Context, call *Call) (*Result, error) { return f(ctx, call) }
+
+// Result is what an Activity produced.
+type Result struct {
+	// Value is the result, written to the call's _outputPath.
+	Value json.RawMessage
+	// Branch picks the alternative of a branching _outputPath
+	// (†state.ok || †state.failed); the zero value is the first.
+	Branch message.Branch
+	// Messages, when set, are appended as they are instead of Value.
+	Messages []message.Message
+}
+
+// Value returns a Result holding v encoded as JSON.
+func Value(v any) (*Result, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("agent: encode result: %w", err)
+	}
+	return &Result{Value: b}, nil
+}
+
+// Bind makes an Activity of a typed function: the call's parameters are
+// validated against P's schema and decoded into a P, and the R it returns
+// is encoded as the result. Meta-properties (_tool, _outputPath, ...) are
+// not part of P unless P declares them.
+func Bind[P, R any](f func(ctx context.Context, params P) (R, error)) Activity {
+	return ActivityFunc(func(ctx context.Context, call *Call) (*Result, error) {
+		p, err := schema.Decode[P](call.Args())
+		if err != nil {
+			return nil, &CallError{Kind: Structural, Err: fmt.Errorf("params: %w", err)}
+		}
+		r, err := f(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		return Value(r)
+	})
+}
+
+// Activity registers a under name. A tool uses it when its definition
+// names it in _activity, or when the tool has the same name (003).
+func (r *Registry) Activity(name string, a Activity) {
+	if name == "" || a == nil {
+		panic("agent: Activity with an empty name or a nil activity")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.activities == nil {
+		r.activities = map[string]Activity{}
+	}
+	if _, ok := r.activities[name]; ok {
+		panic(fmt.Sprintf("agent: activity %q is already registered", name))
+	}
+	r.activities[name] = a
+}
+
+// resolveActivity applies the resolution of page 003: the tool's
+// _activity if set, else an activity named like the tool, else none
+// (latent). It returns the activity's name too.
+func (r *Registry) resolveActivity(tool string, def json.RawMessage) (Activity, string, error) {
+	var d struct {
+		Activity string `json:"_activity"`
+	}
+	_ = json.Unmarshal(def, &d)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if d.Activity != "" {
+		a, ok := r.activities[d.Activity]
+		if !ok {
+			return nil, "", fmt.Errorf("tool %q names activity %q, which is not registered", tool, d.Activity)
+		}
+		return a, d.Activity, nil
+	}
+	if a, ok := r.activities[tool]; ok {
+		return a, tool, nil
+	}
+	return nil, "", nil
+}

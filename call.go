@@ -1,0 +1,110 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/augceo/agent/internal/ojson"
+	"github.com/augceo/agent/message"
+)
+
+// Call is one tool call (004) on its way to execution.
+type Call struct {
+	// Raw is the call as the model wrote it, references unresolved.
+	Raw json.RawMessage
+	// Params is the call with every reference replaced by its value.
+	Params json.RawMessage
+	// Tool, Instance, OutputPath and OutputMethod are the call's
+	// meta-properties _tool, _instance, _outputPath and _outputMethod.
+	Tool         string
+	Instance     string
+	OutputPath   string
+	OutputMethod string
+	// Schema is the tool's definition.
+	Schema json.RawMessage
+	// Context is what of the context the activity may see.
+	Context []message.Message
+}
+
+// Args returns the parameters without meta-properties.
+func (c *Call) Args() json.RawMessage {
+	o, err := ojson.Parse(c.Params)
+	if err != nil {
+		return c.Params
+	}
+	args := &ojson.Object{}
+	for i, k := range o.Keys {
+		if !strings.HasPrefix(k, "_") {
+			args.Set(k, o.Values[i])
+		}
+	}
+	return args.Bytes()
+}
+
+// ErrorKind says whether a call failed before it ran or while running.
+type ErrorKind string
+
+// The kinds of call errors (010): structural errors are the model's to fix
+// (bad parameters, references, unknown tools); runtime errors come from
+// running the call.
+const (
+	Structural ErrorKind = "structural"
+	Runtime    ErrorKind = "runtime"
+)
+
+// CallError is why a call failed. It becomes an error message the model
+// sees on its next step.
+type CallError struct {
+	Kind ErrorKind
+	Tool string
+	Err  error
+}
+
+func (e *CallError) Error() string {
+	if e.Tool == "" {
+		return fmt.Sprintf("%s error: %v", e.Kind, e.Err)
+	}
+	return fmt.Sprintf("%s error in %s: %v", e.Kind, e.Tool, e.Err)
+}
+
+func (e *CallError) Unwrap() error { return e.Err }
+
+// ErrorMessage returns the error message (010) that reports err for call.
+func ErrorMessage(call json.RawMessage, err error) message.Message {
+	kind := Runtime
+	var ce *CallError
+	if errors.As(err, &ce) {
+		kind = ce.Kind
+	}
+	extra, _ := json.Marshal(map[string]string{"kind": string(kind)})
+	return message.Message{Type: message.TypeError, Failed: call, Error: err.Error(), Extra: extra}
+}
+
+// callMeta reads the meta-properties of a raw call.
+func parseCall(raw json.RawMessage) (*Call, error) {
+	var meta struct {
+		Tool         *string `json:"_tool"`
+		Instance     *string `json:"_instance"`
+		OutputPath   *string `json:"_outputPath"`
+		OutputMethod *string `json:"_outputMethod"`
+	}
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return nil, &CallError{Kind: Structural, Err: fmt.Errorf("a call must be a JSON object with string meta-properties: %w", err)}
+	}
+	if meta.Tool == nil || *meta.Tool == "" {
+		return nil, &CallError{Kind: Structural, Err: errors.New("the call has no _tool")}
+	}
+	c := &Call{Raw: raw, Tool: *meta.Tool}
+	if meta.Instance != nil {
+		c.Instance = *meta.Instance
+	}
+	if meta.OutputPath != nil {
+		c.OutputPath = *meta.OutputPath
+	}
+	if meta.OutputMethod != nil {
+		c.OutputMethod = *meta.OutputMethod
+	}
+	return c, nil
+}

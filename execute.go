@@ -1,0 +1,171 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/platform"
+	"github.com/augceo/agent/ref"
+)
+
+// errBlocked means a call's references do not resolve yet.
+var errBlocked = errors.New("agent: call is blocked on a reference")
+
+// executor runs calls against a log.
+type executor struct {
+	cfg   Config
+	reg   *Registry
+	build *Build
+}
+
+// prepareCall parses raw, finds its tool, resolves its references against
+// log and validates the result. A call whose references are not there yet
+// returns an error wrapping errBlocked and the missing reference.
+func (x *executor) prepareCall(log *message.Log, raw json.RawMessage) (*Call, error) {
+	c, err := parseCall(raw)
+	if err != nil {
+		return nil, err
+	}
+	def := x.build.Definition(c.Tool)
+	if def == nil {
+		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("%w %q (tools: %v)", ErrUnknownTool, c.Tool, x.build.Tools())}
+	}
+	c.Schema = def
+	if c.OutputPath != "" {
+		if _, err := ref.Parse(c.OutputPath); err != nil {
+			return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("_outputPath: %w", err)}
+		}
+	}
+	if c.OutputMethod != "" {
+		if _, err := ref.ParseMethod(c.OutputMethod); err != nil {
+			return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("_outputMethod: %w", err)}
+		}
+	}
+	var src ref.Source = log
+	if c.Instance != "" {
+		src = log.Instance(c.Instance)
+	}
+	params, err := ref.Substitute(src, raw)
+	if err != nil {
+		if errors.Is(err, ref.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %w", errBlocked, err)
+		}
+		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}
+	}
+	c.Params = params
+	compiled, err := x.reg.compile(x.build.checks.Get(c.Tool))
+	if err != nil {
+		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("tool schema: %w", err)}
+	}
+	if err := compiled.Validate(params); err != nil {
+		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("params: %w", err)}
+	}
+	c.Context = log.Messages()
+	return c, nil
+}
+
+// runCall executes a prepared call and returns the messages it appends:
+// output messages, or an error message when it failed.
+func (x *executor) runCall(ctx context.Context, c *Call) ([]message.Message, *Response, error) {
+	res, resp, err := x.invoke(ctx, c)
+	now := platform.Now(ctx)
+	if err != nil {
+		// A branching output path takes the error to its last branch.
+		val, _ := json.Marshal(map[string]string{"error": err.Error()})
+		if msgs, werr := message.Outputs(c.Raw, val, message.Failure, now); werr == nil && len(msgs) > 0 {
+			return msgs, resp, err
+		}
+		return nil, resp, err
+	}
+	if res.Messages != nil {
+		return res.Messages, resp, nil
+	}
+	if res.Value == nil {
+		res.Value = json.RawMessage("null")
+	}
+	msgs, err := message.Outputs(c.Raw, res.Value, res.Branch, now)
+	if err != nil {
+		return nil, resp, &CallError{Kind: Runtime, Tool: c.Tool, Err: err}
+	}
+	return msgs, resp, nil
+}
+
+// invoke runs the activity, or produces the result latently (104).
+func (x *executor) invoke(ctx context.Context, c *Call) (res *Result, resp *Response, err error) {
+	a, _, err := x.reg.resolveActivity(c.Tool, c.Schema)
+	if err != nil {
+		return nil, nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}
+	}
+	if a != nil {
+		defer func() {
+			if p := recover(); p != nil {
+				// The model sees the panic value; the stack goes to the log
+				// only, since it differs from run to run.
+				logger(x.cfg).ErrorContext(ctx, "activity panicked", "tool", c.Tool, "panic", p, "stack", string(debug.Stack()))
+				err = &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("panic: %v", p)}
+			}
+		}()
+		res, err = a.Run(ctx, c)
+		if err != nil {
+			var ce *CallError
+			if !errors.As(err, &ce) {
+				err = &CallError{Kind: Runtime, Tool: c.Tool, Err: err}
+			} else if ce.Tool == "" {
+				ce.Tool = c.Tool
+			}
+			return nil, nil, err
+		}
+		if res == nil {
+			res = &Result{}
+		}
+		return res, nil, nil
+	}
+	return x.latent(ctx, c)
+}
+
+// latent produces a call's result with the model: the value the model
+// already wrote in the call's _output (eager), or a Request whose schema
+// is the tool's _output.
+func (x *executor) latent(ctx context.Context, c *Call) (*Result, *Response, error) {
+	var inline struct {
+		Output json.RawMessage `json:"_output"`
+	}
+	_ = json.Unmarshal(c.Params, &inline)
+	if inline.Output != nil {
+		return &Result{Value: inline.Output}, nil, nil
+	}
+	var def struct {
+		Description string `json:"description"`
+		Properties  struct {
+			Output json.RawMessage `json:"_output"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal(c.Schema, &def)
+	out := def.Properties.Output
+	if out == nil {
+		out = json.RawMessage(`{}`)
+	}
+	task := "Carry out the tool " + c.Tool + " for the input below and give its result as output."
+	if def.Description != "" {
+		task += "\nThe tool: " + def.Description
+	}
+	ctxMsgs := []message.Message{
+		{Type: message.TypeText, Role: message.RoleSystem, Text: task},
+		{Type: message.TypeData, Kind: message.KindInput, Data: c.Args()},
+	}
+	cfg := x.cfg
+	cfg.CallbackPath, cfg.N = "", 1
+	resp, err := Request(ctx, cfg, out, ctxMsgs)
+	if err != nil {
+		return nil, resp, &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("latent execution: %w", err)}
+	}
+	sol := resp.Solutions[0]
+	if sol.Output == nil {
+		return nil, resp, &CallError{Kind: Runtime, Tool: c.Tool, Err: errors.New("latent execution gave no output")}
+	}
+	return &Result{Value: sol.Output}, resp, nil
+}

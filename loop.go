@@ -1,0 +1,460 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/platform"
+	"github.com/augceo/agent/provider"
+)
+
+// Defaults of the loop settings in [Config].
+const (
+	DefaultMaxSteps        = 20
+	DefaultMaxCallsPerStep = 100
+	DefaultConcurrency     = 8
+)
+
+// Limit errors end a run; the log up to that point is in the RunResult.
+var (
+	ErrMaxSteps    = errors.New("agent: too many steps")
+	ErrMaxCalls    = errors.New("agent: too many calls in one step")
+	ErrTokenBudget = errors.New("agent: token budget spent")
+)
+
+// Decision is what Config.Confirm says about a call. The zero Decision
+// approves it.
+type Decision struct {
+	// Reject, when not empty, stops the call; the reason is fed back to
+	// the model as an error of that call.
+	Reject string
+	// Replace, when set, runs this call instead.
+	Replace json.RawMessage
+}
+
+// RunResult is the outcome of a run.
+type RunResult struct {
+	// Solution is the last solution; its Output is the run's output.
+	Solution *Solution
+	// Log holds every message of the run: the context given, outputs of
+	// calls, plans and errors.
+	Log *message.Log
+	// Usage sums every provider call of the run.
+	Usage provider.Usage
+	// Steps is the number of requests made.
+	Steps int
+}
+
+// EventKind names what a RunEvent reports.
+type EventKind string
+
+// The kinds of run events.
+const (
+	EventStep         EventKind = "step"          // a request starts
+	EventThinking     EventKind = "thinking"      // visible reasoning text
+	EventCallStarted  EventKind = "call.started"  // a call was confirmed and runs
+	EventCallFinished EventKind = "call.finished" // a call wrote its result
+	EventCallFailed   EventKind = "call.failed"   // a call failed; its error message follows at the end of the tick
+	EventMessage      EventKind = "message"       // a message was appended to the log
+	EventUsage        EventKind = "usage"         // usage of a finished request
+	EventDone         EventKind = "done"          // the run ended with an output
+)
+
+// RunEvent is one thing that happened during a run.
+type RunEvent struct {
+	Kind    EventKind
+	Step    int
+	Call    *Call            // call events
+	Err     error            // EventCallFailed
+	Message *message.Message // EventMessage
+	Text    string           // EventThinking
+	Usage   *provider.Usage  // EventUsage: the request's; EventDone: the run's
+	Result  *RunResult       // EventDone
+}
+
+// Run runs the agent loop (010): it makes Requests until a solution has an
+// output, running the calls of each solution as they stream in.
+func Run(ctx context.Context, cfg Config, schema json.RawMessage, msgs []message.Message) (*RunResult, error) {
+	var res *RunResult
+	for ev, err := range Events(ctx, cfg, schema, msgs) {
+		if err != nil {
+			var le *LimitError
+			if errors.As(err, &le) {
+				return le.Result, err
+			}
+			return res, err
+		}
+		if ev.Kind == EventDone {
+			res = ev.Result
+		}
+	}
+	return res, nil
+}
+
+// LimitError ends a run that hit a limit or was cancelled; Result holds
+// the log as it was.
+type LimitError struct {
+	Err    error
+	Result *RunResult
+}
+
+func (e *LimitError) Error() string { return e.Err.Error() }
+func (e *LimitError) Unwrap() error { return e.Err }
+
+// Events is Run as a stream of events. It is single-use and runs on the
+// caller's goroutine; calls run on goroutines of their own, bounded by
+// Config.Concurrency. Breaking out of the stream cancels the running calls
+// and waits for them.
+func Events(ctx context.Context, cfg Config, schema json.RawMessage, msgs []message.Message) iter.Seq2[RunEvent, error] {
+	return func(yield func(RunEvent, error) bool) {
+		if cfg.Provider == nil {
+			yield(RunEvent{}, ErrNoProvider)
+			return
+		}
+		ctx, cancel := context.WithCancel(platform.WithClock(ctx, cfg.Clock))
+		log, err := message.NewLog(msgs...)
+		if err != nil {
+			cancel()
+			yield(RunEvent{}, fmt.Errorf("agent: context: %w", err))
+			return
+		}
+		r := &run{cfg: cfg, schema: schema, log: log, yield: yield, done: make(chan completion)}
+		defer func() {
+			cancel() // stop calls still running, then wait for them
+			r.wait()
+		}()
+		r.loop(ctx)
+	}
+}
+
+// completion is a finished call.
+type completion struct {
+	call *Call
+	msgs []message.Message
+	resp *Response
+	err  error
+	bg   bool // fire-and-forget: the step does not wait for it
+}
+
+type run struct {
+	cfg     Config
+	schema  json.RawMessage
+	log     *message.Log
+	yield   func(RunEvent, error) bool
+	stopped bool
+
+	usage   provider.Usage
+	done    chan completion
+	running int // calls on goroutines, background ones included
+	bg      int // of which fire-and-forget
+	sem     chan struct{}
+	exec    *executor
+}
+
+func (r *run) emit(ev RunEvent) bool {
+	if r.stopped {
+		return false
+	}
+	if !r.yield(ev, nil) {
+		r.stopped = true
+	}
+	return !r.stopped
+}
+
+func (r *run) fail(err error) {
+	if !r.stopped {
+		r.yield(RunEvent{}, &LimitError{Err: err, Result: r.result(nil, 0)})
+		r.stopped = true
+	}
+}
+
+func (r *run) result(sol *Solution, steps int) *RunResult {
+	return &RunResult{Solution: sol, Log: r.log, Usage: r.usage, Steps: steps}
+}
+
+func (r *run) loop(ctx context.Context) {
+	maxSteps := r.cfg.MaxSteps
+	if maxSteps <= 0 {
+		maxSteps = DefaultMaxSteps
+	}
+	conc := r.cfg.Concurrency
+	if conc <= 0 {
+		conc = DefaultConcurrency
+	}
+	r.sem = make(chan struct{}, conc)
+	for step := 1; ; step++ {
+		if step > maxSteps {
+			r.fail(fmt.Errorf("%w (%d)", ErrMaxSteps, maxSteps))
+			return
+		}
+		if r.cfg.TokenBudget > 0 && r.usage.Total() >= r.cfg.TokenBudget {
+			r.fail(fmt.Errorf("%w: used %d of %d tokens", ErrTokenBudget, r.usage.Total(), r.cfg.TokenBudget))
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			r.fail(err)
+			return
+		}
+		if !r.emit(RunEvent{Kind: EventStep, Step: step}) {
+			return
+		}
+		sol, ok := r.step(ctx, step)
+		if !ok {
+			return
+		}
+		if sol != nil && sol.Done() {
+			r.drainBackground(ctx, step)
+			res := r.result(sol, step)
+			r.emit(RunEvent{Kind: EventDone, Step: step, Usage: &res.Usage, Result: res})
+			return
+		}
+	}
+}
+
+// step makes one request and runs its calls: the reactive orchestrator of
+// page 010.
+func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
+	cfg := r.cfg
+	// Calls run as they stream in, so a solution cannot be re-asked
+	// quietly: an invalid one becomes an error message for the next step.
+	cfg.CallbackPath, cfg.N, cfg.MaxRepairs = "calls", 1, -1
+	var pending []json.RawMessage // calls waiting for their references
+	var all []json.RawMessage
+	var errs []message.Message
+	calls := 0
+	maxCalls := r.cfg.MaxCallsPerStep
+	if maxCalls <= 0 {
+		maxCalls = DefaultMaxCallsPerStep
+	}
+	// tryRun launches every pending call whose references resolve.
+	tryRun := func() bool {
+		for progress := true; progress; {
+			progress = false
+			for i := 0; i < len(pending); i++ {
+				launched, errMsg, ok := r.launch(ctx, step, pending[i])
+				if !ok {
+					return false
+				}
+				if launched || errMsg != nil {
+					if errMsg != nil {
+						errs = append(errs, *errMsg)
+					}
+					pending = append(pending[:i], pending[i+1:]...)
+					i--
+					progress = true
+				}
+			}
+		}
+		return true
+	}
+	// collect takes finished calls; with block it waits for one.
+	collect := func(block bool) bool {
+		for r.running-r.bg > 0 || (r.bg > 0 && !block) {
+			var c completion
+			if block {
+				c = <-r.done
+			} else {
+				select {
+				case c = <-r.done:
+				default:
+					return true
+				}
+			}
+			if !r.finish(step, c, &errs) {
+				return false
+			}
+			if !tryRun() {
+				return false
+			}
+			if !block {
+				continue
+			}
+		}
+		return true
+	}
+
+	var sol *Solution
+	reg := cfg.Registry
+	if reg == nil {
+		reg = DefaultRegistry
+	}
+	p, err := prepareLog(ctx, cfg, r.schema, r.log)
+	if err != nil {
+		r.fail(err)
+		return nil, false
+	}
+	r.exec = &executor{cfg: cfg, reg: reg, build: p.build}
+	events := func(yield func(Event, error) bool) { p.stream(ctx, cfg, yield) }
+	for ev, err := range events {
+		if inv, ok := errors.AsType[*InvalidError](err); ok {
+			errs = append(errs, message.Message{Type: message.TypeError,
+				Error: "your answer was invalid and only its valid calls ran: " + inv.Err.Error()})
+			continue
+		}
+		if err != nil {
+			r.fail(err)
+			return nil, false
+		}
+		switch {
+		case ev.Thinking != nil:
+			if !r.emit(RunEvent{Kind: EventThinking, Step: step, Text: ev.Thinking.Text}) {
+				return nil, false
+			}
+		case ev.Element != nil:
+			calls++
+			if calls > maxCalls {
+				r.fail(fmt.Errorf("%w (%d)", ErrMaxCalls, maxCalls))
+				return nil, false
+			}
+			all = append(all, ev.Element.Value)
+			pending = append(pending, ev.Element.Value)
+			if !tryRun() {
+				return nil, false
+			}
+		case ev.Response != nil:
+			r.usage.Add(ev.Response.Usage)
+			u := ev.Response.Usage
+			if !r.emit(RunEvent{Kind: EventUsage, Step: step, Usage: &u}) {
+				return nil, false
+			}
+			sol = &ev.Response.Solutions[0]
+		}
+		if !collect(false) {
+			return nil, false
+		}
+	}
+	// The stream is closed: run what can run until nothing is left.
+	if !tryRun() || !collect(true) {
+		return nil, false
+	}
+	for _, p := range pending {
+		_, err := r.exec.prepareCall(r.log, p)
+		if j, ok := err.(interface{ Unwrap() []error }); ok && errors.Is(err, errBlocked) {
+			err = j.Unwrap()[1] // the reference that is missing
+		}
+		if err == nil {
+			err = errors.New("it was never run")
+		}
+		errs = append(errs, ErrorMessage(p, &CallError{Kind: Structural, Tool: toolOf(p), Err: fmt.Errorf("never became ready: %w", err)}))
+	}
+	// The calls of this step are the plan of the next (012); errors of the
+	// tick come last.
+	var tail []message.Message
+	if len(all) > 0 {
+		plan, _ := json.Marshal(all)
+		tail = append(tail, message.Message{Type: message.TypePlan, Plan: plan})
+	}
+	tail = append(tail, errs...)
+	if !r.appendAll(step, tail) {
+		return nil, false
+	}
+	return sol, true
+}
+
+// launch confirms and starts a call if its references resolve.
+func (r *run) launch(ctx context.Context, step int, raw json.RawMessage) (launched bool, errMsg *message.Message, ok bool) {
+	c, err := r.exec.prepareCall(r.log, raw)
+	if errors.Is(err, errBlocked) {
+		return false, nil, true
+	}
+	if err != nil {
+		m := ErrorMessage(raw, err)
+		return false, &m, r.emit(RunEvent{Kind: EventCallFailed, Step: step, Call: &Call{Raw: raw, Tool: toolOf(raw)}, Err: err})
+	}
+	if r.cfg.Confirm != nil {
+		d, err := r.cfg.Confirm(ctx, c)
+		switch {
+		case err != nil:
+			r.fail(fmt.Errorf("agent: confirm: %w", err))
+			return false, nil, false
+		case d.Reject != "":
+			err := &CallError{Kind: "rejected", Tool: c.Tool, Err: errors.New(d.Reject)}
+			m := ErrorMessage(raw, err)
+			return false, &m, r.emit(RunEvent{Kind: EventCallFailed, Step: step, Call: c, Err: err})
+		case d.Replace != nil:
+			c, err = r.exec.prepareCall(r.log, d.Replace)
+			if err != nil {
+				m := ErrorMessage(d.Replace, err)
+				return false, &m, r.emit(RunEvent{Kind: EventCallFailed, Step: step, Call: &Call{Raw: d.Replace}, Err: err})
+			}
+		}
+	}
+	_, explicit, _ := r.exec.reg.resolveActivity(c.Tool, c.Schema)
+	bg := c.OutputPath == "" && explicit != ""
+	r.running++
+	if bg {
+		r.bg++
+	}
+	go func() {
+		r.sem <- struct{}{}
+		defer func() { <-r.sem }()
+		msgs, resp, err := r.exec.runCall(ctx, c)
+		r.done <- completion{call: c, msgs: msgs, resp: resp, err: err, bg: bg}
+	}()
+	return true, nil, r.emit(RunEvent{Kind: EventCallStarted, Step: step, Call: c})
+}
+
+// finish records a completed call.
+func (r *run) finish(step int, c completion, errs *[]message.Message) bool {
+	r.running--
+	if c.bg {
+		r.bg--
+	}
+	if c.resp != nil {
+		r.usage.Add(c.resp.Usage)
+	}
+	if !r.appendAll(step, c.msgs) {
+		return false
+	}
+	if c.err != nil {
+		*errs = append(*errs, ErrorMessage(c.call.Raw, c.err))
+		return r.emit(RunEvent{Kind: EventCallFailed, Step: step, Call: c.call, Err: c.err})
+	}
+	return r.emit(RunEvent{Kind: EventCallFinished, Step: step, Call: c.call})
+}
+
+func (r *run) appendAll(step int, msgs []message.Message) bool {
+	for i := range msgs {
+		if err := r.log.Append(msgs[i]); err != nil {
+			r.fail(fmt.Errorf("agent: append: %w", err))
+			return false
+		}
+		if !r.emit(RunEvent{Kind: EventMessage, Step: step, Message: &msgs[i]}) {
+			return false
+		}
+	}
+	return true
+}
+
+// drainBackground waits for fire-and-forget calls before the run ends,
+// so their errors are reported and no goroutine outlives the run.
+func (r *run) drainBackground(ctx context.Context, step int) {
+	var errs []message.Message
+	for r.running > 0 {
+		if !r.finish(step, <-r.done, &errs) {
+			return
+		}
+	}
+	r.appendAll(step, errs)
+}
+
+// wait lets every call goroutine finish after the stream was abandoned.
+func (r *run) wait() {
+	for r.running > 0 {
+		<-r.done
+		r.running--
+	}
+}
+
+func toolOf(raw json.RawMessage) string {
+	var t struct {
+		Tool string `json:"_tool"`
+	}
+	_ = json.Unmarshal(raw, &t)
+	return strings.TrimSpace(t.Tool)
+}

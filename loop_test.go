@@ -1,0 +1,379 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/scripted"
+	"github.com/augceo/agent/ref"
+)
+
+var fixed = func() time.Time { return time.Date(2025, 10, 26, 12, 0, 0, 0, time.UTC) }
+
+// recorder is an activity that records the params it ran with.
+type recorder struct {
+	mu    sync.Mutex
+	calls []string
+	f     func(args json.RawMessage) (*agent.Result, error)
+}
+
+func (r *recorder) Run(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+	r.mu.Lock()
+	r.calls = append(r.calls, c.Tool+" "+string(c.Args()))
+	r.mu.Unlock()
+	return r.f(c.Args())
+}
+
+func value(s string) func(json.RawMessage) (*agent.Result, error) {
+	return func(json.RawMessage) (*agent.Result, error) { return &agent.Result{Value: json.RawMessage(s)}, nil }
+}
+
+func lookup(t *testing.T, log *message.Log, expr string) string {
+	t.Helper()
+	v, err := ref.EvalString(log, expr)
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return string(v)
+}
+
+func TestRunRefundHappyPath(t *testing.T) {
+	// Page 012, "Example: Following a Plan": two code tools wired by
+	// references to the input, then the output.
+	reg := agent.NewRegistry()
+	rec := &recorder{f: func(args json.RawMessage) (*agent.Result, error) {
+		if strings.Contains(string(args), "amount") {
+			return &agent.Result{Value: json.RawMessage(`{"refundId":"r1"}`)}, nil
+		}
+		return &agent.Result{Value: json.RawMessage(`{"orders":5,"lastChargeback":"2025-09-10"}`)}, nil
+	}}
+	reg.Tool("checkBillingHistory", json.RawMessage(`{"type":"object","properties":{"customerId":{"type":"string"}},"required":["customerId"]}`))
+	reg.Tool("issueRefund", json.RawMessage(`{"type":"object","properties":{"customerId":{"type":"string"},"amount":{"type":"number"}},"required":["customerId","amount"]}`))
+	reg.Activity("checkBillingHistory", rec)
+	reg.Activity("issueRefund", rec)
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"checkBillingHistory","customerId":"†input.customerId","_outputPath":"†state.billingHistory"},
+		           {"_tool":"issueRefund","customerId":"†input.customerId","amount":"†input.amount","_outputPath":"†state.refund"}],"output":null}`,
+		`{"calls":[],"output":{"confirmationId":"refund_xyz789","message":"The refund has been processed successfully."}}`,
+	)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, Clock: fixed},
+		json.RawMessage(`{"type":"object","properties":{"confirmationId":{"type":"string"},"message":{"type":"string"}}}`),
+		ctxOf(t, `[{"type":"tool","tool":"checkBillingHistory"},{"type":"tool","tool":"issueRefund"},
+			{"type":"input","request":"I'd like a refund for my last order.","customerId":"cust_123","amount":50.0}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps != 2 || !strings.Contains(string(res.Solution.Output), "refund_xyz789") {
+		t.Errorf("steps %d output %s", res.Steps, res.Solution.Output)
+	}
+	if got := lookup(t, res.Log, "†state.billingHistory.orders"); got != "5" {
+		t.Errorf("billingHistory.orders = %s", got)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	want := map[string]bool{`checkBillingHistory {"customerId":"cust_123"}`: true, `issueRefund {"amount":50.0,"customerId":"cust_123"}`: true}
+	if len(rec.calls) != 2 || !want[rec.calls[0]] || !want[rec.calls[1]] {
+		t.Errorf("activity calls %q", rec.calls)
+	}
+	// The second request shows the state written and the plan.
+	second := p.Requests()[1]
+	var text strings.Builder
+	for _, m := range second.Messages {
+		text.WriteString(m.Text)
+	}
+	if !strings.Contains(text.String(), "## Data: ¶state") || !strings.Contains(text.String(), "## Plan") || !strings.Contains(text.String(), `"lastChargeback": "2025-09-10"`) {
+		t.Errorf("second request:\n%s", text.String())
+	}
+	for _, m := range res.Log.Messages() {
+		if m.Type == message.TypeData && m.Call != nil && m.Date != "2025-10-26T12:00:00Z" {
+			t.Errorf("output date %q does not come from the clock", m.Date)
+		}
+	}
+}
+
+func TestRunPaymentFailureBranch(t *testing.T) {
+	// Page 012, "Handling failure": the payment fails, the error goes to
+	// †state.error, confirmOrder never unblocks, the next step reports.
+	reg := agent.NewRegistry()
+	reg.Tool("processPayment", json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}}}`))
+	reg.Tool("confirmOrder", json.RawMessage(`{"type":"object","properties":{"receipt":{"type":"object"}}}`))
+	reg.Tool("reportFailure", json.RawMessage(`{"type":"object","properties":{"error":{"type":"object"}}}`))
+	reg.Activity("processPayment", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		return nil, errors.New("card_declined: Your card was declined.")
+	}))
+	confirmed := &recorder{f: value(`true`)}
+	reg.Activity("confirmOrder", confirmed)
+	reported := &recorder{f: value(`"reported"`)}
+	reg.Activity("reportFailure", reported)
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"processPayment","amount":"†input.amount","_outputPath":"†state.receipt || †state.error"},
+		           {"_tool":"confirmOrder","receipt":"†state.receipt","_outputPath":"†state.confirmation"}],"output":null}`,
+		`{"calls":[{"_tool":"reportFailure","error":"†state.error","_outputPath":"†state.report"}],"output":{"status":"Failed"}}`,
+	)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, Clock: fixed}, json.RawMessage(`{"type":"object"}`),
+		ctxOf(t, `[{"type":"tool","tool":"processPayment"},{"type":"tool","tool":"confirmOrder"},{"type":"tool","tool":"reportFailure"},{"type":"input","amount":50.0}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lookup(t, res.Log, "†state.error.error"); !strings.Contains(got, "card_declined") {
+		t.Errorf("state.error = %s", got)
+	}
+	if len(confirmed.calls) != 0 {
+		t.Errorf("confirmOrder ran: %q", confirmed.calls)
+	}
+	if len(reported.calls) != 1 || !strings.Contains(reported.calls[0], "card_declined") {
+		t.Errorf("reportFailure calls %q", reported.calls)
+	}
+	var errs []string
+	for _, m := range res.Log.Messages() {
+		if m.Type == message.TypeError {
+			errs = append(errs, m.Error)
+		}
+	}
+	if len(errs) != 2 || !strings.Contains(errs[0]+errs[1], "never became ready") || !strings.Contains(errs[0]+errs[1], "card_declined") {
+		t.Errorf("error messages %q", errs)
+	}
+	if string(res.Solution.Output) != `{"status":"Failed"}` {
+		t.Errorf("output %s", res.Solution.Output)
+	}
+}
+
+func TestRunChainsCallsWithinAStep(t *testing.T) {
+	// Page 012, "Schema-guided planning": each call reads what the one
+	// before wrote, in one solution; the latent detectLanguage carries its
+	// result inline (eager mode).
+	reg := agent.NewRegistry()
+	isEnglish := &recorder{f: func(args json.RawMessage) (*agent.Result, error) {
+		return &agent.Result{Value: json.RawMessage(fmt.Sprint(strings.Contains(string(args), `"English"`)))}, nil
+	}}
+	translate := &recorder{f: value(`"Hello world"`)}
+	reg.Activity("isEnglish", isEnglish)
+	reg.Activity("translateText", translate)
+	p := scripted.Solutions(
+		`{"calls":[
+			{"_tool":"translateText","text":"†input.text","isEnglish":"†state.isEnglish","_outputPath":"†state.translatedText"},
+			{"_tool":"isEnglish","language":"†state.language","_outputPath":"†state.isEnglish"},
+			{"_tool":"detectLanguage","text":"†input.text","_outputPath":"†state.language","_output":"French"}],"output":null}`,
+		`{"calls":[],"output":{"text":"Hello world"}}`,
+	)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, Clock: fixed}, json.RawMessage(`{"type":"object"}`),
+		ctxOf(t, `[
+			{"type":"tool","tool":{"detectLanguage":{"type":"object","properties":{"text":{"type":"string"},"_output":{"type":"string"}}}}},
+			{"type":"tool","tool":{"isEnglish":{"type":"object","properties":{"language":{"type":"string"}}}}},
+			{"type":"tool","tool":{"translateText":{"type":"object","properties":{"text":{"type":"string"},"isEnglish":{"type":"boolean"}}}}},
+			{"type":"input","text":"Bonjour le monde"},
+			{"type":"state","schema":{"type":"object","properties":{"language":{"type":"string"},"isEnglish":{"type":"boolean"},"translatedText":{"type":"string"}}}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lookup(t, res.Log, "†state"); got != `{"isEnglish":false,"language":"French","translatedText":"Hello world"}` {
+		t.Errorf("state %s", got)
+	}
+	if len(translate.calls) != 1 || translate.calls[0] != `translateText {"isEnglish":false,"text":"Bonjour le monde"}` {
+		t.Errorf("translate calls %q", translate.calls)
+	}
+}
+
+func TestRunStartsCallsBeforeTheStreamEnds(t *testing.T) {
+	reg := agent.NewRegistry()
+	started := make(chan struct{})
+	reg.Tool("slow", json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`))
+	reg.Activity("slow", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		if strings.Contains(string(c.Params), `"n":1`) {
+			close(started)
+		}
+		return &agent.Result{Value: json.RawMessage(`1`)}, nil
+	}))
+	early := false
+	first := true
+	p := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		return func(yield func(*provider.Chunk, error) bool) {
+			if !first {
+				yield(&provider.Chunk{Text: `{"calls":[],"output":1}`, Done: true}, nil)
+				return
+			}
+			first = false
+			if !yield(&provider.Chunk{Text: `{"calls":[{"_tool":"slow","n":1,"_outputPath":"†state.a"},`}, nil) {
+				return
+			}
+			select { // the call must be running while the answer is still streaming
+			case <-started:
+				early = true
+			case <-time.After(5 * time.Second):
+			}
+			yield(&provider.Chunk{Text: `{"_tool":"slow","n":2,"_outputPath":"†state.b"}],"output":null}`, Done: true}, nil)
+		}
+	})
+	if _, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{}`), ctxOf(t, `[{"type":"tool","tool":"slow"}]`)); err != nil {
+		t.Fatal(err)
+	}
+	if !early {
+		t.Error("the first call did not start before the stream ended")
+	}
+}
+
+func TestRunHumanInTheLoop(t *testing.T) {
+	newReg := func() (*agent.Registry, *recorder) {
+		reg := agent.NewRegistry()
+		rec := &recorder{f: value(`"sent"`)}
+		reg.Tool("sendEmail", json.RawMessage(`{"type":"object","properties":{"to":{"type":"string"}},"required":["to"]}`))
+		reg.Activity("sendEmail", rec)
+		return reg, rec
+	}
+	solutions := func() *scripted.Provider {
+		return scripted.Solutions(`{"calls":[{"_tool":"sendEmail","to":"ceo@example.com","_outputPath":"†state.sent"}],"output":null}`, `{"calls":[],"output":"done"}`)
+	}
+	for _, tt := range []struct {
+		name     string
+		decision agent.Decision
+		wantRan  string
+		wantErr  string
+	}{
+		{"approve", agent.Decision{}, `sendEmail {"to":"ceo@example.com"}`, ""},
+		{"reject", agent.Decision{Reject: "do not email the CEO"}, "", "rejected error in sendEmail: do not email the CEO"},
+		{"replace", agent.Decision{Replace: json.RawMessage(`{"_tool":"sendEmail","to":"team@example.com","_outputPath":"†state.sent"}`)}, `sendEmail {"to":"team@example.com"}`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reg, rec := newReg()
+			var seen []string
+			p := solutions()
+			res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, Confirm: func(ctx context.Context, c *agent.Call) (agent.Decision, error) {
+				seen = append(seen, string(c.Params))
+				return tt.decision, nil
+			}}, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[{"type":"tool","tool":"sendEmail"}]`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(seen) != 1 {
+				t.Errorf("confirm saw %q", seen)
+			}
+			if got := strings.Join(rec.calls, ";"); got != tt.wantRan {
+				t.Errorf("ran %q, want %q", got, tt.wantRan)
+			}
+			var errs []string
+			for _, m := range res.Log.Messages() {
+				if m.Type == message.TypeError {
+					errs = append(errs, m.Error)
+				}
+			}
+			if got := strings.Join(errs, ";"); got != tt.wantErr {
+				t.Errorf("errors %q, want %q", got, tt.wantErr)
+			}
+			if tt.wantErr != "" && !strings.Contains(p.Requests()[1].Messages[len(p.Requests()[1].Messages)-1].Text, tt.wantErr) {
+				t.Errorf("the rejection was not shown to the model: %+v", p.Requests()[1].Messages)
+			}
+		})
+	}
+}
+
+func TestRunSelfCorrection(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("div", json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`))
+	reg.Activity("div", agent.Bind(func(ctx context.Context, p struct {
+		A float64 `json:"a"`
+		B float64 `json:"b"`
+	}) (float64, error) {
+		if p.B == 0 {
+			panic("division by zero")
+		}
+		return p.A / p.B, nil
+	}))
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"div","a":1,"b":0,"_outputPath":"†state.q"},{"_tool":"div","a":"†input.name","b":1},{"_tool":"mul","a":1},{"_tool":"div","a":"†state.missing","b":1}],"output":null}`,
+		`{"calls":[{"_tool":"div","a":1,"b":2,"_outputPath":"†state.q"}],"output":null}`,
+		`{"calls":[],"output":"†state.q"}`,
+	)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, Logger: slog.New(slog.DiscardHandler)}, json.RawMessage(`{"type":"string"}`),
+		ctxOf(t, `[{"type":"tool","tool":"div"},{"type":"input","name":"Bob"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs []string
+	for _, m := range res.Log.Messages() {
+		if m.Type == message.TypeError {
+			errs = append(errs, m.Error)
+		}
+	}
+	all := strings.Join(errs, "\n")
+	for _, want := range []string{"runtime error in div: panic: division by zero", "structural error in div: params: at /a: expected number, got string",
+		"structural error in mul: agent: unknown tool \"mul\"", "never became ready: param /a: ref \"†state.missing\"", "your answer was invalid and only its valid calls ran"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("errors lack %q:\n%s", want, all)
+		}
+	}
+	if got := lookup(t, res.Log, "†state.q"); got != "0.5" {
+		t.Errorf("state.q = %s", got)
+	}
+	// The model saw the errors of step one in step two.
+	var text strings.Builder
+	for _, m := range p.Requests()[1].Messages {
+		text.WriteString(m.Text)
+	}
+	if !strings.Contains(text.String(), "division by zero") {
+		t.Errorf("step two did not show the errors:\n%s", text.String())
+	}
+}
+
+func TestRunLimits(t *testing.T) {
+	notDone := `{"calls":[],"output":null}`
+	for _, tt := range []struct {
+		name string
+		cfg  agent.Config
+		want error
+	}{
+		{"max steps", agent.Config{MaxSteps: 2, Provider: scripted.Solutions(notDone, notDone, notDone)}, agent.ErrMaxSteps},
+		{"token budget", agent.Config{TokenBudget: 15, Provider: scripted.New(
+			scripted.Response{Solutions: []string{notDone}, Usage: provider.Usage{Input: 10, Output: 6}},
+			scripted.Response{Solutions: []string{notDone}})}, agent.ErrTokenBudget},
+		{"max calls", agent.Config{MaxCallsPerStep: 1, Provider: scripted.Solutions(`{"calls":[{"_tool":"t"},{"_tool":"t"}],"output":null}`)}, agent.ErrMaxCalls},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.Registry = agent.NewRegistry()
+			tt.cfg.Registry.Tool("t", json.RawMessage(`{"type":"object"}`))
+			res, err := agent.Run(context.Background(), tt.cfg, json.RawMessage(`{}`), ctxOf(t, `[{"type":"tool","tool":"t"},{"type":"text","text":"go"}]`))
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+			if res == nil || res.Log == nil || res.Log.Len() < 2 {
+				t.Errorf("the log was not returned intact: %+v", res)
+			}
+		})
+	}
+}
+
+func TestRunCancelled(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("wait", json.RawMessage(`{"type":"object"}`))
+	var stopped atomic.Bool
+	reg.Activity("wait", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		<-ctx.Done()
+		stopped.Store(true)
+		return nil, ctx.Err()
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	p := scripted.Solutions(`{"calls":[{"_tool":"wait","_outputPath":"†state.w"}],"output":null}`)
+	for ev, err := range agent.Events(ctx, agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{}`), ctxOf(t, `[{"type":"tool","tool":"wait"}]`)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == agent.EventCallStarted {
+			cancel()
+			break
+		}
+	}
+	if !stopped.Load() {
+		t.Error("breaking out of Events did not stop and wait for the running call")
+	}
+}
