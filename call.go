@@ -24,8 +24,19 @@ type Call struct {
 	OutputMethod string
 	// Schema is the tool's definition.
 	Schema json.RawMessage
-	// Context is what of the context the activity may see.
-	Context []message.Message
+
+	log    *message.Log // the context the call runs in
+	logLen int          // its length when the call was prepared
+}
+
+// Context returns what of the context the activity may see, as it was
+// when the call was prepared. It is computed on demand: most activities
+// never look.
+func (c *Call) Context() []message.Message {
+	if c.log == nil {
+		return nil
+	}
+	return c.log.Messages()[:c.logLen]
 }
 
 // Args returns the parameters without meta-properties.

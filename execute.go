@@ -64,7 +64,7 @@ func (x *executor) prepareCall(log *message.Log, raw json.RawMessage) (*Call, er
 	if err := compiled.Validate(params); err != nil {
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("params: %w", err)}
 	}
-	c.Context = log.Messages()
+	c.log, c.logLen = log, log.Len()
 	return c, nil
 }
 

@@ -363,6 +363,7 @@ func TestRunCancelled(t *testing.T) {
 		return nil, ctx.Err()
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	p := scripted.Solutions(`{"calls":[{"_tool":"wait","_outputPath":"†state.w"}],"output":null}`)
 	for ev, err := range agent.Events(ctx, agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{}`), ctxOf(t, `[{"type":"tool","tool":"wait"}]`)) {
 		if err != nil {

@@ -23,6 +23,7 @@ type Registry struct {
 	schemas  *schema.Registry
 
 	activities map[string]Activity
+	shaped     sync.Map // tool name, definition and mode → the schemas the model and the checks see
 }
 
 // NewRegistry returns a registry with the built-in handlers (text, data,

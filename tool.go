@@ -56,14 +56,36 @@ func defineTool(b *Build, name string, def json.RawMessage) error {
 	// A tool that names an activity is explicit even where that activity
 	// is not registered: a plain Request does not run calls.
 	a, _, aerr := b.Registry.resolveActivity(name, def)
-	s, err := llmTool(name, def, a != nil || aerr != nil)
+	sh, err := b.Registry.shape(name, def, a != nil || aerr != nil)
 	if err != nil {
 		return fmt.Errorf("tool %q: %w", name, err)
 	}
-	b.DefineTool(name, referable(s))
+	b.DefineTool(name, sh.llm)
 	b.defs.Set(name, def)
-	b.checks.Set(name, s)
+	b.checks.Set(name, sh.check)
 	return nil
+}
+
+// shaped is a tool definition prepared for one request.
+type shaped struct {
+	llm   json.RawMessage // what the model sees: parameters may be references
+	check json.RawMessage // what a call must meet once its references are resolved
+}
+
+// shape prepares a tool definition, once per definition: a loop asks with
+// the same tools at every step.
+func (r *Registry) shape(name string, def json.RawMessage, explicit bool) (shaped, error) {
+	key := fmt.Sprintf("%s\x00%t\x00%s", name, explicit, def)
+	if v, ok := r.shaped.Load(key); ok {
+		return v.(shaped), nil
+	}
+	s, err := llmTool(name, def, explicit)
+	if err != nil {
+		return shaped{}, err
+	}
+	sh := shaped{llm: referable(s), check: s}
+	r.shaped.Store(key, sh)
+	return sh, nil
 }
 
 // refSchema is what a parameter may hold instead of its value: a
