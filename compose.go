@@ -1,9 +1,9 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/augceo/agent/internal/ojson"
 )
@@ -14,19 +14,26 @@ import (
 // schema as a nullable output. The model writes them in that order, so it
 // decides on actions before it commits to an output.
 func (b *Build) compose(user json.RawMessage) (json.RawMessage, error) {
-	out := &ojson.Object{}
-	out.Set("type", json.RawMessage(`"object"`))
-	props := &ojson.Object{}
-	for i, k := range b.props.Keys {
-		props.Set(k, b.props.Values[i])
+	output, err := nullable(user)
+	if err != nil {
+		return nil, fmt.Errorf("output schema: %w", err)
 	}
+	// Written by hand: the parts are compact JSON already, and this runs
+	// at every step of a loop.
+	var s bytes.Buffer
+	s.WriteString(`{"type":"object","properties":{`)
 	required := append([]string(nil), b.required...)
+	for i, k := range b.props.Keys {
+		s.Write(ojson.Quote(k))
+		s.WriteByte(':')
+		s.Write(b.props.Values[i])
+		s.WriteByte(',')
+	}
 	if len(b.tools.Keys) > 0 {
-		var items json.RawMessage
+		s.WriteString(`"calls":{"type":"array","description":"Tool calls to make now, in order; empty when none is needed.","items":`)
 		if len(b.tools.Keys) == 1 {
-			items = b.tools.Values[0]
+			s.Write(b.tools.Values[0])
 		} else {
-			var s strings.Builder
 			s.WriteString(`{"anyOf":[`)
 			for i, v := range b.tools.Values {
 				if i > 0 {
@@ -35,22 +42,20 @@ func (b *Build) compose(user json.RawMessage) (json.RawMessage, error) {
 				s.Write(v)
 			}
 			s.WriteString(`]}`)
-			items = json.RawMessage(s.String())
 		}
-		props.Set("calls", json.RawMessage(`{"type":"array","description":"Tool calls to make now, in order; empty when none is needed.","items":`+string(items)+`}`))
+		s.WriteString(`},`)
 		required = append(required, "calls")
 	}
-	output, err := nullable(user)
-	if err != nil {
+	s.WriteString(`"output":`)
+	if err := json.Compact(&s, output); err != nil {
 		return nil, fmt.Errorf("output schema: %w", err)
 	}
-	props.Set("output", output)
 	required = append(required, "output")
-	out.Set("properties", props.Bytes())
 	rb, _ := json.Marshal(required)
-	out.Set("required", rb)
-	out.Set("additionalProperties", json.RawMessage(`false`))
-	return out.Bytes(), nil
+	s.WriteString(`},"required":`)
+	s.Write(rb)
+	s.WriteString(`,"additionalProperties":false}`)
+	return s.Bytes(), nil
 }
 
 // nullable lets the output be null, which means "not done yet" (010).

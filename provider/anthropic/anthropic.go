@@ -261,12 +261,3 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 		}
 	}
 }
-
-// ctxErr returns ctx.Err() when ctx has ended, since err is then only a
-// consequence of it, and err otherwise.
-func ctxErr(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		return cerr
-	}
-	return err
-}
