@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -90,7 +91,9 @@ func (r *Registry) resolveActivity(tool string, def json.RawMessage) (Activity, 
 	var d struct {
 		Activity string `json:"_activity"`
 	}
-	_ = json.Unmarshal(def, &d)
+	if bytes.Contains(def, []byte(`"_activity"`)) { // most definitions have none: skip the decode
+		_ = json.Unmarshal(def, &d)
+	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if d.Activity != "" {
