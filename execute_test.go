@@ -1,0 +1,158 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider/scripted"
+)
+
+func TestRunLatentCallAsksTheModel(t *testing.T) {
+	// A latent tool without an inline _output: a Request with the tool's
+	// _output schema produces the result (104).
+	reg := agent.NewRegistry()
+	reg.Tool("sentimentAnalysis", json.RawMessage(`{"type":"object","description":"Analyzes text sentiment","properties":{
+		"text":{"type":"string"},"_output":{"type":"object","properties":{"sentiment":{"type":"string"}},"required":["sentiment"]}}}`))
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"sentimentAnalysis","text":"This is the best!","_outputPath":"†state.sentiment"}],"output":null}`,
+		`{"output":{"sentiment":"positive"}}`,
+		`{"calls":[],"output":"†state.sentiment"}`,
+	)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[{"type":"tool","tool":"sentimentAnalysis"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lookup(t, res.Log, "†state.sentiment.sentiment"); got != `"positive"` {
+		t.Errorf("state.sentiment = %s", got)
+	}
+	latent := p.Requests()[1]
+	if !strings.Contains(string(latent.Schema), `"sentiment"`) || strings.Contains(string(latent.Schema), `"calls"`) {
+		t.Errorf("latent request schema %s", latent.Schema)
+	}
+	var text strings.Builder
+	for _, m := range latent.Messages {
+		text.WriteString(m.Text)
+	}
+	if !strings.Contains(text.String(), "This is the best!") || !strings.Contains(text.String(), "Analyzes text sentiment") {
+		t.Errorf("latent request messages: %s", text.String())
+	}
+	if res.Usage.Total() != 0 && res.Steps != 2 {
+		t.Errorf("steps %d", res.Steps)
+	}
+}
+
+func TestRunFireAndForget(t *testing.T) {
+	// An explicit call without _outputPath is not awaited by the step but
+	// is tracked to completion, and nothing is written.
+	reg := agent.NewRegistry()
+	reg.Tool("notify", json.RawMessage(`{"type":"object","properties":{"msg":{"type":"string"}}}`))
+	var ran atomic.Int32
+	release := make(chan struct{})
+	reg.Activity("notify", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		<-release
+		ran.Add(1)
+		return &agent.Result{Value: json.RawMessage(`"ok"`)}, nil
+	}))
+	p := scripted.Solutions(`{"calls":[{"_tool":"notify","msg":"hi"}],"output":null}`, `{"calls":[],"output":"done"}`)
+	steps := 0
+	for ev, err := range agent.Events(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[{"type":"tool","tool":"notify"}]`)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == agent.EventStep {
+			steps++
+			if steps == 2 { // the second step started while notify still waits
+				close(release)
+			}
+		}
+		if ev.Kind == agent.EventDone && ran.Load() != 1 {
+			t.Error("the run ended before the fire-and-forget call finished")
+		}
+	}
+	if steps != 2 {
+		t.Errorf("%d steps", steps)
+	}
+}
+
+func TestActivityChoosesBranchAndMessages(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("verifyUser", json.RawMessage(`{"type":"object","properties":{"userId":{"type":"string"}}}`))
+	reg.Tool("audit", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("verifyUser", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		return &agent.Result{Value: json.RawMessage(`{"reason":"unknown"}`), Branch: message.Failure}, nil
+	}))
+	reg.Activity("audit", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		return &agent.Result{Messages: []message.Message{message.Data("audit", json.RawMessage(`{"seen":true}`))}}, nil
+	}))
+	p := scripted.Solutions(`{"calls":[{"_tool":"verifyUser","userId":"perfect-stranger","_outputPath":"†data.user.verified || †data.user.failed"},{"_tool":"audit"}],"output":"x"}`)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[{"type":"tool","tool":"verifyUser"},{"type":"tool","tool":"audit"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lookup(t, res.Log, "†data.user.failed.reason"); got != `"unknown"` {
+		t.Errorf("failed branch = %s", got)
+	}
+	if got := lookup(t, res.Log, "†audit.seen"); got != "true" {
+		t.Errorf("audit = %s", got)
+	}
+}
+
+func TestRunPetFriendlyReplanning(t *testing.T) {
+	// Page 012, "Adjusting a plan": the context holds the happy-path plan and
+	// a new constraint; the model picks findPetFriendlyHotel instead, and the
+	// plan is shown to it.
+	reg := agent.NewRegistry()
+	booked := &recorder{f: value(`{"ok":true}`)}
+	for _, n := range []string{"bookFlight", "bookHotel", "findPetFriendlyHotel"} {
+		reg.Tool(n, json.RawMessage(`{"type":"object","properties":{"destination":{"type":"string"}},"required":["destination"]}`))
+		reg.Activity(n, booked)
+	}
+	p := scripted.Solutions(`{"calls":[{"_tool":"bookFlight","destination":"†input.destination","_outputPath":"†state.flight"},
+		{"_tool":"findPetFriendlyHotel","destination":"†input.destination","_outputPath":"†state.hotel"}],"output":{"status":"booked"}}`)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"object"}`), ctxOf(t, `[
+		{"type":"tool","tool":"bookFlight"},{"type":"tool","tool":"bookHotel"},{"type":"tool","tool":"findPetFriendlyHotel"},
+		{"type":"plan","plan":[{"_tool":"bookFlight","destination":"†input.destination"},{"_tool":"bookHotel","destination":"†input.destination"}]},
+		{"type":"input","destination":"Berlin","instruction":"Actually, I'll be traveling with my dog."}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(booked.calls, ";")
+	if !strings.Contains(got, `findPetFriendlyHotel {"destination":"Berlin"}`) || strings.Contains(got, "bookHotel") {
+		t.Errorf("calls %q", got)
+	}
+	var text strings.Builder
+	for _, m := range p.Requests()[0].Messages {
+		text.WriteString(m.Text)
+	}
+	if !strings.Contains(text.String(), "## Plan") || !strings.Contains(text.String(), `"_tool": "bookHotel"`) {
+		t.Errorf("the plan was not shown:\n%s", text.String())
+	}
+	if lookup(t, res.Log, "†state.hotel.ok") != "true" {
+		t.Error("hotel not written")
+	}
+}
+
+func TestRunEventsOrder(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("t", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("t", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		return &agent.Result{Value: json.RawMessage(`1`)}, nil
+	}))
+	p := scripted.New(scripted.Response{Solutions: []string{`{"calls":[{"_tool":"t","_outputPath":"†state.a"}],"output":1}`}, Thinking: "hmm"})
+	var kinds []string
+	for ev, err := range agent.Events(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{}`), ctxOf(t, `[{"type":"tool","tool":"t"}]`)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, string(ev.Kind))
+	}
+	want := "step thinking call.started usage message call.finished message done"
+	if got := strings.Join(kinds, " "); got != want {
+		t.Errorf("events %q\nwant   %q", got, want)
+	}
+}
