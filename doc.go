@@ -10,7 +10,11 @@
 //
 //	resp, err := agent.Request(ctx, agent.Config{Provider: p}, schema, msgs)
 //
-// Handlers, tool definitions and schemas live in a [Registry];
+// [Run] is the agent loop (010): it repeats Requests until a solution has
+// an output, running each solution's calls as they stream in: code
+// [Activity] values bound to tools, or latent calls the model produces.
+//
+// Handlers, tools, activities and schemas live in a [Registry];
 // [DefaultRegistry] holds the built-in handlers and is used when a Config
 // names none, like http.DefaultServeMux.
 package agent

@@ -1,0 +1,55 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider/scripted"
+)
+
+func ExampleRequest() {
+	// A scripted model stands in for a real provider here.
+	model := scripted.Solutions(`{"output":{"capital":"Paris"}}`)
+	msgs := []message.Message{message.Text("What is the capital of France?")}
+	schema := json.RawMessage(`{"type":"object","properties":{"capital":{"type":"string"}},"required":["capital"]}`)
+
+	resp, err := agent.Request(context.Background(), agent.Config{Provider: model}, schema, msgs)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(string(resp.Solutions[0].Output))
+	// Output: {"capital":"Paris"}
+}
+
+func ExampleRun() {
+	reg := agent.NewRegistry()
+	reg.Tool("add", json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`))
+	reg.Activity("add", agent.Bind(func(ctx context.Context, p struct {
+		A float64 `json:"a"`
+		B float64 `json:"b"`
+	}) (float64, error) {
+		return p.A + p.B, nil
+	}))
+	// Step 1 calls add with a value from the input and writes the sum to
+	// state; step 2 reads it into the output.
+	model := scripted.Solutions(
+		`{"calls":[{"_tool":"add","a":"†input.x","b":2,"_outputPath":"†state.sum"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`,
+	)
+	msgs := []message.Message{
+		{Type: message.TypeTool, Tool: json.RawMessage(`"add"`)},
+		message.Data(message.KindInput, json.RawMessage(`{"x":40}`)),
+	}
+	res, err := agent.Run(context.Background(), agent.Config{Provider: model, Registry: reg}, json.RawMessage(`{"type":"object"}`), msgs)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	sum, _ := res.Log.Lookup("state", []string{"sum"})
+	fmt.Println(res.Steps, string(sum), string(res.Solution.Output))
+	// Output: 2 42 {"done":true}
+}
