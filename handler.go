@@ -37,14 +37,21 @@ type Build struct {
 	// Registry is the registry of the Request.
 	Registry *Registry
 
-	messages []provider.Message
-	props    ojson.Object // extra solution properties, in order of first appearance
-	required []string
-	tools    ojson.Object // tool name → LLM-facing tool schema, last definition wins
-	defs     ojson.Object // tool name → definition as given
-	checks   ojson.Object // tool name → schema a resolved call must meet
-	rendered map[message.Identity]bool
-	about    map[message.Identity]about
+	messages       []provider.Message
+	props          ojson.Object // extra solution properties, in order of first appearance
+	required       []string
+	tools          ojson.Object // tool name → LLM-facing tool schema, last definition wins
+	defs           ojson.Object // tool name → definition as given
+	checks         ojson.Object // tool name → schema a resolved call must meet
+	rendered       map[message.Identity]bool
+	about          map[message.Identity]about
+	solutionChecks []func(solution json.RawMessage) error
+}
+
+// Check adds a check every solution must pass after schema validation; a
+// failing solution is re-asked with the error shown to the model.
+func (b *Build) Check(f func(solution json.RawMessage) error) {
+	b.solutionChecks = append(b.solutionChecks, f)
 }
 
 // Render appends a rendered message.

@@ -107,6 +107,7 @@ func renderPlan(_ context.Context, b *Build, m *message.Message) error {
 // next one in the solution (016).
 func renderMeta(_ context.Context, b *Build, m *message.Message) error {
 	b.Render(provider.RoleUser, "## Meta\n"+indent(m.Meta))
+	b.Check(checkMeta(m.Meta))
 	b.Property("meta", json.RawMessage(`{"type":"object","description":"Metadata about the idea, including version and identity. Update it, for example by bumping the version.","properties":{"path":{"type":"string"},"version":{"type":"string"}}}`), true)
 	return nil
 }

@@ -190,7 +190,7 @@ func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, err
 		return
 	}
 	for i, text := range texts {
-		sol, err := repair(ctx, cfg, &req, p.compiled, i, text, resp, yield)
+		sol, err := repair(ctx, cfg, &req, p.compiled, p.build.solutionChecks, i, text, resp, yield)
 		if err != nil {
 			if err != errStopped {
 				yield(Event{}, err)
@@ -201,6 +201,9 @@ func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, err
 	}
 	yield(Event{Response: resp}, nil)
 }
+
+// errInvalidJSON marks an answer that is not JSON at all.
+var errInvalidJSON = errors.New("invalid JSON")
 
 // errStopped means the consumer stopped the stream.
 var errStopped = errors.New("agent: stream stopped")
@@ -332,7 +335,7 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 }
 
 // repair validates solution i and re-asks while it is invalid.
-func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *schema.Schema, i int, text string, resp *Response, yield func(Event, error) bool) (*Solution, error) {
+func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *schema.Schema, checks []func(json.RawMessage) error, i int, text string, resp *Response, yield func(Event, error) bool) (*Solution, error) {
 	limit := cfg.MaxRepairs
 	if limit == 0 {
 		limit = DefaultMaxRepairs
@@ -340,6 +343,13 @@ func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *sc
 	msgs := req.Messages
 	for attempt := 1; ; attempt++ {
 		sol, err := parseSolution(text, compiled)
+		if err == nil {
+			for _, check := range checks {
+				if err = check(sol.Raw); err != nil {
+					break
+				}
+			}
+		}
 		if err == nil {
 			return sol, nil
 		}
@@ -371,7 +381,10 @@ func repairPrompt(err error) string {
 	if errors.As(err, &ve) {
 		return "Your answer does not match the required JSON schema:\n" + ve.Error() + "\nAnswer again with the whole corrected JSON object."
 	}
-	return "Your answer is not valid JSON: " + err.Error() + "\nAnswer again with only the whole JSON object."
+	if errors.Is(err, errInvalidJSON) {
+		return "Your answer is not valid JSON: " + err.Error() + "\nAnswer again with only the whole JSON object."
+	}
+	return "Your answer is not acceptable: " + err.Error() + "\nAnswer again with the whole corrected JSON object."
 }
 
 // parseSolution validates text and splits it into a Solution.
@@ -380,7 +393,7 @@ func parseSolution(text string, compiled *schema.Schema) (*Solution, error) {
 	if !json.Valid(raw) {
 		var v any
 		err := json.Unmarshal(raw, &v)
-		return nil, fmt.Errorf("invalid JSON: %w", err)
+		return nil, fmt.Errorf("%w: %w", errInvalidJSON, err)
 	}
 	if err := compiled.Validate(raw); err != nil {
 		return nil, err

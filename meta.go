@@ -1,0 +1,148 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ErrVersion reports a meta version that is not a valid next version.
+var ErrVersion = errors.New("agent: invalid version bump")
+
+// Version is a meta version (016): numbers separated by dots, optionally
+// followed by branches, each a name and a counter: 1.2.3, 1.2.3.branch-A.1,
+// 1.2.staging.1.
+type Version struct {
+	Parts []string // each a decimal number or a branch name
+}
+
+// ParseVersion parses a meta version.
+func ParseVersion(s string) (Version, error) {
+	if s == "" {
+		return Version{}, fmt.Errorf("%w: empty version", ErrVersion)
+	}
+	parts := strings.Split(s, ".")
+	for i, p := range parts {
+		if p == "" {
+			return Version{}, fmt.Errorf("%w: empty part %d in %q", ErrVersion, i, s)
+		}
+		if !isNumber(p) && (i == 0 || !isNumber(parts[min(i+1, len(parts)-1)]) || i == len(parts)-1) {
+			return Version{}, fmt.Errorf("%w: %q: a branch name must follow a number and be followed by one", ErrVersion, s)
+		}
+	}
+	return Version{Parts: parts}, nil
+}
+
+func (v Version) String() string { return strings.Join(v.Parts, ".") }
+
+// Branch returns the innermost branch name, or "" on the main line.
+func (v Version) Branch() string {
+	for i := len(v.Parts) - 1; i >= 0; i-- {
+		if !isNumber(v.Parts[i]) {
+			return v.Parts[i]
+		}
+	}
+	return ""
+}
+
+// CheckBump reports whether next is a valid successor of cur: a bump of
+// the last run of numbers (1.2.3 → 1.2.4, 1.3.0, 2.0.0; 1.2.3.b.1 →
+// 1.2.3.b.2), or the start of a branch (1.2.3 → 1.2.3.b.1). Anything else,
+// including an equal version, is an error wrapping ErrVersion that says
+// why.
+func CheckBump(cur, next string) error {
+	c, err := ParseVersion(cur)
+	if err != nil {
+		return err
+	}
+	n, err := ParseVersion(next)
+	if err != nil {
+		return err
+	}
+	if len(n.Parts) == len(c.Parts)+2 && slices.Equal(n.Parts[:len(c.Parts)], c.Parts) {
+		name, counter := n.Parts[len(c.Parts)], n.Parts[len(c.Parts)+1]
+		if isNumber(name) || counter != "1" {
+			return fmt.Errorf("%w: %s → %s: a branch starts as %s.NAME.1", ErrVersion, cur, next, cur)
+		}
+		return nil
+	}
+	if len(n.Parts) != len(c.Parts) {
+		return fmt.Errorf("%w: %s → %s: bump the last number or start a branch (%s.NAME.1)", ErrVersion, cur, next, cur)
+	}
+	// The last run of numbers is what may change.
+	start := len(c.Parts)
+	for start > 0 && isNumber(c.Parts[start-1]) {
+		start--
+	}
+	if !slices.Equal(n.Parts[:start], c.Parts[:start]) {
+		return fmt.Errorf("%w: %s → %s: only the numbers after %q may change", ErrVersion, cur, next, strings.Join(c.Parts[:start], "."))
+	}
+	for i := start; i < len(c.Parts); i++ {
+		if !isNumber(n.Parts[i]) {
+			return fmt.Errorf("%w: %s → %s: %q is not a number", ErrVersion, cur, next, n.Parts[i])
+		}
+		a, _ := strconv.Atoi(c.Parts[i])
+		b, _ := strconv.Atoi(n.Parts[i])
+		switch {
+		case b == a:
+			continue
+		case b == a+1:
+			for _, rest := range n.Parts[i+1:] {
+				if rest != "0" {
+					return fmt.Errorf("%w: %s → %s: the numbers after a bumped one restart at 0", ErrVersion, cur, next)
+				}
+			}
+			return nil
+		default:
+			return fmt.Errorf("%w: %s → %s: a number goes up by one", ErrVersion, cur, next)
+		}
+	}
+	return fmt.Errorf("%w: %s → %s: the version did not change", ErrVersion, cur, next)
+}
+
+func isNumber(s string) bool {
+	if s == "" || len(s) > 1 && s[0] == '0' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// metaOf reads the version and branches of a meta object.
+func metaOf(raw json.RawMessage) (version string, branches []string) {
+	var m struct {
+		Version  string   `json:"version"`
+		Branches []string `json:"branches"`
+	}
+	_ = json.Unmarshal(raw, &m)
+	return m.Version, m.Branches
+}
+
+// checkMeta checks the meta of a solution against the current one: the
+// version must be the next one, and a new branch must be listed.
+func checkMeta(cur json.RawMessage) func(sol json.RawMessage) error {
+	curVersion, _ := metaOf(cur)
+	return func(sol json.RawMessage) error {
+		var s struct {
+			Meta json.RawMessage `json:"meta"`
+		}
+		if json.Unmarshal(sol, &s) != nil || s.Meta == nil || curVersion == "" {
+			return nil // the schema decides whether meta is there at all
+		}
+		next, branches := metaOf(s.Meta)
+		if err := CheckBump(curVersion, next); err != nil {
+			return fmt.Errorf("meta.version: %w", err)
+		}
+		if nv, _ := ParseVersion(next); nv.Branch() != "" && !slices.Contains(branches, nv.Branch()) {
+			return fmt.Errorf("meta.branches: the version is on branch %q, which is not listed", nv.Branch())
+		}
+		return nil
+	}
+}

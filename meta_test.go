@@ -1,0 +1,74 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/provider/scripted"
+)
+
+func TestCheckBump(t *testing.T) {
+	for _, tt := range []struct {
+		cur, next string
+		ok        bool
+	}{
+		{"1.2.3", "1.2.4", true},
+		{"1.2.3", "1.3.0", true},
+		{"1.2.3", "2.0.0", true},
+		{"1.2.3", "1.2.3.branch-A.1", true},
+		{"1.2.3.branch-A.1", "1.2.3.branch-A.2", true},
+		{"1.2.staging.1", "1.2.staging.2", true},
+		{"1.2.3.branch-A.1", "1.2.3.branch-A.1.fix.1", true},
+		{"1.2.3", "1.2.3", false},
+		{"1.2.3", "1.2.5", false},
+		{"1.2.3", "1.3.1", false},
+		{"1.2.3", "1.2.2", false},
+		{"1.2.3", "1.2.3.branch-A.2", false},
+		{"1.2.3.branch-A.1", "1.2.4.branch-A.1", false},
+		{"1.2.3.branch-A.1", "1.2.3.branch-B.2", false},
+		{"1.2.3", "1.2", false},
+		{"1.2.3", "1..3", false},
+		{"1.2.3", "v1.2.4", false},
+		{"1.2.3", "1.2.04", false},
+	} {
+		err := agent.CheckBump(tt.cur, tt.next)
+		if (err == nil) != tt.ok || err != nil && !errors.Is(err, agent.ErrVersion) {
+			t.Errorf("CheckBump(%s, %s) = %v, want ok=%v", tt.cur, tt.next, err, tt.ok)
+		}
+	}
+}
+
+func TestRequestChecksTheMetaVersion(t *testing.T) {
+	// Page 016: the model gets the current meta and must return the next
+	// version; a wrong bump is re-asked with the reason.
+	p := scripted.Solutions(
+		`{"meta":{"domain":"reactor.ideas.services","path":"/games/321","version":"1.2.3","branches":["main"]},"output":{"turn":"O"}}`,
+		`{"meta":{"domain":"reactor.ideas.services","path":"/games/321","version":"1.2.3.my-feature.1","branches":["main"]},"output":{"turn":"O"}}`,
+		`{"meta":{"domain":"reactor.ideas.services","path":"/games/321","version":"1.2.4","branches":["main"],"createdAt":"2025-10-26T10:05:00Z"},"output":{"turn":"O"}}`,
+	)
+	resp, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), MaxRepairs: 3}, json.RawMessage(`{"type":"object"}`), ctxOf(t, `[
+		{"type":"meta","meta":{"domain":"reactor.ideas.services","path":"/games/321","version":"1.2.3","branches":["main"],"createdAt":"2025-10-26T10:00:00Z"}},
+		{"type":"state","state":{"turn":"X"}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(resp.Solutions[0].Field("meta")), `"1.2.4"`) {
+		t.Errorf("meta %s", resp.Solutions[0].Field("meta"))
+	}
+	reqs := p.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 3", len(reqs))
+	}
+	first := reqs[1].Messages[len(reqs[1].Messages)-1].Text
+	second := reqs[2].Messages[len(reqs[2].Messages)-1].Text
+	if !strings.Contains(first, "the version did not change") || !strings.Contains(second, `branch "my-feature", which is not listed`) {
+		t.Errorf("repair prompts:\n%s\n%s", first, second)
+	}
+	if !strings.Contains(string(reqs[0].Schema), `"meta"`) || !strings.Contains(reqs[0].Messages[0].Text, "## Meta") {
+		t.Errorf("meta not composed or rendered")
+	}
+}
