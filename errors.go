@@ -15,6 +15,27 @@ var (
 	ErrUnknownTool = errors.New("agent: unknown tool")
 )
 
+// Plan errors. A *PlanError lists its problems; errors.Is finds these
+// sentinels through it.
+var (
+	// ErrCycle reports calls that depend on each other's output (012:
+	// a plan must be acyclic). The problem's Err is a *CycleError.
+	ErrCycle = errors.New("agent: dependency cycle")
+	// ErrUnsatisfiable reports a reference that no call of the plan writes
+	// and the context has no value for.
+	ErrUnsatisfiable = errors.New("agent: unsatisfiable reference")
+	// ErrInvalidCall reports a call that is not a JSON object with a
+	// _tool, or whose literal parameters do not fit the tool.
+	ErrInvalidCall = errors.New("agent: invalid call")
+	// ErrNeverReady reports a call of an executed plan whose references
+	// never resolved: the branch it reads was not taken, or a call it
+	// depends on failed.
+	ErrNeverReady = errors.New("agent: call never became ready")
+	// ErrNoInstances reports an instanced execution over a context whose
+	// data messages carry no _instance.
+	ErrNoInstances = errors.New("agent: no instances in the context")
+)
+
 // InvalidError reports a solution that stayed invalid after every repair
 // attempt. Raw is the model's last answer, as it was.
 type InvalidError struct {

@@ -151,8 +151,11 @@ func TestRunEventsOrder(t *testing.T) {
 		}
 		kinds = append(kinds, string(ev.Kind))
 	}
-	want := "step thinking call.started usage message call.finished message done"
-	if got := strings.Join(kinds, " "); got != want {
-		t.Errorf("events %q\nwant   %q", got, want)
+	// The call may finish before or after the stream's usage arrives; the
+	// rest of the order is fixed.
+	got := strings.Join(kinds, " ")
+	if !strings.HasPrefix(got, "step thinking call.started") || !strings.HasSuffix(got, "message done") ||
+		strings.Index(got, "call.started") > strings.Index(got, "call.finished") || strings.Count(got, "usage") != 1 || len(kinds) != 8 {
+		t.Errorf("events %q", got)
 	}
 }

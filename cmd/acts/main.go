@@ -4,6 +4,8 @@
 //
 //	acts resolve [--instance ID] CONTEXT.json EXPR
 //	acts request [--model provider:model] [--n N] [--stream] [--json] IDEA.json
+//	acts plan validate [--structure] FILE
+//	acts plan graph FILE
 //
 // resolve prints the JSON value of a reference expression (†kind.path,
 // with || and &&) against a context file, a JSON array of messages; "-"
@@ -16,6 +18,11 @@
 // provider: openai, anthropic, gemini, ollama, or any name with --base-url
 // for an OpenAI-compatible server; keys come from the usual variables
 // (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY).
+//
+// plan validate checks a plan (an array of calls, {"plan", "context"} or
+// an Idea whose context holds a plan message) before anything runs:
+// unknown tools, cycles, references nothing can satisfy. plan graph prints
+// it as a Mermaid graph.
 //
 // Exit status: 0 on success, 1 when the expression does not resolve or the
 // context is malformed, 2 on a usage error.
@@ -43,6 +50,8 @@ var errUsage = errors.New("usage")
 const usage = `Usage:
   acts resolve [--instance ID] CONTEXT.json EXPR
   acts request [--model provider:model] [--base-url URL] [--n N] [--thinking N] [--stream] [--json] IDEA.json
+  acts plan validate [--structure] FILE
+  acts plan graph FILE
 `
 
 // run executes one command and returns the exit status.
@@ -57,6 +66,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = resolveCmd(ctx, args[1:], stdin, stdout)
 	case "request":
 		err = requestCmd(ctx, args[1:], stdout, stderr)
+	case "plan":
+		err = planCmd(ctx, args[1:], stdin, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

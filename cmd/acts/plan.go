@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/message"
+)
+
+// planCmd checks a plan or draws it (012):
+//
+//	acts plan validate [--structure] FILE
+//	acts plan graph FILE
+//
+// FILE ("-" for standard input) holds an array of calls, an object
+// {"plan": [...], "context": [...]}, or an Idea ({schema, context}) whose
+// last plan message is the plan. validate prints "ok: N calls", or every
+// problem and fails; with no context in the file, or with --structure,
+// only what the plan says on its own is checked (no tools, no context).
+// graph prints the plan as a Mermaid flowchart.
+func planCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	structure := fs.Bool("structure", false, "check the plan alone, without tools or context")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 || (pos[0] != "validate" && pos[0] != "graph") {
+		return fmt.Errorf("%w: plan takes validate or graph, and FILE", errUsage)
+	}
+	file := pos[1]
+	var data []byte
+	if file == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return err
+	}
+	plan, msgs, hasContext, err := readPlan(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	if pos[0] == "graph" {
+		g, err := agent.PlanGraph(plan)
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		_, err = fmt.Fprint(stdout, g)
+		return err
+	}
+	only := ""
+	if *structure || !hasContext {
+		err = agent.CheckPlan(plan)
+		only = " (structure only)"
+	} else {
+		err = agent.ValidatePlan(ctx, agent.Config{Registry: agent.NewRegistry()}, plan, msgs)
+	}
+	if pe, ok := errors.AsType[*agent.PlanError](err); ok {
+		for _, p := range pe.Problems {
+			fmt.Fprintln(stdout, p)
+		}
+		if len(pe.Problems) == 1 {
+			return fmt.Errorf("%s: invalid plan (1 problem)", file)
+		}
+		return fmt.Errorf("%s: invalid plan (%d problems)", file, len(pe.Problems))
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	calls := "calls"
+	if len(plan) == 1 {
+		calls = "call"
+	}
+	_, err = fmt.Fprintf(stdout, "ok: %d %s%s\n", len(plan), calls, only)
+	return err
+}
+
+// readPlan reads a plan file: an array of calls, {plan, context}, or an
+// Idea whose context holds a plan message. hasContext reports whether the
+// file gives a context to validate against.
+func readPlan(data []byte) (plan []json.RawMessage, msgs []message.Message, hasContext bool, err error) {
+	data = bytes.TrimSpace(data)
+	if len(data) > 0 && data[0] == '[' {
+		if err := json.Unmarshal(data, &plan); err != nil {
+			return nil, nil, false, fmt.Errorf("plan: %w", err)
+		}
+		return plan, nil, false, nil
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil || top == nil {
+		return nil, nil, false, errors.New(`a plan file holds an array of calls, {"plan": [...], "context": [...]}, or an Idea with a plan message`)
+	}
+	if raw, ok := top["plan"]; ok {
+		if err := json.Unmarshal(raw, &plan); err != nil {
+			return nil, nil, false, fmt.Errorf(`field "plan" must be an array of calls: %w`, err)
+		}
+		raw, ok := top["context"]
+		if !ok {
+			return plan, nil, false, nil
+		}
+		msgs, err := message.ParseContext(raw)
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("context: %w", err)
+		}
+		return plan, msgs, true, nil
+	}
+	idea, err := agent.ParseIdea(data)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	plan, _, ok := agent.LastPlan(idea.Context)
+	if !ok {
+		return nil, nil, false, errors.New("the idea's context has no plan message")
+	}
+	return plan, idea.Context, true, nil
+}

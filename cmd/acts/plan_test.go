@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestPlanCommand(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	invalid := write("invalid.json", `{"context":[{"type":"tool","tool":{"t":{"type":"object"}}},{"type":"input","x":1}],
+		"plan":[{"_tool":"t","x":"†state.b","_outputPath":"†state.a"},{"_tool":"t","x":"†state.a","_outputPath":"†state.b"},
+		{"_tool":"u"},{"_tool":"t","x":"†input.y"}]}`)
+	noPlan := write("noplan.json", `{"schema":{},"context":[{"type":"input","x":1}]}`)
+	cycle := write("cycle.json", `[{"_tool":"a","x":"†state.a","_outputPath":"†state.a"}]`)
+	const data = "../../testdata/plan/"
+	for _, tt := range []struct {
+		name    string
+		args    []string
+		stdin   string
+		stdout  string
+		err     string
+		isUsage bool
+	}{
+		{name: "plan and context", args: []string{"validate", data + "payment.json"}, stdout: "ok: 2 calls\n"},
+		{name: "idea: its last plan", args: []string{"validate", data + "hotel_idea.json"}, stdout: "ok: 2 calls\n"},
+		{name: "array: structure only", args: []string{"validate", data + "profile.json"}, stdout: "ok: 2 calls (structure only)\n"},
+		{name: "flag after the file", args: []string{"validate", data + "payment_replan.json", "--structure"}, stdout: "ok: 1 call (structure only)\n"},
+		{name: "stdin", args: []string{"validate", "-"}, stdin: `{"plan":[{"_tool":"a"}]}`, stdout: "ok: 1 call (structure only)\n"},
+		{
+			name: "every problem",
+			args: []string{"validate", invalid},
+			stdout: "call 0 (t) param /x ref †state.b: agent: dependency cycle: 0 (t) → 1 (t) → 0 (t)\n" +
+				"call 2 (u): agent: unknown tool \"u\" (tools: t)\n" +
+				"call 3 (t) param /x ref †input.y: agent: unsatisfiable reference: no call writes it and the context has no value there\n",
+			err: invalid + ": invalid plan (3 problems)",
+		},
+		{name: "one problem", args: []string{"validate", cycle}, stdout: "call 0 (a) param /x ref †state.a: agent: dependency cycle: 0 (a) → 0 (a)\n",
+			err: cycle + ": invalid plan (1 problem)"},
+		{name: "idea without a plan", args: []string{"validate", noPlan}, err: noPlan + ": the idea's context has no plan message"},
+		{name: "not a plan", args: []string{"validate", "-"}, stdin: `"calls"`,
+			err: `-: a plan file holds an array of calls, {"plan": [...], "context": [...]}, or an Idea with a plan message`},
+		{name: "bad context", args: []string{"validate", "-"}, stdin: `{"plan":[],"context":[{"type":"data","kind":"a b"}]}`,
+			err: `-: context: message 0: field "kind": message: invalid: "a b" is not a valid kind (letters, digits, '_' and '-')`},
+		{name: "missing file", args: []string{"graph", "nope.json"}, err: "open nope.json: no such file or directory"},
+		{
+			name: "graph",
+			args: []string{"graph", data + "payment.json"},
+			stdout: "graph TD\n    c0[\"0: processPayment\"]\n    c1[\"1: confirmOrder\"]\n    s0{{\"input.amount\"}}\n" +
+				"    s0 --> c0\n    c0 -->|state.receipt| c1\n",
+		},
+		{name: "graph of a malformed plan", args: []string{"graph", "-"}, stdin: `[{"x":1}]`, err: "-: agent: invalid plan: call 0: agent: invalid call: the call has no _tool"},
+		{name: "no subcommand", args: []string{data + "payment.json"}, err: "usage: plan takes validate or graph, and FILE", isUsage: true},
+		{name: "unknown subcommand", args: []string{"run", data + "payment.json"}, err: "usage: plan takes validate or graph, and FILE", isUsage: true},
+		{name: "unknown flag", args: []string{"validate", "--fast", data + "payment.json"}, err: "usage: flag provided but not defined: -fast", isUsage: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout bytes.Buffer
+			err := planCmd(context.Background(), tt.args, strings.NewReader(tt.stdin), &stdout)
+			if got := stdout.String(); got != tt.stdout {
+				t.Errorf("stdout:\n%s\nwant:\n%s", got, tt.stdout)
+			}
+			switch {
+			case tt.err == "" && err != nil:
+				t.Errorf("error %v", err)
+			case tt.err != "" && (err == nil || err.Error() != tt.err):
+				t.Errorf("error %v, want %s", err, tt.err)
+			}
+			if errors.Is(err, errUsage) != tt.isUsage {
+				t.Errorf("usage error: %v, want %v", errors.Is(err, errUsage), tt.isUsage)
+			}
+		})
+	}
+}
