@@ -15,7 +15,7 @@ func TestDependencies(t *testing.T) {
 		"github.com/bahlo/generic-list-go", "github.com/buger/jsonparser", "go.yaml.in/yaml/", "github.com/pb33f/ordered-map/",
 		"golang.org/x/text/",
 	}
-	core := []string{"github.com/augceo/agent/ref", "github.com/augceo/agent/message", "github.com/augceo/agent/jsonstream"}
+	core := []string{"github.com/augceo/agent/ref", "github.com/augceo/agent/message", "github.com/augceo/agent/jsonstream", "github.com/augceo/agent/internal/jsonfast"}
 	for _, tt := range []struct {
 		pkg     string
 		allowed []string

@@ -1,9 +1,10 @@
 package ref
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/augceo/agent/internal/jsonfast"
 )
 
 // Method says how an output message combines with earlier writes to the
@@ -35,16 +36,15 @@ func ParseMethod(s string) (Method, error) {
 // []any, string, json.Number, bool and nil. Numbers stay json.Number so
 // values round-trip without loss.
 func Decode(data []byte) (any, error) {
-	var v any
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	if err := d.Decode(&v); err != nil {
+	if !json.Valid(data) {
+		var v any
+		err := json.Unmarshal(data, &v)
+		if err == nil { // cannot happen: Valid and Unmarshal agree
+			err = fmt.Errorf("invalid JSON")
+		}
 		return nil, err
 	}
-	if d.More() {
-		return nil, fmt.Errorf("invalid character after top-level value")
-	}
-	return v, nil
+	return jsonfast.Decode(data), nil
 }
 
 // Apply writes v at path in root with method m and returns the new root.

@@ -7,6 +7,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/augceo/agent/internal/jsonfast"
 )
 
 // Object is a JSON object as an ordered list of members.
@@ -17,29 +19,21 @@ type Object struct {
 
 // Parse parses a JSON object.
 func Parse(data []byte) (*Object, error) {
-	d := json.NewDecoder(bytes.NewReader(data))
-	tok, err := d.Token()
-	if err != nil {
-		return nil, err
+	if !json.Valid(data) {
+		var v any
+		if err := json.Unmarshal(data, &v); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("ojson: invalid JSON")
 	}
-	if tok != json.Delim('{') {
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
 		return nil, fmt.Errorf("ojson: not an object")
 	}
 	o := &Object{}
-	for d.More() {
-		tok, err := d.Token()
-		if err != nil {
-			return nil, err
-		}
-		var v json.RawMessage
-		if err := d.Decode(&v); err != nil {
-			return nil, err
-		}
-		o.Set(tok.(string), v)
-	}
-	if _, err := d.Token(); err != nil {
-		return nil, err
-	}
+	jsonfast.Members(data, func(k string, v []byte) bool {
+		o.Set(k, v)
+		return true
+	})
 	return o, nil
 }
 

@@ -1,0 +1,50 @@
+package jsonfast
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+func stdDecode(data []byte) any {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2.5e3,"x\"y\u00e9",true,false,null,{}],"b":{"c":-0}}`, `"plain"`, `12`, `[]`, ` { "k" : [ ] } `, `"\ud83d\ude00"`, `{"a":1,"a":2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		if got, want := Decode(data), stdDecode(data); !reflect.DeepEqual(got, want) {
+			t.Fatalf("Decode(%q) = %#v, want %#v", data, got, want)
+		}
+		if end := Skip(data, 0); len(bytes.TrimSpace(data[end:])) != 0 {
+			t.Fatalf("Skip(%q) stopped at %d", data, end)
+		}
+		if bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+			var want map[string]json.RawMessage
+			_ = json.Unmarshal(data, &want)
+			got := map[string]string{}
+			Members(data, func(k string, v []byte) bool { got[k] = string(v); return true })
+			if len(got) != len(want) {
+				t.Fatalf("Members(%q) = %v, want %v", data, got, want)
+			}
+			for k, v := range want {
+				if got[k] != string(bytes.TrimSpace(v)) {
+					// duplicate keys: the last one wins in both
+					t.Fatalf("Members(%q)[%q] = %q, want %q", data, k, got[k], v)
+				}
+			}
+		}
+	})
+}
