@@ -1,11 +1,13 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/message"
 )
@@ -41,17 +43,24 @@ func (c *Call) Context() []message.Message {
 
 // Args returns the parameters without meta-properties.
 func (c *Call) Args() json.RawMessage {
-	o, err := ojson.Parse(c.Params)
-	if err != nil {
+	if !json.Valid(c.Params) {
 		return c.Params
 	}
-	args := &ojson.Object{}
-	for i, k := range o.Keys {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	jsonfast.Members(c.Params, func(k string, v []byte) bool {
 		if !strings.HasPrefix(k, "_") {
-			args.Set(k, o.Values[i])
+			if b.Len() > 1 {
+				b.WriteByte(',')
+			}
+			b.Write(ojson.Quote(k))
+			b.WriteByte(':')
+			b.Write(v)
 		}
-	}
-	return args.Bytes()
+		return true
+	})
+	b.WriteByte('}')
+	return b.Bytes()
 }
 
 // ErrorKind says whether a call failed before it ran or while running.
@@ -95,27 +104,40 @@ func ErrorMessage(call json.RawMessage, err error) message.Message {
 
 // callMeta reads the meta-properties of a raw call.
 func parseCall(raw json.RawMessage) (*Call, error) {
-	var meta struct {
-		Tool         *string `json:"_tool"`
-		Instance     *string `json:"_instance"`
-		OutputPath   *string `json:"_outputPath"`
-		OutputMethod *string `json:"_outputMethod"`
+	if t := bytes.TrimSpace(raw); !json.Valid(raw) || len(t) == 0 || t[0] != '{' {
+		return nil, &CallError{Kind: Structural, Err: errors.New("a call must be a JSON object")}
 	}
-	if err := json.Unmarshal(raw, &meta); err != nil {
-		return nil, &CallError{Kind: Structural, Err: fmt.Errorf("a call must be a JSON object with string meta-properties: %w", err)}
+	c := &Call{Raw: raw}
+	var err error
+	jsonfast.Members(raw, func(k string, v []byte) bool {
+		var dst *string
+		switch k {
+		case "_tool":
+			dst = &c.Tool
+		case "_instance":
+			dst = &c.Instance
+		case "_outputPath":
+			dst = &c.OutputPath
+		case "_outputMethod":
+			dst = &c.OutputMethod
+		default:
+			return true
+		}
+		if len(v) == 0 || v[0] != '"' {
+			if string(v) == "null" { // strict providers write null for absent
+				return true
+			}
+			err = &CallError{Kind: Structural, Err: fmt.Errorf("%s must be a string, got %s", k, v)}
+			return false
+		}
+		*dst = jsonfast.Decode(v).(string)
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
-	if meta.Tool == nil || *meta.Tool == "" {
+	if c.Tool == "" {
 		return nil, &CallError{Kind: Structural, Err: errors.New("the call has no _tool")}
-	}
-	c := &Call{Raw: raw, Tool: *meta.Tool}
-	if meta.Instance != nil {
-		c.Instance = *meta.Instance
-	}
-	if meta.OutputPath != nil {
-		c.OutputPath = *meta.OutputPath
-	}
-	if meta.OutputMethod != nil {
-		c.OutputMethod = *meta.OutputMethod
 	}
 	return c, nil
 }

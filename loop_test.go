@@ -83,7 +83,7 @@ func TestRunRefundHappyPath(t *testing.T) {
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	want := map[string]bool{`checkBillingHistory {"customerId":"cust_123"}`: true, `issueRefund {"amount":50.0,"customerId":"cust_123"}`: true}
+	want := map[string]bool{`checkBillingHistory {"customerId":"cust_123"}`: true, `issueRefund {"customerId":"cust_123","amount":50.0}`: true}
 	if len(rec.calls) != 2 || !want[rec.calls[0]] || !want[rec.calls[1]] {
 		t.Errorf("activity calls %q", rec.calls)
 	}
@@ -181,7 +181,7 @@ func TestRunChainsCallsWithinAStep(t *testing.T) {
 	if got := lookup(t, res.Log, "†state"); got != `{"isEnglish":false,"language":"French","translatedText":"Hello world"}` {
 		t.Errorf("state %s", got)
 	}
-	if len(translate.calls) != 1 || translate.calls[0] != `translateText {"isEnglish":false,"text":"Bonjour le monde"}` {
+	if len(translate.calls) != 1 || translate.calls[0] != `translateText {"text":"Bonjour le monde","isEnglish":false}` {
 		t.Errorf("translate calls %q", translate.calls)
 	}
 }

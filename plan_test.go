@@ -174,7 +174,7 @@ func TestExecutePlanSpecExamples(t *testing.T) {
 			name:    "refund happy path",
 			fixture: "refund.json",
 			wantCalls: []string{`checkBillingHistory {"customerId":"cust_123"}`,
-				`issueRefund {"amount":50.0,"customerId":"cust_123"}`},
+				`issueRefund {"customerId":"cust_123","amount":50.0}`},
 			wantState: `{"billingHistory":{"lastChargeback":"2025-09-10","orders":5},"refund":{"confirmationId":"refund_xyz789"}}`,
 		},
 		{
@@ -209,7 +209,7 @@ func TestExecutePlanSpecExamples(t *testing.T) {
 			name:    "schema-guided planning",
 			fixture: "language.json",
 			wantCalls: []string{`detectLanguage {"text":"Bonjour le monde"}`, `isEnglish {"language":"French"}`,
-				`translateText {"isEnglish":false,"text":"Bonjour le monde"}`},
+				`translateText {"text":"Bonjour le monde","isEnglish":false}`},
 			wantState: `{"isEnglish":false,"language":"French","translatedText":"Hello world"}`,
 		},
 	} {

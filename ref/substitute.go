@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/augceo/agent/internal/jsonfast"
 )
 
 // Substitute returns params with every expression replaced by its value
@@ -15,35 +17,74 @@ import (
 // '_' are meta-properties (such as _outputPath) and are left as they are.
 // Strings that start with "††" lose one dagger (see [Literal]).
 //
-// Params with no dagger at all are returned as they are, without copying.
-// Otherwise the result is re-encoded with sorted keys. An error is an *Error
+// Params whose parameters hold no dagger are returned as they are,
+// without copying. Otherwise members keep their order and the values that
+// held expressions are re-encoded with sorted keys. An error is an *Error
 // whose Param field is the JSON pointer of the failing parameter.
 func Substitute(src Source, params json.RawMessage) (json.RawMessage, error) {
 	if !mayHaveDagger(params) {
 		return params, nil
 	}
-	v, err := Decode(params)
-	if err != nil {
+	if !json.Valid(params) {
+		_, err := Decode(params)
 		return nil, fmt.Errorf("ref: params: %w", err)
 	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("ref: params must be a JSON object, got %s", typeName(v))
+	if t := bytes.TrimSpace(params); len(t) == 0 || t[0] != '{' {
+		return nil, fmt.Errorf("ref: params must be a JSON object, got %s", typeName(jsonfast.Decode(params)))
 	}
-	for k, x := range obj {
-		if strings.HasPrefix(k, "_") {
-			continue
+	// Only members that are not meta-properties and hold a dagger change;
+	// the others are kept byte for byte.
+	changed := false
+	jsonfast.Members(params, func(k string, v []byte) bool {
+		changed = !strings.HasPrefix(k, "_") && mayHaveDagger(v)
+		return !changed
+	})
+	if !changed {
+		return params, nil
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	n := 0
+	var err error
+	jsonfast.Members(params, func(k string, v []byte) bool {
+		if n > 0 {
+			b.WriteByte(',')
 		}
-		nv, err := substitute(src, x, "/"+pointerEscape(k))
-		if err != nil {
-			return nil, err
+		n++
+		kb, _ := json.Marshal(k)
+		b.Write(kb)
+		b.WriteByte(':')
+		if strings.HasPrefix(k, "_") || !mayHaveDagger(v) {
+			b.Write(v)
+			return true
 		}
-		obj[k] = nv
+		var nv any
+		if nv, err = substitute(src, jsonfast.Decode(v), "/"+pointerEscape(k)); err != nil {
+			return false
+		}
+		var enc []byte
+		if enc, err = encodeValue(nv); err != nil {
+			return false
+		}
+		b.Write(enc)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// encodeValue encodes a substituted value: sorted keys, no HTML escaping.
+func encodeValue(v any) ([]byte, error) {
+	if raw, ok := v.(json.RawMessage); ok {
+		return raw, nil
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(obj); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return nil, fmt.Errorf("ref: encode params: %w", err)
 	}
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
