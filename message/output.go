@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/augceo/agent/internal/jsonfast"
+
 	"github.com/augceo/agent/ref"
 )
 
@@ -29,14 +31,29 @@ const (
 // without _outputPath writes nothing. A Branch ≥ 0 picks that alternative
 // explicitly, as an Activity does when it chooses the outcome.
 func Outputs(call, result json.RawMessage, b Branch, date time.Time) ([]Message, error) {
+	if t := bytes.TrimSpace(call); !json.Valid(call) || len(t) == 0 || t[0] != '{' {
+		return nil, fmt.Errorf("message: call is not a JSON object")
+	}
 	var meta struct {
-		OutputPath   *string `json:"_outputPath"`
-		OutputMethod *string `json:"_outputMethod"`
-		Instance     *string `json:"_instance"`
+		OutputPath, OutputMethod, Instance *string
 	}
-	if err := json.Unmarshal(call, &meta); err != nil {
-		return nil, fmt.Errorf("message: call: %w", err)
-	}
+	jsonfast.Members(call, func(k string, v []byte) bool {
+		var dst **string
+		switch k {
+		case "_outputPath":
+			dst = &meta.OutputPath
+		case "_outputMethod":
+			dst = &meta.OutputMethod
+		case "_instance":
+			dst = &meta.Instance
+		default:
+			return true
+		}
+		if s, ok := jsonfast.Decode(v).(string); ok {
+			*dst = &s
+		}
+		return true
+	})
 	if meta.OutputPath == nil {
 		return nil, nil
 	}
@@ -68,7 +85,7 @@ func Outputs(call, result json.RawMessage, b Branch, date time.Time) ([]Message,
 	if meta.Instance != nil {
 		instance = *meta.Instance
 	}
-	callc, resc := compact(call), compact(result)
+	callc, resc := compactIfNeeded(call), compactIfNeeded(result)
 	stamp := date.UTC().Format(time.RFC3339Nano)
 	out := make([]Message, len(targets))
 	for i, r := range targets {
@@ -85,6 +102,15 @@ func Outputs(call, result json.RawMessage, b Branch, date time.Time) ([]Message,
 		}
 	}
 	return out, nil
+}
+
+// compactIfNeeded compacts valid JSON that has white space outside strings
+// could hold, and returns compact input as it is.
+func compactIfNeeded(v json.RawMessage) json.RawMessage {
+	if bytes.ContainsAny(v, " \t\n\r") {
+		return compact(v)
+	}
+	return v
 }
 
 // wrapRaw nests v under the keys of path: {"a":{"b":v}}.

@@ -112,6 +112,17 @@ func (o *Object) Bytes() json.RawMessage {
 
 // String encodes s as a JSON string without HTML escaping.
 func String(s string) (json.RawMessage, error) {
+	simple := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			simple = false
+			break
+		}
+	}
+	if simple { // the common case: no escaping needed
+		b := make([]byte, 0, len(s)+2)
+		return append(append(append(b, '"'), s...), '"'), nil
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
