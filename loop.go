@@ -11,6 +11,7 @@ import (
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/platform"
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/ref"
 )
 
 // Defaults of the loop settings in [Config].
@@ -123,7 +124,7 @@ func Events(ctx context.Context, cfg Config, schema json.RawMessage, msgs []mess
 			yield(RunEvent{}, fmt.Errorf("agent: context: %w", err))
 			return
 		}
-		r := &run{cfg: cfg, schema: schema, log: log, yield: yield, done: make(chan completion)}
+		r := &run{cfg: cfg, schema: schema, log: log, yield: yield, done: make(chan completion), writes: map[string]int{}}
 		defer func() {
 			cancel() // stop calls still running, then wait for them
 			r.wait()
@@ -154,6 +155,25 @@ type run struct {
 	bg      int // of which fire-and-forget
 	sem     chan struct{}
 	exec    *executor
+
+	writes    map[string]int // data messages appended so far, by kind
+	blockedOn string         // the kind the last blocked call waits for
+}
+
+// waiting is a call whose references did not resolve yet.
+type waiting struct {
+	raw  json.RawMessage
+	kind string // the kind it waits for; "" means try at every chance
+	seen int    // writes of that kind when it was last tried
+}
+
+// refKind returns the kind of a reference such as "†state.a.b".
+func refKind(r string) string {
+	r = strings.TrimPrefix(r, ref.Dagger)
+	if i := strings.IndexByte(r, '.'); i >= 0 {
+		return r[:i]
+	}
+	return r
 }
 
 func (r *run) emit(ev RunEvent) bool {
@@ -223,7 +243,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	// Calls run as they stream in, so a solution cannot be re-asked
 	// quietly: an invalid one becomes an error message for the next step.
 	cfg.CallbackPath, cfg.N, cfg.MaxRepairs = "calls", 1, -1
-	var pending []json.RawMessage // calls waiting for their references
+	var pending []*waiting // calls waiting for their references
 	var all []json.RawMessage
 	var errs []message.Message
 	calls := 0
@@ -233,22 +253,25 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	}
 	// tryRun launches every pending call whose references resolve.
 	tryRun := func() bool {
-		for progress := true; progress; {
-			progress = false
-			for i := 0; i < len(pending); i++ {
-				launched, errMsg, ok := r.launch(ctx, step, pending[i])
-				if !ok {
-					return false
-				}
-				if launched || errMsg != nil {
-					if errMsg != nil {
-						errs = append(errs, *errMsg)
-					}
-					pending = append(pending[:i], pending[i+1:]...)
-					i--
-					progress = true
-				}
+		for i := 0; i < len(pending); i++ {
+			w := pending[i]
+			if w.kind != "" && r.writes[w.kind] == w.seen {
+				continue // nothing of the kind it waits for was written since
 			}
+			launched, errMsg, ok := r.launch(ctx, step, w.raw)
+			if !ok {
+				return false
+			}
+			if launched || errMsg != nil {
+				if errMsg != nil {
+					errs = append(errs, *errMsg)
+				}
+				pending = append(pending[:i], pending[i+1:]...)
+				i--
+				continue
+			}
+			w.kind = r.blockedOn
+			w.seen = r.writes[w.kind]
 		}
 		return true
 	}
@@ -312,7 +335,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 				return nil, false
 			}
 			all = append(all, ev.Element.Value)
-			pending = append(pending, ev.Element.Value)
+			pending = append(pending, &waiting{raw: ev.Element.Value})
 			if !tryRun() {
 				return nil, false
 			}
@@ -332,7 +355,8 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	if !tryRun() || !collect(true) {
 		return nil, false
 	}
-	for _, p := range pending {
+	for _, w := range pending {
+		p := w.raw
 		_, err := r.exec.prepareCall(r.log, p)
 		if j, ok := err.(interface{ Unwrap() []error }); ok && errors.Is(err, errBlocked) {
 			err = j.Unwrap()[1] // the reference that is missing
@@ -360,6 +384,11 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 func (r *run) launch(ctx context.Context, step int, raw json.RawMessage) (launched bool, errMsg *message.Message, ok bool) {
 	c, err := r.exec.prepareCall(r.log, raw)
 	if errors.Is(err, errBlocked) {
+		r.blockedOn = ""
+		if re, ok := errors.AsType[*ref.Error](err); ok && !strings.Contains(re.Expr, "||") {
+			// With a fallback, a write of another kind may unblock it too.
+			r.blockedOn = refKind(re.Ref)
+		}
 		return false, nil, true
 	}
 	if err != nil {
@@ -421,6 +450,9 @@ func (r *run) finish(step int, c completion, errs *[]message.Message) bool {
 
 func (r *run) appendAll(step int, msgs []message.Message) bool {
 	for i := range msgs {
+		if msgs[i].Type == message.TypeData {
+			r.writes[msgs[i].Kind]++
+		}
 		if err := r.log.Append(msgs[i]); err != nil {
 			r.fail(fmt.Errorf("agent: append: %w", err))
 			return false

@@ -378,3 +378,21 @@ func TestRunCancelled(t *testing.T) {
 		t.Error("breaking out of Events did not stop and wait for the running call")
 	}
 }
+
+func TestRunFallbackUnblocksOnEitherKind(t *testing.T) {
+	// The call waits on †input.x || †state.y; a state write must wake it.
+	reg := agent.NewRegistry()
+	reg.Tool("a", json.RawMessage(`{"type":"object"}`))
+	reg.Tool("b", json.RawMessage(`{"type":"object","properties":{"v":{"type":"integer"}}}`))
+	rec := &recorder{f: value(`7`)}
+	reg.Activity("a", rec)
+	reg.Activity("b", rec)
+	p := scripted.Solutions(`{"calls":[{"_tool":"b","v":"†input.x || †state.y","_outputPath":"†state.z"},{"_tool":"a","_outputPath":"†state.y"}],"output":1}`)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{}`), ctxOf(t, `[{"type":"tool","tool":"a"},{"type":"tool","tool":"b"},{"type":"input","w":1}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lookup(t, res.Log, "†state.z"); got != "7" {
+		t.Errorf("state.z = %s (calls %q)", got, rec.calls)
+	}
+}
