@@ -104,40 +104,12 @@ func ErrorMessage(call json.RawMessage, err error) message.Message {
 
 // callMeta reads the meta-properties of a raw call.
 func parseCall(raw json.RawMessage) (*Call, error) {
-	if t := bytes.TrimSpace(raw); !json.Valid(raw) || len(t) == 0 || t[0] != '{' {
-		return nil, &CallError{Kind: Structural, Err: errors.New("a call must be a JSON object")}
-	}
-	c := &Call{Raw: raw}
-	var err error
-	jsonfast.Members(raw, func(k string, v []byte) bool {
-		var dst *string
-		switch k {
-		case "_tool":
-			dst = &c.Tool
-		case "_instance":
-			dst = &c.Instance
-		case "_outputPath":
-			dst = &c.OutputPath
-		case "_outputMethod":
-			dst = &c.OutputMethod
-		default:
-			return true
-		}
-		if len(v) == 0 || v[0] != '"' {
-			if string(v) == "null" { // strict providers write null for absent
-				return true
-			}
-			err = &CallError{Kind: Structural, Err: fmt.Errorf("%s must be a string, got %s", k, v)}
-			return false
-		}
-		*dst = jsonfast.Decode(v).(string)
-		return true
-	})
+	m, err := message.ParseCallMeta(raw)
 	if err != nil {
-		return nil, err
+		return nil, &CallError{Kind: Structural, Err: err}
 	}
-	if c.Tool == "" {
+	if m.Tool == "" {
 		return nil, &CallError{Kind: Structural, Err: errors.New("the call has no _tool")}
 	}
-	return c, nil
+	return &Call{Raw: raw, Tool: m.Tool, Instance: m.Instance, OutputPath: m.OutputPath, OutputMethod: m.OutputMethod}, nil
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/augceo/agent/internal/jsonfast"
-
 	"github.com/augceo/agent/ref"
 )
 
@@ -31,44 +29,23 @@ const (
 // without _outputPath writes nothing. A Branch ≥ 0 picks that alternative
 // explicitly, as an Activity does when it chooses the outcome.
 func Outputs(call, result json.RawMessage, b Branch, date time.Time) ([]Message, error) {
-	if t := bytes.TrimSpace(call); !json.Valid(call) || len(t) == 0 || t[0] != '{' {
-		return nil, fmt.Errorf("message: call is not a JSON object")
+	meta, err := ParseCallMeta(call)
+	if err != nil {
+		return nil, fmt.Errorf("message: %w", err)
 	}
-	var meta struct {
-		OutputPath, OutputMethod, Instance *string
-	}
-	jsonfast.Members(call, func(k string, v []byte) bool {
-		var dst **string
-		switch k {
-		case "_outputPath":
-			dst = &meta.OutputPath
-		case "_outputMethod":
-			dst = &meta.OutputMethod
-		case "_instance":
-			dst = &meta.Instance
-		default:
-			return true
-		}
-		if s, ok := jsonfast.Decode(v).(string); ok {
-			*dst = &s
-		}
-		return true
-	})
-	if meta.OutputPath == nil {
+	if meta.OutputPath == "" {
 		return nil, nil
 	}
 	if !json.Valid(result) {
 		return nil, fmt.Errorf("message: result of call is not valid JSON")
 	}
-	e, err := ref.Parse(*meta.OutputPath)
+	e, err := ref.Parse(meta.OutputPath)
 	if err != nil {
 		return nil, fmt.Errorf("message: call _outputPath: %w", err)
 	}
-	method := ref.MethodSet
-	if meta.OutputMethod != nil {
-		if method, err = ref.ParseMethod(*meta.OutputMethod); err != nil {
-			return nil, fmt.Errorf("message: call _outputMethod: %w", err)
-		}
+	method, err := ref.ParseMethod(meta.OutputMethod)
+	if err != nil {
+		return nil, fmt.Errorf("message: call _outputMethod: %w", err)
 	}
 	var targets ref.Group
 	switch {
@@ -79,12 +56,9 @@ func Outputs(call, result json.RawMessage, b Branch, date time.Time) ([]Message,
 	case int(b) < len(e.Alts) && b >= 0:
 		targets = e.Alts[b]
 	default:
-		return nil, fmt.Errorf("message: branch %d of %q, which has %d", b, *meta.OutputPath, len(e.Alts))
+		return nil, fmt.Errorf("message: branch %d of %q, which has %d", b, meta.OutputPath, len(e.Alts))
 	}
-	instance := ""
-	if meta.Instance != nil {
-		instance = *meta.Instance
-	}
+	instance := meta.Instance
 	callc, resc := compactIfNeeded(call), compactIfNeeded(result)
 	stamp := date.UTC().Format(time.RFC3339Nano)
 	out := make([]Message, len(targets))
