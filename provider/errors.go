@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -66,4 +68,28 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 		return t.Sub(now)
 	}
 	return 0
+}
+
+// RetryAfter reads how long a response asks to wait: the retry-after-ms
+// header (OpenAI), else Retry-After in seconds, else Retry-After as an HTTP
+// date taken relative to the response's Date header, so that no local clock
+// is read. It is 0 when absent or unreadable.
+func RetryAfter(h http.Header) time.Duration {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if _, err := strconv.ParseFloat(v, 64); err == nil {
+		return ParseRetryAfter(v, time.Time{})
+	}
+	date, err := http.ParseTime(h.Get("Date"))
+	if err != nil {
+		return 0
+	}
+	return ParseRetryAfter(v, date)
 }

@@ -150,3 +150,20 @@ func TestCollectInterleaved(t *testing.T) {
 		t.Errorf("got %q, %v", r.Texts, err)
 	}
 }
+
+func TestRetryAfterHeader(t *testing.T) {
+	for _, tt := range []struct {
+		h    http.Header
+		want time.Duration
+	}{
+		{http.Header{}, 0},
+		{http.Header{"Retry-After-Ms": {"1500"}, "Retry-After": {"9"}}, 1500 * time.Millisecond},
+		{http.Header{"Retry-After": {"7"}}, 7 * time.Second},
+		{http.Header{"Retry-After": {"Sun, 26 Oct 2025 12:00:30 GMT"}, "Date": {"Sun, 26 Oct 2025 12:00:00 GMT"}}, 30 * time.Second},
+		{http.Header{"Retry-After": {"Sun, 26 Oct 2025 12:00:30 GMT"}}, 0},
+	} {
+		if got := provider.RetryAfter(tt.h); got != tt.want {
+			t.Errorf("RetryAfter(%v) = %v, want %v", tt.h, got, tt.want)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -87,20 +86,4 @@ func apiError(ae *sdk.Error) *provider.Error {
 	return pe
 }
 
-// retryAfter reads the Retry-After header: seconds, or an HTTP date, which
-// is taken relative to the response's Date header (the server's clock, so
-// that no local clock is read).
-func retryAfter(h http.Header) time.Duration {
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0
-	}
-	if _, err := strconv.ParseFloat(v, 64); err == nil {
-		return provider.ParseRetryAfter(v, time.Time{})
-	}
-	now, err := http.ParseTime(h.Get("Date"))
-	if err != nil {
-		return 0
-	}
-	return provider.ParseRetryAfter(v, now)
-}
+func retryAfter(h http.Header) time.Duration { return provider.RetryAfter(h) }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -124,23 +123,7 @@ func isCode(s string) bool {
 	return true
 }
 
-// retryAfter reads the Retry-After header. An HTTP date is taken relative to
-// the response's Date header, so no clock is read; without one only the
-// seconds form counts.
-func retryAfter(h http.Header) time.Duration {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if _, err := strconv.ParseFloat(v, 64); err == nil {
-		return provider.ParseRetryAfter(v, time.Time{})
-	}
-	date, err := http.ParseTime(h.Get("Date"))
-	if err != nil {
-		return 0
-	}
-	return provider.ParseRetryAfter(v, date)
-}
+func retryAfter(h http.Header) time.Duration { return provider.RetryAfter(h) }
 
 // retryDelay reads the retryDelay of a google.rpc.RetryInfo detail, a
 // protobuf Duration in JSON form such as "37s" or "1.5s".

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -144,29 +142,7 @@ func stringCode(raw json.RawMessage) string {
 	return s
 }
 
-// retryAfter reads how long the server asked to wait: OpenAI's
-// retry-after-ms header, else Retry-After in seconds, else Retry-After as
-// an HTTP date relative to the response's Date header (the adapter reads
-// no clock). 0 when absent or unreadable.
-func retryAfter(h http.Header) time.Duration {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if _, err := strconv.ParseFloat(v, 64); err == nil {
-		return provider.ParseRetryAfter(v, time.Time{})
-	}
-	now, err := http.ParseTime(h.Get("Date"))
-	if err != nil {
-		return 0
-	}
-	return provider.ParseRetryAfter(v, now)
-}
+func retryAfter(h http.Header) time.Duration { return provider.RetryAfter(h) }
 
 func firstNonEmpty(s ...string) string {
 	for _, v := range s {
