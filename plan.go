@@ -473,7 +473,11 @@ func analyse(plan []json.RawMessage) *planGraph {
 		node *planNode
 		planWrite
 	}
-	writers := map[string][]target{} // kind → the targets of output paths, in plan order
+	// Writers by kind and instance: a call sees the writes of its own
+	// instance and global ones, so a reader looks at two lists, not at
+	// every call of an instanced plan.
+	type key struct{ kind, instance string }
+	writers := map[key][]target{} // the targets of output paths, in plan order
 	for i, raw := range plan {
 		n, problems := parseNode(i, raw)
 		g.problems[i] = problems
@@ -483,18 +487,22 @@ func analyse(plan []json.RawMessage) *planGraph {
 		g.nodes = append(g.nodes, n)
 		g.byIndex[i] = n
 		for _, t := range n.writes {
-			writers[t.ref.Kind] = append(writers[t.ref.Kind], target{n, t})
+			k := key{t.ref.Kind, n.call.Instance}
+			writers[k] = append(writers[k], target{n, t})
 		}
 	}
 	for _, r := range g.nodes {
 		for _, rd := range r.reads {
 			for _, x := range rd.expr.Refs() {
-				for _, t := range writers[x.Kind] {
-					if t.node.call.Instance != "" && t.node.call.Instance != r.call.Instance {
-						continue // instance data is not seen by other instances nor by global calls
-					}
-					if t.ref.Path.Related(x.Path) {
-						r.deps = append(r.deps, planEdge{from: t.node.index, param: rd.param, ref: x, branch: t.branch})
+				lists := [][]target{writers[key{x.Kind, ""}]}
+				if r.call.Instance != "" {
+					lists = append(lists, writers[key{x.Kind, r.call.Instance}])
+				}
+				for _, list := range lists {
+					for _, t := range list {
+						if t.ref.Path.Related(x.Path) {
+							r.deps = append(r.deps, planEdge{from: t.node.index, param: rd.param, ref: x, branch: t.branch})
+						}
 					}
 				}
 			}
