@@ -49,6 +49,9 @@ type RunResult struct {
 	Usage provider.Usage
 	// Steps is the number of requests made.
 	Steps int
+	// Plan holds the calls of a lazy run (012): the model planned them and
+	// nothing ran. Approve them and run them with ExecutePlan.
+	Plan []json.RawMessage
 }
 
 // EventKind names what a RunEvent reports.
@@ -156,6 +159,9 @@ type run struct {
 	sem     chan struct{}
 	exec    *executor
 
+	lazy    bool              // the context's plan is lazy: plan, do not run
+	planned []json.RawMessage // the calls of a lazy run
+
 	writes    map[string]int // data messages appended so far, by kind
 	blockedOn string         // the kind the last blocked call waits for
 }
@@ -207,6 +213,9 @@ func (r *run) loop(ctx context.Context) {
 		conc = DefaultConcurrency
 	}
 	r.sem = make(chan struct{}, conc)
+	if _, mode, ok := LastPlan(r.log.Messages()); ok && mode == PlanLazy {
+		r.lazy = true
+	}
 	for step := 1; ; step++ {
 		if step > maxSteps {
 			r.fail(fmt.Errorf("%w (%d)", ErrMaxSteps, maxSteps))
@@ -225,6 +234,12 @@ func (r *run) loop(ctx context.Context) {
 		}
 		sol, ok := r.step(ctx, step)
 		if !ok {
+			return
+		}
+		if r.lazy { // one request: the plan is the result
+			res := r.result(sol, step)
+			res.Plan = r.planned
+			r.emit(RunEvent{Kind: EventDone, Step: step, Usage: &res.Usage, Result: res})
 			return
 		}
 		if sol != nil && sol.Done() {
@@ -335,6 +350,9 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 				return nil, false
 			}
 			all = append(all, ev.Element.Value)
+			if r.lazy {
+				continue // lazy mode: the model only plans
+			}
 			pending = append(pending, &waiting{raw: ev.Element.Value})
 			if !tryRun() {
 				return nil, false
@@ -369,9 +387,17 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	// The calls of this step are the plan of the next (012); errors of the
 	// tick come last.
 	var tail []message.Message
-	if len(all) > 0 {
+	if len(all) > 0 || r.lazy {
 		plan, _ := json.Marshal(all)
-		tail = append(tail, message.Message{Type: message.TypePlan, Plan: plan})
+		if all == nil {
+			plan = json.RawMessage("[]")
+		}
+		m := message.Message{Type: message.TypePlan, Plan: plan}
+		if r.lazy {
+			m.Extra = json.RawMessage(`{"mode":"lazy"}`)
+			r.planned = all
+		}
+		tail = append(tail, m)
 	}
 	tail = append(tail, errs...)
 	if !r.appendAll(step, tail) {

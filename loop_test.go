@@ -396,3 +396,32 @@ func TestRunFallbackUnblocksOnEitherKind(t *testing.T) {
 		t.Errorf("state.z = %s (calls %q)", got, rec.calls)
 	}
 }
+
+func TestRunLazyPlanOnly(t *testing.T) {
+	// 012 lazy mode: with a lazy plan message the model only plans; the
+	// run returns the calls unexecuted, they can be approved and run.
+	reg := agent.NewRegistry()
+	rec := &recorder{f: value(`{"ok":true}`)}
+	reg.Tool("processPayment", json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}}}`))
+	reg.Activity("processPayment", rec)
+	p := scripted.Solutions(`{"calls":[{"_tool":"processPayment","amount":"†input.amount","_outputPath":"†state.receipt || †state.error"}],"output":null}`)
+	msgs := ctxOf(t, `[{"type":"tool","tool":"processPayment"},{"type":"input","amount":50.0},{"type":"plan","mode":"lazy","plan":[]}]`)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{}`), msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.calls) != 0 || len(res.Plan) != 1 || res.Steps != 1 {
+		t.Fatalf("ran %q, plan %s, steps %d", rec.calls, res.Plan, res.Steps)
+	}
+	if !strings.Contains(p.Requests()[0].Messages[len(p.Requests()[0].Messages)-1].Text, "Lazy mode: only plan") {
+		t.Error("the model was not told to only plan")
+	}
+	// Approve and run.
+	out, err := agent.ExecutePlan(context.Background(), agent.Config{Registry: reg}, res.Plan, res.Log.Messages())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lookup(t, out.Log, "†state.receipt.ok") != "true" || len(rec.calls) != 1 {
+		t.Errorf("executing the approved plan: calls %q", rec.calls)
+	}
+}

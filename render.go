@@ -99,7 +99,11 @@ func DataBlock(id message.Identity, value json.RawMessage, present bool, descrip
 
 // renderPlan shows the plan the calls of a previous step formed (012).
 func renderPlan(_ context.Context, b *Build, m *message.Message) error {
-	b.Render(provider.RoleUser, "## Plan\nThe plan so far; follow it unless the data shows it no longer fits:\n"+indent(m.Plan))
+	intro := "The plan so far; follow it unless the data shows it no longer fits:"
+	if bytes.Contains(m.Extra, []byte(`"lazy"`)) {
+		intro = "Lazy mode: only plan. Give the whole plan as calls, keeping branching output paths; nothing runs until it is approved. The plan so far:"
+	}
+	b.Render(provider.RoleUser, "## Plan\n"+intro+"\n"+indent(m.Plan))
 	return nil
 }
 
