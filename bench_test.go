@@ -96,3 +96,25 @@ func BenchmarkLoopStep(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkRequest is one Request whose solution has ten calls: render,
+// compose, validate; nothing runs.
+func BenchmarkRequest(b *testing.B) {
+	reg, msgs := tenTools()
+	r := &replay{answers: []string{tenCalls(false)}}
+	cfg := agent.Config{Provider: r.provider(), Registry: reg}
+	for _, cb := range []string{"none", "calls"} {
+		b.Run("calls=10/callback="+cb, func(b *testing.B) {
+			cfg.CallbackPath = ""
+			if cb != "none" {
+				cfg.CallbackPath = cb
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := agent.Request(context.Background(), cfg, json.RawMessage(`{"type":"object"}`), msgs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
