@@ -446,12 +446,12 @@ func (r *run) launch(ctx context.Context, step int, raw json.RawMessage) (launch
 		r.bg++
 	}
 	x := r.exec // the next step replaces r.exec while background calls run
-	go func() {
+	platform.Go(func() {
 		r.sem <- struct{}{}
 		defer func() { <-r.sem }()
 		msgs, resp, err := x.runCall(ctx, c)
 		r.done <- completion{call: c, msgs: msgs, resp: resp, err: err, bg: bg}
-	}()
+	})
 	return true, nil, r.emit(RunEvent{Kind: EventCallStarted, Step: step, Call: c})
 }
 

@@ -1154,10 +1154,10 @@ func (r *planRun) launch(ctx context.Context, conc int) bool {
 			continue
 		}
 		r.running++
-		go func() {
+		platform.Go(func() {
 			msgs, resp, err := r.exec.runCall(ctx, c)
 			r.done <- planDone{node: n.index, call: c, msgs: msgs, resp: resp, err: err}
-		}()
+		})
 		if !r.emit(RunEvent{Kind: EventCallStarted, Call: c}) {
 			return false
 		}

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/jsonstream"
 	"github.com/augceo/agent/message"
@@ -398,17 +398,24 @@ func parseSolution(text string, compiled *schema.Schema) (*Solution, error) {
 	if err := compiled.Validate(raw); err != nil {
 		return nil, err
 	}
-	var parts struct {
-		Output json.RawMessage   `json:"output"`
-		Calls  []json.RawMessage `json:"calls"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return nil, err
-	}
-	sol := &Solution{Raw: raw, Calls: parts.Calls}
-	if len(parts.Output) > 0 && !bytes.Equal(parts.Output, []byte("null")) {
-		sol.Output = parts.Output
-	}
+	sol := &Solution{Raw: raw}
+	jsonfast.Members(raw, func(k string, v []byte) bool {
+		switch k {
+		case "output":
+			if string(v) != "null" {
+				sol.Output = v
+			}
+		case "calls":
+			sol.Calls = nil
+			if len(v) > 0 && v[0] == '[' {
+				jsonfast.Elements(v, func(c []byte) bool {
+					sol.Calls = append(sol.Calls, c)
+					return true
+				})
+			}
+		}
+		return true
+	})
 	return sol, nil
 }
 

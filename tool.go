@@ -1,11 +1,13 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 
+	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/message"
 )
@@ -14,8 +16,8 @@ import (
 // one schema with a _tool const, or the name of a registered tool. Later
 // definitions of a name replace earlier ones.
 func defineTools(_ context.Context, b *Build, m *message.Message) error {
-	var name string
-	if json.Unmarshal(m.Tool, &name) == nil {
+	if len(m.Tool) > 0 && m.Tool[0] == '"' {
+		name, _ := jsonfast.Decode(m.Tool).(string)
 		def, err := b.Registry.LookupTool(name)
 		if err != nil {
 			return err
@@ -70,20 +72,28 @@ func defineTool(b *Build, name string, def json.RawMessage) error {
 type shaped struct {
 	llm   json.RawMessage // what the model sees: parameters may be references
 	check json.RawMessage // what a call must meet once its references are resolved
+	def   json.RawMessage // the definition they were made from
+}
+
+// shapeKey keys the cache of shaped tools; the definition is compared on
+// lookup, so a changed definition replaces the entry.
+type shapeKey struct {
+	name     string
+	explicit bool
 }
 
 // shape prepares a tool definition, once per definition: a loop asks with
 // the same tools at every step.
 func (r *Registry) shape(name string, def json.RawMessage, explicit bool) (shaped, error) {
-	key := fmt.Sprintf("%s\x00%t\x00%s", name, explicit, def)
-	if v, ok := r.shaped.Load(key); ok {
+	key := shapeKey{name, explicit}
+	if v, ok := r.shaped.Load(key); ok && bytes.Equal(v.(shaped).def, def) {
 		return v.(shaped), nil
 	}
 	s, err := llmTool(name, def, explicit)
 	if err != nil {
 		return shaped{}, err
 	}
-	sh := shaped{llm: referable(s), check: s}
+	sh := shaped{llm: referable(s), check: s, def: def}
 	r.shaped.Store(key, sh)
 	return sh, nil
 }

@@ -172,3 +172,24 @@ func unquote(lit []byte) string {
 	}
 	return s
 }
+
+// Elements calls f with each raw element of the array in data, in order,
+// until f returns false. data must be a valid JSON array.
+func Elements(data []byte, f func(value []byte) bool) {
+	i := space(data, 0) + 1 // past '['
+	for {
+		i = space(data, i)
+		if i >= len(data) || data[i] == ']' {
+			return
+		}
+		if data[i] == ',' {
+			i++
+			continue
+		}
+		start := i
+		i = Skip(data, start)
+		if !f(data[start:i]) {
+			return
+		}
+	}
+}

@@ -31,6 +31,20 @@ func FuzzDecode(f *testing.F) {
 		if end := Skip(data, 0); len(bytes.TrimSpace(data[end:])) != 0 {
 			t.Fatalf("Skip(%q) stopped at %d", data, end)
 		}
+		if bytes.HasPrefix(bytes.TrimSpace(data), []byte("[")) {
+			var want []json.RawMessage
+			_ = json.Unmarshal(data, &want)
+			var got []string
+			Elements(data, func(v []byte) bool { got = append(got, string(v)); return true })
+			if len(got) != len(want) {
+				t.Fatalf("Elements(%q) = %q, want %q", data, got, want)
+			}
+			for i := range want {
+				if got[i] != string(bytes.TrimSpace(want[i])) {
+					t.Fatalf("Elements(%q)[%d] = %q, want %q", data, i, got[i], want[i])
+				}
+			}
+		}
 		if bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
 			var want map[string]json.RawMessage
 			_ = json.Unmarshal(data, &want)

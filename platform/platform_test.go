@@ -1,0 +1,40 @@
+package platform
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestGo(t *testing.T) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	n := 0
+	for range 1000 {
+		wg.Add(1)
+		Go(func() {
+			defer wg.Done()
+			mu.Lock()
+			n++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if n != 1000 {
+		t.Errorf("ran %d tasks, want 1000", n)
+	}
+	if got := idle.Load(); got > MaxIdleWorkers {
+		t.Errorf("%d idle workers, more than %d", got, MaxIdleWorkers)
+	}
+}
+
+func TestNow(t *testing.T) {
+	fixed := time.Date(2025, 10, 26, 12, 0, 0, 0, time.UTC)
+	if got := Now(WithClock(context.Background(), func() time.Time { return fixed })); !got.Equal(fixed) {
+		t.Errorf("Now = %v", got)
+	}
+	if Now(context.Background()).IsZero() {
+		t.Error("the wall clock is zero")
+	}
+}
