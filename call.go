@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/augceo/agent/internal/jsonfast"
@@ -27,19 +28,13 @@ type Call struct {
 	// Schema is the tool's definition.
 	Schema json.RawMessage
 
-	log    *message.Log // the context the call runs in
-	logLen int          // its length when the call was prepared
+	scoped []message.Message // what its _scopes let it see
 }
 
-// Context returns what of the context the activity may see, as it was
-// when the call was prepared. It is computed on demand: most activities
-// never look.
-func (c *Call) Context() []message.Message {
-	if c.log == nil {
-		return nil
-	}
-	return c.log.Messages()[:c.logLen]
-}
+// Context returns what of the context the call may see: exactly what its
+// _scopes name (015), as merged values. A call without scopes sees
+// nothing.
+func (c *Call) Context() []message.Message { return slices.Clone(c.scoped) }
 
 // Args returns the parameters without meta-properties.
 func (c *Call) Args() json.RawMessage {

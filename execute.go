@@ -49,6 +49,29 @@ func (x *executor) prepareCall(log *message.Log, raw json.RawMessage) (*Call, er
 	if c.Instance != "" {
 		src = log.Instance(c.Instance)
 	}
+	scopes, scoped, err := callScopes(def, raw)
+	if err != nil {
+		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}
+	}
+	if scoped {
+		// A scoped call sees its scopes and nothing else: its references
+		// resolve against them too.
+		c.scoped, err = scopedContext(log, c.Instance, scopes)
+		if errors.Is(err, ref.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %w", errBlocked, err)
+		}
+		if err != nil {
+			return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}
+		}
+		view, err := message.NewLog(c.scoped...)
+		if err != nil {
+			return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}
+		}
+		src = view
+		if c.Instance != "" {
+			src = view.Instance(c.Instance)
+		}
+	}
 	params, err := ref.Substitute(src, raw)
 	if err != nil {
 		if errors.Is(err, ref.ErrNotFound) {
@@ -64,7 +87,6 @@ func (x *executor) prepareCall(log *message.Log, raw json.RawMessage) (*Call, er
 	if err := compiled.Validate(params); err != nil {
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("params: %w", err)}
 	}
-	c.log, c.logLen = log, log.Len()
 	return c, nil
 }
 

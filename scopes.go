@@ -1,0 +1,108 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/augceo/agent/internal/jsonfast"
+	"github.com/augceo/agent/internal/ojson"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/ref"
+)
+
+// ErrScope reports a malformed _scopes entry.
+var ErrScope = errors.New("agent: invalid scope")
+
+// callScopes returns the scopes of a call (015): the tool's provisioned
+// ones (a const in its _scopes schema) win over what the call asks for.
+// ok is false when the call has none, so it sees no context at all.
+func callScopes(def, params json.RawMessage) (scopes []string, ok bool, err error) {
+	var d struct {
+		Properties struct {
+			Scopes struct {
+				Const []string `json:"const"`
+			} `json:"_scopes"`
+		} `json:"properties"`
+	}
+	if bytes.Contains(def, []byte(`"_scopes"`)) {
+		_ = json.Unmarshal(def, &d)
+		if c := d.Properties.Scopes.Const; c != nil {
+			return c, true, nil
+		}
+	}
+	jsonfast.Members(params, func(k string, v []byte) bool {
+		if k != "_scopes" {
+			return true
+		}
+		ok = true
+		if err = json.Unmarshal(v, &scopes); err != nil {
+			err = fmt.Errorf("%w: _scopes must be an array of kinds or references: %w", ErrScope, err)
+		}
+		return false
+	})
+	return scopes, ok, err
+}
+
+// scopedContext builds what a call may see: for each scope, either a kind
+// (its merged global value, then the call's instance's value) or a
+// reference (a data message holding just that value, at its path). Only
+// merged values are given, never the messages behind them, so no other
+// call's metadata and no other instance's data can leak through.
+func scopedContext(log *message.Log, instance string, scopes []string) ([]message.Message, error) {
+	var out []message.Message
+	seen := map[string]bool{}
+	for _, s := range scopes {
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		if ref.IsExpression(s) {
+			e, err := ref.Parse(s)
+			if err != nil {
+				return nil, fmt.Errorf("%w %q: %w", ErrScope, s, err)
+			}
+			if len(e.Alts) != 1 || len(e.Alts[0]) != 1 {
+				return nil, fmt.Errorf("%w %q: a scope names one reference", ErrScope, s)
+			}
+			r := e.Alts[0][0]
+			var src ref.Source = log
+			if instance != "" {
+				src = log.Instance(instance)
+			}
+			v, err := src.Lookup(r.Kind, r.Path)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, message.Message{Type: message.TypeData, Kind: r.Kind, Data: nest(r.Path, v)})
+			continue
+		}
+		if !ref.KindValid(s) {
+			return nil, fmt.Errorf("%w %q: not a kind or a reference", ErrScope, s)
+		}
+		ids := []message.Identity{{Kind: s}}
+		if instance != "" {
+			ids = append(ids, message.Identity{Kind: s, Instance: instance})
+		}
+		for _, id := range ids {
+			v, ok, err := log.Value(id)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out = append(out, message.Message{Type: message.TypeData, Kind: id.Kind, Instance: id.Instance, Data: v})
+			}
+		}
+	}
+	return out, nil
+}
+
+// nest wraps v under the keys of path: {"a":{"b":v}}.
+func nest(path ref.Path, v json.RawMessage) json.RawMessage {
+	for _, seg := range slices.Backward(path) {
+		v = json.RawMessage(`{` + string(ojson.Quote(seg)) + `:` + string(v) + `}`)
+	}
+	return v
+}
