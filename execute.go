@@ -175,10 +175,14 @@ func (x *executor) latent(ctx context.Context, c *Call) (*Result, *Response, err
 	if def.Description != "" {
 		task += "\nThe tool: " + def.Description
 	}
-	ctxMsgs := []message.Message{
-		{Type: message.TypeText, Role: message.RoleSystem, Text: task},
-		{Type: message.TypeData, Kind: message.KindInput, Data: c.Args()},
+	ctxMsgs := []message.Message{{Type: message.TypeText, Role: message.RoleSystem, Text: task}}
+	if len(c.scoped) > 0 {
+		// Scopes focus a latent call (015): the scoped data comes first,
+		// marked as what to attend to.
+		ctxMsgs = append(ctxMsgs, message.Text("Focus on the data below; it is what this call is about."))
+		ctxMsgs = append(ctxMsgs, c.scoped...)
 	}
+	ctxMsgs = append(ctxMsgs, message.Message{Type: message.TypeData, Kind: message.KindInput, Data: c.Args()})
 	cfg := x.cfg
 	cfg.CallbackPath, cfg.N = "", 1
 	resp, err := Request(ctx, cfg, out, ctxMsgs)

@@ -96,3 +96,29 @@ func TestScopes(t *testing.T) {
 		t.Errorf("errors %q", errs)
 	}
 }
+
+func TestScopesFocusLatentCalls(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("summarize", json.RawMessage(`{"type":"object","properties":{"_scopes":{"const":["†state.report"]},"_output":{"type":"string"}}}`))
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"summarize","_outputPath":"†state.summary"}],"output":null}`,
+		`{"output":"short"}`,
+		`{"calls":[],"output":"done"}`,
+	)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"string"}`),
+		ctxOf(t, `[{"type":"tool","tool":"summarize"},{"type":"state","report":{"body":"long text"},"private":"zzz"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	for _, m := range p.Requests()[1].Messages {
+		text.WriteString(m.Text + "\n")
+	}
+	got := text.String()
+	if !strings.Contains(got, "Focus on the data below") || !strings.Contains(got, "long text") || strings.Contains(got, "zzz") {
+		t.Errorf("latent request:\n%s", got)
+	}
+	if lookup(t, res.Log, "†state.summary") != `"short"` {
+		t.Error("summary not written")
+	}
+}
