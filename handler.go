@@ -46,6 +46,9 @@ type Build struct {
 	rendered       map[message.Identity]bool
 	about          map[message.Identity]about
 	solutionChecks []func(solution json.RawMessage) error
+
+	advisorItems     []json.RawMessage // the active advisors' entry schemas
+	advisorsOnDemand []string          // ids of advisors reached through ConsultAdvisor
 }
 
 // Check adds a check every solution must pass after schema validation; a

@@ -66,6 +66,7 @@ const (
 	EventCallFailed   EventKind = "call.failed"   // a call failed; its error message follows at the end of the tick
 	EventMessage      EventKind = "message"       // a message was appended to the log
 	EventUsage        EventKind = "usage"         // usage of a finished request
+	EventAdvice       EventKind = "advice"        // the advisors' opinions of a solution (017)
 	EventDone         EventKind = "done"          // the run ended with an output
 )
 
@@ -79,6 +80,9 @@ type RunEvent struct {
 	Text    string           // EventThinking
 	Usage   *provider.Usage  // EventUsage: the request's; EventDone: the run's
 	Result  *RunResult       // EventDone
+	// Opinions are the advisors' entries of the step's solution, with
+	// their votes (EventAdvice); Tally weighs them.
+	Opinions []Opinion
 }
 
 // Run runs the agent loop (010): it makes Requests until a solution has an
@@ -364,6 +368,11 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 				return nil, false
 			}
 			sol = &ev.Response.Solutions[0]
+			if ops, err := sol.Opinions(); err != nil {
+				errs = append(errs, message.Message{Type: message.TypeError, Error: err.Error()})
+			} else if len(ops) > 0 && !r.emit(RunEvent{Kind: EventAdvice, Step: step, Opinions: ops}) {
+				return nil, false
+			}
 		}
 		if !collect(false) {
 			return nil, false

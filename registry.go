@@ -27,7 +27,7 @@ type Registry struct {
 }
 
 // NewRegistry returns a registry with the built-in handlers (text, data,
-// tool, plan, meta, error) and no tools.
+// tool, plan, meta, error, advisor) and no tools.
 func NewRegistry() *Registry {
 	r := &Registry{
 		handlers: map[message.Type]Handler{},
@@ -41,6 +41,7 @@ func NewRegistry() *Registry {
 	r.Handle(message.TypePlan, HandlerFunc(renderPlan))
 	r.Handle(message.TypeMeta, HandlerFunc(renderMeta))
 	r.Handle(message.TypeError, HandlerFunc(renderError))
+	r.Handle(message.TypeAdvisor, HandlerFunc(renderAdvisor))
 	for t := range r.handlers {
 		r.builtin[t] = true
 	}

@@ -1,0 +1,208 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/augceo/agent/internal/ojson"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider"
+)
+
+// ConsultAdvisor is the meta-tool through which the model asks an
+// on-demand advisor (017) for advice.
+const ConsultAdvisor = "ConsultAdvisor"
+
+// renderAdvisor registers an advisor (017). Advisors active at this point
+// of the run are rendered and added to the solution's advisors property,
+// which comes before calls: the model deliberates in their voices first.
+// On start advisors are active while the context has no plan yet (the
+// first step), on request advisors always, on finish advisors once a step
+// has run; on-demand advisors are reached through the ConsultAdvisor tool.
+func renderAdvisor(_ context.Context, b *Build, m *message.Message) error {
+	a := m.Advisor
+	started := false
+	for _, x := range b.Log.All() {
+		if x.Type == message.TypePlan {
+			started = true
+			break
+		}
+	}
+	active := a.On == "request" || a.On == "start" && !started || a.On == "finish" && started
+	var desc strings.Builder
+	fmt.Fprintf(&desc, "## Advisor: %s\n%s\n", a.ID, a.Role)
+	if len(a.Scopes) > 0 {
+		fmt.Fprintf(&desc, "Focus on: %s\n", strings.Join(a.Scopes, ", "))
+	}
+	if !active {
+		if a.On == "" || a.On == "demand" {
+			desc.WriteString("Consult this advisor with the " + ConsultAdvisor + " tool when you need its view.")
+			b.Render(provider.RoleUser, strings.TrimSpace(desc.String()))
+			b.advisorsOnDemand = append(b.advisorsOnDemand, a.ID)
+			b.defineConsult()
+		}
+		return nil
+	}
+	desc.WriteString("Give its opinion in advisors before any call; put its votes for tools in calls as inline JSON, e.g. {\"deploy\": 10, \"delay\": 90}.")
+	b.Render(provider.RoleUser, desc.String())
+	item, err := advisorItem(a, m.Schema, instanceIDs(b.Log))
+	if err != nil {
+		return fmt.Errorf("advisor %q: %w", a.ID, err)
+	}
+	b.advisorItems = append(b.advisorItems, item)
+	b.Property("advisors", advisorsSchema(b.advisorItems), true)
+	return nil
+}
+
+// advisorItem is the schema of one advisor's entry: its id, what its
+// schema asks for, and its votes.
+func advisorItem(a *message.Advisor, s json.RawMessage, instances []string) (json.RawMessage, error) {
+	o := &ojson.Object{}
+	if len(s) > 0 && s[0] == '{' {
+		var err error
+		if o, err = ojson.Parse(s); err != nil {
+			return nil, err
+		}
+	}
+	props := &ojson.Object{}
+	if p := o.Get("properties"); p != nil {
+		var err error
+		if props, err = ojson.Parse(p); err != nil {
+			return nil, err
+		}
+	}
+	props.SetFirst("id", json.RawMessage(`{"const":`+string(ojson.Quote(a.ID))+`}`))
+	req := []string{"id", "calls"}
+	if a.IsInstanced {
+		enum, _ := json.Marshal(instances)
+		props.Set("_instance", json.RawMessage(`{"enum":`+string(enum)+`}`))
+		req = append(req, "_instance")
+	}
+	props.Set("calls", json.RawMessage(`{"type":"string","description":"Votes for tools as inline JSON: tool name to weight."}`))
+	var own []string
+	if r := o.Get("required"); r != nil {
+		_ = json.Unmarshal(r, &own)
+	}
+	rb, _ := json.Marshal(append(own, req...))
+	o.Set("type", json.RawMessage(`"object"`))
+	o.Set("properties", props.Bytes())
+	o.Set("required", rb)
+	return o.Bytes(), nil
+}
+
+func advisorsSchema(items []json.RawMessage) json.RawMessage {
+	var s strings.Builder
+	s.WriteString(`{"type":"array","description":"The advisors' opinions, before any call.","items":`)
+	if len(items) == 1 {
+		s.Write(items[0])
+	} else {
+		s.WriteString(`{"anyOf":[`)
+		for i, it := range items {
+			if i > 0 {
+				s.WriteByte(',')
+			}
+			s.Write(it)
+		}
+		s.WriteString(`]}`)
+	}
+	s.WriteString(`}`)
+	return json.RawMessage(s.String())
+}
+
+// defineConsult (re)defines the ConsultAdvisor tool for the on-demand
+// advisors seen so far. It is latent: the model answers as the advisor.
+func (b *Build) defineConsult() {
+	enum, _ := json.Marshal(b.advisorsOnDemand)
+	def := json.RawMessage(`{"type":"object","description":"Ask an on-demand advisor for its opinion.","properties":{` +
+		`"advisor":{"enum":` + string(enum) + `},"question":{"type":"string"},` +
+		`"_output":{"type":"object","properties":{"opinion":{"type":"string"},"calls":{"type":"string","description":"Votes for tools as inline JSON."}},"required":["opinion"]}},` +
+		`"required":["advisor","question"]}`)
+	_ = defineTool(b, ConsultAdvisor, def)
+}
+
+// instanceIDs lists the instances of a log's data, in order of appearance.
+func instanceIDs(log *message.Log) []string {
+	var ids []string
+	for _, id := range log.Identities() {
+		if id.Instance != "" && !slices.Contains(ids, id.Instance) {
+			ids = append(ids, id.Instance)
+		}
+	}
+	return ids
+}
+
+// Opinion is one advisor's entry in a solution.
+type Opinion struct {
+	ID       string
+	Instance string
+	// Votes are the weights the advisor gave tools.
+	Votes map[string]float64
+	// Raw is the whole entry.
+	Raw json.RawMessage
+}
+
+// Opinions reads the advisors' entries of a solution and their votes. A
+// vote string that is not a JSON object of numbers is an error naming the
+// advisor.
+func (s *Solution) Opinions() ([]Opinion, error) {
+	raw := s.Field("advisors")
+	if raw == nil {
+		return nil, nil
+	}
+	var entries []json.RawMessage
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		return nil, fmt.Errorf("agent: advisors: %w", err)
+	}
+	out := make([]Opinion, 0, len(entries))
+	for i, e := range entries {
+		var v struct {
+			ID       string `json:"id"`
+			Instance string `json:"_instance"`
+			Calls    string `json:"calls"`
+		}
+		if err := json.Unmarshal(e, &v); err != nil {
+			return nil, fmt.Errorf("agent: advisors/%d: %w", i, err)
+		}
+		op := Opinion{ID: v.ID, Instance: v.Instance, Raw: e, Votes: map[string]float64{}}
+		if v.Calls != "" {
+			if err := json.Unmarshal([]byte(v.Calls), &op.Votes); err != nil {
+				return nil, fmt.Errorf("agent: advisor %q: votes %q are not a JSON object of numbers: %w", v.ID, v.Calls, err)
+			}
+		}
+		out = append(out, op)
+	}
+	return out, nil
+}
+
+// Tally weighs the advisors' votes: each tool's share of all votes, summed
+// over advisors that each count once (their votes normalised to 1), so a
+// loud advisor does not outweigh the council.
+func Tally(ops []Opinion) map[string]float64 {
+	t := map[string]float64{}
+	n := 0
+	for _, op := range ops {
+		sum := 0.0
+		for _, w := range op.Votes {
+			if w > 0 {
+				sum += w
+			}
+		}
+		if sum == 0 {
+			continue
+		}
+		n++
+		for _, tool := range slices.Sorted(maps.Keys(op.Votes)) {
+			if w := op.Votes[tool]; w > 0 {
+				t[tool] += w / sum
+			}
+		}
+	}
+	for k := range t {
+		t[k] /= float64(n)
+	}
+	return t
+}
