@@ -118,6 +118,9 @@ func (x *executor) runCall(ctx context.Context, c *Call) ([]message.Message, *Re
 
 // invoke runs the activity, or produces the result latently (104).
 func (x *executor) invoke(ctx context.Context, c *Call) (res *Result, resp *Response, err error) {
+	if name := delegateOf(c.Schema); name != "" {
+		return x.delegate(ctx, c, name)
+	}
 	a, _, err := x.reg.resolveActivity(c.Tool, c.Schema)
 	if err != nil {
 		return nil, nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}

@@ -23,6 +23,7 @@ type Registry struct {
 	schemas  *schema.Registry
 
 	activities map[string]Activity
+	ideas      map[string]*Idea
 	shaped     sync.Map // tool name, definition and mode → the schemas the model and the checks see
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"iter"
 	"log/slog"
 	"strings"
@@ -71,6 +72,11 @@ type Config struct {
 	// Clock gives the time written into output messages; nil means the
 	// wall clock.
 	Clock platform.Clock
+	// MaxDepth bounds nested delegates (014); 0 means DefaultMaxDepth.
+	MaxDepth int
+	// Ideas is where delegates' Idea files are read from when they are
+	// not registered with Registry.Idea; nil means registered ones only.
+	Ideas fs.FS
 }
 
 // Solution is one validated answer of the model.

@@ -58,7 +58,8 @@ func defineTool(b *Build, name string, def json.RawMessage) error {
 	// A tool that names an activity is explicit even where that activity
 	// is not registered: a plain Request does not run calls.
 	a, _, aerr := b.Registry.resolveActivity(name, def)
-	sh, err := b.Registry.shape(name, def, a != nil || aerr != nil)
+	explicit := a != nil || aerr != nil || bytes.Contains(def, []byte(`"_delegate"`)) // a delegate makes its own output
+	sh, err := b.Registry.shape(name, def, explicit)
 	if err != nil {
 		return fmt.Errorf("tool %q: %w", name, err)
 	}

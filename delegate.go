@@ -1,0 +1,136 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/augceo/agent/message"
+)
+
+// Delegation limits and errors (014).
+const (
+	// DefaultMaxDepth bounds nested delegates when Config.MaxDepth is 0.
+	DefaultMaxDepth = 3
+	// Anonymous as a tool's _delegate runs the call in a fresh, isolated
+	// request with no saved Idea behind it.
+	Anonymous = "anonymous"
+)
+
+// ErrDepth reports delegates nested deeper than the limit.
+var ErrDepth = errors.New("agent: delegation too deep")
+
+type depthKey struct{}
+
+// Idea registers a saved Idea under name, for tools whose _delegate names it.
+func (r *Registry) Idea(name string, idea *Idea) {
+	if name == "" || idea == nil || name == Anonymous {
+		panic(fmt.Sprintf("agent: invalid Idea registration %q", name))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ideas == nil {
+		r.ideas = map[string]*Idea{}
+	}
+	if _, ok := r.ideas[name]; ok {
+		panic(fmt.Sprintf("agent: idea %q is already registered", name))
+	}
+	r.ideas[name] = idea
+}
+
+// lookupIdea finds a delegate's Idea: registered by name, else a file in
+// fsys (Config.Ideas).
+func (r *Registry) lookupIdea(name string, fsys fs.FS) (*Idea, error) {
+	r.mu.RLock()
+	idea, ok := r.ideas[name]
+	r.mu.RUnlock()
+	if ok {
+		return idea, nil
+	}
+	if fsys == nil {
+		return nil, fmt.Errorf("delegate %q: no such Idea registered, and Config.Ideas is not set", name)
+	}
+	data, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("delegate %q: %w", name, err)
+	}
+	idea, err = ParseIdea(data)
+	if err != nil {
+		return nil, fmt.Errorf("delegate %q: %w", name, err)
+	}
+	return idea, nil
+}
+
+// delegateOf returns a tool's _delegate, or "".
+func delegateOf(def json.RawMessage) string {
+	var d struct {
+		Delegate string `json:"_delegate"`
+	}
+	_ = json.Unmarshal(def, &d)
+	return d.Delegate
+}
+
+// delegate runs a call in an isolated sub-run (014): the Idea's context,
+// then the call's parameters as an input message (with the Idea's input
+// schema, so the model maps them), then what the call's scopes import
+// from the parent, and nothing else. Its output is the call's result;
+// its usage rolls up to the parent.
+func (x *executor) delegate(ctx context.Context, c *Call, name string) (*Result, *Response, error) {
+	depth, _ := ctx.Value(depthKey{}).(int)
+	limit := x.cfg.MaxDepth
+	if limit <= 0 {
+		limit = DefaultMaxDepth
+	}
+	if depth >= limit {
+		return nil, nil, &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("%w: %d levels", ErrDepth, limit)}
+	}
+	var idea *Idea
+	if name == Anonymous {
+		var def struct {
+			Description string `json:"description"`
+			Properties  struct {
+				Output json.RawMessage `json:"_output"`
+			} `json:"properties"`
+		}
+		_ = json.Unmarshal(c.Schema, &def)
+		idea = &Idea{Schema: def.Properties.Output}
+		if def.Description != "" {
+			idea.Context = []message.Message{{Type: message.TypeText, Role: message.RoleSystem, Text: def.Description}}
+		}
+	} else {
+		var err error
+		if idea, err = x.reg.lookupIdea(name, x.cfg.Ideas); err != nil {
+			return nil, nil, &CallError{Kind: Runtime, Tool: c.Tool, Err: err}
+		}
+	}
+	var msgs []message.Message
+	var inputSchema json.RawMessage
+	for _, m := range idea.Context {
+		// An input message with a schema and no data is the Idea's input
+		// declaration (103): the call's parameters fill it.
+		if m.Type == message.TypeData && m.Kind == message.KindInput && m.Data == nil && m.Schema != nil {
+			inputSchema = m.Schema
+			continue
+		}
+		msgs = append(msgs, m)
+	}
+	msgs = append(msgs, message.Message{Type: message.TypeData, Kind: message.KindInput, Data: c.Args(), Schema: inputSchema})
+	msgs = append(msgs, c.scoped...)
+	cfg := x.cfg
+	cfg.CallbackPath, cfg.N = "", 1
+	schema := idea.Schema
+	if schema == nil {
+		schema = json.RawMessage(`{}`)
+	}
+	res, err := Run(context.WithValue(ctx, depthKey{}, depth+1), cfg, schema, msgs)
+	resp := &Response{}
+	if res != nil {
+		resp.Usage = res.Usage
+	}
+	if err != nil {
+		return nil, resp, &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("delegate %q: %w", name, err)}
+	}
+	return &Result{Value: res.Solution.Output}, resp, nil
+}

@@ -1,0 +1,106 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/scripted"
+	"github.com/augceo/agent/ref"
+)
+
+func TestDelegateSpeaker(t *testing.T) {
+	// Page 014, "Flexible input mapping": the call's parameters become the
+	// delegate's input, next to the delegate's own input schema; nothing of
+	// the parent reaches it.
+	reg := agent.NewRegistry()
+	idea, err := agent.ParseIdea([]byte(`{"schema":{"type":"object","properties":{"sent":{"type":"boolean"}}},"context":[
+		{"type":"system","message":"You are an expert in messaging in English."},
+		{"type":"input","schema":{"type":"object","properties":{"recipientId":{"type":"string"},"messageBody":{"type":"string"}}}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Idea("speaker_EN", idea)
+	reg.Tool("sendMessage", json.RawMessage(`{"type":"object","_delegate":"speaker_EN","properties":{"userId":{"type":"string"},"text":{"type":"string"}}}`))
+	p := scripted.New(
+		scripted.Response{Solutions: []string{`{"calls":[{"_tool":"sendMessage","userId":"u_123","text":"Hello, world!","_outputPath":"†state.delivery"}],"output":null}`}, Usage: usage(10)},
+		scripted.Response{Solutions: []string{`{"output":{"sent":true}}`}, Usage: usage(5)},
+		scripted.Response{Solutions: []string{`{"calls":[],"output":"done"}`}, Usage: usage(1)},
+	)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"string"}`),
+		ctxOf(t, `[{"type":"tool","tool":"sendMessage"},{"type":"state","apiKey":"TOPSECRET"},{"type":"text","text":"Greet u_123"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lookup(t, res.Log, "†state.delivery.sent"); got != "true" {
+		t.Errorf("delivery = %s", got)
+	}
+	if res.Usage.Input != 16 {
+		t.Errorf("usage %+v: the delegate's does not roll up", res.Usage)
+	}
+	var sub strings.Builder
+	for _, m := range p.Requests()[1].Messages {
+		sub.WriteString(string(m.Role) + ": " + m.Text + "\n")
+	}
+	got := sub.String()
+	for _, want := range []string{"system: You are an expert in messaging in English.", `"userId": "u_123"`, `"recipientId"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("delegate context lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "TOPSECRET") || strings.Contains(got, "Greet u_123") {
+		t.Errorf("the parent's context leaked into the delegate:\n%s", got)
+	}
+	if strings.Contains(string(p.Requests()[0].Schema), "_delegate") {
+		t.Error("the model saw _delegate")
+	}
+}
+
+func usage(n int) provider.Usage { return provider.Usage{Input: n} }
+
+func TestDelegateScopedAnonymousAndDepth(t *testing.T) {
+	// An anonymous delegate with provisioned scopes sees its input and the
+	// scoped state of its own instance only; an Idea file is read from
+	// Config.Ideas; nesting stops at MaxDepth.
+	reg := agent.NewRegistry()
+	reg.Tool("translate", json.RawMessage(`{"type":"object","description":"You are a translator.","_delegate":"anonymous",
+		"properties":{"to":{"type":"string"},"_scopes":{"const":["state"]},"_output":{"type":"string"}}}`))
+	reg.Tool("deep", json.RawMessage(`{"type":"object","_delegate":"deep.json","properties":{}}`))
+	ideas := fstest.MapFS{"deep.json": {Data: []byte(`{"schema":{},"context":[{"type":"tool","tool":"deep"}]}`)}}
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"translate","to":"fr","_instance":"①","_outputPath":"†state.out"}],"output":null}`,
+		`{"output":"Bonjour"}`,
+		`{"calls":[{"_tool":"deep","_outputPath":"†state.deep"}],"output":null}`,
+		`{"calls":[{"_tool":"deep","_outputPath":"†state.d"}],"output":null}`,
+		`{"calls":[],"output":"x"}`,
+		`{"calls":[],"output":"done"}`,
+	)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, Ideas: ideas, MaxDepth: 1},
+		json.RawMessage(`{"type":"string"}`), ctxOf(t, `[{"type":"tool","tool":"translate"},{"type":"tool","tool":"deep"},
+			{"type":"state","_instance":"①","text":"Hello"},{"type":"state","_instance":"②","text":"Secret two"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := func(i int) string {
+		var b strings.Builder
+		for _, m := range p.Requests()[i].Messages {
+			b.WriteString(m.Text + "\n")
+		}
+		return b.String()
+	}
+	if sub := texts(1); !strings.Contains(sub, "You are a translator.") || !strings.Contains(sub, "Hello") || strings.Contains(sub, "Secret two") {
+		t.Errorf("anonymous delegate request:\n%s", sub)
+	}
+	if got, err := ref.EvalString(res.Log.Instance("①"), "†state.out"); err != nil || string(got) != `"Bonjour"` {
+		t.Errorf("state.out of ① = %s, %v", got, err)
+	}
+	// The nested delegate inside deep.json is one level too deep: its sub-run
+	// reports it to its own model.
+	if sub := texts(4); !strings.Contains(sub, "delegation too deep") {
+		t.Errorf("nesting past MaxDepth was not reported:\n%s", sub)
+	}
+}
