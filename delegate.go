@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/message"
 )
+
 
 // Delegation limits and errors (014).
 const (
@@ -133,4 +135,60 @@ func (x *executor) delegate(ctx context.Context, c *Call, name string) (*Result,
 		return nil, resp, &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("delegate %q: %w", name, err)}
 	}
 	return &Result{Value: res.Solution.Output}, resp, nil
+}
+
+// ErrNotIdeator reports an Idea with no input declaration.
+var ErrNotIdeator = errors.New("agent: the idea declares no input")
+
+// Ideator registers an Idea whose context declares its input (an input
+// message with a schema and no data: an Ideator, 103) as a tool named
+// name: the tool's parameters are that input schema, its _output the
+// Idea's schema, and calls run it as a delegate. This is the upfront
+// resolution of page 014: the model sees the delegate's exact contract.
+func (r *Registry) Ideator(name string, idea *Idea) error {
+	var input json.RawMessage
+	description := ""
+	for _, m := range idea.Context {
+		if m.Type == message.TypeData && m.Kind == message.KindInput && m.Data == nil && m.Schema != nil {
+			input = m.Schema
+		}
+		if m.Type == message.TypeText && m.Role == message.RoleSystem && description == "" {
+			description = m.Text
+		}
+	}
+	if input == nil {
+		return fmt.Errorf("%w: %q", ErrNotIdeator, name)
+	}
+	var in struct {
+		Required []string `json:"required"`
+	}
+	if err := json.Unmarshal(input, &in); err != nil {
+		return fmt.Errorf("ideator %q: input schema: %w", name, err)
+	}
+	o, err := ojson.Parse(input)
+	if err != nil {
+		return fmt.Errorf("ideator %q: input schema: %w", name, err)
+	}
+	props, err := ojson.Parse(o.Get("properties"))
+	if err != nil {
+		props, _ = ojson.Parse([]byte(`{}`))
+	}
+	out := idea.Schema
+	if out == nil {
+		out = json.RawMessage(`{}`)
+	}
+	props.Set("_output", out)
+	def, _ := ojson.Parse([]byte(`{"type":"object"}`))
+	if description != "" {
+		def.Set("description", ojson.Quote(description))
+	}
+	def.Set("_delegate", ojson.Quote(name))
+	def.Set("properties", props.Bytes())
+	if in.Required != nil {
+		rb, _ := json.Marshal(in.Required)
+		def.Set("required", rb)
+	}
+	r.Idea(name, idea)
+	r.Tool(name, def.Bytes())
+	return nil
 }

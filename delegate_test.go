@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -102,5 +103,42 @@ func TestDelegateScopedAnonymousAndDepth(t *testing.T) {
 	// reports it to its own model.
 	if sub := texts(4); !strings.Contains(sub, "delegation too deep") {
 		t.Errorf("nesting past MaxDepth was not reported:\n%s", sub)
+	}
+}
+
+func TestIdeator(t *testing.T) {
+	// 103: an Idea with an input declaration becomes a tool whose
+	// parameters are its input schema and whose output is its schema.
+	idea, err := agent.ParseIdea([]byte(`{"schema":{"type":"object","properties":{"article":{"type":"string"}},"required":["article"]},"context":[
+		{"type":"system","message":"Write short articles."},
+		{"type":"input","schema":{"type":"object","properties":{"topic":{"type":"string"}},"required":["topic"]}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := agent.NewRegistry()
+	if err := reg.Ideator("writeArticle", idea); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Ideator("nope", &agent.Idea{Schema: json.RawMessage(`{}`)}); !errors.Is(err, agent.ErrNotIdeator) {
+		t.Errorf("an Idea without input: %v", err)
+	}
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"writeArticle","topic":"the weather","_outputPath":"†state.article"}],"output":null}`,
+		`{"output":{"article":"Sunny."}}`,
+		`{"calls":[],"output":"done"}`,
+	)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[{"type":"tool","tool":"writeArticle"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lookup(t, res.Log, "†state.article.article"); got != `"Sunny."` {
+		t.Errorf("article = %s", got)
+	}
+	schema := string(p.Requests()[0].Schema)
+	if !strings.Contains(schema, `"topic"`) || !strings.Contains(schema, "Write short articles.") || strings.Contains(schema, `"_delegate"`) {
+		t.Errorf("the tool the model saw: %s", schema)
+	}
+	if !strings.Contains(string(p.Requests()[1].Schema), `"article"`) {
+		t.Errorf("the delegate's schema: %s", p.Requests()[1].Schema)
 	}
 }
