@@ -11,7 +11,6 @@ import (
 	"github.com/augceo/agent/message"
 )
 
-
 // Delegation limits and errors (014).
 const (
 	// DefaultMaxDepth bounds nested delegates when Config.MaxDepth is 0.
