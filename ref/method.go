@@ -53,58 +53,41 @@ func Decode(data []byte) (any, error) {
 // nobody else holds. Missing intermediate objects are created; a failed
 // Apply leaves root unchanged.
 func Apply(root any, present bool, path Path, m Method, v any) (any, error) {
-	if m == MethodConcat {
-		if _, ok := v.([]any); !ok {
-			return root, &Error{Offset: -1, At: path.String(), Err: fmt.Errorf("%w: concat needs an array value, got %s", ErrTypeClash, typeName(v))}
+	// Check first: then nothing can fail halfway through a change.
+	if err := Check(root, present, path, m, v); err != nil {
+		return root, err
+	}
+	if len(path) == 0 || !present {
+		nv, _ := combine(root, present, m, v, path)
+		if len(path) == 0 {
+			return nv, nil
 		}
-	}
-	if len(path) == 0 {
-		return combine(root, present, m, v, path)
-	}
-	if !present {
 		return wrap(path, m, v), nil
 	}
-	// Walk existing containers without changing anything; the first missing
-	// key starts a fresh branch, so nothing can fail after a change.
 	cur := root
 	for i, seg := range path {
-		last := i == len(path)-1
+		var child any
+		var found bool
 		switch c := cur.(type) {
 		case map[string]any:
-			child, ok := c[seg]
-			if !ok {
+			child, found = c[seg]
+			if !found {
 				c[seg] = wrap(path[i+1:], m, v)
 				return root, nil
 			}
-			if last {
-				nv, err := combine(child, true, m, v, path)
-				if err != nil {
-					return root, err
-				}
-				c[seg] = nv
+			if i == len(path)-1 {
+				c[seg], _ = combine(child, true, m, v, path)
 				return root, nil
 			}
-			cur = child
 		case []any:
-			n, ok := index(seg)
-			if !ok {
-				return root, &Error{Offset: -1, At: path[:i+1].String(), Err: fmt.Errorf("%w: key %q in an array", ErrTypeClash, seg)}
-			}
-			if n >= len(c) {
-				return root, &Error{Offset: -1, At: path[:i+1].String(), Err: fmt.Errorf("%w: index %d, length %d", ErrIndexRange, n, len(c))}
-			}
-			if last {
-				nv, err := combine(c[n], true, m, v, path)
-				if err != nil {
-					return root, err
-				}
-				c[n] = nv
+			n, _ := index(seg) // Check saw a valid index
+			child = c[n]
+			if i == len(path)-1 {
+				c[n], _ = combine(child, true, m, v, path)
 				return root, nil
 			}
-			cur = c[n]
-		default:
-			return root, &Error{Offset: -1, At: path[:i].String(), Err: fmt.Errorf("%w: cannot write %q into %s", ErrTypeClash, seg, typeName(c))}
 		}
+		cur = child
 	}
 	return root, nil
 }
