@@ -557,7 +557,7 @@ func parseNode(i int, raw json.RawMessage) (*planNode, []PlanProblem) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(params)) {
 		if !strings.HasPrefix(k, "_") {
-			n.collect(params[k], "/"+pointerEscape(k), add)
+			n.collect(params[k], "/"+ref.PointerEscape(k), add)
 		}
 	}
 	if len(problems) > 0 {
@@ -582,17 +582,13 @@ func (n *planNode) collect(v any, at string, add func(param, r string, err error
 		n.reads = append(n.reads, planRead{param: at, expr: e})
 	case map[string]any:
 		for _, k := range slices.Sorted(maps.Keys(c)) {
-			n.collect(c[k], at+"/"+pointerEscape(k), add)
+			n.collect(c[k], at+"/"+ref.PointerEscape(k), add)
 		}
 	case []any:
 		for i, x := range c {
 			n.collect(x, at+"/"+strconv.Itoa(i), add)
 		}
 	}
-}
-
-func pointerEscape(s string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }
 
 // metaError says what is wrong with the shape of a call, in words, or

@@ -59,7 +59,7 @@ func Substitute(src Source, params json.RawMessage) (json.RawMessage, error) {
 			return true
 		}
 		var nv any
-		if nv, err = substitute(src, jsonfast.Decode(v), "/"+pointerEscape(k)); err != nil {
+		if nv, err = substitute(src, jsonfast.Decode(v), "/"+PointerEscape(k)); err != nil {
 			return false
 		}
 		var enc []byte
@@ -107,7 +107,7 @@ func substitute(src Source, v any, at string) (any, error) {
 		return raw, nil
 	case map[string]any:
 		for k, x := range c {
-			nv, err := substitute(src, x, at+"/"+pointerEscape(k))
+			nv, err := substitute(src, x, at+"/"+PointerEscape(k))
 			if err != nil {
 				return nil, err
 			}
@@ -140,9 +140,12 @@ func mayHaveDagger(data []byte) bool {
 	return bytes.Contains(data, []byte(Dagger)) || bytes.Contains(data, []byte(`\u2020`))
 }
 
-func pointerEscape(s string) string {
+// PointerEscape escapes a key for a JSON pointer (RFC 6901): ~ and /.
+func PointerEscape(s string) string {
 	if !strings.ContainsAny(s, "~/") {
 		return s
 	}
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+	return pointerEscaper.Replace(s)
 }
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
