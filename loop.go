@@ -391,7 +391,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 		if err == nil {
 			err = errors.New("it was never run")
 		}
-		errs = append(errs, ErrorMessage(p, &CallError{Kind: Structural, Tool: toolOf(p), Err: fmt.Errorf("never became ready: %w", err)}))
+		errs = append(errs, ErrorMessage(p, &CallError{Kind: Structural, Tool: planTool(p), Err: fmt.Errorf("never became ready: %w", err)}))
 	}
 	// The calls of this step are the plan of the next (012); errors of the
 	// tick come last.
@@ -428,7 +428,7 @@ func (r *run) launch(ctx context.Context, step int, raw json.RawMessage) (launch
 	}
 	if err != nil {
 		m := ErrorMessage(raw, err)
-		return false, &m, r.emit(RunEvent{Kind: EventCallFailed, Step: step, Call: &Call{Raw: raw, Tool: toolOf(raw)}, Err: err})
+		return false, &m, r.emit(RunEvent{Kind: EventCallFailed, Step: step, Call: &Call{Raw: raw, Tool: planTool(raw)}, Err: err})
 	}
 	if r.cfg.Confirm != nil {
 		d, err := r.cfg.Confirm(ctx, c)
@@ -519,10 +519,3 @@ func (r *run) wait() {
 	}
 }
 
-func toolOf(raw json.RawMessage) string {
-	var t struct {
-		Tool string `json:"_tool"`
-	}
-	_ = json.Unmarshal(raw, &t)
-	return strings.TrimSpace(t.Tool)
-}

@@ -628,7 +628,8 @@ func jsonKind(v any) string {
 	return "an object"
 }
 
-// planTool returns the _tool of a raw call, if it has a string one.
+// planTool returns a call's _tool for messages about it, or "" when it
+// has none (or not a string).
 func planTool(raw json.RawMessage) string {
 	var t struct {
 		Tool any `json:"_tool"`
