@@ -518,4 +518,3 @@ func (r *run) wait() {
 		r.running--
 	}
 }
-
