@@ -1,0 +1,109 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+	"time"
+
+	"github.com/augceo/agent/provider"
+)
+
+// Errors a Store returns that callers branch on.
+var (
+	// ErrNotFound reports a run the store does not hold.
+	ErrNotFound = errors.New("store: run not found")
+	// ErrExists reports a fork whose new run id is taken.
+	ErrExists = errors.New("store: run already exists")
+)
+
+// Status is where a run stands.
+type Status string
+
+// The statuses of a run.
+const (
+	Running     Status = "running"     // started and not finished; after a crash it stays so until resumed
+	Done        Status = "done"        // ended with an output, or a plan ran to its end
+	Failed      Status = "failed"      // ended with an error (a limit, a bad plan, a provider error)
+	Interrupted Status = "interrupted" // stopped by cancellation (Ctrl-C); resumable
+)
+
+// Run is the metadata of one run.
+type Run struct {
+	ID     string
+	Kind   string // "plan" (ExecutePlan, no model) or "loop" (the agent loop)
+	Idea   string // where the run came from: an Idea file's path, or a name
+	Model  string // provider:model, empty for plans
+	Status Status
+	Error  string // why it failed or was interrupted
+	Usage  provider.Usage
+	// Parent and ForkedAt name the run this one was forked from and the
+	// Seq of the last parent entry it copied (016 branches).
+	Parent   string
+	ForkedAt int64
+	// Spec holds what resuming needs beyond the journal: the schema of a
+	// loop run, settings. Opaque to the store.
+	Spec    json.RawMessage
+	Created time.Time
+	Updated time.Time
+}
+
+// EntryType names what a journal entry records.
+type EntryType string
+
+// The types of journal entries.
+const (
+	// EntryMessage is a message appended to the run's log; Data holds it
+	// in canonical JSON. The messages of a journal, in order, are the log.
+	EntryMessage EntryType = "message"
+	// EntryStarted is a call about to run; Call names it and Data holds
+	// its JSON. It is durable before the call's activity starts.
+	EntryStarted EntryType = "started"
+	// EntrySettled is a call that finished, with or without an error. It
+	// is appended together with the call's messages, atomically.
+	EntrySettled EntryType = "settled"
+	// EntrySolution is a solution received from the model in a step of
+	// a loop run; Call holds the step number and Data the solution.
+	EntrySolution EntryType = "solution"
+)
+
+// Entry is one record of a run's journal.
+type Entry struct {
+	// Seq is the entry's position in its run's journal, from 1. Append
+	// assigns it; values given to Append are ignored.
+	Seq  int64
+	Type EntryType
+	// Call identifies a call within the run (started, settled), or a step
+	// (solution). Empty for messages.
+	Call string
+	Data json.RawMessage
+	Time time.Time
+}
+
+// Store is where a run's metadata and journal go while it runs.
+//
+// Implementations are safe for concurrent use. The agent appends to one
+// run from one goroutine at a time; different runs may be written
+// concurrently. The store owns nothing it is given: it copies what it
+// keeps. A cancelled ctx may abort a call; an Append either keeps all its
+// entries or none.
+type Store interface {
+	// Save creates the run or replaces its metadata.
+	Save(ctx context.Context, run Run) error
+	// Append adds entries to the end of a saved run's journal and returns
+	// once they are durable: a process killed after Append returned keeps
+	// them. It returns ErrNotFound for a run never saved.
+	Append(ctx context.Context, id string, entries ...Entry) error
+	// Entries walks a run's journal in order, from the first entry whose
+	// Seq is greater than after. It yields ErrNotFound for an unknown run.
+	Entries(ctx context.Context, id string, after int64) iter.Seq2[Entry, error]
+}
+
+// Catalog is the read side of a store: the runs it holds.
+type Catalog interface {
+	// Load returns a run's metadata, or ErrNotFound.
+	Load(ctx context.Context, id string) (Run, error)
+	// Runs walks every run, most recently created first.
+	Runs(ctx context.Context) iter.Seq2[Run, error]
+}
