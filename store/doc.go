@@ -7,4 +7,16 @@
 // read side the CLI uses to list and inspect runs. [Memory] implements both
 // for tests; the sqlite and postgres packages implement them for real use.
 // storetest checks any implementation against the same conformance suite.
+// [Fork] branches a run at a message of its log, through any of them:
+//
+//	m := store.NewMemory()
+//	_ = m.Save(ctx, store.Run{ID: "r1", Kind: "loop", Status: store.Running, Created: now, Updated: now})
+//	_ = m.Append(ctx, "r1", store.Entry{Type: store.EntryMessage, Data: msg, Time: now})
+//	for e, err := range m.Entries(ctx, "r1", 0) {
+//		if err != nil {
+//			return err
+//		}
+//		fmt.Println(e.Seq, e.Type) // 1 message
+//	}
+//	branch, err := store.Fork(ctx, m, m, "r1", 0, "r2", now) // r2 holds r1's first message
 package store

@@ -3,19 +3,10 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"iter"
 	"time"
 
 	"github.com/augceo/agent/provider"
-)
-
-// Errors a Store returns that callers branch on.
-var (
-	// ErrNotFound reports a run the store does not hold.
-	ErrNotFound = errors.New("store: run not found")
-	// ErrExists reports a fork whose new run id is taken.
-	ErrExists = errors.New("store: run already exists")
 )
 
 // Status is where a run stands.
@@ -39,7 +30,8 @@ type Run struct {
 	Error  string // why it failed or was interrupted
 	Usage  provider.Usage
 	// Parent and ForkedAt name the run this one was forked from and the
-	// Seq of the last parent entry it copied (016 branches).
+	// Seq, in the parent's journal, of the message it was forked at (016
+	// branches; see [Fork]).
 	Parent   string
 	ForkedAt int64
 	// Spec holds what resuming needs beyond the journal: the schema of a
@@ -66,6 +58,10 @@ const (
 	// EntrySolution is a solution received from the model in a step of
 	// a loop run; Call holds the step number and Data the solution.
 	EntrySolution EntryType = "solution"
+	// EntryEnd closes a journal whose run reached its end; it is appended
+	// together with the run's last messages, so a resume finds either all
+	// of them or none.
+	EntryEnd EntryType = "end"
 )
 
 // Entry is one record of a run's journal.

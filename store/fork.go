@@ -1,0 +1,117 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Fork creates run newID as a branch of run id: its journal is the
+// parent's up to and including the message with log index at (0 is the
+// first [EntryMessage] of the journal), and its metadata is the parent's
+// Kind, Idea, Model and Spec, with Status [Interrupted] so that it can be
+// resumed, Parent id, ForkedAt the Seq of that message, Created and
+// Updated now, and zero Usage. Fork returns the new run.
+//
+// The new journal holds every parent entry up to that message and the
+// call entries that follow it up to the next message (a call's messages
+// and its [EntrySettled] are appended together, messages first),
+// renumbered from 1 by [Store.Append], except an [EntryStarted] whose
+// [EntrySettled] (the entry with the same Call) is not among them: in the
+// fork, that call has not run yet.
+//
+// Fork returns an error wrapping [ErrNotFound] if the parent does not
+// exist, [ErrExists] if newID does, and [ErrRange] if at is negative or
+// the parent's log has no message at index at.
+//
+// Fork writes through the Store interface, which cannot create a run only
+// if it is absent nor save a run together with its journal. So a fork
+// racing another to the same newID may replace it, and a fork that fails
+// while copying the journal leaves run newID with Status [Failed] and an
+// Error saying so.
+func Fork(ctx context.Context, s Store, c Catalog, id string, at int, newID string, now time.Time) (Run, error) {
+	parent, err := c.Load(ctx, id)
+	if err != nil {
+		return Run{}, fmt.Errorf("fork run %s: %w", id, err)
+	}
+	switch _, err := c.Load(ctx, newID); {
+	case err == nil:
+		return Run{}, fmt.Errorf("fork run %s as %s: %w", id, newID, ErrExists)
+	case !errors.Is(err, ErrNotFound):
+		return Run{}, fmt.Errorf("fork run %s as %s: %w", id, newID, err)
+	}
+	if at < 0 {
+		return Run{}, fmt.Errorf("%w: fork run %s at message %d", ErrRange, id, at)
+	}
+
+	var (
+		prefix   []Entry
+		messages int
+		forkedAt int64 = -1
+	)
+	for e, err := range s.Entries(ctx, id, 0) {
+		if err != nil {
+			return Run{}, fmt.Errorf("fork run %s: %w", id, err)
+		}
+		if forkedAt >= 0 {
+			// The records written with message at (the settling of the
+			// call that wrote it) belong to the prefix; the next message,
+			// or the end of the run, does not.
+			if e.Type == EntryMessage || e.Type == EntryEnd {
+				break
+			}
+			prefix = append(prefix, e)
+			continue
+		}
+		prefix = append(prefix, e)
+		if e.Type == EntryMessage {
+			if messages == at {
+				forkedAt = e.Seq
+			}
+			messages++
+		}
+	}
+	if forkedAt < 0 {
+		return Run{}, fmt.Errorf("%w: fork run %s at message %d: its log has %d messages", ErrRange, id, at, messages)
+	}
+
+	settled := make(map[string]bool)
+	for _, e := range prefix {
+		if e.Type == EntrySettled {
+			settled[e.Call] = true
+		}
+	}
+	entries := prefix[:0]
+	for _, e := range prefix {
+		if e.Type == EntryStarted && !settled[e.Call] {
+			continue
+		}
+		entries = append(entries, e)
+	}
+
+	run := Run{
+		ID:       newID,
+		Kind:     parent.Kind,
+		Idea:     parent.Idea,
+		Model:    parent.Model,
+		Status:   Failed,
+		Error:    fmt.Sprintf("fork of run %s at entry %d is incomplete", id, forkedAt),
+		Parent:   id,
+		ForkedAt: forkedAt,
+		Spec:     parent.Spec,
+		Created:  now,
+		Updated:  now,
+	}
+	if err := s.Save(ctx, run); err != nil {
+		return Run{}, fmt.Errorf("fork run %s as %s: %w", id, newID, err)
+	}
+	if err := s.Append(ctx, newID, entries...); err != nil {
+		return Run{}, fmt.Errorf("fork run %s as %s: %w", id, newID, err)
+	}
+	run.Status, run.Error = Interrupted, ""
+	if err := s.Save(ctx, run); err != nil {
+		return Run{}, fmt.Errorf("fork run %s as %s: %w", id, newID, err)
+	}
+	return run, nil
+}

@@ -1,0 +1,172 @@
+package sqlite_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/store"
+	"github.com/augceo/agent/store/sqlite"
+	"github.com/augceo/agent/store/storetest"
+)
+
+func open(t testing.TB, path string) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) (store.Store, store.Catalog) {
+		s := open(t, filepath.Join(t.TempDir(), "runs.db"))
+		return s, s
+	})
+}
+
+var (
+	t0  = time.Date(2025, 3, 14, 15, 9, 26, 535897932, time.UTC)
+	run = store.Run{
+		ID: "r", Kind: "loop", Idea: "idea.json", Model: "scripted:x", Status: store.Running,
+		Usage: provider.Usage{Input: 1, Output: 2, Thinking: 3, CacheRead: 4, CacheWrite: 5},
+		Spec:  json.RawMessage(`{"a": 1}`), Created: t0, Updated: t0,
+	}
+	journal = []store.Entry{
+		{Seq: 1, Type: store.EntryMessage, Data: json.RawMessage(`{"text":"hi"}`), Time: t0},
+		{Seq: 2, Type: store.EntryStarted, Call: "c1", Data: json.RawMessage(`{"tool":"x"}`), Time: t0.Add(time.Nanosecond)},
+		{Seq: 3, Type: store.EntrySettled, Call: "c1", Data: json.RawMessage(`{}`), Time: t0.Add(time.Second)},
+	}
+)
+
+// check fails t unless the database at path holds run and journal.
+func check(t *testing.T, path string) {
+	t.Helper()
+	s := open(t, path)
+	got, err := s.Load(t.Context(), run.ID)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if diff := cmp.Diff(got, run); diff != "" {
+		t.Errorf("Load mismatch (-got +want):\n%s", diff)
+	}
+	var es []store.Entry
+	for e, err := range s.Entries(t.Context(), run.ID, 0) {
+		if err != nil {
+			t.Fatalf("Entries: %v", err)
+		}
+		es = append(es, e)
+	}
+	if diff := cmp.Diff(es, journal, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("Entries mismatch (-got +want):\n%s", diff)
+	}
+}
+
+func TestReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runs.db")
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if err := s.Save(t.Context(), run); err != nil {
+		t.Fatalf("Save: %v", err)
+	}
+	if err := s.Append(t.Context(), run.ID, journal...); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	check(t, path)
+}
+
+// TestKilled checks the promise of Append: entries appended before the
+// process is killed (SIGKILL, no Close) are there when the file is opened
+// again. The test runs itself as the process to kill.
+func TestKilled(t *testing.T) {
+	const env = "STORE_SQLITE_TEST_KILLED"
+	if path := os.Getenv(env); path != "" {
+		s, err := sqlite.Open(t.Context(), path)
+		if err == nil {
+			err = s.Save(t.Context(), run)
+		}
+		if err == nil {
+			err = s.Append(t.Context(), run.ID, journal...)
+		}
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println("appended")
+		select {} // wait to be killed
+	}
+
+	path := filepath.Join(t.TempDir(), "runs.db")
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestKilled$")
+	cmd.Env = append(os.Environ(), env+"="+path)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "appended" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("child said %q, %v; want appended", line, err)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	check(t, path)
+}
+
+func TestOpenRefuses(t *testing.T) {
+	for _, path := range []string{"", ":memory:", "file:x.db", "x.db?mode=ro"} {
+		if s, err := sqlite.Open(t.Context(), path); err == nil {
+			s.Close()
+			t.Errorf("Open(%q) succeeded, want an error", path)
+		}
+	}
+}
+
+func BenchmarkAppend(b *testing.B) {
+	data, _ := json.Marshal(map[string]string{"role": "assistant", "text": strings.Repeat("lorem ipsum ", 24)})
+	for _, n := range []int{1, 10} {
+		b.Run(fmt.Sprintf("%dx%dB", n, len(data)), func(b *testing.B) {
+			s := open(b, filepath.Join(b.TempDir(), "runs.db"))
+			if err := s.Save(b.Context(), run); err != nil {
+				b.Fatal(err)
+			}
+			entries := make([]store.Entry, n)
+			for i := range entries {
+				entries[i] = store.Entry{Type: store.EntryMessage, Data: data, Time: t0}
+			}
+			for b.Loop() {
+				if err := s.Append(b.Context(), run.ID, entries...); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
