@@ -27,6 +27,10 @@ type Call struct {
 	OutputMethod string
 	// Schema is the tool's definition.
 	Schema json.RawMessage
+	// ID names the call within its run: its position in a plan ("7"), or
+	// its step and position in that step's solution ("2.0"). A durable
+	// run's journal records calls by it.
+	ID string
 
 	scoped []message.Message // what its _scopes let it see
 }

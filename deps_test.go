@@ -25,8 +25,9 @@ func TestDependencies(t *testing.T) {
 		{"./jsonstream", core},
 		{"./schema", append([]string{"github.com/augceo/agent/schema"}, schemaLibs...)},
 		{"./provider", []string{"github.com/augceo/agent/provider"}},
+		{"./store", []string{"github.com/augceo/agent/store", "github.com/augceo/agent/provider"}},
 		{".", append(append([]string{"github.com/augceo/agent", "github.com/augceo/agent/internal/", "github.com/augceo/agent/schema",
-			"github.com/augceo/agent/provider", "github.com/augceo/agent/platform"}, core...), schemaLibs...)},
+			"github.com/augceo/agent/provider", "github.com/augceo/agent/platform", "github.com/augceo/agent/store"}, core...), schemaLibs...)},
 	} {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", tt.pkg).CombinedOutput()
 		if err != nil {

@@ -52,6 +52,8 @@ type RunResult struct {
 	// Plan holds the calls of a lazy run (012): the model planned them and
 	// nothing ran. Approve them and run them with ExecutePlan.
 	Plan []json.RawMessage
+	// RunID names the run in Config.Store, when there is one.
+	RunID string
 }
 
 // EventKind names what a RunEvent reports.
@@ -124,20 +126,38 @@ func Events(ctx context.Context, cfg Config, schema json.RawMessage, msgs []mess
 			yield(RunEvent{}, ErrNoProvider)
 			return
 		}
-		ctx, cancel := context.WithCancel(platform.WithClock(ctx, cfg.Clock))
-		log, err := message.NewLog(msgs...)
+		loopEvents(ctx, cfg, schema, msgs, 1, yield)
+	}
+}
+
+// loopEvents runs the loop from step first.
+func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []message.Message, first int, yield func(RunEvent, error) bool) {
+	ctx, cancel := context.WithCancel(platform.WithClock(ctx, cfg.Clock))
+	defer cancel()
+	log, err := message.NewLog(msgs...)
+	if err != nil {
+		yield(RunEvent{}, fmt.Errorf("agent: context: %w", err))
+		return
+	}
+	r := &run{cfg: cfg, schema: schema, log: log, done: make(chan completion), writes: map[string]int{}}
+	if cfg.Store != nil {
+		j, err := openJournal(ctx, cfg, kindLoop, runSpec{Schema: schema}, msgs, cfg.resume != nil)
 		if err != nil {
-			cancel()
-			yield(RunEvent{}, fmt.Errorf("agent: context: %w", err))
+			yield(RunEvent{}, err)
 			return
 		}
-		r := &run{cfg: cfg, schema: schema, log: log, yield: yield, done: make(chan completion), writes: map[string]int{}}
-		defer func() {
-			cancel() // stop calls still running, then wait for them
-			r.wait()
-		}()
-		r.loop(ctx)
+		r.cfg.RunID = j.run.ID
+		j.result = func() *RunResult { return r.result(nil, 0) }
+		var finish func()
+		yield, finish = j.wrap(ctx, yield)
+		defer finish()
 	}
+	r.yield = yield
+	defer func() {
+		cancel() // stop calls still running, then wait for them
+		r.wait()
+	}()
+	r.loop(ctx, first)
 }
 
 // completion is a finished call.
@@ -173,6 +193,7 @@ type run struct {
 // waiting is a call whose references did not resolve yet.
 type waiting struct {
 	raw  json.RawMessage
+	id   string // the call's ID
 	kind string // the kind it waits for; "" means try at every chance
 	seen int    // writes of that kind when it was last tried
 }
@@ -204,10 +225,10 @@ func (r *run) fail(err error) {
 }
 
 func (r *run) result(sol *Solution, steps int) *RunResult {
-	return &RunResult{Solution: sol, Log: r.log, Usage: r.usage, Steps: steps}
+	return &RunResult{Solution: sol, Log: r.log, Usage: r.usage, Steps: steps, RunID: r.cfg.RunID}
 }
 
-func (r *run) loop(ctx context.Context) {
+func (r *run) loop(ctx context.Context, first int) {
 	maxSteps := r.cfg.MaxSteps
 	if maxSteps <= 0 {
 		maxSteps = DefaultMaxSteps
@@ -220,7 +241,7 @@ func (r *run) loop(ctx context.Context) {
 	if _, mode, ok := LastPlan(r.log.Messages()); ok && mode == PlanLazy {
 		r.lazy = true
 	}
-	for step := 1; ; step++ {
+	for step := first; ; step++ {
 		if step > maxSteps {
 			r.fail(fmt.Errorf("%w (%d)", ErrMaxSteps, maxSteps))
 			return
@@ -277,7 +298,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 			if w.kind != "" && r.writes[w.kind] == w.seen {
 				continue // nothing of the kind it waits for was written since
 			}
-			launched, errMsg, ok := r.launch(ctx, step, w.raw)
+			launched, errMsg, ok := r.launch(ctx, step, w)
 			if !ok {
 				return false
 			}
@@ -357,7 +378,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 			if r.lazy {
 				continue // lazy mode: the model only plans
 			}
-			pending = append(pending, &waiting{raw: ev.Element.Value})
+			pending = append(pending, &waiting{raw: ev.Element.Value, id: fmt.Sprintf("%d.%d", step, calls-1)})
 			if !tryRun() {
 				return nil, false
 			}
@@ -416,7 +437,8 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 }
 
 // launch confirms and starts a call if its references resolve.
-func (r *run) launch(ctx context.Context, step int, raw json.RawMessage) (launched bool, errMsg *message.Message, ok bool) {
+func (r *run) launch(ctx context.Context, step int, w *waiting) (launched bool, errMsg *message.Message, ok bool) {
+	raw := w.raw
 	c, err := r.exec.prepareCall(r.log, raw)
 	if errors.Is(err, errBlocked) {
 		r.blockedOn = ""
@@ -426,9 +448,13 @@ func (r *run) launch(ctx context.Context, step int, raw json.RawMessage) (launch
 		}
 		return false, nil, true
 	}
+	failed := func(c *Call, err error) (bool, *message.Message, bool) {
+		c.ID = w.id
+		m := ErrorMessage(c.Raw, err)
+		return false, &m, r.emit(RunEvent{Kind: EventCallFailed, Step: step, Call: c, Err: err})
+	}
 	if err != nil {
-		m := ErrorMessage(raw, err)
-		return false, &m, r.emit(RunEvent{Kind: EventCallFailed, Step: step, Call: &Call{Raw: raw, Tool: planTool(raw)}, Err: err})
+		return failed(&Call{Raw: raw, Tool: planTool(raw)}, err)
 	}
 	if r.cfg.Confirm != nil {
 		d, err := r.cfg.Confirm(ctx, c)
@@ -437,19 +463,21 @@ func (r *run) launch(ctx context.Context, step int, raw json.RawMessage) (launch
 			r.fail(fmt.Errorf("agent: confirm: %w", err))
 			return false, nil, false
 		case d.Reject != "":
-			err := &CallError{Kind: "rejected", Tool: c.Tool, Err: errors.New(d.Reject)}
-			m := ErrorMessage(raw, err)
-			return false, &m, r.emit(RunEvent{Kind: EventCallFailed, Step: step, Call: c, Err: err})
+			return failed(c, &CallError{Kind: "rejected", Tool: c.Tool, Err: errors.New(d.Reject)})
 		case d.Replace != nil:
-			c, err = r.exec.prepareCall(r.log, d.Replace)
-			if err != nil {
-				m := ErrorMessage(d.Replace, err)
-				return false, &m, r.emit(RunEvent{Kind: EventCallFailed, Step: step, Call: &Call{Raw: d.Replace}, Err: err})
+			if c, err = r.exec.prepareCall(r.log, d.Replace); err != nil {
+				return failed(&Call{Raw: d.Replace}, err)
 			}
 		}
 	}
+	c.ID = w.id
 	_, explicit, _ := r.exec.reg.resolveActivity(c.Tool, c.Schema)
 	bg := c.OutputPath == "" && explicit != ""
+	// Started is yielded before the call runs: a durable run records it
+	// first.
+	if !r.emit(RunEvent{Kind: EventCallStarted, Step: step, Call: c}) {
+		return false, nil, false
+	}
 	r.running++
 	if bg {
 		r.bg++
@@ -461,7 +489,7 @@ func (r *run) launch(ctx context.Context, step int, raw json.RawMessage) (launch
 		msgs, resp, err := x.runCall(ctx, c)
 		r.done <- completion{call: c, msgs: msgs, resp: resp, err: err, bg: bg}
 	})
-	return true, nil, r.emit(RunEvent{Kind: EventCallStarted, Step: step, Call: c})
+	return true, nil, true
 }
 
 // finish records a completed call.

@@ -369,7 +369,9 @@ func TestRunCancelled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ev.Kind == agent.EventCallStarted {
+		// Started comes before the call runs; by the end of the request
+		// it runs.
+		if ev.Kind == agent.EventUsage {
 			cancel()
 			break
 		}

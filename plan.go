@@ -229,15 +229,21 @@ func ExecutePlan(ctx context.Context, cfg Config, plan []json.RawMessage, contex
 // error; a context with no instance is ErrNoInstances. Problems of a
 // *PlanError name the template call and the instance.
 func ExecutePlanInstances(ctx context.Context, cfg Config, plan []json.RawMessage, context []message.Message) (*RunResult, error) {
+	return collectPlan(PlanInstancesEvents(ctx, cfg, plan, context))
+}
+
+// PlanInstancesEvents is ExecutePlanInstances as a stream of events, as
+// PlanEvents is for ExecutePlan.
+func PlanInstancesEvents(ctx context.Context, cfg Config, plan []json.RawMessage, context []message.Message) iter.Seq2[RunEvent, error] {
 	ids := InstanceIDs(context)
 	if len(ids) == 0 {
-		return nil, ErrNoInstances
+		return func(yield func(RunEvent, error) bool) { yield(RunEvent{}, ErrNoInstances) }
 	}
 	calls, err := InstancePlan(plan, ids)
 	if err != nil {
-		return nil, err
+		return func(yield func(RunEvent, error) bool) { yield(RunEvent{}, err) }
 	}
-	return collectPlan(planEvents(ctx, cfg, calls, plan, len(plan), context))
+	return planEvents(ctx, cfg, calls, plan, len(plan), context)
 }
 
 // PlanEvents is ExecutePlan as a stream of events: call started, finished
@@ -968,6 +974,18 @@ func planEvents(ctx context.Context, cfg Config, calls, shown []json.RawMessage,
 			yield(RunEvent{}, fmt.Errorf("agent: context: %w", err))
 			return
 		}
+		var j *journal
+		if cfg.Store != nil {
+			if j, err = openJournal(ctx, cfg, kindPlan, runSpec{Plan: shown, Instanced: stride > 0}, msgs, cfg.resume != nil); err != nil {
+				yield(RunEvent{}, err)
+				return
+			}
+			cfg.RunID = j.run.ID
+			j.result = func() *RunResult { return &RunResult{Log: log, RunID: cfg.RunID} }
+			var finish func()
+			yield, finish = j.wrap(ctx, yield)
+			defer finish()
+		}
 		x, err := planExecutor(ctx, cfg, log)
 		if err != nil {
 			yield(RunEvent{}, err)
@@ -981,6 +999,9 @@ func planEvents(ctx context.Context, cfg Config, calls, shown []json.RawMessage,
 			return
 		}
 		r := &planRun{cfg: cfg, exec: x, log: log, g: g, yield: yield, done: make(chan planDone)}
+		if j != nil {
+			j.result = r.result
+		}
 		defer func() {
 			cancel() // stop calls still running, then wait for them
 			r.wait()
@@ -1034,7 +1055,9 @@ func (r *planRun) fail(err error) {
 	}
 }
 
-func (r *planRun) result() *RunResult { return &RunResult{Log: r.log, Usage: r.usage} }
+func (r *planRun) result() *RunResult {
+	return &RunResult{Log: r.log, Usage: r.usage, RunID: r.cfg.RunID}
+}
 
 func (r *planRun) run(ctx context.Context, shown []json.RawMessage, msgs []message.Message) {
 	conc := r.cfg.Concurrency
@@ -1120,12 +1143,27 @@ func samePlan(msgs []message.Message, plan json.RawMessage) bool {
 func (r *planRun) launch(ctx context.Context, conc int) bool {
 	for i := 0; i < len(r.ready) && r.running < conc; {
 		n := r.g.node(r.ready[i])
+		id := strconv.Itoa(n.index)
+		if rs := r.cfg.resume; rs != nil {
+			if em, ok := rs.settled[id]; ok { // it ran before the run stopped
+				r.ready = slices.Delete(r.ready, i, i+1)
+				if em != nil {
+					r.errs[n.index] = *em
+				}
+				r.settle(n.index)
+				i = 0
+				continue
+			}
+		}
 		c, err := r.exec.prepareCall(r.log, n.raw)
 		if errors.Is(err, errBlocked) {
 			i++
 			continue
 		}
 		r.ready = slices.Delete(r.ready, i, i+1)
+		if err == nil {
+			err = r.exec.interrupted(r.cfg.resume, id, c)
+		}
 		if err == nil && r.cfg.Confirm != nil {
 			d, cerr := r.cfg.Confirm(ctx, c)
 			switch {
@@ -1140,24 +1178,27 @@ func (r *planRun) launch(ctx context.Context, conc int) bool {
 				}
 			}
 		}
+		if c == nil {
+			c = &Call{Raw: n.raw, Tool: n.call.Tool, Instance: n.call.Instance}
+		}
+		c.ID = id
 		if err != nil {
-			if c == nil {
-				c = &Call{Raw: n.raw, Tool: n.call.Tool, Instance: n.call.Instance}
-			}
 			if !r.failed(n.index, c, err) || !r.settle(n.index) {
 				return false
 			}
 			i = 0 // settling may have made earlier calls ready
 			continue
 		}
+		// Started is yielded before the call runs: a durable run records
+		// it first.
+		if !r.emit(RunEvent{Kind: EventCallStarted, Call: c}) {
+			return false
+		}
 		r.running++
 		platform.Go(func() {
 			msgs, resp, err := r.exec.runCall(ctx, c)
 			r.done <- planDone{node: n.index, call: c, msgs: msgs, resp: resp, err: err}
 		})
-		if !r.emit(RunEvent{Kind: EventCallStarted, Call: c}) {
-			return false
-		}
 	}
 	return true
 }
@@ -1172,7 +1213,7 @@ func (r *planRun) neverReady(i int) bool {
 	if err == nil {
 		err = errors.New("it was never run")
 	}
-	c := &Call{Raw: n.raw, Tool: n.call.Tool, Instance: n.call.Instance}
+	c := &Call{Raw: n.raw, Tool: n.call.Tool, Instance: n.call.Instance, ID: strconv.Itoa(i)}
 	return r.failed(i, c, &CallError{Kind: Structural, Tool: n.call.Tool, Err: neverReady{err}}) && r.settle(i)
 }
 

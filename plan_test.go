@@ -857,11 +857,15 @@ func TestExecutePlanCancel(t *testing.T) {
 	t.Run("break", func(t *testing.T) {
 		started = make(chan struct{})
 		stopped.Store(false)
+		// slow and first are independent: slow is started first, and
+		// runs while first's events arrive.
+		plan := planOf(t, `[{"_tool":"slow","_outputPath":"†state.b"},{"_tool":"first","_outputPath":"†state.a"}]`)
 		for ev, err := range agent.PlanEvents(context.Background(), agent.Config{Registry: reg}, plan, msgs) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ev.Kind == agent.EventCallStarted && ev.Call.Tool == "slow" {
+			if ev.Kind == agent.EventCallStarted && ev.Call.Tool == "first" {
+				<-started
 				break
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/augceo/agent/platform"
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/schema"
+	"github.com/augceo/agent/store"
 )
 
 // DefaultMaxRepairs is how many times an invalid solution is re-asked when
@@ -77,6 +78,17 @@ type Config struct {
 	// Ideas is where delegates' Idea files are read from when they are
 	// not registered with Registry.Idea; nil means registered ones only.
 	Ideas fs.FS
+
+	// Store, when set, makes runs and plan executions durable: every
+	// message, call start and call end is in the store before anything
+	// depends on it, and Resume continues the run after a crash. A store
+	// that is also a store.Catalog keeps metadata saved before the run
+	// starts (Idea, Model).
+	Store store.Store
+	// RunID names the run in Store; empty means a new id.
+	RunID string
+
+	resume *resumed // set by Resume: the journal of the earlier attempt
 }
 
 // Solution is one validated answer of the model.

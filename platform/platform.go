@@ -5,6 +5,8 @@ package platform
 
 import (
 	"context"
+	"crypto/rand"
+	"fmt"
 	"time"
 )
 
@@ -27,4 +29,26 @@ func Now(ctx context.Context) time.Time {
 		return c()
 	}
 	return time.Now()
+}
+
+type idKey struct{}
+
+// WithIDs returns a context whose NewID calls f.
+func WithIDs(ctx context.Context, f func() string) context.Context {
+	if f == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, idKey{}, f)
+}
+
+// NewID returns a new identifier from the context's id source, or a random
+// one that sorts by creation time: 12 hex digits of Unix milliseconds, a
+// dash and 8 random hex digits.
+func NewID(ctx context.Context) string {
+	if f, ok := ctx.Value(idKey{}).(func() string); ok {
+		return f()
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%012x-%x", time.Now().UnixMilli(), b)
 }

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -36,5 +37,18 @@ func TestNow(t *testing.T) {
 	}
 	if Now(context.Background()).IsZero() {
 		t.Error("the wall clock is zero")
+	}
+}
+
+func TestNewID(t *testing.T) {
+	ctx := context.Background()
+	a, b := NewID(ctx), NewID(ctx)
+	if a == b || len(a) != 21 || a[12] != '-' {
+		t.Fatalf("NewID() = %q, %q; want two distinct ids of the form 12hex-8hex", a, b)
+	}
+	n := 0
+	ctx = WithIDs(ctx, func() string { n++; return fmt.Sprint("run-", n) })
+	if got := NewID(ctx); got != "run-1" {
+		t.Fatalf("NewID with WithIDs = %q, want run-1", got)
 	}
 }

@@ -1,0 +1,501 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"strings"
+
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/platform"
+	"github.com/augceo/agent/store"
+)
+
+// Errors of durable runs.
+var (
+	// ErrInterrupted marks a call that started before its run stopped and
+	// never settled: it may or may not have had its effect. Resume runs
+	// it again only when its activity is Idempotent.
+	ErrInterrupted = errors.New("agent: interrupted: the call started before the run stopped and did not finish; its activity is not idempotent, so it was not run again")
+	// ErrNoStore reports Resume without Config.Store.
+	ErrNoStore = errors.New("agent: no store")
+)
+
+// Idempotent marks an activity as safe to run twice with the same call,
+// so that Resume runs it again when a crash left it unfinished.
+func Idempotent(a Activity) Activity { return idempotent{a} }
+
+type idempotent struct{ Activity }
+
+func (idempotent) Idempotent() bool { return true }
+
+// isIdempotent reports whether an activity was marked with Idempotent.
+func isIdempotent(a Activity) bool {
+	i, ok := a.(interface{ Idempotent() bool })
+	return ok && i.Idempotent()
+}
+
+// Run kinds, as recorded in store.Run.Kind.
+const (
+	kindPlan = "plan"
+	kindLoop = "loop"
+)
+
+// runSpec is what a run needs to resume beyond its journal (store.Run.Spec).
+type runSpec struct {
+	Plan      []json.RawMessage `json:"plan,omitempty"`      // plan runs: the plan, or the template
+	Instanced bool              `json:"instanced,omitempty"` // plan runs: the plan is a template run per instance
+	Schema    json.RawMessage   `json:"schema,omitempty"`    // loop runs: the solution schema
+}
+
+// journal records a run in a store.Store as it goes. It sits between a
+// scheduler and its consumer: every event is made durable before the
+// consumer sees it, and since the scheduler starts a call only after the
+// event saying so was yielded, a call's start and everything it read are
+// durable before it runs. Messages wait in buf and go with the next call
+// event, so a call's messages and its settling are one Append.
+type journal struct {
+	st     store.Store
+	run    store.Run
+	buf    []store.Entry
+	result func() *RunResult // the scheduler's result so far, for errors
+}
+
+// resumed is what a journal says about the calls of an earlier attempt.
+type resumed struct {
+	settled map[string]*message.Message // call id → its error message; nil when it succeeded
+	started map[string]json.RawMessage  // calls started and never settled
+	ended   bool                        // the run reached its end
+	msgs    []message.Message           // the log
+	calls   map[string]json.RawMessage  // every call recorded, by id
+	order   []string                    // call ids in the order first recorded
+	// msgsAtLast is how many messages preceded the last call entry.
+	msgsAtLast int
+	// extra are messages a resume adds before going on (the end of an
+	// interrupted step); the journal records them first.
+	extra []message.Message
+}
+
+// openJournal saves the run's metadata as running and journals the
+// messages given (a new run), or continues an existing journal (resume).
+func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msgs []message.Message, resume bool) (*journal, error) {
+	id := cfg.RunID
+	if id == "" {
+		id = platform.NewID(ctx)
+	}
+	now := platform.Now(ctx).UTC()
+	run := store.Run{ID: id, Created: now}
+	if c, ok := cfg.Store.(store.Catalog); ok {
+		switch r, err := c.Load(ctx, id); {
+		case err == nil:
+			run = r
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, fmt.Errorf("agent: load run %s: %w", id, err)
+		}
+	}
+	run.Kind, run.Status, run.Error, run.Updated = kind, store.Running, "", now
+	if run.Model == "" {
+		run.Model = cfg.Model
+	}
+	if !resume {
+		b, err := json.Marshal(spec)
+		if err != nil {
+			return nil, fmt.Errorf("agent: run spec: %w", err)
+		}
+		run.Spec = b
+	}
+	if err := cfg.Store.Save(ctx, run); err != nil {
+		return nil, fmt.Errorf("agent: save run %s: %w", id, err)
+	}
+	j := &journal{st: cfg.Store, run: run}
+	if resume {
+		msgs = cfg.resume.extra
+	}
+	{
+		for i := range msgs {
+			if err := j.message(ctx, &msgs[i]); err != nil {
+				return nil, err
+			}
+		}
+		if err := j.flush(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return j, nil
+}
+
+func (j *journal) message(ctx context.Context, m *message.Message) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("agent: journal message: %w", err)
+	}
+	j.buf = append(j.buf, store.Entry{Type: store.EntryMessage, Data: b, Time: platform.Now(ctx).UTC()})
+	return nil
+}
+
+func (j *journal) flush(ctx context.Context) error {
+	if len(j.buf) == 0 {
+		return nil
+	}
+	// The entries must land even when the run is being cancelled: they
+	// record what already happened.
+	err := j.st.Append(context.WithoutCancel(ctx), j.run.ID, j.buf...)
+	j.buf = j.buf[:0]
+	if err != nil {
+		return fmt.Errorf("agent: journal of run %s: %w", j.run.ID, err)
+	}
+	return nil
+}
+
+// record makes an event durable.
+func (j *journal) record(ctx context.Context, ev RunEvent) error {
+	now := platform.Now(ctx).UTC()
+	switch ev.Kind {
+	case EventMessage:
+		return j.message(ctx, ev.Message)
+	case EventCallStarted:
+		j.buf = append(j.buf, store.Entry{Type: store.EntryStarted, Call: ev.Call.ID, Data: ev.Call.Raw, Time: now})
+	case EventCallFinished:
+		j.buf = append(j.buf, store.Entry{Type: store.EntrySettled, Call: ev.Call.ID, Time: now})
+	case EventCallFailed:
+		b, err := json.Marshal(ErrorMessage(ev.Call.Raw, ev.Err))
+		if err != nil {
+			return fmt.Errorf("agent: journal error: %w", err)
+		}
+		j.buf = append(j.buf, store.Entry{Type: store.EntrySettled, Call: ev.Call.ID, Data: b, Time: now})
+	case EventStep:
+	case EventDone:
+		j.buf = append(j.buf, store.Entry{Type: store.EntryEnd, Time: now})
+		if err := j.flush(ctx); err != nil {
+			return err
+		}
+		return j.close(ctx, nil, ev.Result)
+	default:
+		return nil
+	}
+	return j.flush(ctx)
+}
+
+// close saves how the run ended.
+func (j *journal) close(ctx context.Context, runErr error, res *RunResult) error {
+	switch {
+	case runErr == nil:
+		j.run.Status, j.run.Error = store.Done, ""
+	case errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded):
+		j.run.Status, j.run.Error = store.Interrupted, runErr.Error()
+	default:
+		j.run.Status, j.run.Error = store.Failed, runErr.Error()
+	}
+	if res != nil {
+		j.run.Usage = res.Usage
+	}
+	j.run.Updated = platform.Now(ctx).UTC()
+	if err := j.st.Save(context.WithoutCancel(ctx), j.run); err != nil {
+		return fmt.Errorf("agent: save run %s: %w", j.run.ID, err)
+	}
+	return nil
+}
+
+// wrap returns the yield a scheduler uses when its run is journaled.
+// Stopped reports whether the consumer stopped the stream early, so the
+// run can be saved as interrupted.
+func (j *journal) wrap(ctx context.Context, yield func(RunEvent, error) bool) (wrapped func(RunEvent, error) bool, finish func()) {
+	stopped, closed := false, false
+	wrapped = func(ev RunEvent, err error) bool {
+		if stopped {
+			return false
+		}
+		if err != nil {
+			stopped, closed = true, true
+			ferr := j.flush(ctx)
+			res := j.result()
+			var le *LimitError
+			if errors.As(err, &le) && le.Result != nil {
+				res = le.Result
+			}
+			if cerr := j.close(ctx, err, res); cerr != nil || ferr != nil {
+				err = errors.Join(err, ferr, cerr)
+			}
+			yield(ev, err)
+			return false
+		}
+		if jerr := j.record(ctx, ev); jerr != nil {
+			stopped, closed = true, true
+			yield(RunEvent{}, &LimitError{Err: jerr, Result: j.result()})
+			return false
+		}
+		if ev.Kind == EventDone {
+			closed = true
+		}
+		if !yield(ev, nil) {
+			stopped = true
+			return false
+		}
+		return true
+	}
+	finish = func() {
+		if closed {
+			return
+		}
+		// The consumer stopped early: keep what happened, resumable.
+		_ = j.flush(ctx)
+		_ = j.close(ctx, context.Canceled, j.result())
+	}
+	return wrapped, finish
+}
+
+// readJournal loads a run's journal.
+func readJournal(ctx context.Context, st store.Store, id string) (*resumed, error) {
+	r := &resumed{settled: map[string]*message.Message{}, started: map[string]json.RawMessage{}, calls: map[string]json.RawMessage{}}
+	note := func(id string, raw json.RawMessage) {
+		if _, ok := r.calls[id]; !ok {
+			r.order = append(r.order, id)
+			r.calls[id] = raw
+		}
+		r.msgsAtLast = len(r.msgs)
+	}
+	for e, err := range st.Entries(ctx, id, 0) {
+		if err != nil {
+			return nil, fmt.Errorf("agent: read run %s: %w", id, err)
+		}
+		switch e.Type {
+		case store.EntryMessage:
+			var m message.Message
+			if err := json.Unmarshal(e.Data, &m); err != nil {
+				return nil, fmt.Errorf("agent: run %s: entry %d: %w", id, e.Seq, err)
+			}
+			r.msgs = append(r.msgs, m)
+		case store.EntryStarted:
+			r.started[e.Call] = e.Data
+			note(e.Call, e.Data)
+		case store.EntrySettled:
+			delete(r.started, e.Call)
+			r.settled[e.Call] = nil
+			var failed json.RawMessage
+			if len(e.Data) > 0 {
+				var m message.Message
+				if err := json.Unmarshal(e.Data, &m); err != nil {
+					return nil, fmt.Errorf("agent: run %s: entry %d: %w", id, e.Seq, err)
+				}
+				r.settled[e.Call] = &m
+				failed = m.Failed
+			}
+			note(e.Call, failed)
+		case store.EntryEnd:
+			r.ended = true
+		}
+	}
+	return r, nil
+}
+
+// Resume continues a run of cfg.Store from its journal after a crash, a
+// Ctrl-C or a fork. Calls that settled are not run again: their messages
+// are in the log. A call that started and never settled runs again when
+// its activity is Idempotent and otherwise fails with ErrInterrupted. A
+// plan run then runs its remaining calls; a loop run finishes the step it
+// was in and goes on with the loop. A run that already ended returns its
+// result as it is. cfg.Store must also be a store.Catalog.
+func Resume(ctx context.Context, cfg Config, id string) (*RunResult, error) {
+	var res *RunResult
+	for ev, err := range ResumeEvents(ctx, cfg, id) {
+		if err != nil {
+			if le, ok := errors.AsType[*LimitError](err); ok {
+				return le.Result, err
+			}
+			return res, err
+		}
+		if ev.Kind == EventDone {
+			res = ev.Result
+		}
+	}
+	return res, nil
+}
+
+// ResumeEvents is Resume as a stream of events.
+func ResumeEvents(ctx context.Context, cfg Config, id string) iter.Seq2[RunEvent, error] {
+	return func(yield func(RunEvent, error) bool) {
+		cat, ok := cfg.Store.(store.Catalog)
+		if cfg.Store == nil || !ok {
+			yield(RunEvent{}, fmt.Errorf("%w: Resume needs a store.Store that is also a store.Catalog", ErrNoStore))
+			return
+		}
+		run, err := cat.Load(ctx, id)
+		if err != nil {
+			yield(RunEvent{}, fmt.Errorf("agent: resume %s: %w", id, err))
+			return
+		}
+		var spec runSpec
+		if len(run.Spec) > 0 {
+			if err := json.Unmarshal(run.Spec, &spec); err != nil {
+				yield(RunEvent{}, fmt.Errorf("agent: resume %s: spec: %w", id, err))
+				return
+			}
+		}
+		j, err := readJournal(ctx, cfg.Store, id)
+		if err != nil {
+			yield(RunEvent{}, err)
+			return
+		}
+		cfg.RunID, cfg.resume = id, j
+		if j.ended { // nothing left to do: make sure the metadata says so
+			log, err := message.NewLog(j.msgs...)
+			if err != nil {
+				yield(RunEvent{}, fmt.Errorf("agent: resume %s: %w", id, err))
+				return
+			}
+			if run.Status != store.Done {
+				run.Status, run.Error, run.Updated = store.Done, "", platform.Now(ctx).UTC()
+				if err := cfg.Store.Save(ctx, run); err != nil {
+					yield(RunEvent{}, fmt.Errorf("agent: save run %s: %w", id, err))
+					return
+				}
+			}
+			res := &RunResult{Log: log, Usage: run.Usage, RunID: id}
+			yield(RunEvent{Kind: EventDone, Usage: &res.Usage, Result: res}, nil)
+			return
+		}
+		if cfg.Model == "" {
+			cfg.Model = strings.TrimSpace(run.Model)
+		}
+		switch run.Kind {
+		case kindPlan:
+			calls, stride := spec.Plan, 0
+			if spec.Instanced {
+				ids := InstanceIDs(j.msgs)
+				if calls, err = InstancePlan(spec.Plan, ids); err != nil {
+					yield(RunEvent{}, err)
+					return
+				}
+				stride = len(spec.Plan)
+			}
+			for ev, err := range planEvents(ctx, cfg, calls, spec.Plan, stride, j.msgs) {
+				if !yield(ev, err) || err != nil {
+					return
+				}
+			}
+		case kindLoop:
+			for ev, err := range resumeLoop(ctx, cfg, spec.Schema) {
+				if !yield(ev, err) || err != nil {
+					return
+				}
+			}
+		default:
+			yield(RunEvent{}, fmt.Errorf("agent: resume %s: unknown kind of run %q", id, run.Kind))
+		}
+	}
+}
+
+// interrupted returns ErrInterrupted for a call an earlier attempt of the
+// run started and never settled, unless its activity is idempotent.
+func (x *executor) interrupted(rs *resumed, id string, c *Call) error {
+	if rs == nil {
+		return nil
+	}
+	if _, ok := rs.started[id]; !ok {
+		return nil
+	}
+	if a, _, err := x.reg.resolveActivity(c.Tool, c.Schema); err == nil && a != nil && isIdempotent(a) {
+		return nil
+	}
+	return &CallError{Kind: Runtime, Tool: c.Tool, Err: ErrInterrupted}
+}
+
+// resumeLoop finishes the step a loop run was in when it stopped, then
+// goes on with the loop. The step's calls are known from the journal:
+// those that settled keep their messages, those started and not settled
+// run again if idempotent and fail with ErrInterrupted otherwise; then
+// the step's plan and errors are appended, as the step would have.
+func resumeLoop(ctx context.Context, cfg Config, schema json.RawMessage) iter.Seq2[RunEvent, error] {
+	return func(yield func(RunEvent, error) bool) {
+		rs := cfg.resume
+		step, open := rs.openStep()
+		if open {
+			tail, err := finishStep(ctx, cfg, rs, step)
+			if err != nil {
+				yield(RunEvent{}, err)
+				return
+			}
+			rs.extra = tail
+		}
+		msgs := append(rs.msgs[:len(rs.msgs):len(rs.msgs)], rs.extra...)
+		loopEvents(ctx, cfg, schema, msgs, step+1, yield)
+	}
+}
+
+// openStep returns the last step with a recorded call, and whether its
+// tick did not end: no plan message follows its last call entry.
+func (rs *resumed) openStep() (step int, open bool) {
+	for _, id := range rs.order {
+		if s, _, ok := strings.Cut(id, "."); ok {
+			if n, err := strconv.Atoi(s); err == nil && n > step {
+				step = n
+			}
+		}
+	}
+	if step == 0 {
+		return 0, false
+	}
+	for _, m := range rs.msgs[rs.msgsAtLast:] {
+		if m.Type == message.TypePlan {
+			return step, false
+		}
+	}
+	return step, true
+}
+
+// finishStep ends the tick of step from its journal.
+func finishStep(ctx context.Context, cfg Config, rs *resumed, step int) ([]message.Message, error) {
+	log, err := message.NewLog(rs.msgs...)
+	if err != nil {
+		return nil, fmt.Errorf("agent: resume: %w", err)
+	}
+	x, err := planExecutor(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	prefix := strconv.Itoa(step) + "."
+	var out, errs []message.Message
+	var plan []json.RawMessage
+	for _, id := range rs.order {
+		if !strings.HasPrefix(id, prefix) {
+			continue
+		}
+		if em, ok := rs.settled[id]; ok {
+			if em != nil {
+				errs = append(errs, *em)
+				plan = append(plan, em.Failed)
+			} else {
+				plan = append(plan, rs.calls[id])
+			}
+			continue
+		}
+		raw := rs.started[id]
+		plan = append(plan, raw)
+		c, err := x.prepareCall(log, raw)
+		if err == nil {
+			err = x.interrupted(rs, id, c)
+		}
+		if err == nil {
+			var msgs []message.Message
+			msgs, _, err = x.runCall(ctx, c)
+			for _, m := range msgs {
+				if aerr := log.Append(m); aerr != nil {
+					return nil, fmt.Errorf("agent: resume: %w", aerr)
+				}
+			}
+			out = append(out, msgs...)
+		}
+		if err != nil {
+			errs = append(errs, ErrorMessage(raw, err))
+		}
+	}
+	b, err := json.Marshal(plan)
+	if err != nil {
+		return nil, fmt.Errorf("agent: resume: %w", err)
+	}
+	out = append(out, message.Message{Type: message.TypePlan, Plan: b})
+	return append(out, errs...), nil
+}

@@ -1,0 +1,451 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider/scripted"
+	"github.com/augceo/agent/store"
+)
+
+// crashStore is a store.Memory that stops keeping anything after a given
+// number of Appends, as a process killed at that moment would: Appends
+// fail and keep nothing, Saves are lost.
+type crashStore struct {
+	*store.Memory
+	left    atomic.Int64 // Appends still allowed
+	crashed atomic.Bool
+}
+
+var errCrash = errors.New("crashed")
+
+func newCrashStore(appends int64) *crashStore {
+	s := &crashStore{Memory: store.NewMemory()}
+	s.left.Store(appends)
+	return s
+}
+
+func (s *crashStore) Append(ctx context.Context, id string, es ...store.Entry) error {
+	if s.left.Add(-1) < 0 {
+		s.crashed.Store(true)
+		return errCrash
+	}
+	return s.Memory.Append(ctx, id, es...)
+}
+
+func (s *crashStore) Save(ctx context.Context, run store.Run) error {
+	if s.crashed.Load() {
+		return errCrash
+	}
+	return s.Memory.Save(ctx, run)
+}
+
+// counted registers code tools a, b, c (the 3-call chain of the instancing
+// benchmark) that count their runs per instance; c is idempotent.
+func counted(reg *agent.Registry) *sync.Map {
+	var runs sync.Map // "tool/instance" → *atomic.Int64
+	for _, name := range []string{"a", "b", "c"} {
+		reg.Tool(name, json.RawMessage(`{"type":"object","properties":{"v":{"type":"integer"}},"required":["v"]}`))
+		var act agent.Activity = agent.Bind(func(ctx context.Context, p struct {
+			V int `json:"v"`
+		}) (map[string]int, error) {
+			return map[string]int{"v": p.V + 1}, nil
+		})
+		act = countRuns(&runs, name, act)
+		if name == "c" {
+			act = agent.Idempotent(act)
+		}
+		reg.Activity(name, act)
+	}
+	return &runs
+}
+
+func countRuns(runs *sync.Map, name string, a agent.Activity) agent.Activity {
+	return agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		n, _ := runs.LoadOrStore(name+"/"+c.Instance, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
+		return a.Run(ctx, c)
+	})
+}
+
+func chainPlan(t *testing.T, instances int) ([]json.RawMessage, []message.Message) {
+	t.Helper()
+	msgs := planCtx(t, `[{"type":"tool","tool":"a"},{"type":"tool","tool":"b"},{"type":"tool","tool":"c"}]`)
+	for i := range instances {
+		msgs = append(msgs, message.Message{Type: message.TypeData, Kind: "input", Instance: fmt.Sprint("i", i), Data: json.RawMessage(fmt.Sprintf(`{"v":%d}`, i*10))})
+	}
+	return planOf(t, `[{"_tool":"a","v":"†input.v","_outputPath":"†state.a"},
+		{"_tool":"b","v":"†state.a.v","_outputPath":"†state.b"},
+		{"_tool":"c","v":"†state.b.v","_outputPath":"†state.c"}]`), msgs
+}
+
+// logJSON is the log as JSON lines, for comparing runs.
+func logJSON(t *testing.T, msgs []message.Message) []string {
+	t.Helper()
+	var out []string
+	for _, m := range msgs {
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(b))
+	}
+	return out
+}
+
+func journal(t *testing.T, st store.Store, id string) []store.Entry {
+	t.Helper()
+	var es []store.Entry
+	for e, err := range st.Entries(context.Background(), id, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, e)
+	}
+	return es
+}
+
+func journalLog(t *testing.T, es []store.Entry) []string {
+	var out []string
+	for _, e := range es {
+		if e.Type == store.EntryMessage {
+			out = append(out, string(e.Data))
+		}
+	}
+	return out
+}
+
+func TestDurablePlanJournal(t *testing.T) {
+	reg := agent.NewRegistry()
+	counted(reg)
+	plan, msgs := chainPlan(t, 3)
+	st := store.NewMemory()
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "r1", Clock: fixedClock}
+	res, err := agent.ExecutePlanInstances(context.Background(), cfg, plan, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RunID != "r1" {
+		t.Errorf("RunID %q", res.RunID)
+	}
+	es := journal(t, st, "r1")
+	if got, want := journalLog(t, es), logJSON(t, res.Log.Messages()); !slices.Equal(got, want) {
+		t.Errorf("journal's log differs from the run's:\n got %q\nwant %q", got, want)
+	}
+	started, settled := map[string]int{}, map[string]int{}
+	for i, e := range es {
+		switch e.Type {
+		case store.EntryStarted:
+			started[e.Call]++
+		case store.EntrySettled:
+			if started[e.Call] != 1 {
+				t.Errorf("call %s settled before it started", e.Call)
+			}
+			settled[e.Call]++
+		case store.EntryEnd:
+			if i != len(es)-1 {
+				t.Errorf("end entry at %d of %d", i, len(es))
+			}
+		}
+		if e.Seq != int64(i+1) {
+			t.Errorf("entry %d has Seq %d", i, e.Seq)
+		}
+	}
+	if len(started) != 9 || len(settled) != 9 {
+		t.Errorf("started %v, settled %v; want the 9 calls once each", started, settled)
+	}
+	run, err := st.Load(context.Background(), "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != store.Done || run.Kind != "plan" || len(run.Spec) == 0 {
+		t.Errorf("run %+v", run)
+	}
+	// A call's output is in the journal before the calls that read it
+	// start: b of i0 starts after a of i0's output.
+	out, start := -1, -1
+	for i, e := range es {
+		if e.Type == store.EntryMessage && strings.Contains(string(e.Data), `"_instance":"i0"`) && strings.Contains(string(e.Data), `"state"`) && out < 0 {
+			out = i
+		}
+		if e.Type == store.EntryStarted && strings.Contains(string(e.Data), `"b"`) && strings.Contains(string(e.Data), `"i0"`) {
+			start = i
+		}
+	}
+	if out < 0 || start < 0 || out > start {
+		t.Errorf("a's output at entry %d, b's start at %d", out, start)
+	}
+}
+
+func TestDurablePlanResume(t *testing.T) {
+	plan, msgs := chainPlan(t, 20)
+	// The uninterrupted run.
+	reg := agent.NewRegistry()
+	counted(reg)
+	want, err := agent.ExecutePlanInstances(context.Background(), agent.Config{Registry: reg, Clock: fixedClock, Concurrency: 1}, plan, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantState := map[string]string{}
+	for _, id := range agent.InstanceIDs(msgs) {
+		wantState[id] = stateOf(t, want.Log.Instance(id))
+	}
+	for _, crashAt := range []int64{1, 2, 5, 17, 40, 59} {
+		t.Run(fmt.Sprint("crash=", crashAt), func(t *testing.T) {
+			st := newCrashStore(crashAt)
+			reg := agent.NewRegistry()
+			runs := counted(reg)
+			cfg := agent.Config{Registry: reg, Store: st, RunID: "r", Clock: fixedClock, Concurrency: 4}
+			_, err := agent.ExecutePlanInstances(context.Background(), cfg, plan, msgs)
+			if !errors.Is(err, errCrash) {
+				t.Fatalf("the crashed run returned %v", err)
+			}
+			before := journal(t, st, "r")
+			settled := map[string]bool{}
+			for _, e := range before {
+				if e.Type == store.EntrySettled {
+					settled[e.Call] = true
+				}
+			}
+			// Resume in a new "process": a fresh registry, the store's
+			// content only.
+			st2 := &crashStore{Memory: st.Memory}
+			st2.left.Store(1 << 40)
+			reg2 := agent.NewRegistry()
+			runs2 := counted(reg2)
+			res, err := agent.Resume(context.Background(), agent.Config{Registry: reg2, Store: st2, Clock: fixedClock}, "r")
+			if err != nil && crashAt > 1 {
+				t.Fatalf("resume: %v", err)
+			}
+			if crashAt == 1 { // nothing was journaled: not even the run's context
+				return
+			}
+			errs := planErrors(res.Log)
+			for _, id := range agent.InstanceIDs(msgs) {
+				got := stateOf(t, res.Log.Instance(id))
+				interrupted := slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, "interrupted") })
+				if got != wantState[id] && !interrupted {
+					t.Errorf("instance %s: state %s, want %s", id, got, wantState[id])
+				}
+			}
+			// No call that settled ran again; every call ran at most once
+			// in all, but for an idempotent c left unfinished.
+			total := map[string]int64{}
+			runs.Range(func(k, v any) bool { total[k.(string)] += v.(*atomic.Int64).Load(); return true })
+			runs2.Range(func(k, v any) bool { total[k.(string)] += v.(*atomic.Int64).Load(); return true })
+			for k, n := range total {
+				if n > 1 && !strings.HasPrefix(k, "c/") {
+					t.Errorf("%s ran %d times", k, n)
+				}
+			}
+			for _, e := range before {
+				if e.Type == store.EntryStarted && settled[e.Call] {
+					var c struct {
+						Tool     string `json:"_tool"`
+						Instance string `json:"_instance"`
+					}
+					_ = json.Unmarshal(e.Data, &c)
+					if v, ok := runs2.Load(c.Tool + "/" + c.Instance); ok && v.(*atomic.Int64).Load() > 0 {
+						t.Errorf("settled call %s (%s/%s) ran again on resume", e.Call, c.Tool, c.Instance)
+					}
+				}
+			}
+			// Calls left unfinished: non-idempotent ones are reported,
+			// idempotent ones ran again.
+			for _, e := range errs {
+				if strings.Contains(e, "interrupted") && strings.Contains(e, " in c:") {
+					t.Errorf("idempotent c reported as interrupted: %s", e)
+				}
+			}
+			run, _ := st.Load(context.Background(), "r")
+			if run.Status != store.Done {
+				t.Errorf("status %s after resume", run.Status)
+			}
+			// Resuming a finished run changes nothing.
+			again, err := agent.Resume(context.Background(), agent.Config{Registry: reg2, Store: st2}, "r")
+			if err != nil || !slices.Equal(logJSON(t, again.Log.Messages()), logJSON(t, res.Log.Messages())) {
+				t.Errorf("resuming a finished run: %v", err)
+			}
+			if n := len(journal(t, st, "r")); n != len(journal(t, st2, "r")) {
+				t.Errorf("resuming a finished run wrote to the journal")
+			}
+		})
+	}
+}
+
+// TestDurableResumeEqualsUninterrupted checks the log of a resumed run
+// against one that never stopped, when nothing was left unfinished: the
+// crash fell between two calls.
+func TestDurableResumeEqualsUninterrupted(t *testing.T) {
+	plan, msgs := chainPlan(t, 1)
+	reg := agent.NewRegistry()
+	counted(reg)
+	want, err := agent.ExecutePlanInstances(context.Background(), agent.Config{Registry: reg, Clock: fixedClock}, plan, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Appends: the context, then per call started and settled: a crash at
+	// the 4th Append loses b's settling; b is not idempotent.
+	for _, tt := range []struct {
+		appends int64
+		errs    int
+	}{{3, 0}, {4, 2}, {5, 0}, {6, 0}} {
+		t.Run(fmt.Sprint("appends=", tt.appends), func(t *testing.T) {
+			st := newCrashStore(tt.appends)
+			reg := agent.NewRegistry()
+			counted(reg)
+			cfg := agent.Config{Registry: reg, Store: st, RunID: "r", Clock: fixedClock}
+			if _, err := agent.ExecutePlanInstances(context.Background(), cfg, plan, msgs); !errors.Is(err, errCrash) {
+				t.Fatal(err)
+			}
+			st2 := &crashStore{Memory: st.Memory}
+			st2.left.Store(1 << 40)
+			res, err := agent.Resume(context.Background(), agent.Config{Registry: reg, Store: st2, Clock: fixedClock}, "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs := planErrors(res.Log)
+			if len(errs) != tt.errs {
+				t.Fatalf("errors %q", errs)
+			}
+			if tt.errs == 0 && !slices.Equal(logJSON(t, res.Log.Messages()), logJSON(t, want.Log.Messages())) {
+				t.Errorf("resumed log\n%s\nwant\n%s", strings.Join(logJSON(t, res.Log.Messages()), "\n"), strings.Join(logJSON(t, want.Log.Messages()), "\n"))
+			}
+			// b is reported, and c, which reads b's output, never runs.
+			if tt.errs == 2 && (!strings.Contains(errs[0], "interrupted") || !strings.Contains(errs[1], "never became ready")) {
+				t.Errorf("error %q", errs[0])
+			}
+			if got := journalLog(t, journal(t, st, "r")); !slices.Equal(got, logJSON(t, res.Log.Messages())) {
+				t.Errorf("the journal's log differs from the resumed run's")
+			}
+		})
+	}
+}
+
+func TestDurableBreakIsResumable(t *testing.T) {
+	plan, msgs := chainPlan(t, 5)
+	reg := agent.NewRegistry()
+	counted(reg)
+	st := store.NewMemory()
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "r", Concurrency: 1}
+	plan, err := agent.InstancePlan(plan, agent.InstanceIDs(msgs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for ev, err := range agent.PlanEvents(context.Background(), cfg, plan, msgs) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == agent.EventCallFinished {
+			if n++; n == 4 {
+				break
+			}
+		}
+	}
+	run, err := st.Load(context.Background(), "r")
+	if err != nil || run.Status != store.Interrupted {
+		t.Fatalf("status %s, %v", run.Status, err)
+	}
+	res, err := agent.Resume(context.Background(), cfg, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := planErrors(res.Log); len(errs) != 0 {
+		t.Errorf("errors %q", errs)
+	}
+	for _, id := range agent.InstanceIDs(msgs) {
+		if got := stateOf(t, res.Log.Instance(id)); !strings.Contains(got, `"c":{"v":`) {
+			t.Errorf("%s: state %s", id, got)
+		}
+	}
+}
+
+func TestDurablePlanFailedRun(t *testing.T) {
+	reg := agent.NewRegistry()
+	counted(reg)
+	st := store.NewMemory()
+	plan := planOf(t, `[{"_tool":"nope","_outputPath":"†state.x"}]`)
+	_, err := agent.ExecutePlan(context.Background(), agent.Config{Registry: reg, Store: st, RunID: "bad"}, plan, nil)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	run, lerr := st.Load(context.Background(), "bad")
+	if lerr != nil || run.Status != store.Failed || !strings.Contains(run.Error, "nope") {
+		t.Errorf("run %+v, %v", run, lerr)
+	}
+}
+
+func TestResumeErrors(t *testing.T) {
+	ctx := context.Background()
+	if _, err := agent.Resume(ctx, agent.Config{}, "x"); !errors.Is(err, agent.ErrNoStore) {
+		t.Errorf("no store: %v", err)
+	}
+	if _, err := agent.Resume(ctx, agent.Config{Store: store.NewMemory()}, "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown run: %v", err)
+	}
+}
+
+// TestDurableLoopResume crashes a loop run in the middle of its first
+// step, then resumes it with a model that answers the second step.
+func TestDurableLoopResume(t *testing.T) {
+	reg := agent.NewRegistry()
+	runs := counted(reg)
+	msgs := ctxOf(t, `[{"type":"tool","tool":"a"},{"type":"tool","tool":"b"},{"type":"tool","tool":"c"},{"type":"input","data":{"v":1}}]`)
+	step1 := `{"calls":[{"_tool":"a","v":"†input.v","_outputPath":"†state.a"},{"_tool":"b","v":"†state.a.v","_outputPath":"†state.b"},{"_tool":"c","v":"†state.b.v","_outputPath":"†state.c"}],"output":null}`
+	// Appends: context, a started, a settled (+output), b started: crash
+	// when b's settling is written.
+	st := newCrashStore(4)
+	cfg := agent.Config{Provider: scripted.Solutions(step1), Registry: reg, Store: st, RunID: "loop", Clock: fixedClock}
+	if _, err := agent.Run(context.Background(), cfg, json.RawMessage(`{}`), msgs); !errors.Is(err, errCrash) {
+		t.Fatalf("crashed run: %v", err)
+	}
+	st2 := &crashStore{Memory: st.Memory}
+	st2.left.Store(1 << 40)
+	p := scripted.Solutions(`{"calls":[],"output":"†state.b"}`)
+	cfg = agent.Config{Provider: p, Registry: reg, Store: st2, Clock: fixedClock}
+	res, err := agent.Resume(context.Background(), cfg, "loop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps != 2 || res.Solution == nil || !res.Solution.Done() {
+		t.Fatalf("steps %d, solution %+v", res.Steps, res.Solution)
+	}
+	// a ran once; b was left unfinished and is not idempotent: reported;
+	// c never started and is not in the journal: the model sees the plan
+	// and the error and decides.
+	if n, _ := runs.Load("a/"); n.(*atomic.Int64).Load() != 1 {
+		t.Errorf("a ran %d times", n.(*atomic.Int64).Load())
+	}
+	errs := planErrors(res.Log)
+	if len(errs) != 1 || !strings.Contains(errs[0], "interrupted") {
+		t.Errorf("errors %q", errs)
+	}
+	// The first step's plan holds the calls the journal knows (c was
+	// waiting for b and never started); the second step made no call.
+	var plans []string
+	for _, m := range res.Log.Messages() {
+		if m.Type == message.TypePlan {
+			plans = append(plans, string(m.Plan))
+		}
+	}
+	if len(plans) != 1 || !strings.Contains(plans[0], `"_tool":"a"`) || !strings.Contains(plans[0], `"_tool":"b"`) {
+		t.Errorf("plan messages %q", plans)
+	}
+	// The model of the resumed run saw the first step's outputs.
+	if reqs := p.Requests(); len(reqs) != 1 || !strings.Contains(fmt.Sprint(reqs[0].Messages), "interrupted") {
+		t.Errorf("the resumed request did not see the interrupted call")
+	}
+	if got := journalLog(t, journal(t, st, "loop")); !slices.Equal(got, logJSON(t, res.Log.Messages())) {
+		t.Errorf("the journal's log differs from the run's:\n%s", strings.Join(got, "\n"))
+	}
+}
