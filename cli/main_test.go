@@ -1,8 +1,9 @@
-package main
+package cli
 
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 )
@@ -16,13 +17,13 @@ func TestResolve(t *testing.T) {
 		stdout string
 		stderr string
 	}{
-		{"value", []string{"resolve", "../../testdata/refund.json", "†input.amount"}, "", 0, "50.0\n", ""},
-		{"object", []string{"resolve", "../../testdata/refund.json", "†state.billingHistory"}, "", 0, "{\n  \"lastChargeback\": \"2025-09-10\",\n  \"orders\": 5\n}\n", ""},
-		{"fallback", []string{"resolve", "../../testdata/refund.json", "†state.receipt || †state.error.code"}, "", 0, "\"card_declined\"\n", ""},
-		{"instance flag after args", []string{"resolve", "../../testdata/refund.json", "†input.customerId", "--instance", "②"}, "", 0, "\"cust_456\"\n", ""},
-		{"instance falls back to global", []string{"resolve", "--instance", "②", "../../testdata/refund.json", "†input.amount"}, "", 0, "50.0\n", ""},
+		{"value", []string{"resolve", "../testdata/refund.json", "†input.amount"}, "", 0, "50.0\n", ""},
+		{"object", []string{"resolve", "../testdata/refund.json", "†state.billingHistory"}, "", 0, "{\n  \"lastChargeback\": \"2025-09-10\",\n  \"orders\": 5\n}\n", ""},
+		{"fallback", []string{"resolve", "../testdata/refund.json", "†state.receipt || †state.error.code"}, "", 0, "\"card_declined\"\n", ""},
+		{"instance flag after args", []string{"resolve", "../testdata/refund.json", "†input.customerId", "--instance", "②"}, "", 0, "\"cust_456\"\n", ""},
+		{"instance falls back to global", []string{"resolve", "--instance", "②", "../testdata/refund.json", "†input.amount"}, "", 0, "50.0\n", ""},
 		{"stdin", []string{"resolve", "-", "†state.x"}, `[{"type":"state","x":[1,2]}]`, 0, "[\n  1,\n  2\n]\n", ""},
-		{"not found", []string{"resolve", "../../testdata/refund.json", "†state.receipt"}, "", 1, "", "acts: ref \"†state.receipt\" at offset 0 at path \"receipt\": not found\n"},
+		{"not found", []string{"resolve", "../testdata/refund.json", "†state.receipt"}, "", 1, "", "acts: ref \"†state.receipt\" at offset 0 at path \"receipt\": not found\n"},
 		{"syntax", []string{"resolve", "-", "†state..x"}, `[]`, 1, "", "acts: ref \"†state..x\" at offset 9: syntax error: empty path segment\n"},
 		{"bad context", []string{"resolve", "-", "†state.x"}, `[{"type":"state"},{"type":"data","kind":"a b"}]`, 1, "", "acts: -: message 1: field \"kind\": message: invalid: \"a b\" is not a valid kind (letters, digits, '_' and '-')\n"},
 		{"missing file", []string{"resolve", "nope.json", "†state.x"}, "", 1, "", "acts: open nope.json: no such file or directory\n"},
@@ -43,4 +44,9 @@ func TestResolve(t *testing.T) {
 			}
 		})
 	}
+}
+
+// run runs a command with the default registry.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return Main(ctx, args, Env{Stdin: stdin, Stdout: stdout, Stderr: stderr})
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ func TestPlanCommand(t *testing.T) {
 		{"_tool":"u"},{"_tool":"t","x":"†input.y"}]}`)
 	noPlan := write("noplan.json", `{"schema":{},"context":[{"type":"input","x":1}]}`)
 	cycle := write("cycle.json", `[{"_tool":"a","x":"†state.a","_outputPath":"†state.a"}]`)
-	const data = "../../testdata/plan/"
+	const data = "../testdata/plan/"
 	for _, tt := range []struct {
 		name    string
 		args    []string

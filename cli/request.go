@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -40,7 +40,7 @@ func requestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}
-	p, name, err := newProvider(*model, *baseURL)
+	p, name, err := NewProvider(*model, *baseURL)
 	if err != nil {
 		return err
 	}
@@ -91,9 +91,11 @@ func printResponse(w io.Writer, resp *agent.Response, asJSON bool) error {
 	return err
 }
 
-// newProvider builds the provider named by spec ("provider:model"). A
+// NewProvider builds the provider named by spec ("provider:model":
+// openai, anthropic, gemini, ollama) and returns it with the model name. A
 // name it does not know, given a base URL, is an OpenAI-compatible server.
-func newProvider(spec, baseURL string) (provider.Provider, string, error) {
+// Keys come from the providers' usual environment variables.
+func NewProvider(spec, baseURL string) (provider.Provider, string, error) {
 	name, model, ok := strings.Cut(spec, ":")
 	if !ok || name == "" || model == "" {
 		return nil, "", fmt.Errorf("%w: --model must be provider:model (or set ACTS_MODEL), got %q", errUsage, spec)

@@ -1,47 +1,28 @@
-package main
+package cli
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/augceo/agent/internal/openaitest"
 )
 
 // fakeOpenAI speaks enough of the Chat Completions wire format to answer
 // with solution, plain or as an SSE stream.
 func fakeOpenAI(t *testing.T, solution string, seen *map[string]any) *httptest.Server {
-	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
+	return openaitest.Server(t, func(body []byte) string {
 		if err := json.Unmarshal(body, seen); err != nil {
 			t.Errorf("request body: %v", err)
 		}
-		if !strings.HasSuffix(r.URL.Path, "/chat/completions") {
-			t.Errorf("path %s", r.URL.Path)
-		}
-		usage := `{"prompt_tokens":12,"completion_tokens":7,"total_tokens":19,"prompt_tokens_details":{"cached_tokens":2}}`
-		if (*seen)["stream"] == true {
-			w.Header().Set("Content-Type", "text/event-stream")
-			mid := len(solution) / 2
-			for _, part := range []string{solution[:mid], solution[mid:]} {
-				q, _ := json.Marshal(part)
-				fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%s},\"finish_reason\":null}]}\n\n", q)
-			}
-			fmt.Fprint(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n")
-			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[],\"usage\":%s}\n\n", usage)
-			fmt.Fprint(w, "data: [DONE]\n\n")
-			return
-		}
-		q, _ := json.Marshal(solution)
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":%s}`, q, usage)
-	}))
+		return solution
+	})
 }
 
 func writeIdea(t *testing.T) string {

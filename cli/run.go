@@ -1,0 +1,441 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/platform"
+	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/store"
+)
+
+// runFlags are the flags run and resume share.
+type runFlags struct {
+	model, baseURL, store, progress string
+	concurrency                     int
+	json                            bool
+}
+
+func (f *runFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.model, "model", os.Getenv("ACTS_MODEL"), "provider:model for latent calls and the agent loop")
+	fs.StringVar(&f.baseURL, "base-url", "", "API base URL (OpenAI-compatible servers, proxies)")
+	fs.StringVar(&f.store, "store", defaultStore(), "where runs are kept: a SQLite file, memory:, or a postgres:// URL")
+	fs.StringVar(&f.progress, "progress", "auto", "progress bar on standard error: auto (when a terminal), always, never")
+	fs.IntVar(&f.concurrency, "concurrency", 0, "calls running at once (0: the default)")
+	fs.BoolVar(&f.json, "json", false, "print one JSON object for scripts")
+}
+
+// runCmd runs an Idea durably: acts run IDEA.json [--input ...].
+func runCmd(ctx context.Context, env *Env, args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var rf runFlags
+	rf.register(fs)
+	input := fs.String("input", "", "input: JSON, or @FILE (a JSON object, a JSON array or JSON lines; arrays and lines are instanced)")
+	id := fs.String("id", "", "the new run's id (default: a new one)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: run takes IDEA.json", errUsage)
+	}
+	data, err := os.ReadFile(pos[0])
+	if err != nil {
+		return err
+	}
+	idea, err := agent.ParseIdea(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", pos[0], err)
+	}
+	inputs, err := readInput(*input)
+	if err != nil {
+		return err
+	}
+	msgs := append(idea.Context, inputs...)
+	st, err := openStore(ctx, rf.store)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	runID := *id
+	if runID == "" {
+		runID = platform.NewID(ctx)
+	} else if _, err := st.Load(ctx, runID); err == nil {
+		return fmt.Errorf("run %s already exists in %s; continue it with: acts resume %s", runID, rf.store, runID)
+	}
+	now := platform.Now(ctx).UTC()
+	if err := st.Save(ctx, store.Run{ID: runID, Idea: pos[0], Model: rf.model, Status: store.Running, Created: now, Updated: now}); err != nil {
+		return err
+	}
+	cfg, err := rf.config(env, st, runID, rf.model)
+	if err != nil {
+		return err
+	}
+	events, total, kind := chooseRun(ctx, cfg, idea.Schema, msgs)
+	if kind == "loop" && cfg.Provider == nil {
+		return fmt.Errorf("%w: %s has no plan to run offline; the agent loop needs --model (or ACTS_MODEL)", errUsage, pos[0])
+	}
+	return drive(ctx, env, &rf, runID, events, total)
+}
+
+// chooseRun picks how an Idea runs: its last plan with no model (per
+// instance when the inputs are instanced), or the agent loop.
+func chooseRun(ctx context.Context, cfg agent.Config, schema json.RawMessage, msgs []message.Message) (iter.Seq2[agent.RunEvent, error], int, string) {
+	if plan, mode, ok := agent.LastPlan(msgs); ok && mode != agent.PlanLazy && len(plan) > 0 {
+		if ids := agent.InstanceIDs(msgs); len(ids) > 0 && !instanced(plan) {
+			return agent.PlanInstancesEvents(ctx, cfg, plan, msgs), len(plan) * len(ids), "plan"
+		}
+		return agent.PlanEvents(ctx, cfg, plan, msgs), len(plan), "plan"
+	}
+	return agent.Events(ctx, cfg, schema, msgs), 0, "loop"
+}
+
+// instanced reports whether a plan's calls name their instances already.
+func instanced(plan []json.RawMessage) bool {
+	for _, c := range plan {
+		if m, err := message.ParseCallMeta(c); err == nil && m.Instance != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// config builds the agent configuration of a run.
+func (f *runFlags) config(env *Env, st store.Store, id, model string) (agent.Config, error) {
+	cfg := agent.Config{Registry: env.Registry, Store: st, RunID: id, Concurrency: f.concurrency}
+	if model != "" {
+		p, name, err := NewProvider(model, f.baseURL)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Provider, cfg.Model = provider.Retry(p, provider.RetryConfig{}), name
+	}
+	return cfg, nil
+}
+
+// resumeCmd continues a run: acts resume RUN.
+func resumeCmd(ctx context.Context, env *Env, args []string) error {
+	fs := flag.NewFlagSet("resume", flag.ContinueOnError)
+	var rf runFlags
+	rf.register(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: resume takes RUN", errUsage)
+	}
+	st, err := openStore(ctx, rf.store)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	run, err := st.Load(ctx, pos[0])
+	if err != nil {
+		return fmt.Errorf("run %s: %w", pos[0], err)
+	}
+	model := rf.model
+	if model == "" {
+		model = run.Model
+	}
+	cfg, err := rf.config(env, st, run.ID, model)
+	if err != nil {
+		return err
+	}
+	if run.Kind == "loop" && cfg.Provider == nil {
+		return fmt.Errorf("%w: run %s is an agent loop and needs --model", errUsage, run.ID)
+	}
+	total := 0
+	if run.Kind == "plan" {
+		total = planSize(ctx, st, run)
+	}
+	return drive(ctx, env, &rf, run.ID, agent.ResumeEvents(ctx, cfg, run.ID), total)
+}
+
+// planSize is the number of calls of a plan run, for the progress bar.
+func planSize(ctx context.Context, st store.Store, run store.Run) int {
+	var spec struct {
+		Plan      []json.RawMessage `json:"plan"`
+		Instanced bool              `json:"instanced"`
+	}
+	if json.Unmarshal(run.Spec, &spec) != nil {
+		return 0
+	}
+	if !spec.Instanced {
+		return len(spec.Plan)
+	}
+	seen := map[string]bool{}
+	for e, err := range st.Entries(ctx, run.ID, 0) {
+		if err != nil {
+			return 0
+		}
+		if e.Type != store.EntryMessage {
+			continue
+		}
+		var m message.Message
+		if json.Unmarshal(e.Data, &m) == nil && m.Type == message.TypeData && m.Instance != "" {
+			seen[m.Instance] = true
+		}
+	}
+	return len(spec.Plan) * len(seen)
+}
+
+// summary is what run and resume print at the end (--json).
+type summary struct {
+	Run      string          `json:"run"`
+	Status   store.Status    `json:"status"`
+	Calls    int             `json:"calls"`
+	Failed   int             `json:"failed"`
+	Messages int             `json:"messages"`
+	Steps    int             `json:"steps,omitempty"`
+	Usage    provider.Usage  `json:"usage"`
+	Output   json.RawMessage `json:"output,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	Seconds  float64         `json:"seconds"`
+}
+
+// drive consumes a run's events: progress, then a summary.
+func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.Seq2[agent.RunEvent, error], total int) error {
+	start := platform.Now(ctx)
+	bar := newProgress(env.Stderr, rf.progress, total, rf.json)
+	s := summary{Run: id, Status: store.Done}
+	var res *agent.RunResult
+	var runErr error
+	for ev, err := range events {
+		if err != nil {
+			runErr = err
+			if le, ok := errors.AsType[*agent.LimitError](err); ok {
+				res = le.Result
+			}
+			break
+		}
+		switch ev.Kind {
+		case agent.EventCallFinished:
+			s.Calls++
+			bar.step(ctx, s.Calls, s.Failed)
+		case agent.EventCallFailed:
+			s.Calls++
+			s.Failed++
+			bar.step(ctx, s.Calls, s.Failed)
+		case agent.EventDone:
+			res = ev.Result
+		}
+	}
+	bar.done()
+	s.Seconds = platform.Now(ctx).Sub(start).Seconds()
+	if res != nil {
+		s.Messages, s.Usage, s.Steps = res.Log.Len(), res.Usage, res.Steps
+		if res.Solution != nil {
+			s.Output = res.Solution.Output
+		}
+	}
+	code := 0
+	switch {
+	case runErr != nil && (errors.Is(runErr, context.Canceled) || ctx.Err() != nil):
+		s.Status, s.Error, code = store.Interrupted, runErr.Error(), ExitInterrupted
+	case runErr != nil:
+		s.Status, s.Error, code = store.Failed, runErr.Error(), 1
+	case s.Failed > 0:
+		code = ExitCallsFailed
+	}
+	if err := printSummary(env.Stdout, &s, rf); err != nil {
+		return err
+	}
+	switch code {
+	case 0:
+		return nil
+	case ExitInterrupted:
+		return &exitError{code, fmt.Errorf("interrupted; run %s is saved: continue it with acts resume %s", id, id)}
+	case ExitCallsFailed:
+		return &exitError{code, fmt.Errorf("%d of %d calls failed; see acts log %s", s.Failed, s.Calls, id)}
+	}
+	return runErr
+}
+
+func printSummary(w io.Writer, s *summary, rf *runFlags) error {
+	if rf.json {
+		b, err := json.Marshal(s)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "run %s: %s in %.2fs\n", s.Run, s.Status, s.Seconds)
+	fmt.Fprintf(&b, "  calls: %d ok, %d failed\n", s.Calls-s.Failed, s.Failed)
+	fmt.Fprintf(&b, "  messages: %d", s.Messages)
+	if s.Steps > 0 {
+		fmt.Fprintf(&b, ", steps: %d", s.Steps)
+	}
+	if t := s.Usage.Total(); t > 0 {
+		fmt.Fprintf(&b, ", tokens: %d", t)
+	}
+	b.WriteString("\n")
+	if s.Output != nil {
+		fmt.Fprintf(&b, "  output: %s\n", s.Output)
+	}
+	fmt.Fprintf(&b, "  trace: acts log %s --store %s\n", s.Run, rf.store)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// readInput reads --input: JSON, or @FILE.
+func readInput(spec string) ([]message.Message, error) {
+	if spec == "" {
+		return nil, nil
+	}
+	data, name, lines := []byte(spec), "--input", false
+	if f, ok := strings.CutPrefix(spec, "@"); ok {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		data, name, lines = b, f, filepath.Ext(f) == ".jsonl"
+	}
+	data = bytes.TrimSpace(data)
+	var elems []json.RawMessage
+	switch {
+	case len(data) > 0 && data[0] == '[':
+		if err := json.Unmarshal(data, &elems); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	case !lines && json.Valid(data):
+		return []message.Message{{Type: message.TypeData, Kind: "input", Data: data}}, nil
+	default:
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(nil, 64<<20)
+		for n := 1; sc.Scan(); n++ {
+			line := bytes.TrimSpace(sc.Bytes())
+			if len(line) == 0 {
+				continue
+			}
+			if !json.Valid(line) {
+				return nil, fmt.Errorf("%s: line %d: not valid JSON", name, n)
+			}
+			elems = append(elems, append(json.RawMessage(nil), line...))
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	msgs := make([]message.Message, 0, len(elems))
+	for i, e := range elems {
+		inst := strconv.Itoa(i + 1)
+		var meta struct {
+			Instance *string `json:"_instance"`
+		}
+		if err := json.Unmarshal(e, &meta); err != nil {
+			return nil, fmt.Errorf("%s: input %d: %w", name, i+1, err)
+		}
+		if meta.Instance != nil {
+			inst = *meta.Instance
+			var err error
+			if e, err = dropMember(e, "_instance"); err != nil {
+				return nil, fmt.Errorf("%s: input %d: %w", name, i+1, err)
+			}
+		}
+		msgs = append(msgs, message.Message{Type: message.TypeData, Kind: "input", Instance: inst, Data: e})
+	}
+	return msgs, nil
+}
+
+// dropMember removes a member of a JSON object, keeping the others in order.
+func dropMember(obj json.RawMessage, key string) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		if k == key {
+			continue
+		}
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// progress draws a progress bar on a terminal.
+type progress struct {
+	w     io.Writer
+	on    bool
+	total int
+	last  time.Time
+	start time.Time
+	drawn bool
+}
+
+func newProgress(w io.Writer, mode string, total int, asJSON bool) *progress {
+	on := mode == "always" || mode == "auto" && !asJSON && isTerminal(w)
+	return &progress{w: w, on: on, total: total}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// step redraws the bar, at most ten times a second.
+func (p *progress) step(ctx context.Context, calls, failed int) {
+	if !p.on {
+		return
+	}
+	now := platform.Now(ctx)
+	if p.start.IsZero() {
+		p.start = now
+	}
+	if now.Sub(p.last) < 100*time.Millisecond && calls != p.total {
+		return
+	}
+	p.last, p.drawn = now, true
+	el := now.Sub(p.start).Truncate(time.Second)
+	if p.total <= 0 {
+		fmt.Fprintf(p.w, "\r%d calls, %d failed  %s ", calls, failed, el)
+		return
+	}
+	const width = 30
+	done := min(calls*width/p.total, width)
+	fmt.Fprintf(p.w, "\r[%s%s] %d/%d calls %3d%%  %d failed  %s ", strings.Repeat("=", done), strings.Repeat(" ", width-done),
+		calls, p.total, calls*100/p.total, failed, el)
+}
+
+func (p *progress) done() {
+	if p.on && p.drawn {
+		fmt.Fprintln(p.w)
+	}
+}

@@ -1,0 +1,316 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/message"
+)
+
+// batch is an Idea whose plan doubles each input's n and then labels it:
+// label writes to a branch, "†state.big || †state.small".
+const batch = `{"schema":{"type":"object"},"context":[
+	{"type":"tool","tool":{"double":{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]},
+		"label":{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}}},
+	{"type":"plan","plan":[
+		{"_tool":"double","n":"†input.n","_outputPath":"†state.doubled"},
+		{"_tool":"label","n":"†state.doubled.n","_outputPath":"†state.big || †state.small"}]}]}`
+
+// batchEnv registers double and label; label fails for n = 14 when fail
+// is set, and onCall sees every call.
+func batchEnv(fail bool, onCall func(*agent.Call)) (*agent.Registry, *atomic.Int64) {
+	reg := agent.NewRegistry()
+	var calls atomic.Int64
+	reg.Activity("double", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		calls.Add(1)
+		if onCall != nil {
+			onCall(c)
+		}
+		var p struct{ N int }
+		_ = json.Unmarshal(c.Args(), &p)
+		return agent.Value(map[string]int{"n": 2 * p.N})
+	}))
+	reg.Activity("label", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		calls.Add(1)
+		var p struct{ N int }
+		_ = json.Unmarshal(c.Args(), &p)
+		if fail && p.N == 14 {
+			return nil, os.ErrPermission
+		}
+		r, err := agent.Value(map[string]int{"n": p.N})
+		if p.N < 10 {
+			r.Branch = message.Failure
+		}
+		return r, err
+	}))
+	return reg, &calls
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// acts runs a command with a registry and returns the exit status and
+// what it printed.
+func acts(ctx context.Context, reg *agent.Registry, args ...string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	code := Main(ctx, args, Env{Registry: reg, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
+	return code, stdout.String(), stderr.String()
+}
+
+func summaryOf(t *testing.T, out string) summary {
+	t.Helper()
+	var s summary
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("summary %q: %v", out, err)
+	}
+	return s
+}
+
+func TestRunPlanOffline(t *testing.T) {
+	ctx := context.Background()
+	idea := writeFile(t, "batch.json", batch)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	reg, _ := batchEnv(false, nil)
+	code, out, errOut := acts(ctx, reg, "run", idea, "--input", `[{"n":1},{"n":7},{"_instance":"x","n":3}]`, "--store", db, "--id", "r1", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	s := summaryOf(t, out)
+	if s.Run != "r1" || s.Status != "done" || s.Calls != 6 || s.Failed != 0 || s.Messages != 2+3+6 {
+		t.Errorf("summary %+v", s)
+	}
+
+	code, out, _ = acts(ctx, reg, "runs", "--store", db)
+	if code != 0 || !strings.Contains(out, "RUN") || !strings.Contains(out, "r1") || !strings.Contains(out, "done") {
+		t.Errorf("runs: %d %q", code, out)
+	}
+	code, out, _ = acts(ctx, reg, "runs", "--store", db, "--json")
+	var listed struct{ ID, Kind, Status, Idea string }
+	if code != 0 || json.Unmarshal([]byte(out), &listed) != nil || listed.ID != "r1" || listed.Kind != "plan" || listed.Idea != idea {
+		t.Errorf("runs --json: %d %q", code, out)
+	}
+
+	code, out, _ = acts(ctx, reg, "log", "r1", "--store", db)
+	if code != 0 {
+		t.Errorf("log: exit %d", code)
+	}
+	for _, want := range []string{
+		"run r1  plan  done",
+		"input[x] {\"n\":3}",
+		// References are shown resolved: label of instance x reads 6.
+		`label[x] {"_tool":"label","n":6,`,
+		"→ †state.big || †state.small",
+		"state[x] ← †state.small {\"small\":{\"n\":6}}",
+		"state[2] ← †state.big {\"big\":{\"n\":14}}",
+		"end",
+		"11 messages, 6 calls started, 0 failed",
+		"cost $0",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = acts(ctx, reg, "log", "r1", "--store", db, "--json")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) < 2 || !strings.Contains(lines[0], `"id":"r1"`) || !strings.Contains(lines[len(lines)-1], `"type":"end"`) {
+		t.Errorf("log --json: %d %q", code, out)
+	}
+
+	// The id is taken.
+	if code, _, errOut := acts(ctx, reg, "run", idea, "--store", db, "--id", "r1"); code != 1 || !strings.Contains(errOut, "already exists") {
+		t.Errorf("run with a taken id: %d %q", code, errOut)
+	}
+}
+
+func TestRunExitCodes(t *testing.T) {
+	ctx := context.Background()
+	idea := writeFile(t, "batch.json", batch)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	reg, _ := batchEnv(true, nil)
+	code, out, errOut := acts(ctx, reg, "run", idea, "--input", `[{"n":1},{"n":7}]`, "--store", db, "--id", "f", "--json")
+	if code != ExitCallsFailed || !strings.Contains(errOut, "1 of 4 calls failed; see acts log f") {
+		t.Errorf("failed call: exit %d, %q", code, errOut)
+	}
+	if s := summaryOf(t, out); s.Failed != 1 || s.Status != "done" {
+		t.Errorf("summary %+v", s)
+	}
+	if _, out, _ := acts(ctx, reg, "log", "f", "--store", db); !strings.Contains(out, "failed: runtime error in label: permission denied") {
+		t.Errorf("log: %s", out)
+	}
+
+	unknown := writeFile(t, "unknown.json", `{"schema":{},"context":[{"type":"plan","plan":[{"_tool":"nope","_outputPath":"†state.x"}]}]}`)
+	code, _, errOut = acts(ctx, reg, "run", unknown, "--store", db, "--id", "u")
+	if code != 1 || !strings.Contains(errOut, "nope") {
+		t.Errorf("unknown tool: exit %d, %q", code, errOut)
+	}
+	if _, out, _ := acts(ctx, reg, "runs", "--store", db, "--json"); !strings.Contains(out, `"id":"u","kind":"plan","status":"failed"`) {
+		t.Errorf("the failed run is not recorded as failed: %s", out)
+	}
+
+	noPlan := writeFile(t, "noplan.json", `{"schema":{"type":"object"},"context":[{"type":"text","text":"hi"}]}`)
+	t.Setenv("ACTS_MODEL", "")
+	if code, _, errOut := acts(ctx, reg, "run", noPlan, "--store", db); code != 2 || !strings.Contains(errOut, "needs --model") {
+		t.Errorf("no plan, no model: exit %d, %q", code, errOut)
+	}
+	for _, args := range [][]string{{"run"}, {"resume"}, {"log"}, {"fork", "x"}, {"runs", "x"}} {
+		if code, _, _ := acts(ctx, reg, append(args, "--store", db)...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+	if code, _, errOut := acts(ctx, reg, "resume", "nobody", "--store", db); code != 1 || !strings.Contains(errOut, "not found") {
+		t.Errorf("resume of an unknown run: %d %q", code, errOut)
+	}
+	if code, _, errOut := acts(ctx, reg, "run", idea, "--input", "{nope", "--store", db); code != 1 || !strings.Contains(errOut, "--input: line 1: not valid JSON") {
+		t.Errorf("bad input: %d %q", code, errOut)
+	}
+}
+
+func TestRunInterruptedAndResumed(t *testing.T) {
+	idea := writeFile(t, "batch.json", batch)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var n atomic.Int64
+	reg, calls := batchEnv(false, func(*agent.Call) {
+		if n.Add(1) == 3 {
+			cancel() // Ctrl-C
+		}
+	})
+	var in []string
+	for i := range 20 {
+		in = append(in, `{"n":`+string(rune('0'+i%10))+`}`)
+	}
+	input := "[" + strings.Join(in, ",") + "]"
+	code, out, errOut := acts(ctx, reg, "run", idea, "--input", input, "--store", db, "--id", "c", "--json", "--concurrency", "1")
+	if code != ExitInterrupted || !strings.Contains(errOut, "continue it with acts resume c") {
+		t.Fatalf("exit %d, %q", code, errOut)
+	}
+	if s := summaryOf(t, out); s.Status != "interrupted" {
+		t.Errorf("summary %+v", s)
+	}
+	if _, out, _ := acts(context.Background(), reg, "runs", "--store", db, "--json"); !strings.Contains(out, `"status":"interrupted"`) {
+		t.Errorf("runs: %s", out)
+	}
+	before := calls.Load()
+	code, out, errOut = acts(context.Background(), reg, "resume", "c", "--store", db, "--json")
+	if code != 0 {
+		t.Fatalf("resume: exit %d, %q", code, errOut)
+	}
+	s := summaryOf(t, out)
+	if s.Status != "done" || s.Messages != 2+20+40 {
+		t.Errorf("summary %+v", s)
+	}
+	// Calls that finished before Ctrl-C did not run again: 40 in all,
+	// plus those cancelled while running, which fail and are reported.
+	if total := calls.Load(); total > 40+before {
+		t.Errorf("%d calls ran", total)
+	}
+}
+
+func TestFork(t *testing.T) {
+	ctx := context.Background()
+	idea := writeFile(t, "batch.json", batch)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	reg, calls := batchEnv(false, nil)
+	if code, _, errOut := acts(ctx, reg, "run", idea, "--input", `[{"n":1},{"n":7}]`, "--store", db, "--id", "p"); code != 0 {
+		t.Fatal(errOut)
+	}
+	// Messages 0-1 are the tools and the plan, 2-3 the inputs, 4 the first
+	// output: the fork keeps one output and runs the rest.
+	code, out, errOut := acts(ctx, reg, "fork", "p", "--at", "4", "--id", "b", "--store", db)
+	if code != 0 || !strings.Contains(out, "run b: forked from p at message 4; continue it with: acts resume b") {
+		t.Fatalf("fork: %d %q %q", code, out, errOut)
+	}
+	calls.Store(0)
+	code, out, errOut = acts(ctx, reg, "resume", "b", "--store", db, "--json")
+	if code != 0 {
+		t.Fatalf("resume: %d %q", code, errOut)
+	}
+	if s := summaryOf(t, out); s.Messages != 8 || calls.Load() != 3 {
+		t.Errorf("summary %+v, %d calls ran", s, calls.Load())
+	}
+	if _, out, _ := acts(ctx, reg, "log", "b", "--store", db); !strings.Contains(out, "forked from p") {
+		t.Errorf("log: %s", out)
+	}
+	if code, _, errOut := acts(ctx, reg, "fork", "p", "--at", "99", "--store", db); code != 1 || !strings.Contains(errOut, "fork p") {
+		t.Errorf("fork past the end: %d %q", code, errOut)
+	}
+}
+
+func TestRunLoop(t *testing.T) {
+	var seen map[string]any
+	srv := fakeOpenAI(t, `{"calls":[],"output":{"capital":"Paris"}}`, &seen)
+	defer srv.Close()
+	t.Setenv("OPENAI_API_KEY", "test")
+	idea := writeIdea(t)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	code, out, errOut := acts(context.Background(), agent.NewRegistry(), "run", idea, "--model", "openai:gpt-test", "--base-url", srv.URL, "--store", db, "--id", "l", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	s := summaryOf(t, out)
+	if s.Status != "done" || string(s.Output) != `{"capital":"Paris"}` || s.Steps != 1 || s.Usage.Total() == 0 {
+		t.Errorf("summary %+v", s)
+	}
+	_, out, _ = acts(context.Background(), agent.NewRegistry(), "log", "l", "--store", db)
+	if !strings.Contains(out, "run l  loop  done") || !strings.Contains(out, "model openai:gpt-test") || !strings.Contains(out, "cost unknown") {
+		t.Errorf("log:\n%s", out)
+	}
+}
+
+func TestReadInput(t *testing.T) {
+	jsonl := writeFile(t, "in.jsonl", "{\"a\":1}\n\n{\"_instance\":\"k\",\"a\":2}\n")
+	one := writeFile(t, "one.jsonl", `{"a":1}`)
+	for _, tt := range []struct {
+		spec string
+		want []string // instance=data
+		err  string
+	}{
+		{"", nil, ""},
+		{`{"a":1}`, []string{`={"a":1}`}, ""},
+		{`[{"a":1},{"a":2}]`, []string{`1={"a":1}`, `2={"a":2}`}, ""},
+		{`[{"_instance":"x","a":1,"b":[2]}]`, []string{`x={"a":1,"b":[2]}`}, ""},
+		{"@" + jsonl, []string{`1={"a":1}`, `k={"a":2}`}, ""},
+		{"@" + one, []string{`1={"a":1}`}, ""},
+		{`{"a":1}` + "\n" + `{"a":2}`, []string{`1={"a":1}`, `2={"a":2}`}, ""},
+		{`[1,`, nil, "--input: unexpected end of JSON input"},
+		{`{"a":1}` + "\nnope", nil, "--input: line 2: not valid JSON"},
+		{`[{"_instance":3}]`, nil, "input 1"},
+		{"@/nonexistent/x.json", nil, "no such file"},
+	} {
+		msgs, err := readInput(tt.spec)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%q: error %v, want %q", tt.spec, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tt.spec, err)
+			continue
+		}
+		var got []string
+		for _, m := range msgs {
+			if m.Kind != "input" || m.Type != message.TypeData {
+				t.Errorf("%q: message %+v", tt.spec, m)
+			}
+			got = append(got, m.Instance+"="+string(m.Data))
+		}
+		if strings.Join(got, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("%q: got %q, want %q", tt.spec, got, tt.want)
+		}
+	}
+}

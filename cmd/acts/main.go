@@ -1,0 +1,19 @@
+// Command acts runs and inspects Acts agents from a terminal: durable
+// runs of Ideas and plans, resume after a crash, traces, forks, single
+// Requests, plan checks and references. See package cli for the commands.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/augceo/agent/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(cli.Main(ctx, os.Args[1:], cli.Env{}))
+}
