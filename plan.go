@@ -1155,6 +1155,7 @@ type planRun struct {
 	left    map[int]int   // per call: the calls it waits for that have not settled
 	readers map[int][]int // per call: the calls that wait for it
 	ready   []int         // calls whose dependencies have settled, not started, in plan order
+	readyIn []int         // the array ready was last cut from; see unready
 	running int
 	done    chan planDone
 	errs    map[int]message.Message // the error message of each failed call
@@ -1269,7 +1270,7 @@ func (r *planRun) launch(ctx context.Context, conc int) bool {
 			i++
 			continue
 		}
-		r.ready = slices.Delete(r.ready, i, i+1)
+		r.ready = r.unready(i)
 		if err == nil && r.cfg.Confirm != nil {
 			d, cerr := r.cfg.Confirm(ctx, c)
 			switch {
@@ -1333,10 +1334,47 @@ func (r *planRun) settle(i int) bool {
 		r.left[j]--
 		if r.left[j] == 0 {
 			k, _ := slices.BinarySearch(r.ready, j)
-			r.ready = slices.Insert(r.ready, k, j)
+			r.ready = r.insertReady(k, j)
 		}
 	}
 	return true
+}
+
+// unready removes position i of r.ready. Calls mostly start from the
+// front, and those they unblock come right after it: so a removal at the
+// front only moves the start of the slice, leaving room in its array for
+// insertReady, and neither copies a queue that may hold a call per
+// instance.
+func (r *planRun) unready(i int) []int {
+	if i == 0 {
+		return r.ready[1:]
+	}
+	return slices.Delete(r.ready, i, i+1)
+}
+
+// insertReady inserts j at position k of r.ready, moving the shorter
+// side: the front into room that unready left, or else the back.
+func (r *planRun) insertReady(k, j int) []int {
+	s := r.ready
+	if off := r.readyOffset(); off > 0 && k < len(s)/2 {
+		s = r.readyIn[off-1 : off+len(s)]
+		copy(s[:k], s[1:k+1])
+		s[k] = j
+		return s
+	}
+	s = slices.Insert(s, k, j)
+	r.readyIn = s[:cap(s)]
+	return s
+}
+
+// readyOffset returns where r.ready starts in r.readyIn, or -1 when it
+// is not a part of it.
+func (r *planRun) readyOffset() int {
+	c, in := cap(r.ready), cap(r.readyIn)
+	if c == 0 || c > in || &r.ready[:c][c-1] != &r.readyIn[:in][in-1] {
+		return -1
+	}
+	return in - c
 }
 
 // finish records a completed call.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1041,6 +1042,40 @@ func TestExecutePlanInstancesExpanded(t *testing.T) {
 				t.Errorf("(-got +want):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestExecutePlanInstancesOrder checks that one call at a time runs the
+// calls in plan order among those ready: each instance's chain runs
+// before the next instance starts.
+func TestExecutePlanInstancesOrder(t *testing.T) {
+	reg := agent.NewRegistry()
+	for _, name := range []string{"a", "b"} {
+		reg.Tool(name, json.RawMessage(`{"type":"object"}`))
+		reg.Activity(name, agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+			return &agent.Result{Value: json.RawMessage(`{}`)}, nil
+		}))
+	}
+	var msgs []message.Message
+	var want []string
+	for i := range 50 {
+		id := strconv.Itoa(i)
+		msgs = append(msgs, message.Message{Type: message.TypeData, Kind: "input", Instance: id, Data: json.RawMessage(`{}`)})
+		want = append(want, id+" †state.a", id+" †state.b")
+	}
+	plan := planOf(t, `[{"_tool":"a","_outputPath":"†state.a"},{"_tool":"b","x":"†state.a","_outputPath":"†state.b"}]`)
+	res, err := agent.ExecutePlanInstances(context.Background(), agent.Config{Registry: reg, Concurrency: 1}, plan, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range res.Log.Messages() {
+		if m.OutputPath != "" {
+			got = append(got, m.Instance+" "+m.OutputPath)
+		}
+	}
+	if d := cmp.Diff(got, want); d != "" {
+		t.Errorf("(-got +want):\n%s", d)
 	}
 }
 
