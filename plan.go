@@ -385,8 +385,9 @@ func instanceGraph(x *executor, log *message.Log, plan []json.RawMessage, in *in
 			return nil
 		}
 		after += len(n.after)
-		size += len(in.bases[i]) + len(`,"_instance":""}`)
+		size += len(in.bases[i]) + len(`,"_instance":}`)
 	}
+	size *= len(ids)
 	for _, id := range ids {
 		size += stride * len(ojson.Quote(id))
 	}
@@ -1077,6 +1078,9 @@ func planExecutor(ctx context.Context, cfg Config, log *message.Log) (*executor,
 			return nil, fmt.Errorf("agent: %w", err)
 		}
 	}
+	// A plan needs the tools only: drop the rendered context, a block
+	// per data identity.
+	p.build.messages, p.build.rendered, p.build.about = nil, nil, nil
 	return &executor{cfg: cfg, reg: reg, build: p.build}, nil
 }
 
