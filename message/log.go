@@ -75,10 +75,11 @@ func (l *Log) Append(msgs ...Message) error {
 		if m.Type != TypeData {
 			continue
 		}
-		v := l.views[m.Identity()]
+		id := m.Identity()
+		v := l.views[id]
 		if v == nil {
 			v = &view{}
-			l.views[m.Identity()] = v
+			l.views[id] = v
 		}
 		if ws[i].value == nil {
 			continue

@@ -51,8 +51,7 @@ func Substitute(src Source, params json.RawMessage) (json.RawMessage, error) {
 			b.WriteByte(',')
 		}
 		n++
-		kb, _ := json.Marshal(k)
-		b.Write(kb)
+		writeKey(&b, k)
 		b.WriteByte(':')
 		if strings.HasPrefix(k, "_") || !mayHaveDagger(v) {
 			b.Write(v)
@@ -74,6 +73,20 @@ func Substitute(src Source, params json.RawMessage) (json.RawMessage, error) {
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// writeKey writes k as json.Marshal encodes it.
+func writeKey(b *bytes.Buffer, k string) {
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			kb, _ := json.Marshal(k)
+			b.Write(kb)
+			return
+		}
+	}
+	b.WriteByte('"')
+	b.WriteString(k)
+	b.WriteByte('"')
 }
 
 // encodeValue encodes a substituted value: sorted keys, no HTML escaping.
