@@ -1059,7 +1059,7 @@ func planExecutor(ctx context.Context, cfg Config, log *message.Log) (*executor,
 	if reg == nil {
 		reg = DefaultRegistry
 	}
-	p, err := prepareLog(ctx, cfg, nil, log)
+	p, err := prepareBuild(ctx, cfg, nil, log, true)
 	if err != nil {
 		return nil, err
 	}
@@ -1078,9 +1078,7 @@ func planExecutor(ctx context.Context, cfg Config, log *message.Log) (*executor,
 			return nil, fmt.Errorf("agent: %w", err)
 		}
 	}
-	// A plan needs the tools only: drop the rendered context, a block
-	// per data identity.
-	p.build.messages, p.build.rendered, p.build.about = nil, nil, nil
+	p.build.rendered = nil // a key per data identity
 	return &executor{cfg: cfg, reg: reg, build: p.build}, nil
 }
 
