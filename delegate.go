@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -66,6 +67,9 @@ func (r *Registry) lookupIdea(name string, fsys fs.FS) (*Idea, error) {
 
 // delegateOf returns a tool's _delegate, or "".
 func delegateOf(def json.RawMessage) string {
+	if !bytes.Contains(def, []byte(`_delegate`)) && bytes.IndexByte(def, '\\') < 0 {
+		return "" // most definitions have none: skip the decode
+	}
 	var d struct {
 		Delegate string `json:"_delegate"`
 	}

@@ -362,16 +362,11 @@ func ResumeEvents(ctx context.Context, cfg Config, id string) iter.Seq2[RunEvent
 		}
 		switch run.Kind {
 		case kindPlan:
-			calls, stride := spec.Plan, 0
+			events := PlanEvents(ctx, cfg, spec.Plan, j.msgs)
 			if spec.Instanced {
-				ids := InstanceIDs(j.msgs)
-				if calls, err = InstancePlan(spec.Plan, ids); err != nil {
-					yield(RunEvent{}, err)
-					return
-				}
-				stride = len(spec.Plan)
+				events = PlanInstancesEvents(ctx, cfg, spec.Plan, j.msgs)
 			}
-			for ev, err := range planEvents(ctx, cfg, calls, spec.Plan, stride, j.msgs) {
+			for ev, err := range events {
 				if !yield(ev, err) || err != nil {
 					return
 				}

@@ -47,6 +47,8 @@ type Build struct {
 	about          map[message.Identity]about
 	solutionChecks []func(solution json.RawMessage) error
 
+	toolsOnly bool // render nothing: only the tools are wanted
+
 	advisorItems     []json.RawMessage // the active advisors' entry schemas
 	advisorsOnDemand []string          // ids of advisors reached through ConsultAdvisor
 }
@@ -59,6 +61,9 @@ func (b *Build) Check(f func(solution json.RawMessage) error) {
 
 // Render appends a rendered message.
 func (b *Build) Render(role provider.Role, text string) {
+	if b.toolsOnly {
+		return
+	}
 	b.messages = append(b.messages, provider.Message{Role: role, Text: text})
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/augceo/agent/platform"
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/ref"
+	"github.com/augceo/agent/schema"
 )
 
 // PlanError reports an invalid plan: every problem found, in plan order.
@@ -239,11 +240,11 @@ func PlanInstancesEvents(ctx context.Context, cfg Config, plan []json.RawMessage
 	if len(ids) == 0 {
 		return func(yield func(RunEvent, error) bool) { yield(RunEvent{}, ErrNoInstances) }
 	}
-	calls, err := InstancePlan(plan, ids)
+	bases, err := templateBases(plan)
 	if err != nil {
 		return func(yield func(RunEvent, error) bool) { yield(RunEvent{}, err) }
 	}
-	return planEvents(ctx, cfg, calls, plan, len(plan), context)
+	return planEvents(ctx, cfg, plan, &instancing{ids: ids, bases: bases}, context)
 }
 
 // PlanEvents is ExecutePlan as a stream of events: call started, finished
@@ -252,7 +253,7 @@ func PlanInstancesEvents(ctx context.Context, cfg Config, plan []json.RawMessage
 // goroutines of their own. Breaking out of the stream cancels the running
 // calls and waits for them.
 func PlanEvents(ctx context.Context, cfg Config, plan []json.RawMessage, context []message.Message) iter.Seq2[RunEvent, error] {
-	return planEvents(ctx, cfg, plan, plan, 0, context)
+	return planEvents(ctx, cfg, plan, nil, context)
 }
 
 // InstanceIDs returns the instances of the data messages of msgs, in
@@ -275,8 +276,30 @@ func InstanceIDs(msgs []message.Message) []string {
 // _instance is a *PlanError; a call that is not a JSON object is copied
 // as it is, for validation to report.
 func InstancePlan(plan []json.RawMessage, ids []string) ([]json.RawMessage, error) {
+	bases, err := templateBases(plan)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]json.RawMessage, 0, len(ids)*len(plan))
+	for _, id := range ids {
+		for i, raw := range plan {
+			if bases[i] == nil {
+				out = append(out, raw)
+				continue
+			}
+			out = append(out, withInstance(nil, bases[i], id))
+		}
+	}
+	return out, nil
+}
+
+// templateBases checks the calls of a template plan and returns each
+// as a compact object, ready for [withInstance], or nil for a call that
+// is not a JSON object. A call that already has an _instance is a
+// *PlanError.
+func templateBases(plan []json.RawMessage) ([]json.RawMessage, error) {
 	var problems []PlanProblem
-	objs := make([]*ojson.Object, len(plan))
+	bases := make([]json.RawMessage, len(plan))
 	for i, raw := range plan {
 		o, err := ojson.Parse(raw)
 		if err != nil {
@@ -289,26 +312,125 @@ func InstancePlan(plan []json.RawMessage, ids []string) ([]json.RawMessage, erro
 				Err: fmt.Errorf("%w: a call of a template plan must not have an _instance", ErrInvalidCall)})
 			continue
 		}
-		objs[i] = o
+		bases[i] = o.Bytes()
 	}
 	if problems != nil {
 		return nil, &PlanError{Problems: problems}
 	}
-	out := make([]json.RawMessage, 0, len(ids)*len(plan))
-	for _, id := range ids {
+	return bases, nil
+}
+
+// withInstance appends to dst the compact object base with an _instance
+// member set to id added last: what setting _instance on the parsed base
+// with ojson writes.
+func withInstance(dst, base json.RawMessage, id string) json.RawMessage {
+	dst = append(dst, base[:len(base)-1]...)
+	if len(base) > 2 {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"_instance":`...)
+	dst = append(dst, ojson.Quote(id)...)
+	return append(dst, '}')
+}
+
+// instancing is a template plan run once per instance (013): the ids, in
+// order, and the template's calls as [templateBases] returns them.
+type instancing struct {
+	ids   []string
+	bases []json.RawMessage
+}
+
+// analyseInstances analyses and validates the plan of the template calls
+// repeated per instance, the copies of instance k numbered from
+// k*len(plan). Every copy of a call parses, depends and is checked as
+// the template does, but for what the instance changes (its _instance
+// and the context it reads): so the template is analysed once, and each
+// copy only checks its literal parameters with its _instance and that
+// its references can be satisfied in its instance. When anything is
+// wrong the copies are analysed one by one, so the problems reported are
+// exactly those of the expanded plan.
+func analyseInstances(x *executor, log *message.Log, plan []json.RawMessage, in *instancing) (*planGraph, error) {
+	if g := instanceGraph(x, log, plan, in); g != nil {
+		return g, nil
+	}
+	calls := make([]json.RawMessage, 0, len(in.ids)*len(plan))
+	for _, id := range in.ids {
 		for i, raw := range plan {
-			if objs[i] == nil {
-				out = append(out, raw)
+			if in.bases[i] == nil {
+				calls = append(calls, raw)
 				continue
 			}
-			o := *objs[i]
-			o.Keys = slices.Clone(o.Keys)
-			o.Values = slices.Clone(o.Values)
-			o.Set("_instance", ojson.Quote(id))
-			out = append(out, o.Bytes())
+			calls = append(calls, withInstance(nil, in.bases[i], id))
 		}
 	}
-	return out, nil
+	g := analyse(calls)
+	g.validate(x, log)
+	g.executable(x)
+	return nil, g.err(len(plan))
+}
+
+// instanceGraph returns the graph of a valid instanced plan, analysing
+// the template once, or nil when the plan has a problem. The copies
+// share the template's reads and writes; their deps are left out, since
+// only validation needs them.
+func instanceGraph(x *executor, log *message.Log, plan []json.RawMessage, in *instancing) *planGraph {
+	t := analyse(plan)
+	t.checkTools(x)
+	t.findCycles()
+	t.executable(x)
+	if len(t.nodes) != len(plan) || t.err(0) != nil {
+		return nil
+	}
+	stride, ids := len(plan), in.ids
+	literals := make([]json.RawMessage, stride)
+	checks := make([]*schema.Schema, stride)
+	size, after := 0, 0
+	for i, n := range t.nodes {
+		var err error
+		if literals[i], checks[i], err = literalParts(x, n); err != nil {
+			return nil
+		}
+		after += len(n.after)
+		size += len(in.bases[i]) + len(`,"_instance":}`)
+	}
+	size *= len(ids)
+	for _, id := range ids {
+		size += stride * len(ojson.Quote(id))
+	}
+	// One allocation each for the nodes, their calls and their waits.
+	nodes := make([]planNode, len(ids)*stride)
+	g := &planGraph{nodes: make([]*planNode, len(nodes))}
+	g.byIndex = g.nodes // every call is well-formed
+	raws := make([]byte, 0, size)
+	afters := make([]int, 0, len(ids)*after)
+	var lit []byte
+	for k, id := range ids {
+		src := log.Instance(id)
+		for i, tn := range t.nodes {
+			j := k*stride + i
+			lit = withInstance(lit[:0], literals[i], id)
+			if checks[i].Validate(lit) != nil {
+				return nil
+			}
+			for _, rd := range tn.reads {
+				if _, ok := t.unsatisfied(tn, rd, src); ok {
+					return nil
+				}
+			}
+			start := len(raws)
+			raws = withInstance(raws, in.bases[i], id)
+			from := len(afters)
+			for _, a := range tn.after {
+				afters = append(afters, k*stride+a)
+			}
+			n := &nodes[j]
+			*n = planNode{index: j, raw: raws[start:len(raws):len(raws)], call: tn.call,
+				reads: tn.reads, writes: tn.writes, after: afters[from:len(afters):len(afters)]}
+			n.call.Instance = id
+			g.nodes[j] = n
+		}
+	}
+	return g
 }
 
 // lazyPrompt asks the model to plan without executing (012, lazy mode).
@@ -444,7 +566,7 @@ type planGraph struct {
 type planNode struct {
 	index  int
 	raw    json.RawMessage
-	call   *Call
+	call   message.CallMeta
 	reads  []planRead
 	writes []planWrite
 	deps   []planEdge // what this call reads that other calls (or itself) write
@@ -527,7 +649,7 @@ func analyse(plan []json.RawMessage) *planGraph {
 // parseNode parses one call; a call whose meta-properties are malformed
 // gives no node.
 func parseNode(i int, raw json.RawMessage) (*planNode, []PlanProblem) {
-	c, err := parseCall(raw)
+	pc, err := parseCall(raw)
 	if err != nil {
 		if e := metaError(raw); e != nil {
 			err = e
@@ -536,6 +658,7 @@ func parseNode(i int, raw json.RawMessage) (*planNode, []PlanProblem) {
 		}
 		return nil, []PlanProblem{{Call: i, Tool: planTool(raw), Err: fmt.Errorf("%w: %w", ErrInvalidCall, err)}}
 	}
+	c := message.CallMeta{Tool: pc.Tool, Instance: pc.Instance, OutputPath: pc.OutputPath, OutputMethod: pc.OutputMethod}
 	n := &planNode{index: i, raw: raw, call: c}
 	var problems []PlanProblem
 	add := func(param, r string, err error) {
@@ -798,16 +921,7 @@ func (g *planGraph) components() [][]int {
 // literal parameters that do not fit, cycles and references nothing can
 // satisfy.
 func (g *planGraph) validate(x *executor, log *message.Log) {
-	tools := x.build.Tools()
-	for _, n := range g.nodes {
-		if x.build.Definition(n.call.Tool) == nil {
-			g.add(n, PlanProblem{Err: fmt.Errorf("%w %q (tools: %s)", ErrUnknownTool, n.call.Tool, strings.Join(tools, ", "))})
-			continue
-		}
-		if err := literalCheck(x, n); err != nil {
-			g.add(n, PlanProblem{Err: fmt.Errorf("%w: %w", ErrInvalidCall, err)})
-		}
-	}
+	g.checkTools(x)
 	g.findCycles()
 	for _, n := range g.nodes {
 		var src ref.Source = log
@@ -823,18 +937,44 @@ func (g *planGraph) validate(x *executor, log *message.Log) {
 	}
 }
 
+// checkTools adds the problems of unknown tools and of literal
+// parameters that do not fit their tool.
+func (g *planGraph) checkTools(x *executor) {
+	for _, n := range g.nodes {
+		if x.build.Definition(n.call.Tool) == nil {
+			tools := x.build.Tools()
+			g.add(n, PlanProblem{Err: fmt.Errorf("%w %q (tools: %s)", ErrUnknownTool, n.call.Tool, strings.Join(tools, ", "))})
+			continue
+		}
+		if err := literalCheck(x, n); err != nil {
+			g.add(n, PlanProblem{Err: fmt.Errorf("%w: %w", ErrInvalidCall, err)})
+		}
+	}
+}
+
 // literalCheck checks the literal parameters of a call against its
 // tool, as a call is checked once its references are resolved: the
 // parameters that hold an expression, at any depth, are left out, and so
 // is their place in the schema's required list.
 func literalCheck(x *executor, n *planNode) error {
-	call, err := ojson.Parse(n.raw)
+	call, s, err := literalParts(x, n)
 	if err != nil {
 		return err
 	}
+	return s.Validate(call)
+}
+
+// literalParts returns what literalCheck validates: the call without
+// the parameters that hold an expression, compact, and the tool's schema
+// without them in its required list.
+func literalParts(x *executor, n *planNode) (json.RawMessage, *schema.Schema, error) {
+	call, err := ojson.Parse(n.raw)
+	if err != nil {
+		return nil, nil, err
+	}
 	s, err := ojson.Parse(x.build.checks.Get(n.call.Tool))
 	if err != nil {
-		return fmt.Errorf("tool schema: %w", err)
+		return nil, nil, fmt.Errorf("tool schema: %w", err)
 	}
 	skip := map[string]bool{}
 	for _, rd := range n.reads {
@@ -848,7 +988,7 @@ func literalCheck(x *executor, n *planNode) error {
 		var required []string
 		if r := s.Get("required"); r != nil {
 			if err := json.Unmarshal(r, &required); err != nil {
-				return fmt.Errorf("tool schema: required: %w", err)
+				return nil, nil, fmt.Errorf("tool schema: required: %w", err)
 			}
 		}
 		required = slices.DeleteFunc(required, func(k string) bool { return skip[k] })
@@ -857,9 +997,9 @@ func literalCheck(x *executor, n *planNode) error {
 	}
 	compiled, err := x.reg.compile(s.Bytes())
 	if err != nil {
-		return fmt.Errorf("tool schema: %w", err)
+		return nil, nil, fmt.Errorf("tool schema: %w", err)
 	}
-	return compiled.Validate(call.Bytes())
+	return call.Bytes(), compiled, nil
 }
 
 // unsatisfied returns the first reference of the first alternative of rd
@@ -925,7 +1065,7 @@ func planExecutor(ctx context.Context, cfg Config, log *message.Log) (*executor,
 	if reg == nil {
 		reg = DefaultRegistry
 	}
-	p, err := prepareLog(ctx, cfg, nil, log)
+	p, err := prepareBuild(ctx, cfg, nil, log, true)
 	if err != nil {
 		return nil, err
 	}
@@ -944,6 +1084,7 @@ func planExecutor(ctx context.Context, cfg Config, log *message.Log) (*executor,
 			return nil, fmt.Errorf("agent: %w", err)
 		}
 	}
+	p.build.rendered = nil // a key per data identity
 	return &executor{cfg: cfg, reg: reg, build: p.build}, nil
 }
 
@@ -963,9 +1104,8 @@ func collectPlan(events iter.Seq2[RunEvent, error]) (*RunResult, error) {
 	return res, nil
 }
 
-// planEvents runs calls; shown is the plan appended at the end, and
-// stride, when not 0, the length of the template calls repeat.
-func planEvents(ctx context.Context, cfg Config, calls, shown []json.RawMessage, stride int, msgs []message.Message) iter.Seq2[RunEvent, error] {
+// planEvents runs plan, or with in, plan as a template once per instance.
+func planEvents(ctx context.Context, cfg Config, plan []json.RawMessage, in *instancing, msgs []message.Message) iter.Seq2[RunEvent, error] {
 	return func(yield func(RunEvent, error) bool) {
 		ctx, cancel := context.WithCancel(platform.WithClock(ctx, cfg.Clock))
 		defer cancel()
@@ -976,7 +1116,7 @@ func planEvents(ctx context.Context, cfg Config, calls, shown []json.RawMessage,
 		}
 		var j *journal
 		if cfg.Store != nil {
-			if j, err = openJournal(ctx, cfg, kindPlan, runSpec{Plan: shown, Instanced: stride > 0}, msgs, cfg.resume != nil); err != nil {
+			if j, err = openJournal(ctx, cfg, kindPlan, runSpec{Plan: plan, Instanced: in != nil}, msgs, cfg.resume != nil); err != nil {
 				yield(RunEvent{}, err)
 				return
 			}
@@ -991,10 +1131,16 @@ func planEvents(ctx context.Context, cfg Config, calls, shown []json.RawMessage,
 			yield(RunEvent{}, err)
 			return
 		}
-		g := analyse(calls)
-		g.validate(x, log)
-		g.executable(x)
-		if err := g.err(stride); err != nil {
+		var g *planGraph
+		if in != nil {
+			g, err = analyseInstances(x, log, plan, in)
+		} else {
+			g = analyse(plan)
+			g.validate(x, log)
+			g.executable(x)
+			err = g.err(0)
+		}
+		if err != nil {
 			yield(RunEvent{}, err)
 			return
 		}
@@ -1006,7 +1152,7 @@ func planEvents(ctx context.Context, cfg Config, calls, shown []json.RawMessage,
 			cancel() // stop calls still running, then wait for them
 			r.wait()
 		}()
-		r.run(ctx, shown, msgs)
+		r.run(ctx, plan, msgs)
 	}
 }
 
@@ -1032,6 +1178,7 @@ type planRun struct {
 	left    map[int]int   // per call: the calls it waits for that have not settled
 	readers map[int][]int // per call: the calls that wait for it
 	ready   []int         // calls whose dependencies have settled, not started, in plan order
+	readyIn []int         // the array ready was last cut from; see unready
 	running int
 	done    chan planDone
 	errs    map[int]message.Message // the error message of each failed call
@@ -1146,7 +1293,7 @@ func (r *planRun) launch(ctx context.Context, conc int) bool {
 		id := strconv.Itoa(n.index)
 		if rs := r.cfg.resume; rs != nil {
 			if em, ok := rs.settled[id]; ok { // it ran before the run stopped
-				r.ready = slices.Delete(r.ready, i, i+1)
+				r.ready = r.unready(i)
 				if em != nil {
 					r.errs[n.index] = *em
 				}
@@ -1160,7 +1307,7 @@ func (r *planRun) launch(ctx context.Context, conc int) bool {
 			i++
 			continue
 		}
-		r.ready = slices.Delete(r.ready, i, i+1)
+		r.ready = r.unready(i)
 		if err == nil {
 			err = r.exec.interrupted(r.cfg.resume, id, c)
 		}
@@ -1230,10 +1377,47 @@ func (r *planRun) settle(i int) bool {
 		r.left[j]--
 		if r.left[j] == 0 {
 			k, _ := slices.BinarySearch(r.ready, j)
-			r.ready = slices.Insert(r.ready, k, j)
+			r.ready = r.insertReady(k, j)
 		}
 	}
 	return true
+}
+
+// unready removes position i of r.ready. Calls mostly start from the
+// front, and those they unblock come right after it: so a removal at the
+// front only moves the start of the slice, leaving room in its array for
+// insertReady, and neither copies a queue that may hold a call per
+// instance.
+func (r *planRun) unready(i int) []int {
+	if i == 0 {
+		return r.ready[1:]
+	}
+	return slices.Delete(r.ready, i, i+1)
+}
+
+// insertReady inserts j at position k of r.ready, moving the shorter
+// side: the front into room that unready left, or else the back.
+func (r *planRun) insertReady(k, j int) []int {
+	s := r.ready
+	if off := r.readyOffset(); off > 0 && k < len(s)/2 {
+		s = r.readyIn[off-1 : off+len(s)]
+		copy(s[:k], s[1:k+1])
+		s[k] = j
+		return s
+	}
+	s = slices.Insert(s, k, j)
+	r.readyIn = s[:cap(s)]
+	return s
+}
+
+// readyOffset returns where r.ready starts in r.readyIn, or -1 when it
+// is not a part of it.
+func (r *planRun) readyOffset() int {
+	c, in := cap(r.ready), cap(r.readyIn)
+	if c == 0 || c > in || &r.ready[:c][c-1] != &r.readyIn[:in][in-1] {
+		return -1
+	}
+	return in - c
 }
 
 // finish records a completed call.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -937,9 +938,11 @@ func TestExecutePlanInstances(t *testing.T) {
 }
 
 func TestExecutePlanInstancesErrors(t *testing.T) {
-	msgs := planCtx(t, `[{"type":"tool","tool":{"t":{"type":"object"}}},{"type":"state","_instance":"a","x":1},{"type":"state","_instance":"b","y":1}]`)
+	msgs := planCtx(t, `[{"type":"tool","tool":{"t":{"type":"object"},"strict":{"type":"object","properties":{"v":{"type":"integer"}},"additionalProperties":false}}},
+		{"type":"state","_instance":"a","x":1},{"type":"state","_instance":"b","y":1}]`)
 	cfg := agent.Config{Registry: agent.NewRegistry()}
 	cfg.Registry.Activity("t", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) { return nil, nil }))
+	cfg.Registry.Activity("strict", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) { return nil, nil }))
 	for _, tt := range []struct {
 		name    string
 		plan    string
@@ -957,6 +960,14 @@ func TestExecutePlanInstancesErrors(t *testing.T) {
 				"call 1 (t) instance b param /v ref †state.q: agent: dependency cycle: 1 (t) → 1 (t)", agent.ErrCycle},
 		{"problems name the template call and the instance", `[{"_tool":"t","v":"†state.x"}]`, msgs,
 			"agent: invalid plan: call 0 (t) instance b param /v ref †state.x: agent: unsatisfiable reference: no call writes it and the context has no value there", agent.ErrUnsatisfiable},
+		{"an instance without a value", `[{"_tool":"t","v":"†state.y"},{"_tool":"t","w":"†state.z","_outputPath":"†state.y"}]`, msgs,
+			"agent: invalid plan: call 1 (t) instance a param /w ref †state.z: agent: unsatisfiable reference: no call writes it and the context has no value there; " +
+				"call 1 (t) instance b param /w ref †state.z: agent: unsatisfiable reference: no call writes it and the context has no value there", agent.ErrUnsatisfiable},
+		{"literal parameters are checked with the _instance", `[{"_tool":"strict","v":1}]`, msgs,
+			`agent: invalid plan: call 0 (strict) instance a: agent: invalid call: at (root): property "_instance" is not allowed; ` +
+				`call 0 (strict) instance b: agent: invalid call: at (root): property "_instance" is not allowed`, agent.ErrInvalidCall},
+		{"an unknown tool", `[{"_tool":"t"},{"_tool":"u"}]`, msgs,
+			`agent: invalid plan: call 1 (u) instance a: agent: unknown tool "u" (tools: t, strict); call 1 (u) instance b: agent: unknown tool "u" (tools: t, strict)`, agent.ErrUnknownTool},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			res, err := agent.ExecutePlanInstances(context.Background(), cfg, planOf(t, tt.plan), tt.context)
@@ -967,6 +978,108 @@ func TestExecutePlanInstancesErrors(t *testing.T) {
 				t.Errorf("result %+v", res)
 			}
 		})
+	}
+}
+
+// TestExecutePlanInstancesExpanded checks that running a template per
+// instance logs what running its expansion does, but for the plan
+// message, which is the template.
+func TestExecutePlanInstancesExpanded(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Activity("double", agent.ActivityFunc(func(_ context.Context, c *agent.Call) (*agent.Result, error) {
+		var p struct{ V int }
+		if err := json.Unmarshal(c.Args(), &p); err != nil {
+			return nil, err
+		}
+		if p.V < 0 {
+			return nil, errors.New("negative")
+		}
+		return agent.Value(map[string]any{"v": 2 * p.V, "by": c.Instance})
+	}))
+	tools := `{"type":"tool","tool":{"double":{"type":"object","properties":{"v":{"type":"integer"}},"required":["v"]}}}`
+	for _, tt := range []struct {
+		name, plan, context string
+	}{
+		{"chain", `[{"_tool":"double","v":"†input.v","_outputPath":"†state.a"},
+			{"_tool":"double","v":"†state.a.v","_outputPath":"†state.b"},
+			{"_tool":"double", "v": "†state.b.v", "_outputPath":"†state.c"}]`,
+			`[` + tools + `,{"type":"input","_instance":"x","v":1},{"type":"input","_instance":"y","v":2},{"type":"input","_instance":"z","v":3}]`},
+		{"global fallback and failures", `[{"_tool":"double","v":"†input.v","_outputPath":"†state.ok || †state.failed"},
+			{"_tool":"double","v":"†state.ok.v || †input.w","_outputPath":"†state.next","_outputMethod":"push"},
+			{"_tool":"double","v":7}]`,
+			`[` + tools + `,{"type":"input","w":5},{"type":"input","_instance":"x","v":-1},{"type":"input","_instance":"y","v":4}]`},
+		{"never ready", `[{"_tool":"double","v":"†state.failed.v"},{"_tool":"double","v":"†input.v","_outputPath":"†state.ok || †state.failed"}]`,
+			`[` + tools + `,{"type":"input","_instance":"x","v":1},{"type":"input","_instance":"y","v":-1}]`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := agent.Config{Registry: reg, Concurrency: 1, Clock: fixedClock}
+			plan, msgs := planOf(t, tt.plan), planCtx(t, tt.context)
+			got, err := agent.ExecutePlanInstances(context.Background(), cfg, plan, msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls, err := agent.InstancePlan(plan, agent.InstanceIDs(msgs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := agent.ExecutePlan(context.Background(), cfg, calls, msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gotS, wantS []string
+			for _, m := range got.Log.Messages() {
+				if m.Type != message.TypePlan {
+					b, _ := json.Marshal(m)
+					gotS = append(gotS, string(b))
+				}
+			}
+			for _, m := range want.Log.Messages() {
+				if m.Type != message.TypePlan {
+					b, _ := json.Marshal(m)
+					wantS = append(wantS, string(b))
+				}
+			}
+			if len(gotS) <= len(msgs) {
+				t.Errorf("nothing was appended")
+			}
+			if d := cmp.Diff(gotS, wantS); d != "" {
+				t.Errorf("(-got +want):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestExecutePlanInstancesOrder checks that one call at a time runs the
+// calls in plan order among those ready: each instance's chain runs
+// before the next instance starts.
+func TestExecutePlanInstancesOrder(t *testing.T) {
+	reg := agent.NewRegistry()
+	for _, name := range []string{"a", "b"} {
+		reg.Tool(name, json.RawMessage(`{"type":"object"}`))
+		reg.Activity(name, agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+			return &agent.Result{Value: json.RawMessage(`{}`)}, nil
+		}))
+	}
+	var msgs []message.Message
+	var want []string
+	for i := range 50 {
+		id := strconv.Itoa(i)
+		msgs = append(msgs, message.Message{Type: message.TypeData, Kind: "input", Instance: id, Data: json.RawMessage(`{}`)})
+		want = append(want, id+" †state.a", id+" †state.b")
+	}
+	plan := planOf(t, `[{"_tool":"a","_outputPath":"†state.a"},{"_tool":"b","x":"†state.a","_outputPath":"†state.b"}]`)
+	res, err := agent.ExecutePlanInstances(context.Background(), agent.Config{Registry: reg, Concurrency: 1}, plan, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range res.Log.Messages() {
+		if m.OutputPath != "" {
+			got = append(got, m.Instance+" "+m.OutputPath)
+		}
+	}
+	if d := cmp.Diff(got, want); d != "" {
+		t.Errorf("(-got +want):\n%s", d)
 	}
 }
 

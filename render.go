@@ -27,7 +27,7 @@ func renderData(_ context.Context, b *Build, m *message.Message) error {
 	}
 	b.rendered[id] = true
 	value, ok, err := b.Log.Value(id)
-	if err != nil {
+	if err != nil || b.toolsOnly {
 		return err
 	}
 	if b.about == nil {

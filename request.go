@@ -237,6 +237,13 @@ func prepare(ctx context.Context, cfg Config, userSchema json.RawMessage, msgs [
 
 // prepareLog runs the handlers over log and composes and compiles the schema.
 func prepareLog(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log) (*prepared, error) {
+	return prepareBuild(ctx, cfg, userSchema, log, false)
+}
+
+// prepareBuild is prepareLog; with toolsOnly, for a caller that only
+// needs the tools, nothing is rendered (the handlers run all the same,
+// and their errors stand).
+func prepareBuild(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, toolsOnly bool) (*prepared, error) {
 	reg := cfg.Registry
 	if reg == nil {
 		reg = DefaultRegistry
@@ -252,7 +259,8 @@ func prepareLog(ctx context.Context, cfg Config, userSchema json.RawMessage, log
 			Model: cfg.Model, N: n, Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens,
 			Thinking: cfg.Thinking, Stream: cfg.Stream || cfg.CallbackPath != "",
 		},
-		rendered: map[message.Identity]bool{},
+		rendered:  map[message.Identity]bool{},
+		toolsOnly: toolsOnly,
 	}
 	for i, m := range log.All() {
 		if err := ctx.Err(); err != nil {

@@ -33,6 +33,9 @@ func callScopes(def, params json.RawMessage) (scopes []string, ok bool, err erro
 			return c, true, nil
 		}
 	}
+	if !bytes.Contains(params, []byte(`_scopes`)) && bytes.IndexByte(params, '\\') < 0 {
+		return nil, false, nil // no member can be _scopes
+	}
 	jsonfast.Members(params, func(k string, v []byte) bool {
 		if k != "_scopes" {
 			return true

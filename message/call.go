@@ -28,9 +28,16 @@ func ParseCallMeta(call json.RawMessage) (CallMeta, error) {
 		return m, errors.New("a call must be a JSON object")
 	}
 	var err error
-	jsonfast.Members(call, func(k string, v []byte) bool {
+	jsonfast.RawMembers(call, func(lit []byte, v []byte) bool {
+		k := lit[1 : len(lit)-1]
+		if len(k) == 0 || (k[0] != '_' && k[0] != '\\') {
+			return true // not a meta-property: skip without allocating its key
+		}
+		if bytes.IndexByte(k, '\\') >= 0 {
+			k = []byte(jsonfast.Unquote(lit))
+		}
 		var dst *string
-		switch k {
+		switch string(k) {
 		case "_tool":
 			dst = &m.Tool
 		case "_instance":
@@ -47,7 +54,7 @@ func ParseCallMeta(call json.RawMessage) (CallMeta, error) {
 			*dst = s
 		case nil:
 		default:
-			err = fmt.Errorf("%s must be a string, got %s", k, v)
+			err = fmt.Errorf("%s must be a string, got %s", string(k), v)
 			return false
 		}
 		return true

@@ -21,7 +21,7 @@ import (
 // A Log is safe for concurrent use. The zero Log is empty and ready.
 type Log struct {
 	mu    sync.RWMutex
-	msgs  []Message
+	msgs  entries
 	views map[Identity]*view
 }
 
@@ -61,7 +61,7 @@ func (l *Log) Append(msgs ...Message) error {
 	for i := range msgs {
 		w, err := writeOf(&msgs[i])
 		if err != nil {
-			return at(len(l.msgs)+i, err)
+			return at(l.msgs.n+i, err)
 		}
 		ws[i] = w
 	}
@@ -70,15 +70,16 @@ func (l *Log) Append(msgs ...Message) error {
 	}
 	for i := range msgs {
 		m := &msgs[i]
-		pos := len(l.msgs)
-		l.msgs = append(l.msgs, *m)
+		pos := l.msgs.n
+		l.msgs.append(pack(m))
 		if m.Type != TypeData {
 			continue
 		}
-		v := l.views[m.Identity()]
+		id := m.Identity()
+		v := l.views[id]
 		if v == nil {
 			v = &view{}
-			l.views[m.Identity()] = v
+			l.views[id] = v
 		}
 		if ws[i].value == nil {
 			continue
@@ -192,31 +193,35 @@ func (v *view) clashesWith(p ref.Path) bool {
 func (l *Log) Len() int {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return len(l.msgs)
+	return l.msgs.n
 }
 
 // At returns the message at position i.
 func (l *Log) At(i int) Message {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.msgs[i]
+	return l.msgs.at(i).message()
 }
 
 // Messages returns a copy of the messages.
 func (l *Log) Messages() []Message {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return append([]Message(nil), l.msgs...)
+	out := make([]Message, l.msgs.n)
+	for i := range out {
+		out[i] = l.msgs.at(i).message()
+	}
+	return out
 }
 
 // All iterates over the messages present when it starts, with positions.
 func (l *Log) All() iter.Seq2[int, Message] {
 	return func(yield func(int, Message) bool) {
 		l.mu.RLock()
-		msgs := l.msgs[:len(l.msgs):len(l.msgs)]
+		msgs := l.msgs
 		l.mu.RUnlock()
-		for i, m := range msgs {
-			if !yield(i, m) {
+		for i := range msgs.n {
+			if !yield(i, msgs.at(i).message()) {
 				return
 			}
 		}
@@ -229,11 +234,11 @@ func (l *Log) Identities() []Identity {
 	defer l.mu.RUnlock()
 	var ids []Identity
 	seen := map[Identity]bool{}
-	for i := range l.msgs {
-		m := &l.msgs[i]
-		if m.Type == TypeData && !seen[m.Identity()] {
-			seen[m.Identity()] = true
-			ids = append(ids, m.Identity())
+	for i := range l.msgs.n {
+		e := l.msgs.at(i)
+		if id := e.identity(); e.isData() && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
 		}
 	}
 	return ids
@@ -319,7 +324,8 @@ func (l *Log) get(v *view, path ref.Path) (json.RawMessage, error) {
 func (l *Log) scan(v *view, path ref.Path) (json.RawMessage, error) {
 	var ws []write
 	for i := len(v.writes) - 1; i >= 0; i-- {
-		w, _ := writeOf(&l.msgs[v.writes[i]])
+		m := l.msgs.at(v.writes[i]).message()
+		w, _ := writeOf(&m)
 		ws = append(ws, w)
 	}
 	return fold(ws, path)

@@ -95,10 +95,27 @@ func (w *objWriter) raw(k string, v json.RawMessage) {
 
 // writeString writes s as a JSON string without HTML escaping.
 func writeString(b *bytes.Buffer, s string) {
+	if plainString(s) {
+		b.WriteByte('"')
+		b.WriteString(s)
+		b.WriteByte('"')
+		return
+	}
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s)
 	b.Truncate(b.Len() - 1) // Encode's newline
+}
+
+// plainString reports whether s is printable ASCII without a quote or a
+// backslash: what JSON encoders write as it is, HTML escaping aside.
+func plainString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // encodeFields writes f as a JSON object with sorted keys.

@@ -35,8 +35,8 @@ func Substitute(src Source, params json.RawMessage) (json.RawMessage, error) {
 	// Only members that are not meta-properties and hold a dagger change;
 	// the others are kept byte for byte.
 	changed := false
-	jsonfast.Members(params, func(k string, v []byte) bool {
-		changed = !strings.HasPrefix(k, "_") && mayHaveDagger(v)
+	jsonfast.RawMembers(params, func(k, v []byte) bool {
+		changed = !isMeta(k) && mayHaveDagger(v)
 		return !changed
 	})
 	if !changed {
@@ -46,20 +46,23 @@ func Substitute(src Source, params json.RawMessage) (json.RawMessage, error) {
 	b.WriteByte('{')
 	n := 0
 	var err error
-	jsonfast.Members(params, func(k string, v []byte) bool {
+	jsonfast.RawMembers(params, func(lit, v []byte) bool {
 		if n > 0 {
 			b.WriteByte(',')
 		}
 		n++
-		kb, _ := json.Marshal(k)
-		b.Write(kb)
+		if plainKey(lit) {
+			b.Write(lit)
+		} else {
+			writeKey(&b, jsonfast.Unquote(lit))
+		}
 		b.WriteByte(':')
-		if strings.HasPrefix(k, "_") || !mayHaveDagger(v) {
+		if isMeta(lit) || !mayHaveDagger(v) {
 			b.Write(v)
 			return true
 		}
 		var nv any
-		if nv, err = substitute(src, jsonfast.Decode(v), "/"+PointerEscape(k)); err != nil {
+		if nv, err = substitute(src, jsonfast.Decode(v), "/"+PointerEscape(jsonfast.Unquote(lit))); err != nil {
 			return false
 		}
 		var enc []byte
@@ -74,6 +77,40 @@ func Substitute(src Source, params json.RawMessage) (json.RawMessage, error) {
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// isMeta reports whether a key, a JSON string literal, names a
+// meta-property: it starts with '_'.
+func isMeta(lit []byte) bool {
+	if bytes.IndexByte(lit, '\\') < 0 {
+		return len(lit) > 2 && lit[1] == '_'
+	}
+	return strings.HasPrefix(jsonfast.Unquote(lit), "_")
+}
+
+// plainKey reports whether a key, a JSON string literal, is written as
+// json.Marshal writes what it decodes to.
+func plainKey(lit []byte) bool {
+	for _, c := range lit[1 : len(lit)-1] {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// writeKey writes k as json.Marshal encodes it.
+func writeKey(b *bytes.Buffer, k string) {
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			kb, _ := json.Marshal(k)
+			b.Write(kb)
+			return
+		}
+	}
+	b.WriteByte('"')
+	b.WriteString(k)
+	b.WriteByte('"')
 }
 
 // encodeValue encodes a substituted value: sorted keys, no HTML escaping.

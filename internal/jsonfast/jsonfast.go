@@ -72,6 +72,13 @@ func skipString(data []byte, i int) int {
 // Members calls f with each key and raw value of the object in data, in
 // order, until f returns false. data must be a valid JSON object.
 func Members(data []byte, f func(key string, value []byte) bool) {
+	RawMembers(data, func(key, value []byte) bool { return f(unquote(key), value) })
+}
+
+// RawMembers is Members with each key as it is written, a JSON string
+// literal, quotes included: callers that only compare most keys need not
+// allocate them. [Unquote] decodes one.
+func RawMembers(data []byte, f func(key, value []byte) bool) {
 	i := space(data, 0) + 1 // past '{'
 	for {
 		i = space(data, i)
@@ -83,7 +90,7 @@ func Members(data []byte, f func(key string, value []byte) bool) {
 			continue
 		}
 		end := skipString(data, i)
-		key := unquote(data[i:end])
+		key := data[i:end]
 		i = space(data, end) + 1 // past ':'
 		start := space(data, i)
 		i = Skip(data, start)
@@ -153,7 +160,10 @@ func decode(data []byte, i int) (any, int) {
 	}
 }
 
-// unquote decodes a JSON string literal, quotes included.
+// Unquote decodes a JSON string literal, quotes included. Invalid UTF-8
+// becomes U+FFFD, as encoding/json decodes it.
+func Unquote(lit []byte) string { return unquote(lit) }
+
 func unquote(lit []byte) string {
 	body := lit[1 : len(lit)-1]
 	plain := true
