@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/augceo/agent"
+	"github.com/augceo/agent/internal/pgtest"
 	"github.com/augceo/agent/message"
 )
 
@@ -312,5 +313,52 @@ func TestReadInput(t *testing.T) {
 		if strings.Join(got, " ") != strings.Join(tt.want, " ") {
 			t.Errorf("%q: got %q, want %q", tt.spec, got, tt.want)
 		}
+	}
+}
+
+// TestRunPostgres runs, lists, traces and resumes through a postgres://
+// store URL.
+func TestRunPostgres(t *testing.T) {
+	db := pgtest.Schema(t)
+	ctx := context.Background()
+	idea := writeFile(t, "batch.json", batch)
+	reg, _ := batchEnv(false, nil)
+	code, out, errOut := acts(ctx, reg, "run", idea, "--input", `[{"n":1},{"n":7}]`, "--store", db, "--id", "pg", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if s := summaryOf(t, out); s.Status != "done" || s.Calls != 4 {
+		t.Errorf("summary %+v", s)
+	}
+	if _, out, _ := acts(ctx, reg, "runs", "--store", db); !strings.Contains(out, "pg") {
+		t.Errorf("runs: %s", out)
+	}
+	if _, out, _ := acts(ctx, reg, "log", "pg", "--store", db); !strings.Contains(out, "state[2] ← †state.big") {
+		t.Errorf("log: %s", out)
+	}
+	if code, _, errOut := acts(ctx, reg, "resume", "pg", "--store", db); code != 0 {
+		t.Errorf("resume of a finished run: %d %s", code, errOut)
+	}
+}
+
+func TestProgress(t *testing.T) {
+	idea := writeFile(t, "batch.json", batch)
+	reg, _ := batchEnv(false, nil)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"run", idea, "--input", `[{"n":1},{"n":2},{"n":3}]`, "--store", db, "--progress", "always"},
+		Env{Registry: reg, Stdout: &stdout, Stderr: &stderr})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	// The last frame is drawn whatever the time since the one before.
+	if !strings.Contains(stderr.String(), "\r[==============================] 6/6 calls 100%  0 failed") || !strings.HasSuffix(stderr.String(), "\n") {
+		t.Errorf("progress %q", stderr.String())
+	}
+	// Not a terminal: no bar by default.
+	stderr.Reset()
+	Main(context.Background(), []string{"run", idea, "--input", `[{"n":1}]`, "--store", db}, Env{Registry: reg, Stdout: &stdout, Stderr: &stderr})
+	if stderr.Len() != 0 {
+		t.Errorf("a bar went to a buffer: %q", stderr.String())
 	}
 }

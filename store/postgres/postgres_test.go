@@ -1,93 +1,19 @@
 package postgres_test
 
 import (
-	"context"
-	"crypto/rand"
-	"net/url"
-	"os"
-	"strings"
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/augceo/agent/internal/pgtest"
 	"github.com/augceo/agent/store"
 	"github.com/augceo/agent/store/postgres"
 	"github.com/augceo/agent/store/storetest"
 )
 
-// urlEnv names the variable holding the URL of a database the tests may
-// create schemas in, such as
-// postgres://postgres:postgres@127.0.0.1:5432/acts_test?sslmode=disable.
-const urlEnv = "ACTS_TEST_POSTGRES"
-
-// testURL returns the database URL from urlEnv. Without one the test
-// skips, except in CI (CI set), where it fails: tests never skip silently
-// in CI.
-func testURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv(urlEnv)
-	if u == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set, and CI is: CI must run the PostgreSQL tests", urlEnv)
-		}
-		t.Skipf("%s is not set", urlEnv)
-	}
-	return u
-}
-
-// withSearchPath returns dsn, a URL or keyword/value string, with its
-// search_path set to schema.
-func withSearchPath(t testing.TB, dsn, schema string) string {
-	t.Helper()
-	if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
-		return dsn + " search_path=" + schema
-	}
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatalf("%s: %v", urlEnv, err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-// newSchema creates a schema, which cleanup drops, and returns the URL of
-// the test database with that schema as its search_path, so that tests
-// and concurrent test runs sharing the database do not see each other.
-func newSchema(t testing.TB) string {
-	t.Helper()
-	dsn := testURL(t)
-	conn, err := pgx.Connect(t.Context(), dsn)
-	if err != nil {
-		t.Fatalf("connect to %s: %v", urlEnv, err)
-	}
-	defer conn.Close(context.WithoutCancel(t.Context()))
-	schema := "storetest_" + strings.ToLower(rand.Text())
-	if _, err := conn.Exec(t.Context(), "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		// t.Context is done by now.
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return withSearchPath(t, dsn, schema)
-}
-
 // open opens a Store in a new schema.
 func open(t testing.TB) *postgres.Store {
 	t.Helper()
-	s, err := postgres.Open(t.Context(), newSchema(t))
+	s, err := postgres.Open(t.Context(), pgtest.Schema(t))
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -96,7 +22,7 @@ func open(t testing.TB) *postgres.Store {
 }
 
 func TestConformance(t *testing.T) {
-	testURL(t) // skip or fail once, not in every subtest
+	pgtest.URL(t) // skip or fail once, not in every subtest
 	storetest.Run(t, func(t *testing.T) (store.Store, store.Catalog) {
 		s := open(t)
 		return s, s
@@ -106,7 +32,7 @@ func TestConformance(t *testing.T) {
 // TestOpenConcurrently opens stores on one new schema at once, as
 // processes starting together do: creating the tables must not fail.
 func TestOpenConcurrently(t *testing.T) {
-	dsn := newSchema(t)
+	dsn := pgtest.Schema(t)
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
