@@ -219,7 +219,7 @@ func trace(ctx context.Context, w io.Writer, st runStore, run store.Run) error {
 	if err != nil {
 		return err
 	}
-	n, failed, calls := 0, 0, 0
+	n, failed, calls, step := 0, 0, 0, ""
 	for e, err := range st.Entries(ctx, run.ID, 0) {
 		if err != nil {
 			return err
@@ -237,6 +237,11 @@ func trace(ctx context.Context, w io.Writer, st runStore, run store.Run) error {
 			n++
 		case store.EntryStarted:
 			calls++
+			// A loop's call ids are step.position: mark each new step.
+			if st, _, ok := strings.Cut(e.Call, "."); ok && st != step {
+				step = st
+				bw.printf("  ── step %s\n", step)
+			}
 			bw.printf("       call %s started: %s\n", e.Call, describeCall(log, e.Data))
 		case store.EntrySettled:
 			if len(e.Data) == 0 {

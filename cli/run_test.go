@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/augceo/agent"
+	"github.com/augceo/agent/internal/openaitest"
 	"github.com/augceo/agent/internal/pgtest"
 	"github.com/augceo/agent/message"
 )
@@ -252,9 +253,14 @@ func TestFork(t *testing.T) {
 }
 
 func TestRunLoop(t *testing.T) {
-	var seen map[string]any
-	srv := fakeOpenAI(t, `{"calls":[],"output":{"capital":"Paris"}}`, &seen)
-	defer srv.Close()
+	// The loop's step calls lookup, a latent tool: its own request gets
+	// the lookup's result.
+	srv := openaitest.Server(t, func(body []byte) string {
+		if strings.Contains(string(body), "Carry out the tool lookup") {
+			return `{"output":{"capital":"Paris"}}`
+		}
+		return `{"calls":[{"_tool":"lookup","q":"France","_outputPath":"†state.found"}],"output":{"capital":"Paris"}}`
+	})
 	t.Setenv("OPENAI_API_KEY", "test")
 	idea := writeIdea(t)
 	db := filepath.Join(t.TempDir(), "runs.db")
@@ -267,7 +273,8 @@ func TestRunLoop(t *testing.T) {
 		t.Errorf("summary %+v", s)
 	}
 	_, out, _ = acts(context.Background(), agent.NewRegistry(), "log", "l", "--store", db)
-	if !strings.Contains(out, "run l  loop  done") || !strings.Contains(out, "model openai:gpt-test") || !strings.Contains(out, "cost unknown") {
+	if !strings.Contains(out, "run l  loop  done") || !strings.Contains(out, "model openai:gpt-test") || !strings.Contains(out, "cost unknown") ||
+		!strings.Contains(out, "── step 1\n       call 1.0 started: lookup {\"_tool\":\"lookup\",\"q\":\"France\"") || !strings.Contains(out, "call 1.0 done") {
 		t.Errorf("log:\n%s", out)
 	}
 }
