@@ -24,6 +24,7 @@ func TestAdvisors(t *testing.T) {
 	p := scripted.Solutions(`{"advisors":[{"id":"riskAnalyst","thought":"The new feature has passed unit tests but lacks integration tests. High risk of regression.","calls":"{\"deploy\": 10, \"rollback\": 5, \"delay\": 95}"}],
 		"calls":[{"_tool":"delay","_reasoningForCall":"RiskAnalyst strongly advises delaying due to insufficient testing.","_outputPath":"†state.decision"}],"output":{"status":"delayed"}}`)
 	var ops []agent.Opinion
+	var res *agent.RunResult
 	for ev, err := range agent.Events(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"object"}`), ctxOf(t, `[
 		{"type":"tool","tool":"deploy"},{"type":"tool","tool":"rollback"},{"type":"tool","tool":"delay"},
 		{"type":"state","deploymentHistory":[{"version":"v1","ok":true}]},
@@ -36,9 +37,15 @@ func TestAdvisors(t *testing.T) {
 		if ev.Kind == agent.EventAdvice {
 			ops = ev.Opinions
 		}
+		if ev.Kind == agent.EventDone {
+			res = ev.Result
+		}
 	}
 	if len(ops) != 1 || ops[0].ID != "riskAnalyst" || ops[0].Votes["delay"] != 95 {
 		t.Fatalf("opinions %+v", ops)
+	}
+	if res == nil || len(res.Advice) != 1 || res.Advice[0].Votes["deploy"] != 10 {
+		t.Errorf("the result does not carry the advice: %+v", res)
 	}
 	tally := agent.Tally(ops)
 	if math.Abs(tally["delay"]-95.0/110) > 1e-9 {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"slices"
 
 	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/message"
@@ -149,8 +151,21 @@ var ErrNotIdeator = errors.New("agent: the idea declares no input")
 // Idea's schema, and calls run it as a delegate. This is the upfront
 // resolution of page 014: the model sees the delegate's exact contract.
 func (r *Registry) Ideator(name string, idea *Idea) error {
-	var input json.RawMessage
-	description := ""
+	if _, _, ok := ideaContract(idea); !ok {
+		return fmt.Errorf("%w: %q", ErrNotIdeator, name)
+	}
+	def, err := ResolveDelegate([]byte(`{"type":"object","_delegate":`+string(ojson.Quote(name))+`}`), idea)
+	if err != nil {
+		return fmt.Errorf("ideator %q: %w", name, err)
+	}
+	r.Idea(name, idea)
+	r.Tool(name, def)
+	return nil
+}
+
+// ideaContract returns an Idea's input schema (its input message with a
+// schema and no data) and its first system message.
+func ideaContract(idea *Idea) (input json.RawMessage, description string, ok bool) {
 	for _, m := range idea.Context {
 		if m.Type == message.TypeData && m.Kind == message.KindInput && m.Data == nil && m.Schema != nil {
 			input = m.Schema
@@ -159,39 +174,103 @@ func (r *Registry) Ideator(name string, idea *Idea) error {
 			description = m.Text
 		}
 	}
-	if input == nil {
-		return fmt.Errorf("%w: %q", ErrNotIdeator, name)
-	}
-	var in struct {
-		Required []string `json:"required"`
-	}
-	if err := json.Unmarshal(input, &in); err != nil {
-		return fmt.Errorf("ideator %q: input schema: %w", name, err)
-	}
-	o, err := ojson.Parse(input)
+	return input, description, input != nil
+}
+
+// ResolveDelegate resolves a delegate tool upfront (014): it returns the
+// tool's definition merged with its Idea's contract, so the model sees
+// what the delegate needs and what it returns. The Idea's input
+// properties join the tool's parameters (the tool's own win where both
+// name one), the required lists are united, _output becomes the Idea's
+// schema unless the tool declares one, and the Idea's first system
+// message is the description unless the tool has one. _delegate stays:
+// calls still run the Idea.
+func ResolveDelegate(def json.RawMessage, idea *Idea) (json.RawMessage, error) {
+	d, err := ojson.Parse(def)
 	if err != nil {
-		return fmt.Errorf("ideator %q: input schema: %w", name, err)
+		return nil, fmt.Errorf("tool definition: %w", err)
 	}
-	props, err := ojson.Parse(o.Get("properties"))
+	input, description, _ := ideaContract(idea)
+	props, err := ojson.Parse(d.Get("properties"))
 	if err != nil {
 		props, _ = ojson.Parse([]byte(`{}`))
 	}
-	out := idea.Schema
-	if out == nil {
-		out = json.RawMessage(`{}`)
+	var required []string
+	if rb := d.Get("required"); rb != nil {
+		if err := json.Unmarshal(rb, &required); err != nil {
+			return nil, fmt.Errorf("tool definition: required: %w", err)
+		}
 	}
-	props.Set("_output", out)
-	def, _ := ojson.Parse([]byte(`{"type":"object"}`))
-	if description != "" {
-		def.Set("description", ojson.Quote(description))
+	if input != nil {
+		in, err := ojson.Parse(input)
+		if err != nil {
+			return nil, fmt.Errorf("input schema: %w", err)
+		}
+		if ip, err := ojson.Parse(in.Get("properties")); err == nil {
+			for i, k := range ip.Keys {
+				if props.Get(k) == nil {
+					props.Set(k, ip.Values[i])
+				}
+			}
+		}
+		var inReq []string
+		if rb := in.Get("required"); rb != nil {
+			if err := json.Unmarshal(rb, &inReq); err != nil {
+				return nil, fmt.Errorf("input schema: required: %w", err)
+			}
+		}
+		for _, k := range inReq {
+			if !slices.Contains(required, k) {
+				required = append(required, k)
+			}
+		}
 	}
-	def.Set("_delegate", ojson.Quote(name))
-	def.Set("properties", props.Bytes())
-	if in.Required != nil {
-		rb, _ := json.Marshal(in.Required)
-		def.Set("required", rb)
+	if props.Get("_output") == nil {
+		out := idea.Schema
+		if out == nil {
+			out = json.RawMessage(`{}`)
+		}
+		props.Set("_output", out)
 	}
-	r.Idea(name, idea)
-	r.Tool(name, def.Bytes())
+	if d.Get("description") == nil && description != "" {
+		d.Set("description", ojson.Quote(description))
+	}
+	d.Set("properties", props.Bytes())
+	if required != nil {
+		rb, _ := json.Marshal(required)
+		d.Set("required", rb)
+	}
+	return d.Bytes(), nil
+}
+
+// UpfrontDelegates resolves upfront (014) every registered tool whose
+// _delegate names an Idea, registered or read from fsys: its definition
+// becomes ResolveDelegate's merge. Execution-time resolution, the
+// default, needs no call: it happens when a call runs.
+func (r *Registry) UpfrontDelegates(fsys fs.FS) error {
+	r.mu.RLock()
+	names := slices.Sorted(maps.Keys(r.tools))
+	r.mu.RUnlock()
+	for _, name := range names {
+		def, err := r.LookupTool(name)
+		if err != nil {
+			return err
+		}
+		d := delegateOf(def)
+		if d == "" || d == Anonymous {
+			continue
+		}
+		idea, err := r.lookupIdea(d, fsys)
+		if err != nil {
+			return fmt.Errorf("tool %q: %w", name, err)
+		}
+		merged, err := ResolveDelegate(def, idea)
+		if err != nil {
+			return fmt.Errorf("tool %q: %w", name, err)
+		}
+		r.mu.Lock()
+		r.tools[name] = merged
+		r.mu.Unlock()
+	}
 	return nil
 }

@@ -142,3 +142,52 @@ func TestIdeator(t *testing.T) {
 		t.Errorf("the delegate's schema: %s", p.Requests()[1].Schema)
 	}
 }
+
+func TestUpfrontDelegates(t *testing.T) {
+	// Page 014, upfront resolution: the delegate's input schema and its
+	// output join the tool before the parent's request, so the model
+	// writes calls in the delegate's own terms.
+	speaker := `{"schema":{"type":"object","properties":{"sent":{"type":"boolean"}},"required":["sent"]},"context":[
+		{"type":"system","message":"You are an expert in messaging in English."},
+		{"type":"input","schema":{"type":"object","properties":{"recipientId":{"type":"string"},"messageBody":{"type":"string"}},"required":["recipientId","messageBody"]}}]}`
+	reg := agent.NewRegistry()
+	reg.Tool("sendMessage", json.RawMessage(`{"type":"object","_delegate":"speaker_EN.json","properties":{"priority":{"type":"integer"}},"required":["priority"]}`))
+	reg.Tool("anon", json.RawMessage(`{"type":"object","_delegate":"anonymous","properties":{"q":{"type":"string"}}}`))
+	fsys := fstest.MapFS{"speaker_EN.json": {Data: []byte(speaker)}}
+	if err := reg.UpfrontDelegates(fsys); err != nil {
+		t.Fatal(err)
+	}
+	def, _ := reg.LookupTool("sendMessage")
+	want := `{"type":"object","_delegate":"speaker_EN.json","properties":{"priority":{"type":"integer"},"recipientId":{"type":"string"},"messageBody":{"type":"string"},` +
+		`"_output":{"type":"object","properties":{"sent":{"type":"boolean"}},"required":["sent"]}},"required":["priority","recipientId","messageBody"],"description":"You are an expert in messaging in English."}`
+	if string(def) != want {
+		t.Errorf("merged definition\n got %s\nwant %s", def, want)
+	}
+	if anon, _ := reg.LookupTool("anon"); strings.Contains(string(anon), "_output") {
+		t.Errorf("an anonymous delegate was changed: %s", anon)
+	}
+	// The model sees the merged contract, and a call that meets it runs
+	// the delegate.
+	p := scripted.New(
+		scripted.Response{Solutions: []string{`{"calls":[{"_tool":"sendMessage","priority":1,"recipientId":"u_1","messageBody":"hi","_outputPath":"†state.delivery"}],"output":null}`}},
+		scripted.Response{Solutions: []string{`{"output":{"sent":true}}`}},
+		scripted.Response{Solutions: []string{`{"calls":[],"output":"done"}`}},
+	)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, Ideas: fsys}, json.RawMessage(`{"type":"string"}`),
+		ctxOf(t, `[{"type":"tool","tool":"sendMessage"},{"type":"text","text":"Say hi to u_1"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lookup(t, res.Log, "†state.delivery.sent"); got != "true" {
+		t.Errorf("delivery %s", got)
+	}
+	if sent := string(p.Requests()[0].Schema); !strings.Contains(sent, "recipientId") || !strings.Contains(sent, "messageBody") {
+		t.Errorf("the first request's schema lacks the delegate's input: %s", sent)
+	}
+	// A delegate whose Idea cannot be found is an error naming the tool.
+	bad := agent.NewRegistry()
+	bad.Tool("lost", json.RawMessage(`{"type":"object","_delegate":"nowhere.json"}`))
+	if err := bad.UpfrontDelegates(fsys); err == nil || !strings.Contains(err.Error(), `tool "lost"`) {
+		t.Errorf("missing Idea: %v", err)
+	}
+}

@@ -44,3 +44,30 @@ func ParseIdea(data []byte) (*Idea, error) {
 	}
 	return idea, nil
 }
+
+// Marshal returns the Idea as the JSON of an Idea file, indented, its
+// context in canonical form. ParseIdea reads it back.
+func (i *Idea) Marshal() ([]byte, error) {
+	if i.Schema == nil {
+		return nil, errors.New("agent: idea: no schema")
+	}
+	b, err := json.MarshalIndent(i, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("agent: idea: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// Idea returns what the run makes of an Idea with its solution (101): the
+// schema it ran with, its whole log as the context, and its last
+// solution, ready to save with Marshal.
+func (r *RunResult) Idea(schema json.RawMessage) *Idea {
+	idea := &Idea{Schema: schema}
+	if r.Log != nil {
+		idea.Context = r.Log.Messages()
+	}
+	if r.Solution != nil {
+		idea.Solution = r.Solution.Raw
+	}
+	return idea
+}

@@ -1,12 +1,16 @@
 package agent_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider/scripted"
 )
 
 func TestParseIdea(t *testing.T) {
@@ -32,5 +36,34 @@ func TestParseIdea(t *testing.T) {
 	var me *message.Error
 	if !errors.As(err, &me) || me.Index != 0 || me.Field != "kind" {
 		t.Errorf("got %v, want a *message.Error at message 0", err)
+	}
+}
+
+func TestIdeaSaveWithSolution(t *testing.T) {
+	p := scripted.Solutions(`{"output":{"capital":"Paris"}}`)
+	schema := json.RawMessage(`{"type":"object","properties":{"capital":{"type":"string"}},"required":["capital"]}`)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p}, schema, ctxOf(t, `[{"type":"text","text":"Capital of France?"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := res.Idea(schema).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := agent.ParseIdea(b)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	var compact bytes.Buffer
+	_ = json.Compact(&compact, back.Schema)
+	if compact.String() != string(schema) || len(back.Context) != res.Log.Len() || !strings.Contains(string(back.Solution), `"Paris"`) {
+		t.Errorf("round trip:\n%s", b)
+	}
+	again, _ := back.Marshal()
+	if string(again) != string(b) {
+		t.Errorf("saving again changed the file:\n%s\n%s", b, again)
+	}
+	if _, err := (&agent.Idea{}).Marshal(); err == nil {
+		t.Error("an Idea with no schema saved")
 	}
 }

@@ -54,6 +54,9 @@ type RunResult struct {
 	Plan []json.RawMessage
 	// RunID names the run in Config.Store, when there is one.
 	RunID string
+	// Advice holds the advisors' opinions of the last solution that had
+	// any (017), with their votes; Tally weighs them.
+	Advice []Opinion
 }
 
 // EventKind names what a RunEvent reports.
@@ -186,6 +189,8 @@ type run struct {
 	lazy    bool              // the context's plan is lazy: plan, do not run
 	planned []json.RawMessage // the calls of a lazy run
 
+	advice []Opinion // the last advisors' opinions
+
 	writes    map[string]int // data messages appended so far, by kind
 	blockedOn string         // the kind the last blocked call waits for
 }
@@ -225,7 +230,7 @@ func (r *run) fail(err error) {
 }
 
 func (r *run) result(sol *Solution, steps int) *RunResult {
-	return &RunResult{Solution: sol, Log: r.log, Usage: r.usage, Steps: steps, RunID: r.cfg.RunID}
+	return &RunResult{Solution: sol, Log: r.log, Usage: r.usage, Steps: steps, RunID: r.cfg.RunID, Advice: r.advice}
 }
 
 func (r *run) loop(ctx context.Context, first int) {
@@ -391,8 +396,11 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 			sol = &ev.Response.Solutions[0]
 			if ops, err := sol.Opinions(); err != nil {
 				errs = append(errs, message.Message{Type: message.TypeError, Error: err.Error()})
-			} else if len(ops) > 0 && !r.emit(RunEvent{Kind: EventAdvice, Step: step, Opinions: ops}) {
-				return nil, false
+			} else if len(ops) > 0 {
+				r.advice = ops
+				if !r.emit(RunEvent{Kind: EventAdvice, Step: step, Opinions: ops}) {
+					return nil, false
+				}
 			}
 		}
 		if !collect(false) {
