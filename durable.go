@@ -62,6 +62,7 @@ type journal struct {
 	run    store.Run
 	buf    []store.Entry
 	result func() *RunResult // the scheduler's result so far, for errors
+	cut    map[string]bool   // calls the run's cancellation cut short, by their JSON
 }
 
 // resumed is what a journal says about the calls of an earlier attempt.
@@ -155,12 +156,27 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 	now := platform.Now(ctx).UTC()
 	switch ev.Kind {
 	case EventMessage:
+		if m := ev.Message; m.Type == message.TypeError && j.cut[string(m.Failed)] {
+			return nil
+		}
 		return j.message(ctx, ev.Message)
 	case EventCallStarted:
 		j.buf = append(j.buf, store.Entry{Type: store.EntryStarted, Call: ev.Call.ID, Data: ev.Call.Raw, Time: now})
 	case EventCallFinished:
 		j.buf = append(j.buf, store.Entry{Type: store.EntrySettled, Call: ev.Call.ID, Time: now})
 	case EventCallFailed:
+		if ctx.Err() != nil && (errors.Is(ev.Err, context.Canceled) || errors.Is(ev.Err, context.DeadlineExceeded)) {
+			// The run's own cancellation cut the call short: it did not
+			// settle, and Resume runs it again (if idempotent) as it would
+			// after a crash. What it wrote on its way out (an error
+			// branch) and its error message stay out of the journal.
+			j.buf = j.buf[:0]
+			if j.cut == nil {
+				j.cut = map[string]bool{}
+			}
+			j.cut[string(ev.Call.Raw)] = true
+			return nil
+		}
 		b, err := json.Marshal(ErrorMessage(ev.Call.Raw, ev.Err))
 		if err != nil {
 			return fmt.Errorf("agent: journal error: %w", err)

@@ -449,3 +449,48 @@ func TestDurableLoopResume(t *testing.T) {
 		t.Errorf("the journal's log differs from the run's:\n%s", strings.Join(got, "\n"))
 	}
 }
+
+// TestDurableCancelIsResumable cancels a run while a call runs: the call
+// fails with the context's error, but in the journal it did not settle, and
+// neither its error branch nor its error message are kept, so Resume runs
+// it again as after a crash.
+func TestDurableCancelIsResumable(t *testing.T) {
+	reg := agent.NewRegistry()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var runs atomic.Int64
+	reg.Tool("pay", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("pay", agent.Idempotent(agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+		if runs.Add(1) == 1 {
+			cancel() // Ctrl-C while the first attempt runs
+			<-c.Done()
+			return nil, c.Err()
+		}
+		return agent.Value("paid")
+	})))
+	plan := planOf(t, `[{"_tool":"pay","_outputPath":"†state.receipt || †state.failed"}]`)
+	st := store.NewMemory()
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "c"}
+	res, err := agent.ExecutePlan(ctx, cfg, plan, planCtx(t, `[{"type":"tool","tool":"pay"}]`))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v", err)
+	}
+	if got := stateOf(t, res.Log); !strings.Contains(got, "failed") {
+		t.Errorf("the run's own log shows what happened: %s", got)
+	}
+	for _, e := range journal(t, st, "c") {
+		if e.Type == store.EntrySettled || strings.Contains(string(e.Data), "context canceled") {
+			t.Errorf("journal keeps %s %s", e.Type, e.Data)
+		}
+	}
+	if run, _ := st.Load(context.Background(), "c"); run.Status != store.Interrupted {
+		t.Errorf("status %s", run.Status)
+	}
+	res, err = agent.Resume(context.Background(), cfg, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stateOf(t, res.Log); got != `{"receipt":"paid"}` || len(planErrors(res.Log)) != 0 {
+		t.Errorf("state %s, errors %q", got, planErrors(res.Log))
+	}
+}

@@ -195,3 +195,51 @@ func TestCrashResume(t *testing.T) {
 		t.Errorf("finished %d; stderr %s", len(finished), stderr.String())
 	}
 }
+
+// TestInterruptResume stops a run with SIGINT (Ctrl-C): it exits with
+// status 130, the run is saved as interrupted, and resume finishes it with
+// the same log as an uninterrupted run.
+func TestInterruptResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the program")
+	}
+	bin := buildOrders(t)
+	dir := t.TempDir()
+	ref, db, audit := filepath.Join(dir, "ref.db"), filepath.Join(dir, "int.db"), filepath.Join(dir, "audit")
+	run := []string{"run", "orders.json", "--input", "@orders.jsonl", "--json"}
+	if out, err := command(bin, nil, append(run, "--store", ref, "--id", "ref")...).CombinedOutput(); err != nil {
+		t.Fatalf("uninterrupted run: %v\n%s", err, out)
+	}
+	cmd := command(bin, []string{"ORDERS_DELAY=1ms", "ORDERS_AUDIT=" + audit}, append(run, "--store", db, "--id", "int")...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatal("the run made no progress")
+		}
+		if b, err := os.ReadFile(audit); err == nil && bytes.Count(b, []byte("\n")) >= 600 {
+			break
+		}
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "continue it with acts resume int") {
+		t.Fatalf("exit %v; stderr %s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), `"status":"interrupted"`) {
+		t.Errorf("summary %s", stdout.String())
+	}
+	if out, err := command(bin, nil, "resume", "int", "--store", db, "--json").CombinedOutput(); err != nil {
+		t.Fatalf("resume: %v\n%s", err, out)
+	}
+	if got, want := canonical(t, journalOf(t, db, "int")), canonical(t, journalOf(t, ref, "ref")); !slices.Equal(got, want) {
+		t.Errorf("the resumed log differs from the uninterrupted one: %d and %d messages", len(got), len(want))
+	}
+}
