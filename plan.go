@@ -424,7 +424,7 @@ func instanceGraph(x *executor, log *message.Log, plan []json.RawMessage, in *in
 				afters = append(afters, k*stride+a)
 			}
 			n := &nodes[j]
-			*n = planNode{index: j, raw: raws[start:len(raws):len(raws)], call: tn.call,
+			*n = planNode{index: j, raw: raws[start:len(raws):len(raws)], call: tn.call, out: tn.out,
 				reads: tn.reads, writes: tn.writes, after: afters[from:len(afters):len(afters)]}
 			n.call.Instance = id
 			g.nodes[j] = n
@@ -567,6 +567,7 @@ type planNode struct {
 	index  int
 	raw    json.RawMessage
 	call   message.CallMeta
+	out    *message.Output // shared by the instances of a template's call
 	reads  []planRead
 	writes []planWrite
 	deps   []planEdge // what this call reads that other calls (or itself) write
@@ -692,6 +693,7 @@ func parseNode(i int, raw json.RawMessage) (*planNode, []PlanProblem) {
 	if len(problems) > 0 {
 		return nil, problems
 	}
+	n.out, _ = message.ParseOutput(c) // checked above
 	return n, nil
 }
 
@@ -1302,7 +1304,7 @@ func (r *planRun) launch(ctx context.Context, conc int) bool {
 				continue
 			}
 		}
-		c, err := r.exec.prepareCall(r.log, n.raw)
+		c, err := r.exec.preparePlanned(r.log, n.raw, &n.call, n.out)
 		if errors.Is(err, errBlocked) {
 			i++
 			continue
@@ -1353,7 +1355,7 @@ func (r *planRun) launch(ctx context.Context, conc int) bool {
 // neverReady reports a call whose references never resolved.
 func (r *planRun) neverReady(i int) bool {
 	n := r.g.node(i)
-	_, err := r.exec.prepareCall(r.log, n.raw)
+	_, err := r.exec.preparePlanned(r.log, n.raw, &n.call, n.out)
 	if j, ok := err.(interface{ Unwrap() []error }); ok && errors.Is(err, errBlocked) {
 		err = j.Unwrap()[1] // the reference that is missing
 	}

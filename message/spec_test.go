@@ -200,4 +200,22 @@ func runWrite(t *testing.T, v vector) {
 			t.Errorf("message %d does not load: %v", i, err)
 		}
 	}
+	// An Output parsed once writes the same messages.
+	meta, err := ParseCallMeta(w.Call)
+	if err != nil {
+		t.Fatalf("ParseCallMeta: %v", err)
+	}
+	o, err := ParseOutput(meta)
+	if err != nil {
+		t.Fatalf("ParseOutput: %v", err)
+	}
+	again, err := o.Messages(w.Call, w.Result, w.Branch, w.Date)
+	if err != nil {
+		t.Fatalf("Output.Messages: %v", err)
+	}
+	a, _ := json.Marshal(again)
+	b, _ := json.Marshal(got)
+	if string(a) != string(b) {
+		t.Errorf("Output.Messages: got %s, want %s", a, b)
+	}
 }
