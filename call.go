@@ -33,17 +33,16 @@ type Call struct {
 	// run's journal records calls by it.
 	ID string
 
-	scoped   []message.Message // what its _scopes let it see
-	output   message.Output    // its output path and method, parsed when prepared
-	prepared bool              // whether output is set
+	scoped []message.Message // what its _scopes let it see
+	output *message.Output   // its output path and method, parsed when prepared
 }
 
 // outputs returns the output messages that record result for c.
 func (c *Call) outputs(result json.RawMessage, b message.Branch, date time.Time) ([]message.Message, error) {
-	if !c.prepared {
+	if c.output == nil {
 		return message.Outputs(c.Raw, result, b, date)
 	}
-	return c.output.Messages(c.Raw, result, b, date)
+	return c.output.Messages(c.Raw, c.Instance, result, b, date)
 }
 
 // Context returns what of the context the call may see: exactly what its

@@ -44,7 +44,7 @@ func (x *executor) prepareCall(log *message.Log, raw json.RawMessage) (*Call, er
 		_, err := ref.ParseMethod(c.OutputMethod)
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("_outputMethod: %w", err)}
 	}
-	c.output, c.prepared = *out, true
+	c.output = out
 	return x.prepare(log, c)
 }
 
@@ -58,8 +58,7 @@ func (x *executor) preparePlanned(log *message.Log, raw json.RawMessage, meta *m
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("%w %q (tools: %v)", ErrUnknownTool, c.Tool, x.build.Tools())}
 	}
 	c.Schema = def
-	c.output, c.prepared = *out, true
-	c.output.Instance = meta.Instance
+	c.output = out
 	return x.prepare(log, c)
 }
 

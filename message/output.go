@@ -43,18 +43,17 @@ func Outputs(call, result json.RawMessage, b Branch, date time.Time) ([]Message,
 	if err != nil {
 		return nil, err
 	}
-	return o.messages(call, result, b, date)
+	return o.messages(call, meta.Instance, result, b, date)
 }
 
 // Output is where and how a call writes its results: its _outputPath
-// and _outputMethod parsed, and its _instance. A call that runs many
-// times, or many calls of one plan, share one Output and record each
-// result with [Output.Messages] without parsing them again. An Output is
-// immutable and safe for concurrent use.
+// and _outputMethod parsed. A call that runs many times, or the calls of
+// one plan's instances, share one Output and record each result with
+// [Output.Messages] without parsing them again. An Output is immutable
+// and safe for concurrent use.
 type Output struct {
-	Instance string
-	Path     ref.Expr // the parsed _outputPath; no alternatives without one
-	Method   ref.Method
+	Path   ref.Expr // the parsed _outputPath; no alternatives without one
+	Method ref.Method
 
 	targets [][]target // per alternative of Path, each target with its text
 }
@@ -68,7 +67,7 @@ type target struct {
 // ParseOutput parses the output path and method of a call whose
 // meta-properties are meta.
 func ParseOutput(meta CallMeta) (*Output, error) {
-	o := &Output{Instance: meta.Instance}
+	o := &Output{}
 	if meta.OutputPath == "" {
 		return o, nil
 	}
@@ -92,18 +91,18 @@ func ParseOutput(meta CallMeta) (*Output, error) {
 }
 
 // Messages is [Outputs] for a call whose output is o: call is the call
-// as it is recorded in each message.
-func (o *Output) Messages(call, result json.RawMessage, b Branch, date time.Time) ([]Message, error) {
+// as it is recorded in each message, and instance its _instance.
+func (o *Output) Messages(call json.RawMessage, instance string, result json.RawMessage, b Branch, date time.Time) ([]Message, error) {
 	if len(o.targets) == 0 {
 		return nil, nil
 	}
 	if !json.Valid(result) {
 		return nil, fmt.Errorf("message: result of call is not valid JSON")
 	}
-	return o.messages(call, result, b, date)
+	return o.messages(call, instance, result, b, date)
 }
 
-func (o *Output) messages(call, result json.RawMessage, b Branch, date time.Time) ([]Message, error) {
+func (o *Output) messages(call json.RawMessage, instance string, result json.RawMessage, b Branch, date time.Time) ([]Message, error) {
 	var targets []target
 	switch {
 	case b == Failure && len(o.targets) < 2:
@@ -123,7 +122,7 @@ func (o *Output) messages(call, result json.RawMessage, b Branch, date time.Time
 		out[i] = Message{
 			Type:       TypeData,
 			Kind:       t.ref.Kind,
-			Instance:   o.Instance,
+			Instance:   instance,
 			Data:       wrapRaw(t.ref.Path, resc),
 			Call:       callc,
 			Date:       stamp,

@@ -209,7 +209,7 @@ func runWrite(t *testing.T, v vector) {
 	if err != nil {
 		t.Fatalf("ParseOutput: %v", err)
 	}
-	again, err := o.Messages(w.Call, w.Result, w.Branch, w.Date)
+	again, err := o.Messages(w.Call, meta.Instance, w.Result, w.Branch, w.Date)
 	if err != nil {
 		t.Fatalf("Output.Messages: %v", err)
 	}
