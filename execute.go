@@ -45,7 +45,7 @@ func (x *executor) prepareCall(log *message.Log, raw json.RawMessage) (*Call, er
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("_outputMethod: %w", err)}
 	}
 	c.output = out
-	return x.prepare(log, c)
+	return x.prepare(log, c, false)
 }
 
 // preparePlanned is prepareCall for a call of an analysed plan: its
@@ -59,12 +59,12 @@ func (x *executor) preparePlanned(log *message.Log, raw json.RawMessage, meta *m
 	}
 	c.Schema = def
 	c.output = out
-	return x.prepare(log, c)
+	return x.prepare(log, c, true)
 }
 
 // prepare resolves and validates c, whose meta-properties, tool and output
-// are set.
-func (x *executor) prepare(log *message.Log, c *Call) (*Call, error) {
+// are set. object says that c.Raw is known to be a valid JSON object.
+func (x *executor) prepare(log *message.Log, c *Call, object bool) (*Call, error) {
 	raw := c.Raw
 	var src ref.Source = log
 	if c.Instance != "" {
@@ -93,7 +93,11 @@ func (x *executor) prepare(log *message.Log, c *Call) (*Call, error) {
 			src = view.Instance(c.Instance)
 		}
 	}
-	params, err := ref.Substitute(src, raw)
+	substitute := ref.Substitute
+	if object {
+		substitute = ref.SubstituteObject
+	}
+	params, err := substitute(src, raw)
 	if err != nil {
 		if errors.Is(err, ref.ErrNotFound) {
 			return nil, fmt.Errorf("%w: %w", errBlocked, err)
