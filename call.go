@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/internal/ojson"
@@ -33,6 +34,15 @@ type Call struct {
 	ID string
 
 	scoped []message.Message // what its _scopes let it see
+	output *message.Output   // its output path and method, parsed when prepared
+}
+
+// outputs returns the output messages that record result for c.
+func (c *Call) outputs(result json.RawMessage, b message.Branch, date time.Time) ([]message.Message, error) {
+	if c.output == nil {
+		return message.Outputs(c.Raw, result, b, date)
+	}
+	return c.output.Messages(c.Raw, c.Instance, result, b, date)
 }
 
 // Context returns what of the context the call may see: exactly what its

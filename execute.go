@@ -35,21 +35,42 @@ func (x *executor) prepareCall(log *message.Log, raw json.RawMessage) (*Call, er
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("%w %q (tools: %v)", ErrUnknownTool, c.Tool, x.build.Tools())}
 	}
 	c.Schema = def
-	if c.OutputPath != "" {
+	meta := message.CallMeta{Tool: c.Tool, Instance: c.Instance, OutputPath: c.OutputPath, OutputMethod: c.OutputMethod}
+	out, err := message.ParseOutput(meta)
+	if err != nil {
 		if _, err := ref.Parse(c.OutputPath); err != nil {
 			return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("_outputPath: %w", err)}
 		}
+		_, err := ref.ParseMethod(c.OutputMethod)
+		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("_outputMethod: %w", err)}
 	}
-	if c.OutputMethod != "" {
-		if _, err := ref.ParseMethod(c.OutputMethod); err != nil {
-			return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("_outputMethod: %w", err)}
-		}
+	c.output = out
+	return x.prepare(log, c, false)
+}
+
+// preparePlanned is prepareCall for a call of an analysed plan: its
+// meta-properties are meta and its output out (for the call's template
+// when it is instanced), already parsed and checked.
+func (x *executor) preparePlanned(log *message.Log, raw json.RawMessage, meta *message.CallMeta, out *message.Output) (*Call, error) {
+	c := &Call{Raw: raw, Tool: meta.Tool, Instance: meta.Instance, OutputPath: meta.OutputPath, OutputMethod: meta.OutputMethod}
+	def := x.build.Definition(c.Tool)
+	if def == nil {
+		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("%w %q (tools: %v)", ErrUnknownTool, c.Tool, x.build.Tools())}
 	}
+	c.Schema = def
+	c.output = out
+	return x.prepare(log, c, true)
+}
+
+// prepare resolves and validates c, whose meta-properties, tool and output
+// are set. object says that c.Raw is known to be a valid JSON object.
+func (x *executor) prepare(log *message.Log, c *Call, object bool) (*Call, error) {
+	raw := c.Raw
 	var src ref.Source = log
 	if c.Instance != "" {
 		src = log.Instance(c.Instance)
 	}
-	scopes, scoped, err := callScopes(def, raw)
+	scopes, scoped, err := callScopes(c.Schema, raw)
 	if err != nil {
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}
 	}
@@ -72,7 +93,11 @@ func (x *executor) prepareCall(log *message.Log, raw json.RawMessage) (*Call, er
 			src = view.Instance(c.Instance)
 		}
 	}
-	params, err := ref.Substitute(src, raw)
+	substitute := ref.Substitute
+	if object {
+		substitute = ref.SubstituteObject
+	}
+	params, err := substitute(src, raw)
 	if err != nil {
 		if errors.Is(err, ref.ErrNotFound) {
 			return nil, fmt.Errorf("%w: %w", errBlocked, err)
@@ -98,7 +123,7 @@ func (x *executor) runCall(ctx context.Context, c *Call) ([]message.Message, *Re
 	if err != nil {
 		// A branching output path takes the error to its last branch.
 		val, _ := json.Marshal(map[string]string{"error": err.Error()})
-		if msgs, werr := message.Outputs(c.Raw, val, message.Failure, now); werr == nil && len(msgs) > 0 {
+		if msgs, werr := c.outputs(val, message.Failure, now); werr == nil && len(msgs) > 0 {
 			return msgs, resp, err
 		}
 		return nil, resp, err
@@ -109,7 +134,7 @@ func (x *executor) runCall(ctx context.Context, c *Call) ([]message.Message, *Re
 	if res.Value == nil {
 		res.Value = json.RawMessage("null")
 	}
-	msgs, err := message.Outputs(c.Raw, res.Value, res.Branch, now)
+	msgs, err := c.outputs(res.Value, res.Branch, now)
 	if err != nil {
 		return nil, resp, &CallError{Kind: Runtime, Tool: c.Tool, Err: err}
 	}

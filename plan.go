@@ -424,7 +424,7 @@ func instanceGraph(x *executor, log *message.Log, plan []json.RawMessage, in *in
 				afters = append(afters, k*stride+a)
 			}
 			n := &nodes[j]
-			*n = planNode{index: j, raw: raws[start:len(raws):len(raws)], call: tn.call,
+			*n = planNode{index: j, raw: raws[start:len(raws):len(raws)], call: tn.call, out: tn.out,
 				reads: tn.reads, writes: tn.writes, after: afters[from:len(afters):len(afters)]}
 			n.call.Instance = id
 			g.nodes[j] = n
@@ -567,6 +567,7 @@ type planNode struct {
 	index  int
 	raw    json.RawMessage
 	call   message.CallMeta
+	out    *message.Output // shared by the instances of a template's call
 	reads  []planRead
 	writes []planWrite
 	deps   []planEdge // what this call reads that other calls (or itself) write
@@ -692,6 +693,7 @@ func parseNode(i int, raw json.RawMessage) (*planNode, []PlanProblem) {
 	if len(problems) > 0 {
 		return nil, problems
 	}
+	n.out, _ = message.ParseOutput(c) // checked above
 	return n, nil
 }
 
@@ -1175,10 +1177,11 @@ type planRun struct {
 	yield   func(RunEvent, error) bool
 	stopped bool
 
-	left    map[int]int   // per call: the calls it waits for that have not settled
-	readers map[int][]int // per call: the calls that wait for it
-	ready   []int         // calls whose dependencies have settled, not started, in plan order
-	readyIn []int         // the array ready was last cut from; see unready
+	left    []int // per call: the calls it waits for that have not settled
+	readers []int // the calls that wait for each call, call by call
+	readAt  []int // per call: where its readers start in readers; one more at the end
+	ready   []int // calls whose dependencies have settled, not started, in plan order
+	readyIn []int // the array ready was last cut from; see unready
 	running int
 	done    chan planDone
 	errs    map[int]message.Message // the error message of each failed call
@@ -1211,14 +1214,26 @@ func (r *planRun) run(ctx context.Context, shown []json.RawMessage, msgs []messa
 	if conc <= 0 {
 		conc = DefaultConcurrency
 	}
-	r.left, r.readers, r.errs = map[int]int{}, map[int][]int{}, map[int]message.Message{}
+	calls := len(r.g.byIndex)
+	r.left, r.readAt, r.errs = make([]int, calls), make([]int, calls+1), map[int]message.Message{}
 	for _, n := range r.g.nodes {
 		r.left[n.index] = len(n.after)
 		for _, w := range n.after {
-			r.readers[w] = append(r.readers[w], n.index)
+			r.readAt[w+1]++
 		}
 		if len(n.after) == 0 {
 			r.ready = append(r.ready, n.index)
+		}
+	}
+	for i := range calls {
+		r.readAt[i+1] += r.readAt[i]
+	}
+	r.readers = make([]int, r.readAt[calls])
+	next := slices.Clone(r.readAt[:calls])
+	for _, n := range r.g.nodes {
+		for _, w := range n.after {
+			r.readers[next[w]] = n.index
+			next[w]++
 		}
 	}
 	for {
@@ -1302,7 +1317,7 @@ func (r *planRun) launch(ctx context.Context, conc int) bool {
 				continue
 			}
 		}
-		c, err := r.exec.prepareCall(r.log, n.raw)
+		c, err := r.exec.preparePlanned(r.log, n.raw, &n.call, n.out)
 		if errors.Is(err, errBlocked) {
 			i++
 			continue
@@ -1353,7 +1368,7 @@ func (r *planRun) launch(ctx context.Context, conc int) bool {
 // neverReady reports a call whose references never resolved.
 func (r *planRun) neverReady(i int) bool {
 	n := r.g.node(i)
-	_, err := r.exec.prepareCall(r.log, n.raw)
+	_, err := r.exec.preparePlanned(r.log, n.raw, &n.call, n.out)
 	if j, ok := err.(interface{ Unwrap() []error }); ok && errors.Is(err, errBlocked) {
 		err = j.Unwrap()[1] // the reference that is missing
 	}
@@ -1373,7 +1388,7 @@ func (r *planRun) failed(i int, c *Call, err error) bool {
 // settle marks call i finished, one way or another, and makes ready the
 // calls that waited only for it.
 func (r *planRun) settle(i int) bool {
-	for _, j := range r.readers[i] {
+	for _, j := range r.readers[r.readAt[i]:r.readAt[i+1]] {
 		r.left[j]--
 		if r.left[j] == 0 {
 			k, _ := slices.BinarySearch(r.ready, j)

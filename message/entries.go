@@ -21,6 +21,7 @@ type entry struct {
 	method     ref.Method
 	outputPath string
 	written    json.RawMessage
+	target     *target
 	rest       *Message // the message, when it sets a field not above
 }
 
@@ -31,7 +32,7 @@ func pack(m *Message) entry {
 		return entry{rest: &c}
 	}
 	return entry{typ: m.Type, kind: m.Kind, instance: m.Instance, data: m.Data, call: m.Call, date: m.Date,
-		method: m.Method, outputPath: m.OutputPath, written: m.written}
+		method: m.Method, outputPath: m.OutputPath, written: m.written, target: m.target}
 }
 
 func (e *entry) message() Message {
@@ -39,7 +40,7 @@ func (e *entry) message() Message {
 		return *e.rest
 	}
 	return Message{Type: e.typ, Kind: e.kind, Instance: e.instance, Data: e.data, Call: e.call, Date: e.date,
-		Method: e.method, OutputPath: e.outputPath, written: e.written}
+		Method: e.method, OutputPath: e.outputPath, written: e.written, target: e.target}
 }
 
 func (e *entry) isData() bool {

@@ -155,8 +155,11 @@ func writeOf(m *Message) (write, error) {
 		}
 		return write{method: method, value: m.Data}, nil
 	}
-	r, err := singleRef(m.OutputPath)
-	if err != nil {
+	var r ref.Ref
+	var err error
+	if t := m.target; t != nil && t.text == m.OutputPath {
+		r = t.ref // parsed by Outputs
+	} else if r, err = singleRef(m.OutputPath); err != nil {
 		return write{}, fieldErr("_outputPath", "%v", err)
 	}
 	if r.Kind != m.Kind {

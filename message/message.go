@@ -72,6 +72,8 @@ type Message struct {
 	// written is the value at OutputPath, kept by Outputs so the log need
 	// not dig it out of Data again.
 	written json.RawMessage
+	// target is the parsed OutputPath, kept by Outputs with written.
+	target *target
 }
 
 // Advisor is the definition carried by an advisor message (017).

@@ -39,6 +39,38 @@ func Outputs(call, result json.RawMessage, b Branch, date time.Time) ([]Message,
 	if !json.Valid(result) {
 		return nil, fmt.Errorf("message: result of call is not valid JSON")
 	}
+	o, err := ParseOutput(meta)
+	if err != nil {
+		return nil, err
+	}
+	return o.messages(call, meta.Instance, result, b, date)
+}
+
+// Output is where and how a call writes its results: its _outputPath
+// and _outputMethod parsed. A call that runs many times, or the calls of
+// one plan's instances, share one Output and record each result with
+// [Output.Messages] without parsing them again. An Output is immutable
+// and safe for concurrent use.
+type Output struct {
+	Path   ref.Expr // the parsed _outputPath; no alternatives without one
+	Method ref.Method
+
+	targets [][]target // per alternative of Path, each target with its text
+}
+
+// target is one reference of an output path with its canonical text.
+type target struct {
+	ref  ref.Ref
+	text string
+}
+
+// ParseOutput parses the output path and method of a call whose
+// meta-properties are meta.
+func ParseOutput(meta CallMeta) (*Output, error) {
+	o := &Output{}
+	if meta.OutputPath == "" {
+		return o, nil
+	}
 	e, err := ref.Parse(meta.OutputPath)
 	if err != nil {
 		return nil, fmt.Errorf("message: call _outputPath: %w", err)
@@ -47,32 +79,57 @@ func Outputs(call, result json.RawMessage, b Branch, date time.Time) ([]Message,
 	if err != nil {
 		return nil, fmt.Errorf("message: call _outputMethod: %w", err)
 	}
-	var targets ref.Group
+	o.Path, o.Method = e, method
+	o.targets = make([][]target, len(e.Alts))
+	for i, alt := range e.Alts {
+		o.targets[i] = make([]target, len(alt))
+		for j, r := range alt {
+			o.targets[i][j] = target{ref: r, text: r.String()}
+		}
+	}
+	return o, nil
+}
+
+// Messages is [Outputs] for a call whose output is o: call is the call
+// as it is recorded in each message, and instance its _instance.
+func (o *Output) Messages(call json.RawMessage, instance string, result json.RawMessage, b Branch, date time.Time) ([]Message, error) {
+	if len(o.targets) == 0 {
+		return nil, nil
+	}
+	if !json.Valid(result) {
+		return nil, fmt.Errorf("message: result of call is not valid JSON")
+	}
+	return o.messages(call, instance, result, b, date)
+}
+
+func (o *Output) messages(call json.RawMessage, instance string, result json.RawMessage, b Branch, date time.Time) ([]Message, error) {
+	var targets []target
 	switch {
-	case b == Failure && len(e.Alts) < 2:
+	case b == Failure && len(o.targets) < 2:
 		return nil, nil
 	case b == Failure:
-		targets = e.Alts[len(e.Alts)-1]
-	case int(b) < len(e.Alts) && b >= 0:
-		targets = e.Alts[b]
+		targets = o.targets[len(o.targets)-1]
+	case int(b) < len(o.targets) && b >= 0:
+		targets = o.targets[b]
 	default:
-		return nil, fmt.Errorf("message: branch %d of %q, which has %d", b, meta.OutputPath, len(e.Alts))
+		return nil, fmt.Errorf("message: branch %d of %q, which has %d", b, o.Path.Text, len(o.targets))
 	}
-	instance := meta.Instance
 	callc, resc := compactIfNeeded(call), compactIfNeeded(result)
 	stamp := date.UTC().Format(time.RFC3339Nano)
 	out := make([]Message, len(targets))
-	for i, r := range targets {
+	for i := range targets {
+		t := &targets[i]
 		out[i] = Message{
 			Type:       TypeData,
-			Kind:       r.Kind,
+			Kind:       t.ref.Kind,
 			Instance:   instance,
-			Data:       wrapRaw(r.Path, resc),
+			Data:       wrapRaw(t.ref.Path, resc),
 			Call:       callc,
 			Date:       stamp,
-			Method:     method,
-			OutputPath: r.String(),
+			Method:     o.Method,
+			OutputPath: t.text,
 			written:    resc,
+			target:     t,
 		}
 	}
 	return out, nil

@@ -3,6 +3,7 @@ package message
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -184,5 +185,19 @@ func TestLogConcurrent(t *testing.T) {
 		if err := json.Unmarshal(v, &arr); err != nil || len(arr) != 200 {
 			t.Errorf("writer %d: %d values, want 200 (%v)", w, len(arr), err)
 		}
+	}
+}
+
+// TestOutputRetargeted checks that an output message whose _outputPath
+// was changed after Outputs made it writes where it now says.
+func TestOutputRetargeted(t *testing.T) {
+	ms, err := Outputs(json.RawMessage(`{"_tool":"t","_outputPath":"†state.a"}`), json.RawMessage(`{"v":1}`), Success, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := ms[0]
+	m.OutputPath = "†other.a"
+	if _, err := NewLog(m); err == nil || !strings.Contains(err.Error(), `writes kind "other"`) {
+		t.Errorf("got %v, want a kind mismatch", err)
 	}
 }

@@ -1,6 +1,7 @@
 package message
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -117,6 +118,11 @@ func TestSpecVectors(t *testing.T) {
 						var err error
 						if c.Substitute != nil {
 							got, err = ref.Substitute(s.src, c.Substitute)
+							if json.Valid(c.Substitute) && bytes.HasPrefix(bytes.TrimSpace(c.Substitute), []byte("{")) {
+								// A valid object gives the same without its check.
+								got2, err2 := ref.SubstituteObject(s.src, c.Substitute)
+								checkResult(t, s.name+" object "+name, got2, err2, c)
+							}
 						} else {
 							got, err = ref.EvalString(s.src, c.Resolve)
 						}
@@ -199,5 +205,23 @@ func runWrite(t *testing.T, v vector) {
 		if _, err := NewLog(got[i]); err != nil {
 			t.Errorf("message %d does not load: %v", i, err)
 		}
+	}
+	// An Output parsed once writes the same messages.
+	meta, err := ParseCallMeta(w.Call)
+	if err != nil {
+		t.Fatalf("ParseCallMeta: %v", err)
+	}
+	o, err := ParseOutput(meta)
+	if err != nil {
+		t.Fatalf("ParseOutput: %v", err)
+	}
+	again, err := o.Messages(w.Call, meta.Instance, w.Result, w.Branch, w.Date)
+	if err != nil {
+		t.Fatalf("Output.Messages: %v", err)
+	}
+	a, _ := json.Marshal(again)
+	b, _ := json.Marshal(got)
+	if string(a) != string(b) {
+		t.Errorf("Output.Messages: got %s, want %s", a, b)
 	}
 }

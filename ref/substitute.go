@@ -32,6 +32,20 @@ func Substitute(src Source, params json.RawMessage) (json.RawMessage, error) {
 	if t := bytes.TrimSpace(params); len(t) == 0 || t[0] != '{' {
 		return nil, fmt.Errorf("ref: params must be a JSON object, got %s", typeName(jsonfast.Decode(params)))
 	}
+	return substituteObject(src, params)
+}
+
+// SubstituteObject is [Substitute] for params known to be a valid JSON
+// object, such as the calls of a plan that was analysed: it does not
+// check them again. On anything else its result is undefined.
+func SubstituteObject(src Source, params json.RawMessage) (json.RawMessage, error) {
+	if !mayHaveDagger(params) {
+		return params, nil
+	}
+	return substituteObject(src, params)
+}
+
+func substituteObject(src Source, params json.RawMessage) (json.RawMessage, error) {
 	// Only members that are not meta-properties and hold a dagger change;
 	// the others are kept byte for byte.
 	changed := false
