@@ -29,16 +29,9 @@ func requestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: request takes IDEA.json", errUsage)
-	}
-	data, err := os.ReadFile(pos[0])
+	idea, err := readIdea("request", pos)
 	if err != nil {
 		return err
-	}
-	idea, err := agent.ParseIdea(data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", pos[0], err)
 	}
 	p, name, err := NewProvider(*model, *baseURL)
 	if err != nil {
@@ -134,4 +127,20 @@ func ollamaURL() string {
 		host = "http://" + host
 	}
 	return strings.TrimRight(host, "/") + "/v1"
+}
+
+// readIdea reads the one Idea file a command takes.
+func readIdea(cmd string, pos []string) (*agent.Idea, error) {
+	if len(pos) != 1 {
+		return nil, fmt.Errorf("%w: %s takes IDEA.json", errUsage, cmd)
+	}
+	data, err := os.ReadFile(pos[0])
+	if err != nil {
+		return nil, err
+	}
+	idea, err := agent.ParseIdea(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", pos[0], err)
+	}
+	return idea, nil
 }

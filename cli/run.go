@@ -50,16 +50,9 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: run takes IDEA.json", errUsage)
-	}
-	data, err := os.ReadFile(pos[0])
+	idea, err := readIdea("run", pos)
 	if err != nil {
 		return err
-	}
-	idea, err := agent.ParseIdea(data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", pos[0], err)
 	}
 	inputs, err := readInput(*input)
 	if err != nil {
