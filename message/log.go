@@ -25,13 +25,20 @@ type Log struct {
 	views map[Identity]*view
 }
 
-// view is the materialised value of one identity.
+// view is the value of one identity. A view of few writes keeps them
+// raw (small) and resolves a path by [fold], as the reference does, so
+// most identities of a large log hold no decoded value; past
+// smallView writes it is materialised into doc.
 type view struct {
+	small   []write // the writes here, oldest first, while not materialised
 	doc     any
 	present bool
 	writes  []int      // log positions of the messages that write here, oldest first
 	clashes []ref.Path // paths of writes that did not apply
 }
+
+// smallView is how many writes a view keeps raw before it materialises.
+const smallView = 4
 
 // write is what a data message does to its identity's value.
 type write struct {
@@ -85,19 +92,40 @@ func (l *Log) Append(msgs ...Message) error {
 			continue
 		}
 		v.writes = append(v.writes, pos)
-		val, err := ref.Decode(ws[i].value)
-		if err != nil { // cannot happen: checked by writeOf
-			return at(pos, err)
-		}
-		doc, err := ref.Apply(v.doc, v.present, ws[i].path, ws[i].method, val)
-		if err != nil {
-			v.clashes = append(v.clashes, ws[i].path)
+		if len(v.writes) <= smallView {
+			v.small = append(v.small, ws[i])
 			continue
 		}
-		v.doc, v.present = doc, true
-		if ws[i].method == ref.MethodSet && len(v.clashes) > 0 {
-			v.heal(ws[i].path)
+		if v.small != nil {
+			small := v.small
+			v.small = nil
+			for _, w := range small {
+				if err := v.apply(w); err != nil { // cannot happen: checked by writeOf
+					return at(pos, err)
+				}
+			}
 		}
+		if err := v.apply(ws[i]); err != nil {
+			return at(pos, err)
+		}
+	}
+	return nil
+}
+
+// apply writes w into the materialised value, or records its clash.
+func (v *view) apply(w write) error {
+	val, err := ref.Decode(w.value)
+	if err != nil {
+		return err
+	}
+	doc, err := ref.Apply(v.doc, v.present, w.path, w.method, val)
+	if err != nil {
+		v.clashes = append(v.clashes, w.path)
+		return nil
+	}
+	v.doc, v.present = doc, true
+	if w.method == ref.MethodSet && len(v.clashes) > 0 {
+		v.heal(w.path)
 	}
 	return nil
 }
@@ -118,6 +146,15 @@ func (l *Log) Check(m Message) error {
 	v := l.views[m.Identity()]
 	if v == nil {
 		return nil
+	}
+	if v.small != nil {
+		m := &view{}
+		for _, w := range v.small {
+			if err := m.apply(w); err != nil {
+				return err
+			}
+		}
+		v = m
 	}
 	if len(v.clashes) > 0 && v.clashesWith(w.path) {
 		return nil // the place is already broken; the new write cannot make it worse
@@ -309,6 +346,9 @@ func (l *Log) lookup(kind, instance string, path ref.Path) (json.RawMessage, err
 
 // get reads path in one view. The caller holds l.mu.
 func (l *Log) get(v *view, path ref.Path) (json.RawMessage, error) {
+	if v.small != nil {
+		return fold(v.small, path)
+	}
 	if len(v.clashes) > 0 && v.clashesWith(path) {
 		return l.scan(v, path)
 	}
@@ -325,8 +365,8 @@ func (l *Log) get(v *view, path ref.Path) (json.RawMessage, error) {
 // scan computes a value by the reference algorithm: newest to oldest,
 // stop at a covering set, fold what was collected.
 func (l *Log) scan(v *view, path ref.Path) (json.RawMessage, error) {
-	var ws []write
-	for i := len(v.writes) - 1; i >= 0; i-- {
+	ws := make([]write, 0, len(v.writes))
+	for i := range v.writes {
 		m := l.msgs.at(v.writes[i]).message()
 		w, _ := writeOf(&m)
 		ws = append(ws, w)
@@ -334,15 +374,17 @@ func (l *Log) scan(v *view, path ref.Path) (json.RawMessage, error) {
 	return fold(ws, path)
 }
 
-// fold resolves path over writes given newest first, by the definition of
-// resolution: collect the writes related to path until a set at a prefix of
-// path, skipping writes that a newer set at a prefix of their own path
-// replaced, then apply them oldest first.
+// fold resolves path over writes given oldest first, by the definition of
+// resolution: collect the writes related to path, newest first, until a
+// set at a prefix of path, skipping writes that a newer set at a prefix of
+// their own path replaced, then apply them oldest first.
 func fold(ws []write, path ref.Path) (json.RawMessage, error) {
-	var keep []write
+	var buf [smallView]write
+	keep := buf[:0]
 	var sets []ref.Path
 scan:
-	for _, w := range ws {
+	for i := len(ws) - 1; i >= 0; i-- {
+		w := ws[i]
 		if !w.path.Related(path) {
 			continue
 		}

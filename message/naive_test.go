@@ -38,8 +38,8 @@ func (n naive) Lookup(kind string, path ref.Path) (json.RawMessage, error) {
 
 func (n naive) scan(kind, instance string, path ref.Path) (json.RawMessage, error, bool) {
 	known := false
-	var ws []write
-	for i := len(n.msgs) - 1; i >= 0; i-- {
+	var ws []write // oldest first, as fold takes them
+	for i := range n.msgs {
 		m := &n.msgs[i]
 		if m.Type != TypeData || m.Kind != kind || m.Instance != instance {
 			continue
