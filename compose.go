@@ -20,7 +20,15 @@ func (b *Build) compose(user json.RawMessage) (json.RawMessage, error) {
 	}
 	// Written by hand: the parts are compact JSON already, and this runs
 	// at every step of a loop.
+	size := 256 + len(output)
+	for _, v := range b.props.Values {
+		size += len(v) + 32
+	}
+	for _, v := range b.tools.Values {
+		size += len(v) + 1
+	}
 	var s bytes.Buffer
+	s.Grow(size)
 	s.WriteString(`{"type":"object","properties":{`)
 	required := append([]string(nil), b.required...)
 	for i, k := range b.props.Keys {

@@ -182,6 +182,7 @@ type run struct {
 	bg      int // of which fire-and-forget
 	sem     chan struct{}
 	exec    *executor
+	prep    *prepared // the last request, carried to the next step
 
 	lazy    bool              // the context's plan is lazy: plan, do not run
 	planned []json.RawMessage // the calls of a lazy run
@@ -346,7 +347,8 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	if reg == nil {
 		reg = DefaultRegistry
 	}
-	p, err := prepareLog(ctx, cfg, r.schema, r.log)
+	p, err := prepareNext(ctx, cfg, r.schema, r.log, r.prep)
+	r.prep = p
 	if err != nil {
 		r.fail(err)
 		return nil, false

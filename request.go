@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"iter"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/augceo/agent/internal/jsonfast"
@@ -191,6 +192,12 @@ type prepared struct {
 	build    *Build
 	composed json.RawMessage
 	compiled *schema.Schema
+
+	// For a loop, which carries it to the next step (see prepareNext):
+	carry bool            // every message handled so far allows it
+	n     int             // the messages handled
+	gen   int             // build.gen when composed was made
+	user  json.RawMessage // the user's schema
 }
 
 // stream sends a prepared request and validates its solutions.
@@ -244,6 +251,121 @@ func prepareLog(ctx context.Context, cfg Config, userSchema json.RawMessage, log
 // needs the tools, nothing is rendered (the handlers run all the same,
 // and their errors stand).
 func prepareBuild(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, toolsOnly bool) (*prepared, error) {
+	return prepareFrom(ctx, cfg, userSchema, log, toolsOnly, false)
+}
+
+// prepareNext prepares the next request of a loop, whose log only grows.
+// While every message is of a type whose built-in handler looks at its own
+// message only (or, for data, at the merged value of its identity), prev
+// is carried on: only the messages appended since are handled, data blocks
+// whose identity got new messages are rendered again where they are, and
+// the composed schema is kept unless a tool or property changed. The
+// result is what preparing the whole log would give.
+func prepareNext(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, prev *prepared) (*prepared, error) {
+	if prev != nil && prev.carry {
+		if p, ok, err := prev.extend(ctx, log); ok {
+			return p, err
+		}
+	}
+	return prepareFrom(ctx, cfg, userSchema, log, false, true)
+}
+
+// carries reports whether the handler of typ is a built-in one that a
+// loop can run on new messages only: not the advisor's, which looks at
+// the whole log.
+func (r *Registry) carries(typ message.Type) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.builtin[typ] && typ != message.TypeAdvisor
+}
+
+// extend handles the messages appended to log since p was prepared; ok is
+// false, with p unchanged, when one of them does not allow it.
+func (p *prepared) extend(ctx context.Context, log *message.Log) (_ *prepared, ok bool, err error) {
+	b := p.build
+	n := log.Len()
+	msgs := make([]message.Message, 0, n-p.n)
+	for i := p.n; i < n; i++ {
+		m := log.At(i)
+		if !b.Registry.carries(m.Type) {
+			return nil, false, nil
+		}
+		msgs = append(msgs, m)
+	}
+	// Data blocks rendered already show the merged value of all messages
+	// of their identity: render those that got new ones again.
+	var dirty []message.Identity
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Type != message.TypeData {
+			continue
+		}
+		if b.about != nil {
+			b.learn(m)
+		}
+		if _, ok := b.blocks[m.Identity()]; ok && !slices.Contains(dirty, m.Identity()) {
+			dirty = append(dirty, m.Identity())
+		}
+	}
+	if len(dirty) > 0 {
+		slices.SortFunc(dirty, func(x, y message.Identity) int { return b.blocks[x].index - b.blocks[y].index })
+		b.messages = slices.Clone(b.messages) // the last request holds the old ones
+		for _, id := range dirty {
+			bl := b.blocks[id]
+			text, err := b.dataBlock(id)
+			if err != nil {
+				return nil, true, &MessageError{Index: bl.index, Type: string(message.TypeData), Err: err}
+			}
+			b.messages[bl.msg].Text = text
+		}
+	}
+	for j := range msgs {
+		if err := b.handle(ctx, p.n+j, &msgs[j]); err != nil {
+			return nil, true, err
+		}
+	}
+	p.n = n
+	if b.gen != p.gen {
+		if err := p.compose(); err != nil {
+			return nil, true, err
+		}
+	}
+	return p, true, nil
+}
+
+// handle runs the handler of m, message i of the log.
+func (b *Build) handle(ctx context.Context, i int, m *message.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	h, err := b.Registry.handler(m.Type)
+	if err == nil {
+		b.Index = i
+		err = h.Handle(ctx, b, m)
+	}
+	if err != nil {
+		return &MessageError{Index: i, Type: string(m.Type), Err: err}
+	}
+	return nil
+}
+
+// compose composes and compiles the schema of p's build.
+func (p *prepared) compose() error {
+	composed, err := p.build.compose(p.user)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	compiled, err := p.build.Registry.compile(composed)
+	if err != nil {
+		return fmt.Errorf("agent: composed schema: %w", err)
+	}
+	p.composed, p.compiled, p.gen = composed, compiled, p.build.gen
+	return nil
+}
+
+// prepareFrom prepares a request from the whole log; with carry, the
+// result may be carried on by prepareNext.
+func prepareFrom(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, toolsOnly, carry bool) (*prepared, error) {
 	reg := cfg.Registry
 	if reg == nil {
 		reg = DefaultRegistry
@@ -262,28 +384,21 @@ func prepareBuild(ctx context.Context, cfg Config, userSchema json.RawMessage, l
 		rendered:  map[message.Identity]bool{},
 		toolsOnly: toolsOnly,
 	}
+	if carry {
+		b.blocks = map[message.Identity]block{}
+	}
+	p := &prepared{build: b, carry: carry, user: userSchema}
 	for i, m := range log.All() {
-		if err := ctx.Err(); err != nil {
+		if err := b.handle(ctx, i, &m); err != nil {
 			return nil, err
 		}
-		h, err := reg.handler(m.Type)
-		if err == nil {
-			b.Index = i
-			err = h.Handle(ctx, b, &m)
-		}
-		if err != nil {
-			return nil, &MessageError{Index: i, Type: string(m.Type), Err: err}
-		}
+		p.carry = p.carry && reg.carries(m.Type)
+		p.n = i + 1
 	}
-	composed, err := b.compose(userSchema)
-	if err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
+	if err := p.compose(); err != nil {
+		return nil, err
 	}
-	compiled, err := reg.compile(composed)
-	if err != nil {
-		return nil, fmt.Errorf("agent: composed schema: %w", err)
-	}
-	return &prepared{build: b, composed: composed, compiled: compiled}, nil
+	return p, nil
 }
 
 // generate runs one provider call, streaming thinking and callback
