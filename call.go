@@ -33,6 +33,10 @@ type Call struct {
 	ID string
 
 	scoped []message.Message // what its _scopes let it see
+
+	// The loop resolves the activity when it launches the call.
+	activity Activity
+	resolved bool
 }
 
 // Context returns what of the context the call may see: exactly what its

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strconv"
 	"strings"
 
 	"github.com/augceo/agent/message"
@@ -380,7 +381,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 			if r.lazy {
 				continue // lazy mode: the model only plans
 			}
-			pending = append(pending, &waiting{raw: ev.Element.Value, id: fmt.Sprintf("%d.%d", step, calls-1)})
+			pending = append(pending, &waiting{raw: ev.Element.Value, id: strconv.Itoa(step) + "." + strconv.Itoa(calls-1)})
 			if !tryRun() {
 				return nil, false
 			}
@@ -473,7 +474,8 @@ func (r *run) launch(ctx context.Context, step int, w *waiting) (launched bool, 
 		}
 	}
 	c.ID = w.id
-	_, explicit, _ := r.exec.reg.resolveActivity(c.Tool, c.Schema)
+	a, explicit, err := r.exec.reg.resolveActivity(c.Tool, c.Schema)
+	c.activity, c.resolved = a, err == nil
 	bg := c.OutputPath == "" && explicit != ""
 	// Started is yielded before the call runs: a durable run records it
 	// first.

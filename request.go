@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -109,6 +110,9 @@ func (s *Solution) Done() bool { return s.Output != nil }
 // Field returns another property of the solution (meta, advisors, ...), or
 // nil when absent.
 func (s *Solution) Field(name string) json.RawMessage {
+	if !bytes.Contains(s.Raw, []byte(`"`+name+`"`)) && bytes.IndexByte(s.Raw, '\\') < 0 {
+		return nil // no member can have that name: skip the parse
+	}
 	o, err := ojson.Parse(s.Raw)
 	if err != nil {
 		return nil

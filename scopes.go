@@ -20,14 +20,14 @@ var ErrScope = errors.New("agent: invalid scope")
 // ones (a const in its _scopes schema) win over what the call asks for.
 // ok is false when the call has none, so it sees no context at all.
 func callScopes(def, params json.RawMessage) (scopes []string, ok bool, err error) {
-	var d struct {
-		Properties struct {
-			Scopes struct {
-				Const []string `json:"const"`
-			} `json:"_scopes"`
-		} `json:"properties"`
-	}
 	if bytes.Contains(def, []byte(`"_scopes"`)) {
+		var d struct { // declared here: it escapes to the heap
+			Properties struct {
+				Scopes struct {
+					Const []string `json:"const"`
+				} `json:"_scopes"`
+			} `json:"properties"`
+		}
 		_ = json.Unmarshal(def, &d)
 		if c := d.Properties.Scopes.Const; c != nil {
 			return c, true, nil
