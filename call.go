@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,21 +48,20 @@ func (c *Call) Args() json.RawMessage {
 	if !json.Valid(c.Params) {
 		return c.Params
 	}
-	var b bytes.Buffer
-	b.WriteByte('{')
+	b := make([]byte, 1, len(c.Params)) // no longer than the parameters, but for odd escapes
+	b[0] = '{'
 	jsonfast.Members(c.Params, func(k string, v []byte) bool {
 		if !strings.HasPrefix(k, "_") {
-			if b.Len() > 1 {
-				b.WriteByte(',')
+			if len(b) > 1 {
+				b = append(b, ',')
 			}
-			b.Write(ojson.Quote(k))
-			b.WriteByte(':')
-			b.Write(v)
+			b = ojson.AppendQuote(b, k)
+			b = append(b, ':')
+			b = append(b, v...)
 		}
 		return true
 	})
-	b.WriteByte('}')
-	return b.Bytes()
+	return append(b, '}')
 }
 
 // ErrorKind says whether a call failed before it ran or while running.

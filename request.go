@@ -535,12 +535,14 @@ func repairPrompt(err error) string {
 // parseSolution validates text and splits it into a Solution.
 func parseSolution(text string, compiled *schema.Schema) (*Solution, error) {
 	raw := json.RawMessage(strings.TrimSpace(stripFence(text)))
-	if !json.Valid(raw) {
-		var v any
-		err := json.Unmarshal(raw, &v)
-		return nil, fmt.Errorf("%w: %w", errInvalidJSON, err)
-	}
+	// A valid solution is valid JSON: check the syntax only for an
+	// invalid one, to report it first.
 	if err := compiled.Validate(raw); err != nil {
+		if !json.Valid(raw) {
+			var v any
+			err := json.Unmarshal(raw, &v)
+			return nil, fmt.Errorf("%w: %w", errInvalidJSON, err)
+		}
 		return nil, err
 	}
 	sol := &Solution{Raw: raw}

@@ -137,3 +137,13 @@ func Quote(s string) json.RawMessage {
 	b, _ := String(s)
 	return b
 }
+
+// AppendQuote appends s encoded as a JSON string to dst, as Quote does.
+func AppendQuote(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			return append(dst, Quote(s)...)
+		}
+	}
+	return append(append(append(dst, '"'), s...), '"')
+}
