@@ -240,8 +240,12 @@ func (r *run) loop(ctx context.Context, first int) {
 		conc = DefaultConcurrency
 	}
 	r.sem = make(chan struct{}, conc)
-	if _, mode, ok := LastPlan(r.log.Messages()); ok && mode == PlanLazy {
-		r.lazy = true
+	for i := r.log.Len() - 1; i >= 0; i-- { // LastPlan without copying the log
+		if m := r.log.At(i); m.Type == message.TypePlan {
+			_, mode, ok := LastPlan([]message.Message{m})
+			r.lazy = ok && mode == PlanLazy
+			break
+		}
 	}
 	for step := first; ; step++ {
 		if step > maxSteps {

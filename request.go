@@ -288,24 +288,21 @@ func (r *Registry) carries(typ message.Type) bool {
 func (p *prepared) extend(ctx context.Context, log *message.Log) (_ *prepared, ok bool, err error) {
 	b := p.build
 	n := log.Len()
-	msgs := make([]message.Message, 0, n-p.n)
 	for i := p.n; i < n; i++ {
-		m := log.At(i)
-		if !b.Registry.carries(m.Type) {
+		if !b.Registry.carries(log.At(i).Type) {
 			return nil, false, nil
 		}
-		msgs = append(msgs, m)
 	}
 	// Data blocks rendered already show the merged value of all messages
 	// of their identity: render those that got new ones again.
 	var dirty []message.Identity
-	for i := range msgs {
-		m := &msgs[i]
-		if m.Type != message.TypeData {
+	var m message.Message // one variable for all: handlers do not keep it
+	for i := p.n; i < n; i++ {
+		if m = log.At(i); m.Type != message.TypeData {
 			continue
 		}
 		if b.about != nil {
-			b.learn(m)
+			b.learn(&m)
 		}
 		if _, ok := b.blocks[m.Identity()]; ok && !slices.Contains(dirty, m.Identity()) {
 			dirty = append(dirty, m.Identity())
@@ -323,8 +320,9 @@ func (p *prepared) extend(ctx context.Context, log *message.Log) (_ *prepared, o
 			b.messages[bl.msg].Text = text
 		}
 	}
-	for j := range msgs {
-		if err := b.handle(ctx, p.n+j, &msgs[j]); err != nil {
+	for i := p.n; i < n; i++ {
+		m = log.At(i)
+		if err := b.handle(ctx, i, &m); err != nil {
 			return nil, true, err
 		}
 	}
@@ -392,7 +390,9 @@ func prepareFrom(ctx context.Context, cfg Config, userSchema json.RawMessage, lo
 		b.blocks = map[message.Identity]block{}
 	}
 	p := &prepared{build: b, carry: carry, user: userSchema}
-	for i, m := range log.All() {
+	var m message.Message // one variable for all: handlers do not keep it
+	for i, x := range log.All() {
+		m = x
 		if err := b.handle(ctx, i, &m); err != nil {
 			return nil, err
 		}
