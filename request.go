@@ -351,17 +351,32 @@ func (b *Build) handle(ctx context.Context, i int, m *message.Message) error {
 	return nil
 }
 
-// compose composes and compiles the schema of p's build.
+// compose composes and compiles the schema of p's build. A loop's
+// request (carry) looks in the registry's cache of recent ones first:
+// runs of one agent start with the same tools.
 func (p *prepared) compose() error {
-	composed, err := p.build.compose(p.user)
+	b, reg := p.build, p.build.Registry
+	p.gen = b.gen
+	var key *composeKey
+	if p.carry {
+		key = &composeKey{user: p.user, propKeys: b.props.Keys, props: b.props.Values, required: b.required, tools: b.tools.Values}
+		if e := reg.composedFor(key); e != nil {
+			p.composed, p.compiled = e.composed, e.compiled
+			return nil
+		}
+	}
+	composed, err := b.compose(p.user)
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	compiled, err := p.build.Registry.compile(composed)
+	compiled, err := reg.compile(composed)
 	if err != nil {
 		return fmt.Errorf("agent: composed schema: %w", err)
 	}
-	p.composed, p.compiled, p.gen = composed, compiled, p.build.gen
+	p.composed, p.compiled = composed, compiled
+	if key != nil {
+		reg.keepComposed(key, composed, compiled)
+	}
 	return nil
 }
 
