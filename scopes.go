@@ -36,6 +36,12 @@ func callScopes(def, params json.RawMessage) (scopes []string, ok bool, err erro
 	if !bytes.Contains(params, []byte(`_scopes`)) && bytes.IndexByte(params, '\\') < 0 {
 		return nil, false, nil // no member can be _scopes
 	}
+	return paramScopes(params)
+}
+
+// paramScopes reads the _scopes a call asks for (apart from callScopes,
+// whose fast path would otherwise allocate what the closure captures).
+func paramScopes(params json.RawMessage) (scopes []string, ok bool, err error) {
 	jsonfast.Members(params, func(k string, v []byte) bool {
 		if k != "_scopes" {
 			return true

@@ -49,6 +49,10 @@ func ParseCallMeta(call json.RawMessage) (CallMeta, error) {
 		default:
 			return true
 		}
+		if len(v) > 0 && v[0] == '"' { // the common case, without boxing the string
+			*dst = jsonfast.Unquote(v)
+			return true
+		}
 		switch s := jsonfast.Decode(v).(type) {
 		case string:
 			*dst = s
