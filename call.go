@@ -45,7 +45,7 @@ func (c *Call) Context() []message.Message { return slices.Clone(c.scoped) }
 
 // Args returns the parameters without meta-properties.
 func (c *Call) Args() json.RawMessage {
-	if !json.Valid(c.Params) {
+	if !jsonfast.Valid(c.Params) {
 		return c.Params
 	}
 	b := make([]byte, 1, len(c.Params)) // no longer than the parameters, but for odd escapes
