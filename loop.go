@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/platform"
 	"github.com/augceo/agent/provider"
@@ -425,7 +426,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	// tick come last.
 	var tail []message.Message
 	if len(all) > 0 || r.lazy {
-		plan, _ := json.Marshal(all)
+		plan := jsonfast.Array(all)
 		if all == nil {
 			plan = json.RawMessage("[]")
 		}

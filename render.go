@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
 )
@@ -146,10 +147,10 @@ func renderError(_ context.Context, b *Build, m *message.Message) error {
 	return nil
 }
 
+// indent is json.Indent with two spaces; invalid JSON stays as it is.
 func indent(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if err := json.Indent(&b, raw, "", "  "); err != nil {
+	if !jsonfast.Valid(raw) {
 		return string(raw)
 	}
-	return b.String()
+	return string(jsonfast.AppendIndent(make([]byte, 0, 2*len(raw)), raw, "  "))
 }

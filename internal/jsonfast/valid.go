@@ -1,5 +1,10 @@
 package jsonfast
 
+import (
+	"bytes"
+	"encoding/json"
+)
+
 // maxDepth is encoding/json's nesting limit: deeper input is invalid.
 const maxDepth = 10000
 
@@ -164,4 +169,88 @@ func validNumber(data []byte, i int) (int, bool) {
 		}
 	}
 	return i, true
+}
+
+// AppendIndent appends src, which must be valid JSON, indented as
+// json.Indent(dst, src, "", indent) does.
+func AppendIndent(dst, src []byte, indent string) []byte {
+	depth, open := 0, false // open: a container just started, indent delayed
+	newline := func() {
+		dst = append(dst, '\n')
+		for range depth {
+			dst = append(dst, indent...)
+		}
+	}
+	for i := space(src, 0); i < len(src); {
+		c := src[i]
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			i++
+			continue
+		}
+		if open && c != '}' && c != ']' {
+			open = false
+			depth++
+			newline()
+		}
+		switch c {
+		case '{', '[':
+			open = true
+			dst = append(dst, c)
+			i++
+		case ',':
+			dst = append(dst, c)
+			newline()
+			i++
+		case ':':
+			dst = append(dst, c, ' ')
+			i++
+		case '}', ']':
+			if open { // empty: {} or []
+				open = false
+			} else {
+				depth--
+				newline()
+			}
+			dst = append(dst, c)
+			i++
+		case '"':
+			end := skipString(src, i)
+			dst = append(dst, src[i:end]...)
+			i = end
+		default:
+			end := Skip(src, i)
+			dst = append(dst, src[i:end]...)
+			i = end
+		}
+		if depth == 0 && !open { // the value is complete: json.Indent keeps what follows
+			return append(dst, src[i:]...)
+		}
+	}
+	return dst
+}
+
+// Array is json.Marshal(values), which compacts each value and escapes
+// <, > and & in it: values that need neither (the usual case) are joined
+// as they are, without the encoder.
+func Array(values []json.RawMessage) json.RawMessage {
+	n := 2
+	for _, v := range values {
+		if !Valid(v) || bytes.ContainsAny(v, " \t\n\r<>&\u2028\u2029") {
+			b, _ := json.Marshal(values)
+			return b
+		}
+		n += len(v) + 1
+	}
+	if values == nil {
+		return json.RawMessage("null")
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, v := range values {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, v...)
+	}
+	return append(b, ']')
 }

@@ -1,6 +1,7 @@
 package jsonfast
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -29,6 +30,40 @@ func FuzzValid(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if got, want := Valid([]byte(s)), json.Valid([]byte(s)); got != want {
 			t.Errorf("Valid(%q) = %v, want %v", s, got, want)
+		}
+	})
+}
+
+func FuzzAppendIndent(f *testing.F) {
+	for _, s := range validCases {
+		if len(s) < 1000 { // the deep ones indent into 100 MB
+			f.Add(s)
+		}
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !json.Valid([]byte(s)) {
+			return
+		}
+		var want bytes.Buffer
+		if err := json.Indent(&want, []byte(s), "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendIndent([]byte("x"), []byte(s), "  "); string(got) != "x"+want.String() {
+			t.Errorf("AppendIndent(%q) = %q, want %q", s, got[1:], want.String())
+		}
+	})
+}
+
+func FuzzArray(f *testing.F) {
+	f.Add(`{"a":1}`, `[1, 2]`, `"<b>"`)
+	f.Add(`{}`, `x`, "\"\u2028\"")
+	f.Add(`1`, `"a b"`, `null`)
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		for _, vs := range [][]json.RawMessage{nil, {}, {json.RawMessage(a)}, {json.RawMessage(a), json.RawMessage(b), json.RawMessage(c)}} {
+			want, _ := json.Marshal(vs)
+			if got := Array(vs); string(got) != string(want) {
+				t.Errorf("Array(%q) = %s, want %s", vs, got, want)
+			}
 		}
 	})
 }
