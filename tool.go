@@ -17,7 +17,7 @@ import (
 // definitions of a name replace earlier ones.
 func defineTools(_ context.Context, b *Build, m *message.Message) error {
 	if len(m.Tool) > 0 && m.Tool[0] == '"' {
-		name, _ := jsonfast.Decode(m.Tool).(string)
+		name := jsonfast.Unquote(m.Tool[:jsonfast.Skip(m.Tool, 0)])
 		def, err := b.Registry.LookupTool(name)
 		if err != nil {
 			return err
