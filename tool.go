@@ -63,6 +63,11 @@ func defineTool(b *Build, name string, def json.RawMessage) error {
 	if err != nil {
 		return fmt.Errorf("tool %q: %w", name, err)
 	}
+	if b.tools.Keys == nil { // most contexts define several tools
+		b.tools.Grow(8)
+		b.defs.Grow(8)
+		b.checks.Grow(8)
+	}
 	b.DefineTool(name, sh.llm)
 	b.defs.Set(name, def)
 	b.checks.Set(name, sh.check)

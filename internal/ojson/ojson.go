@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/augceo/agent/internal/jsonfast"
 )
@@ -56,6 +57,12 @@ func (o *Object) Set(k string, v json.RawMessage) {
 	}
 	o.Keys = append(o.Keys, k)
 	o.Values = append(o.Values, v)
+}
+
+// Grow makes room for n more members.
+func (o *Object) Grow(n int) {
+	o.Keys = slices.Grow(o.Keys, n)
+	o.Values = slices.Grow(o.Values, n)
 }
 
 // SetFirst puts k first, removing it from where it was.
