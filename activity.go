@@ -88,20 +88,22 @@ func (r *Registry) Activity(name string, a Activity) {
 // _activity if set, else an activity named like the tool, else none
 // (latent). It returns the activity's name too.
 func (r *Registry) resolveActivity(tool string, def json.RawMessage) (Activity, string, error) {
-	var d struct {
-		Activity string `json:"_activity"`
-	}
+	name := ""
 	if bytes.Contains(def, []byte(`"_activity"`)) { // most definitions have none: skip the decode
+		var d struct { // declared here: it escapes to the heap
+			Activity string `json:"_activity"`
+		}
 		_ = json.Unmarshal(def, &d)
+		name = d.Activity
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if d.Activity != "" {
-		a, ok := r.activities[d.Activity]
+	if name != "" {
+		a, ok := r.activities[name]
 		if !ok {
-			return nil, "", fmt.Errorf("tool %q names activity %q, which is not registered", tool, d.Activity)
+			return nil, "", fmt.Errorf("tool %q names activity %q, which is not registered", tool, name)
 		}
-		return a, d.Activity, nil
+		return a, name, nil
 	}
 	if a, ok := r.activities[tool]; ok {
 		return a, tool, nil

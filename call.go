@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +34,10 @@ type Call struct {
 
 	scoped []message.Message // what its _scopes let it see
 	output *message.Output   // its output path and method, parsed when prepared
+
+	// The loop resolves the activity when it launches the call.
+	activity Activity
+	resolved bool
 }
 
 // outputs returns the output messages that record result for c.
@@ -52,24 +55,23 @@ func (c *Call) Context() []message.Message { return slices.Clone(c.scoped) }
 
 // Args returns the parameters without meta-properties.
 func (c *Call) Args() json.RawMessage {
-	if !json.Valid(c.Params) {
+	if !jsonfast.Valid(c.Params) {
 		return c.Params
 	}
-	var b bytes.Buffer
-	b.WriteByte('{')
+	b := make([]byte, 1, len(c.Params)) // no longer than the parameters, but for odd escapes
+	b[0] = '{'
 	jsonfast.Members(c.Params, func(k string, v []byte) bool {
 		if !strings.HasPrefix(k, "_") {
-			if b.Len() > 1 {
-				b.WriteByte(',')
+			if len(b) > 1 {
+				b = append(b, ',')
 			}
-			b.Write(ojson.Quote(k))
-			b.WriteByte(':')
-			b.Write(v)
+			b = ojson.AppendQuote(b, k)
+			b = append(b, ':')
+			b = append(b, v...)
 		}
 		return true
 	})
-	b.WriteByte('}')
-	return b.Bytes()
+	return append(b, '}')
 }
 
 // ErrorKind says whether a call failed before it ran or while running.

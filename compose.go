@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/augceo/agent/internal/ojson"
+	"github.com/augceo/agent/schema"
 )
 
 // compose builds the schema the model answers with: the properties the
@@ -20,7 +22,15 @@ func (b *Build) compose(user json.RawMessage) (json.RawMessage, error) {
 	}
 	// Written by hand: the parts are compact JSON already, and this runs
 	// at every step of a loop.
+	size := 256 + len(output)
+	for _, v := range b.props.Values {
+		size += len(v) + 32
+	}
+	for _, v := range b.tools.Values {
+		size += len(v) + 1
+	}
 	var s bytes.Buffer
+	s.Grow(size)
 	s.WriteString(`{"type":"object","properties":{`)
 	required := append([]string(nil), b.required...)
 	for i, k := range b.props.Keys {
@@ -94,4 +104,54 @@ func nullable(s json.RawMessage) (json.RawMessage, error) {
 		o.Set("type", tb)
 	}
 	return o.Bytes(), nil
+}
+
+// composeKey is what compose reads.
+type composeKey struct {
+	user     json.RawMessage
+	propKeys []string
+	props    []json.RawMessage
+	required []string
+	tools    []json.RawMessage
+}
+
+func (k *composeKey) equal(o *composeKey) bool {
+	return bytes.Equal(k.user, o.user) && slices.Equal(k.propKeys, o.propKeys) && slices.Equal(k.required, o.required) &&
+		slices.EqualFunc(k.props, o.props, rawEqual) && slices.EqualFunc(k.tools, o.tools, rawEqual)
+}
+
+func rawEqual(a, b json.RawMessage) bool { return bytes.Equal(a, b) }
+
+// composed is a cached composed schema.
+type composed struct {
+	key      composeKey
+	composed json.RawMessage
+	compiled *schema.Schema
+}
+
+// composedCacheSize bounds the composed schemas a Registry keeps.
+const composedCacheSize = 8
+
+// composedFor returns the cached composed schema for k, or nil.
+func (r *Registry) composedFor(k *composeKey) *composed {
+	r.composedMu.Lock()
+	defer r.composedMu.Unlock()
+	for _, e := range r.composed {
+		if e != nil && e.key.equal(k) {
+			return e
+		}
+	}
+	return nil
+}
+
+// keepComposed caches a composed schema, replacing the oldest.
+func (r *Registry) keepComposed(k *composeKey, s json.RawMessage, c *schema.Schema) {
+	e := &composed{composed: s, compiled: c, key: composeKey{
+		user: k.user, propKeys: slices.Clone(k.propKeys), props: slices.Clone(k.props),
+		required: slices.Clone(k.required), tools: slices.Clone(k.tools),
+	}}
+	r.composedMu.Lock()
+	defer r.composedMu.Unlock()
+	r.composed[r.composedNext] = e
+	r.composedNext = (r.composedNext + 1) % composedCacheSize
 }

@@ -146,7 +146,10 @@ func (x *executor) invoke(ctx context.Context, c *Call) (res *Result, resp *Resp
 	if name := delegateOf(c.Schema); name != "" {
 		return x.delegate(ctx, c, name)
 	}
-	a, _, err := x.reg.resolveActivity(c.Tool, c.Schema)
+	a, err := c.activity, error(nil)
+	if !c.resolved {
+		a, _, err = x.reg.resolveActivity(c.Tool, c.Schema)
+	}
 	if err != nil {
 		return nil, nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}
 	}

@@ -49,9 +49,17 @@ type Build struct {
 
 	toolsOnly bool // render nothing: only the tools are wanted
 
+	// A loop carries the Build from step to step (see prepared.extend):
+	blocks map[message.Identity]block // where each identity's data block was rendered
+	gen    int                        // bumped at every change of what compose reads
+
 	advisorItems     []json.RawMessage // the active advisors' entry schemas
 	advisorsOnDemand []string          // ids of advisors reached through ConsultAdvisor
 }
+
+// block is a rendered data block: its position among the rendered messages
+// and the index of the message that first named its identity.
+type block struct{ msg, index int }
 
 // Check adds a check every solution must pass after schema validation; a
 // failing solution is re-asked with the error shown to the model.
@@ -74,6 +82,7 @@ func (b *Build) Property(name string, s json.RawMessage, required bool) {
 		b.required = append(b.required, name)
 	}
 	b.props.Set(name, s)
+	b.gen++
 }
 
 // DefineTool adds a tool to the calls the model may make, replacing an
@@ -81,6 +90,7 @@ func (b *Build) Property(name string, s json.RawMessage, required bool) {
 func (b *Build) DefineTool(name string, s json.RawMessage) {
 	b.tools.Delete(name)
 	b.tools.Set(name, s)
+	b.gen++
 }
 
 // Definition returns the definition of a tool as given, before it was

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strconv"
 	"strings"
 
+	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/platform"
 	"github.com/augceo/agent/provider"
@@ -185,6 +187,7 @@ type run struct {
 	bg      int // of which fire-and-forget
 	sem     chan struct{}
 	exec    *executor
+	prep    *prepared // the last request, carried to the next step
 
 	lazy    bool              // the context's plan is lazy: plan, do not run
 	planned []json.RawMessage // the calls of a lazy run
@@ -243,8 +246,12 @@ func (r *run) loop(ctx context.Context, first int) {
 		conc = DefaultConcurrency
 	}
 	r.sem = make(chan struct{}, conc)
-	if _, mode, ok := LastPlan(r.log.Messages()); ok && mode == PlanLazy {
-		r.lazy = true
+	for i := r.log.Len() - 1; i >= 0; i-- { // LastPlan without copying the log
+		if m := r.log.At(i); m.Type == message.TypePlan {
+			_, mode, ok := LastPlan([]message.Message{m})
+			r.lazy = ok && mode == PlanLazy
+			break
+		}
 	}
 	for step := first; ; step++ {
 		if step > maxSteps {
@@ -351,7 +358,8 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	if reg == nil {
 		reg = DefaultRegistry
 	}
-	p, err := prepareLog(ctx, cfg, r.schema, r.log)
+	p, err := prepareNext(ctx, cfg, r.schema, r.log, r.prep)
+	r.prep = p
 	if err != nil {
 		r.fail(err)
 		return nil, false
@@ -383,7 +391,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 			if r.lazy {
 				continue // lazy mode: the model only plans
 			}
-			pending = append(pending, &waiting{raw: ev.Element.Value, id: fmt.Sprintf("%d.%d", step, calls-1)})
+			pending = append(pending, &waiting{raw: ev.Element.Value, id: strconv.Itoa(step) + "." + strconv.Itoa(calls-1)})
 			if !tryRun() {
 				return nil, false
 			}
@@ -426,7 +434,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	// tick come last.
 	var tail []message.Message
 	if len(all) > 0 || r.lazy {
-		plan, _ := json.Marshal(all)
+		plan := jsonfast.Array(all)
 		if all == nil {
 			plan = json.RawMessage("[]")
 		}
@@ -479,7 +487,8 @@ func (r *run) launch(ctx context.Context, step int, w *waiting) (launched bool, 
 		}
 	}
 	c.ID = w.id
-	_, explicit, _ := r.exec.reg.resolveActivity(c.Tool, c.Schema)
+	a, explicit, err := r.exec.reg.resolveActivity(c.Tool, c.Schema)
+	c.activity, c.resolved = a, err == nil
 	bg := c.OutputPath == "" && explicit != ""
 	// Started is yielded before the call runs: a durable run records it
 	// first.

@@ -427,3 +427,70 @@ func TestRunLazyPlanOnly(t *testing.T) {
 		t.Errorf("executing the approved plan: calls %q", rec.calls)
 	}
 }
+
+func TestRunCarriedRequestsMatchFreshOnes(t *testing.T) {
+	// A loop carries each request to the next step and handles only the
+	// messages appended since: every request must equal one prepared from
+	// the whole log. Step 1 writes to an identity rendered already and
+	// fails a call; step 2's call appends a tool and data that describes
+	// the state, so the composed schema and a rendered block change.
+	reg := agent.NewRegistry()
+	reg.Tool("t", json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}}}`))
+	reg.Tool("w", json.RawMessage(`{"type":"object","properties":{"z":{"type":"string"}}}`))
+	reg.Activity("t", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		if strings.Contains(string(c.Params), `"x":2`) {
+			return nil, errors.New("two is not allowed")
+		}
+		return &agent.Result{Value: json.RawMessage(`{"y":1}`)}, nil
+	}))
+	reg.Activity("more", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		return &agent.Result{Messages: []message.Message{
+			{Type: message.TypeTool, Tool: json.RawMessage(`"w"`)},
+			{Type: message.TypeData, Kind: "state", Data: json.RawMessage(`{"b":true}`), Description: "What was done."},
+			{Type: message.TypeData, Kind: "notes", Data: json.RawMessage(`{"n":1}`)},
+		}}, nil
+	}))
+	reg.Tool("more", json.RawMessage(`{"type":"object","properties":{}}`))
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"t","x":1,"_outputPath":"†state.a"},{"_tool":"t","x":2,"_outputPath":"†state.c"}],"output":null}`,
+		`{"calls":[{"_tool":"more","_outputPath":"†state.m"},{"_tool":"t","x":3,"_outputPath":"†result"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`,
+	)
+	msgs := ctxOf(t, `[{"type":"tool","tool":"t"},{"type":"tool","tool":"more"},
+		{"type":"data","kind":"state","data":{"start":1}},{"type":"text","text":"go"}]`)
+	out := json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}}}`)
+	cfg := agent.Config{Provider: p, Registry: reg, Clock: fixed, Concurrency: 1}
+	log := append([]message.Message(nil), msgs...)
+	var want []provider.Request
+	for ev, err := range agent.Events(context.Background(), cfg, out, msgs) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Kind {
+		case agent.EventStep:
+			fresh := scripted.Solutions(`{"calls":[],"output":null}`)
+			c := cfg
+			c.Provider, c.CallbackPath, c.MaxRepairs = fresh, "calls", -1
+			if _, err := agent.Request(context.Background(), c, out, log); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, fresh.Requests()[0])
+		case agent.EventMessage:
+			log = append(log, *ev.Message)
+		}
+	}
+	got := p.Requests()
+	if len(got) != 3 || len(want) != 3 {
+		t.Fatalf("%d requests, %d fresh ones; want 3", len(got), len(want))
+	}
+	for i := range got {
+		g, _ := json.Marshal(got[i])
+		w, _ := json.Marshal(want[i])
+		if string(g) != string(w) {
+			t.Errorf("request %d:\n%s\nwant\n%s", i+1, g, w)
+		}
+	}
+	if !strings.Contains(string(got[2].Schema), `"const":"w"`) || !strings.Contains(got[2].Messages[0].Text, "What was done.") {
+		t.Errorf("the third request misses the new tool or description:\n%s", got[2].Messages[0].Text)
+	}
+}

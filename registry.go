@@ -25,6 +25,10 @@ type Registry struct {
 	activities map[string]Activity
 	ideas      map[string]*Idea
 	shaped     sync.Map // tool name, definition and mode → the schemas the model and the checks see
+
+	composedMu   sync.Mutex
+	composed     [composedCacheSize]*composed // recent composed schemas of loops
+	composedNext int
 }
 
 // NewRegistry returns a registry with the built-in handlers (text, data,

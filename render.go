@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
 )
@@ -26,30 +27,50 @@ func renderData(_ context.Context, b *Build, m *message.Message) error {
 		return nil
 	}
 	b.rendered[id] = true
-	value, ok, err := b.Log.Value(id)
-	if err != nil || b.toolsOnly {
+	if b.toolsOnly {
+		_, _, err := b.Log.Value(id)
 		return err
+	}
+	text, err := b.dataBlock(id)
+	if err != nil {
+		return err
+	}
+	if b.blocks != nil {
+		b.blocks[id] = block{msg: len(b.messages), index: b.Index}
+	}
+	b.Render(provider.RoleUser, text)
+	return nil
+}
+
+// dataBlock renders the merged value of an identity.
+func (b *Build) dataBlock(id message.Identity) (string, error) {
+	value, ok, err := b.Log.Value(id)
+	if err != nil {
+		return "", err
 	}
 	if b.about == nil {
 		// One pass for every identity: the latest schema and description.
 		b.about = map[message.Identity]about{}
 		for _, x := range b.Log.All() {
-			if x.Type != message.TypeData {
-				continue
+			if x.Type == message.TypeData {
+				b.learn(&x)
 			}
-			a := b.about[x.Identity()]
-			if x.Schema != nil {
-				a.schema = x.Schema
-			}
-			if x.Description != "" {
-				a.description = x.Description
-			}
-			b.about[x.Identity()] = a
 		}
 	}
 	a := b.about[id]
-	b.Render(provider.RoleUser, DataBlock(id, value, ok, a.description, a.schema))
-	return nil
+	return DataBlock(id, value, ok, a.description, a.schema), nil
+}
+
+// learn adds what a data message says about its identity to b.about.
+func (b *Build) learn(m *message.Message) {
+	a := b.about[m.Identity()]
+	if m.Schema != nil {
+		a.schema = m.Schema
+	}
+	if m.Description != "" {
+		a.description = m.Description
+	}
+	b.about[m.Identity()] = a
 }
 
 // about is what the messages of one identity say about it.
@@ -126,10 +147,10 @@ func renderError(_ context.Context, b *Build, m *message.Message) error {
 	return nil
 }
 
+// indent is json.Indent with two spaces; invalid JSON stays as it is.
 func indent(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if err := json.Indent(&b, raw, "", "  "); err != nil {
+	if !jsonfast.Valid(raw) {
 		return string(raw)
 	}
-	return b.String()
+	return string(jsonfast.AppendIndent(make([]byte, 0, 2*len(raw)), raw, "  "))
 }

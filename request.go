@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io/fs"
 	"iter"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/augceo/agent/internal/jsonfast"
@@ -108,6 +110,9 @@ func (s *Solution) Done() bool { return s.Output != nil }
 // Field returns another property of the solution (meta, advisors, ...), or
 // nil when absent.
 func (s *Solution) Field(name string) json.RawMessage {
+	if !bytes.Contains(s.Raw, []byte(`"`+name+`"`)) && bytes.IndexByte(s.Raw, '\\') < 0 {
+		return nil // no member can have that name: skip the parse
+	}
 	o, err := ojson.Parse(s.Raw)
 	if err != nil {
 		return nil
@@ -191,6 +196,12 @@ type prepared struct {
 	build    *Build
 	composed json.RawMessage
 	compiled *schema.Schema
+
+	// For a loop, which carries it to the next step (see prepareNext):
+	carry bool            // every message handled so far allows it
+	n     int             // the messages handled
+	gen   int             // build.gen when composed was made
+	user  json.RawMessage // the user's schema
 }
 
 // stream sends a prepared request and validates its solutions.
@@ -244,6 +255,134 @@ func prepareLog(ctx context.Context, cfg Config, userSchema json.RawMessage, log
 // needs the tools, nothing is rendered (the handlers run all the same,
 // and their errors stand).
 func prepareBuild(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, toolsOnly bool) (*prepared, error) {
+	return prepareFrom(ctx, cfg, userSchema, log, toolsOnly, false)
+}
+
+// prepareNext prepares the next request of a loop, whose log only grows.
+// While every message is of a type whose built-in handler looks at its own
+// message only (or, for data, at the merged value of its identity), prev
+// is carried on: only the messages appended since are handled, data blocks
+// whose identity got new messages are rendered again where they are, and
+// the composed schema is kept unless a tool or property changed. The
+// result is what preparing the whole log would give.
+func prepareNext(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, prev *prepared) (*prepared, error) {
+	if prev != nil && prev.carry {
+		if p, ok, err := prev.extend(ctx, log); ok {
+			return p, err
+		}
+	}
+	return prepareFrom(ctx, cfg, userSchema, log, false, true)
+}
+
+// carries reports whether the handler of typ is a built-in one that a
+// loop can run on new messages only: not the advisor's, which looks at
+// the whole log.
+func (r *Registry) carries(typ message.Type) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.builtin[typ] && typ != message.TypeAdvisor
+}
+
+// extend handles the messages appended to log since p was prepared; ok is
+// false, with p unchanged, when one of them does not allow it.
+func (p *prepared) extend(ctx context.Context, log *message.Log) (_ *prepared, ok bool, err error) {
+	b := p.build
+	n := log.Len()
+	for i := p.n; i < n; i++ {
+		if !b.Registry.carries(log.At(i).Type) {
+			return nil, false, nil
+		}
+	}
+	// Data blocks rendered already show the merged value of all messages
+	// of their identity: render those that got new ones again.
+	var dirty []message.Identity
+	var m message.Message // one variable for all: handlers do not keep it
+	for i := p.n; i < n; i++ {
+		if m = log.At(i); m.Type != message.TypeData {
+			continue
+		}
+		if b.about != nil {
+			b.learn(&m)
+		}
+		if _, ok := b.blocks[m.Identity()]; ok && !slices.Contains(dirty, m.Identity()) {
+			dirty = append(dirty, m.Identity())
+		}
+	}
+	if len(dirty) > 0 {
+		slices.SortFunc(dirty, func(x, y message.Identity) int { return b.blocks[x].index - b.blocks[y].index })
+		b.messages = slices.Clone(b.messages) // the last request holds the old ones
+		for _, id := range dirty {
+			bl := b.blocks[id]
+			text, err := b.dataBlock(id)
+			if err != nil {
+				return nil, true, &MessageError{Index: bl.index, Type: string(message.TypeData), Err: err}
+			}
+			b.messages[bl.msg].Text = text
+		}
+	}
+	for i := p.n; i < n; i++ {
+		m = log.At(i)
+		if err := b.handle(ctx, i, &m); err != nil {
+			return nil, true, err
+		}
+	}
+	p.n = n
+	if b.gen != p.gen {
+		if err := p.compose(); err != nil {
+			return nil, true, err
+		}
+	}
+	return p, true, nil
+}
+
+// handle runs the handler of m, message i of the log.
+func (b *Build) handle(ctx context.Context, i int, m *message.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	h, err := b.Registry.handler(m.Type)
+	if err == nil {
+		b.Index = i
+		err = h.Handle(ctx, b, m)
+	}
+	if err != nil {
+		return &MessageError{Index: i, Type: string(m.Type), Err: err}
+	}
+	return nil
+}
+
+// compose composes and compiles the schema of p's build. A loop's
+// request (carry) looks in the registry's cache of recent ones first:
+// runs of one agent start with the same tools.
+func (p *prepared) compose() error {
+	b, reg := p.build, p.build.Registry
+	p.gen = b.gen
+	var key *composeKey
+	if p.carry {
+		key = &composeKey{user: p.user, propKeys: b.props.Keys, props: b.props.Values, required: b.required, tools: b.tools.Values}
+		if e := reg.composedFor(key); e != nil {
+			p.composed, p.compiled = e.composed, e.compiled
+			return nil
+		}
+	}
+	composed, err := b.compose(p.user)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	compiled, err := reg.compile(composed)
+	if err != nil {
+		return fmt.Errorf("agent: composed schema: %w", err)
+	}
+	p.composed, p.compiled = composed, compiled
+	if key != nil {
+		reg.keepComposed(key, composed, compiled)
+	}
+	return nil
+}
+
+// prepareFrom prepares a request from the whole log; with carry, the
+// result may be carried on by prepareNext.
+func prepareFrom(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, toolsOnly, carry bool) (*prepared, error) {
 	reg := cfg.Registry
 	if reg == nil {
 		reg = DefaultRegistry
@@ -262,28 +401,23 @@ func prepareBuild(ctx context.Context, cfg Config, userSchema json.RawMessage, l
 		rendered:  map[message.Identity]bool{},
 		toolsOnly: toolsOnly,
 	}
-	for i, m := range log.All() {
-		if err := ctx.Err(); err != nil {
+	if carry {
+		b.blocks = map[message.Identity]block{}
+	}
+	p := &prepared{build: b, carry: carry, user: userSchema}
+	var m message.Message // one variable for all: handlers do not keep it
+	for i, x := range log.All() {
+		m = x
+		if err := b.handle(ctx, i, &m); err != nil {
 			return nil, err
 		}
-		h, err := reg.handler(m.Type)
-		if err == nil {
-			b.Index = i
-			err = h.Handle(ctx, b, &m)
-		}
-		if err != nil {
-			return nil, &MessageError{Index: i, Type: string(m.Type), Err: err}
-		}
+		p.carry = p.carry && reg.carries(m.Type)
+		p.n = i + 1
 	}
-	composed, err := b.compose(userSchema)
-	if err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
+	if err := p.compose(); err != nil {
+		return nil, err
 	}
-	compiled, err := reg.compile(composed)
-	if err != nil {
-		return nil, fmt.Errorf("agent: composed schema: %w", err)
-	}
-	return &prepared{build: b, composed: composed, compiled: compiled}, nil
+	return p, nil
 }
 
 // generate runs one provider call, streaming thinking and callback
@@ -416,12 +550,14 @@ func repairPrompt(err error) string {
 // parseSolution validates text and splits it into a Solution.
 func parseSolution(text string, compiled *schema.Schema) (*Solution, error) {
 	raw := json.RawMessage(strings.TrimSpace(stripFence(text)))
-	if !json.Valid(raw) {
-		var v any
-		err := json.Unmarshal(raw, &v)
-		return nil, fmt.Errorf("%w: %w", errInvalidJSON, err)
-	}
+	// A valid solution is valid JSON: check the syntax only for an
+	// invalid one, to report it first.
 	if err := compiled.Validate(raw); err != nil {
+		if !json.Valid(raw) {
+			var v any
+			err := json.Unmarshal(raw, &v)
+			return nil, fmt.Errorf("%w: %w", errInvalidJSON, err)
+		}
 		return nil, err
 	}
 	sol := &Solution{Raw: raw}

@@ -20,14 +20,14 @@ var ErrScope = errors.New("agent: invalid scope")
 // ones (a const in its _scopes schema) win over what the call asks for.
 // ok is false when the call has none, so it sees no context at all.
 func callScopes(def, params json.RawMessage) (scopes []string, ok bool, err error) {
-	var d struct {
-		Properties struct {
-			Scopes struct {
-				Const []string `json:"const"`
-			} `json:"_scopes"`
-		} `json:"properties"`
-	}
 	if bytes.Contains(def, []byte(`"_scopes"`)) {
+		var d struct { // declared here: it escapes to the heap
+			Properties struct {
+				Scopes struct {
+					Const []string `json:"const"`
+				} `json:"_scopes"`
+			} `json:"properties"`
+		}
 		_ = json.Unmarshal(def, &d)
 		if c := d.Properties.Scopes.Const; c != nil {
 			return c, true, nil
@@ -36,6 +36,12 @@ func callScopes(def, params json.RawMessage) (scopes []string, ok bool, err erro
 	if !bytes.Contains(params, []byte(`_scopes`)) && bytes.IndexByte(params, '\\') < 0 {
 		return nil, false, nil // no member can be _scopes
 	}
+	return paramScopes(params)
+}
+
+// paramScopes reads the _scopes a call asks for (apart from callScopes,
+// whose fast path would otherwise allocate what the closure captures).
+func paramScopes(params json.RawMessage) (scopes []string, ok bool, err error) {
 	jsonfast.Members(params, func(k string, v []byte) bool {
 		if k != "_scopes" {
 			return true

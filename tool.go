@@ -17,7 +17,7 @@ import (
 // definitions of a name replace earlier ones.
 func defineTools(_ context.Context, b *Build, m *message.Message) error {
 	if len(m.Tool) > 0 && m.Tool[0] == '"' {
-		name, _ := jsonfast.Decode(m.Tool).(string)
+		name := jsonfast.Unquote(m.Tool[:jsonfast.Skip(m.Tool, 0)])
 		def, err := b.Registry.LookupTool(name)
 		if err != nil {
 			return err
@@ -62,6 +62,11 @@ func defineTool(b *Build, name string, def json.RawMessage) error {
 	sh, err := b.Registry.shape(name, def, explicit)
 	if err != nil {
 		return fmt.Errorf("tool %q: %w", name, err)
+	}
+	if b.tools.Keys == nil { // most contexts define several tools
+		b.tools.Grow(8)
+		b.defs.Grow(8)
+		b.checks.Grow(8)
 	}
 	b.DefineTool(name, sh.llm)
 	b.defs.Set(name, def)

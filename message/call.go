@@ -24,7 +24,7 @@ type CallMeta struct {
 // strict structured-output modes write for absent ones).
 func ParseCallMeta(call json.RawMessage) (CallMeta, error) {
 	var m CallMeta
-	if t := bytes.TrimSpace(call); !json.Valid(call) || len(t) == 0 || t[0] != '{' {
+	if t := bytes.TrimSpace(call); !jsonfast.Valid(call) || len(t) == 0 || t[0] != '{' {
 		return m, errors.New("a call must be a JSON object")
 	}
 	var err error
@@ -47,6 +47,10 @@ func ParseCallMeta(call json.RawMessage) (CallMeta, error) {
 		case "_outputMethod":
 			dst = &m.OutputMethod
 		default:
+			return true
+		}
+		if len(v) > 0 && v[0] == '"' { // the common case, without boxing the string
+			*dst = jsonfast.Unquote(v)
 			return true
 		}
 		switch s := jsonfast.Decode(v).(type) {

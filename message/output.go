@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/ref"
 )
 
@@ -36,7 +37,7 @@ func Outputs(call, result json.RawMessage, b Branch, date time.Time) ([]Message,
 	if meta.OutputPath == "" {
 		return nil, nil
 	}
-	if !json.Valid(result) {
+	if !jsonfast.Valid(result) {
 		return nil, fmt.Errorf("message: result of call is not valid JSON")
 	}
 	o, err := ParseOutput(meta)

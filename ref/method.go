@@ -36,7 +36,7 @@ func ParseMethod(s string) (Method, error) {
 // []any, string, json.Number, bool and nil. Numbers stay json.Number so
 // values round-trip without loss.
 func Decode(data []byte) (any, error) {
-	if !json.Valid(data) {
+	if !jsonfast.Valid(data) {
 		var v any
 		err := json.Unmarshal(data, &v)
 		if err == nil { // cannot happen: Valid and Unmarshal agree

@@ -25,7 +25,7 @@ func Substitute(src Source, params json.RawMessage) (json.RawMessage, error) {
 	if !mayHaveDagger(params) {
 		return params, nil
 	}
-	if !json.Valid(params) {
+	if !jsonfast.Valid(params) {
 		_, err := Decode(params)
 		return nil, fmt.Errorf("ref: params: %w", err)
 	}

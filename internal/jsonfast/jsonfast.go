@@ -2,7 +2,7 @@
 // valid. encoding/json's Decoder allocates a buffer per value and its
 // Unmarshal cannot keep numbers exact; these run once per call and per
 // output message in the agent loop, so they are written by hand. Callers
-// check validity first (json.Valid does not allocate).
+// check validity first, with [Valid].
 package jsonfast
 
 import (

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/augceo/agent/internal/jsonfast"
 )
@@ -56,6 +57,12 @@ func (o *Object) Set(k string, v json.RawMessage) {
 	}
 	o.Keys = append(o.Keys, k)
 	o.Values = append(o.Values, v)
+}
+
+// Grow makes room for n more members.
+func (o *Object) Grow(n int) {
+	o.Keys = slices.Grow(o.Keys, n)
+	o.Values = slices.Grow(o.Values, n)
 }
 
 // SetFirst puts k first, removing it from where it was.
@@ -136,4 +143,14 @@ func String(s string) (json.RawMessage, error) {
 func Quote(s string) json.RawMessage {
 	b, _ := String(s)
 	return b
+}
+
+// AppendQuote appends s encoded as a JSON string to dst, as Quote does.
+func AppendQuote(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			return append(dst, Quote(s)...)
+		}
+	}
+	return append(append(append(dst, '"'), s...), '"')
 }

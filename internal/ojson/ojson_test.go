@@ -23,3 +23,12 @@ func TestObject(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendQuote(t *testing.T) {
+	for _, s := range []string{"", "x", "a b", `q"`, `b\s`, "tab\t", "é", "<&>"} {
+		got := string(AppendQuote([]byte("p:"), s))
+		if want := "p:" + string(Quote(s)); got != want {
+			t.Errorf("AppendQuote(%q) = %s, want %s", s, got, want)
+		}
+	}
+}

@@ -1,0 +1,256 @@
+package jsonfast
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// maxDepth is encoding/json's nesting limit: deeper input is invalid.
+const maxDepth = 10000
+
+// Valid reports whether data is one JSON value with optional white space
+// around it, exactly as json.Valid does (which, like it, does not check
+// UTF-8), without encoding/json's state machine: it runs several times per
+// call in the agent loop.
+func Valid(data []byte) bool {
+	i, ok := validValue(data, space(data, 0), 0)
+	return ok && space(data, i) == len(data)
+}
+
+// validValue checks the value at data[i:] and returns its end.
+func validValue(data []byte, i, depth int) (int, bool) {
+	if i >= len(data) {
+		return i, false
+	}
+	switch c := data[i]; {
+	case c == '{':
+		if depth++; depth > maxDepth {
+			return i, false
+		}
+		i = space(data, i+1)
+		if i < len(data) && data[i] == '}' {
+			return i + 1, true
+		}
+		for {
+			if i >= len(data) || data[i] != '"' {
+				return i, false
+			}
+			var ok bool
+			if i, ok = validString(data, i); !ok {
+				return i, false
+			}
+			if i = space(data, i); i >= len(data) || data[i] != ':' {
+				return i, false
+			}
+			if i, ok = validValue(data, space(data, i+1), depth); !ok {
+				return i, false
+			}
+			if i = space(data, i); i >= len(data) {
+				return i, false
+			}
+			switch data[i] {
+			case '}':
+				return i + 1, true
+			case ',':
+				i = space(data, i+1)
+			default:
+				return i, false
+			}
+		}
+	case c == '[':
+		if depth++; depth > maxDepth {
+			return i, false
+		}
+		i = space(data, i+1)
+		if i < len(data) && data[i] == ']' {
+			return i + 1, true
+		}
+		for {
+			var ok bool
+			if i, ok = validValue(data, i, depth); !ok {
+				return i, false
+			}
+			if i = space(data, i); i >= len(data) {
+				return i, false
+			}
+			switch data[i] {
+			case ']':
+				return i + 1, true
+			case ',':
+				i = space(data, i+1)
+			default:
+				return i, false
+			}
+		}
+	case c == '"':
+		return validString(data, i)
+	case c == 't':
+		return validLiteral(data, i, "true")
+	case c == 'f':
+		return validLiteral(data, i, "false")
+	case c == 'n':
+		return validLiteral(data, i, "null")
+	case c == '-' || c >= '0' && c <= '9':
+		return validNumber(data, i)
+	}
+	return i, false
+}
+
+func validLiteral(data []byte, i int, lit string) (int, bool) {
+	if len(data)-i < len(lit) || string(data[i:i+len(lit)]) != lit {
+		return i, false
+	}
+	return i + len(lit), true
+}
+
+// validString checks the string at data[i] (a '"') and returns its end.
+func validString(data []byte, i int) (int, bool) {
+	for i++; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			return i + 1, true
+		case c < 0x20:
+			return i, false
+		case c == '\\':
+			if i++; i >= len(data) {
+				return i, false
+			}
+			switch data[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if len(data)-i < 5 {
+					return i, false
+				}
+				for _, h := range data[i+1 : i+5] {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						return i, false
+					}
+				}
+				i += 4
+			default:
+				return i, false
+			}
+		}
+	}
+	return i, false
+}
+
+// validNumber checks the number at data[i:] and returns its end.
+func validNumber(data []byte, i int) (int, bool) {
+	if data[i] == '-' {
+		i++
+	}
+	digits := func() bool {
+		start := i
+		for i < len(data) && data[i] >= '0' && data[i] <= '9' {
+			i++
+		}
+		return i > start
+	}
+	switch {
+	case i < len(data) && data[i] == '0':
+		i++
+	case !digits():
+		return i, false
+	}
+	if i < len(data) && data[i] == '.' {
+		i++
+		if !digits() {
+			return i, false
+		}
+	}
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return i, false
+		}
+	}
+	return i, true
+}
+
+// AppendIndent appends src, which must be valid JSON, indented as
+// json.Indent(dst, src, "", indent) does.
+func AppendIndent(dst, src []byte, indent string) []byte {
+	depth, open := 0, false // open: a container just started, indent delayed
+	newline := func() {
+		dst = append(dst, '\n')
+		for range depth {
+			dst = append(dst, indent...)
+		}
+	}
+	for i := space(src, 0); i < len(src); {
+		c := src[i]
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			i++
+			continue
+		}
+		if open && c != '}' && c != ']' {
+			open = false
+			depth++
+			newline()
+		}
+		switch c {
+		case '{', '[':
+			open = true
+			dst = append(dst, c)
+			i++
+		case ',':
+			dst = append(dst, c)
+			newline()
+			i++
+		case ':':
+			dst = append(dst, c, ' ')
+			i++
+		case '}', ']':
+			if open { // empty: {} or []
+				open = false
+			} else {
+				depth--
+				newline()
+			}
+			dst = append(dst, c)
+			i++
+		case '"':
+			end := skipString(src, i)
+			dst = append(dst, src[i:end]...)
+			i = end
+		default:
+			end := Skip(src, i)
+			dst = append(dst, src[i:end]...)
+			i = end
+		}
+		if depth == 0 && !open { // the value is complete: json.Indent keeps what follows
+			return append(dst, src[i:]...)
+		}
+	}
+	return dst
+}
+
+// Array is json.Marshal(values), which compacts each value and escapes
+// <, > and & in it: values that need neither (the usual case) are joined
+// as they are, without the encoder.
+func Array(values []json.RawMessage) json.RawMessage {
+	n := 2
+	for _, v := range values {
+		if !Valid(v) || bytes.ContainsAny(v, " \t\n\r<>&\u2028\u2029") {
+			b, _ := json.Marshal(values)
+			return b
+		}
+		n += len(v) + 1
+	}
+	if values == nil {
+		return json.RawMessage("null")
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, v := range values {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, v...)
+	}
+	return append(b, ']')
+}

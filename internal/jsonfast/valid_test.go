@@ -1,0 +1,69 @@
+package jsonfast
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+var validCases = []string{
+	``, ` `, `{}`, ` {} `, `[]`, `[ ]`, `{ }`, `null`, `true`, `false`, `nul`, `truex`, `0`, `-0`, `01`, `-`, `1.`, `1.5`,
+	`1e5`, `1E+5`, `1e-5`, `1e`, `.5`, `-.5`, `"a"`, `"a`, `"\u00e9"`, `"\u00g9"`, `"\x"`, "\"\t\"", `"\/"`, "\"\xff\"",
+	`{"a":1}`, `{"a":1,}`, `{"a" 1}`, `{a:1}`, `[1,2]`, `[1,]`, `[,1]`, `[1 2]`, `{"a":[1,{"b":null}],"c":"d"}`,
+	`{"a":1}}`, `[1]]`, `1 2`, `{"a":1} x`, "\n[1]\n", `[-1.5e+10,true,false,null,"x"]`, `{"":""}`,
+	strings.Repeat("[", 10000) + strings.Repeat("]", 10000), strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
+}
+
+func TestValid(t *testing.T) {
+	for _, s := range validCases {
+		if got, want := Valid([]byte(s)), json.Valid([]byte(s)); got != want {
+			t.Errorf("Valid(%.40q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+func FuzzValid(f *testing.F) {
+	for _, s := range validCases {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := Valid([]byte(s)), json.Valid([]byte(s)); got != want {
+			t.Errorf("Valid(%q) = %v, want %v", s, got, want)
+		}
+	})
+}
+
+func FuzzAppendIndent(f *testing.F) {
+	for _, s := range validCases {
+		if len(s) < 1000 { // the deep ones indent into 100 MB
+			f.Add(s)
+		}
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !json.Valid([]byte(s)) {
+			return
+		}
+		var want bytes.Buffer
+		if err := json.Indent(&want, []byte(s), "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendIndent([]byte("x"), []byte(s), "  "); string(got) != "x"+want.String() {
+			t.Errorf("AppendIndent(%q) = %q, want %q", s, got[1:], want.String())
+		}
+	})
+}
+
+func FuzzArray(f *testing.F) {
+	f.Add(`{"a":1}`, `[1, 2]`, `"<b>"`)
+	f.Add(`{}`, `x`, "\"\u2028\"")
+	f.Add(`1`, `"a b"`, `null`)
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		for _, vs := range [][]json.RawMessage{nil, {}, {json.RawMessage(a)}, {json.RawMessage(a), json.RawMessage(b), json.RawMessage(c)}} {
+			want, _ := json.Marshal(vs)
+			if got := Array(vs); string(got) != string(want) {
+				t.Errorf("Array(%q) = %s, want %s", vs, got, want)
+			}
+		}
+	})
+}
