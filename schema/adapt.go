@@ -707,6 +707,13 @@ func geminiRules(o *object, ptr string) (any, error) {
 			o.set("type", strings.ToUpper(s))
 		}
 	}
+	if t, _ := o.get("type"); t == "OBJECT" {
+		// Gemini rejects an OBJECT whose properties are missing or empty
+		// (a free-form object, or one with additionalProperties only).
+		if p, ok := o.get("properties"); !ok || p == nil || len(p.(*object).members) == 0 {
+			return nil, fmt.Errorf("%w: gemini: object with no properties at %s", ErrUnsupported, ptr)
+		}
+	}
 	if p, ok := o.get("properties"); ok {
 		if props, ok := p.(*object); ok {
 			order := make([]any, len(props.members))

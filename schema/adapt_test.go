@@ -73,6 +73,8 @@ func TestAdaptErrors(t *testing.T) {
 		{"openai scalar root", `{"type":"string"}`, OpenAI, ErrUnsupported},
 		{"openai anyOf root", `{"anyOf":[{"type":"object"},{"type":"string"}]}`, OpenAI, ErrUnsupported},
 		{"gemini null type", `{"type":"null"}`, Gemini, ErrUnsupported},
+		{"gemini object without properties", `{"type":"object","properties":{"meta":{"type":"object","additionalProperties":true}}}`, Gemini, ErrUnsupported},
+		{"gemini object with empty properties", `{"type":["object","null"],"properties":{}}`, Gemini, ErrUnsupported},
 		{"allOf conflict", `{"type":"object","allOf":[{"type":"string"}]}`, OpenAI, ErrUnsupported},
 		{"unknown name", `{"type":"object","properties":{"x":{"$ref":"Nope"}}}`, Full, ErrUnknownRef},
 		{"pointer to nowhere", `{"$ref":"#/$defs/none"}`, Gemini, ErrInvalidRef},
@@ -102,7 +104,7 @@ func TestAdaptFullUnchanged(t *testing.T) {
 func TestAdaptDoesNotMutate(t *testing.T) {
 	r := adaptRegistry()
 	before, _ := r.Lookup("MetaSchema")
-	in := raw(`{"type":"object","properties":{"m":{"$ref":"MetaSchema"},"o":{"type":"object","nullable":true}}}`)
+	in := raw(`{"type":"object","properties":{"m":{"$ref":"MetaSchema"},"o":{"type":"object","nullable":true,"properties":{"k":{"type":"string"}}}}}`)
 	inCopy := bytes.Clone(in)
 	for _, d := range []Dialect{Full, OpenAI, Anthropic, Gemini} {
 		if _, err := r.Adapt(in, d); err != nil {
