@@ -63,6 +63,12 @@ type journal struct {
 	buf    []store.Entry
 	result func() *RunResult // the scheduler's result so far, for errors
 	cut    map[string]bool   // calls the run's cancellation cut short, by their JSON
+	// batch leaves call entries in buf for the scheduler to flush before
+	// the calls it starts run (plans); otherwise each call event flushes.
+	batch bool
+	// lastCall is the length of buf after its last call entry: messages
+	// after it belong to the completion being recorded.
+	lastCall int
 }
 
 // resumed is what a journal says about the calls of an earlier attempt.
@@ -144,7 +150,7 @@ func (j *journal) flush(ctx context.Context) error {
 	// The entries must land even when the run is being cancelled: they
 	// record what already happened.
 	err := j.st.Append(context.WithoutCancel(ctx), j.run.ID, j.buf...)
-	j.buf = j.buf[:0]
+	j.buf, j.lastCall = j.buf[:0], 0
 	if err != nil {
 		return fmt.Errorf("agent: journal of run %s: %w", j.run.ID, err)
 	}
@@ -170,7 +176,7 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 			// settle, and Resume runs it again (if idempotent) as it would
 			// after a crash. What it wrote on its way out (an error
 			// branch) and its error message stay out of the journal.
-			j.buf = j.buf[:0]
+			j.buf = j.buf[:j.lastCall]
 			if j.cut == nil {
 				j.cut = map[string]bool{}
 			}
@@ -183,6 +189,7 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 		}
 		j.buf = append(j.buf, store.Entry{Type: store.EntrySettled, Call: ev.Call.ID, Data: b, Time: now})
 	case EventStep:
+		return j.flush(ctx)
 	case EventDone:
 		j.buf = append(j.buf, store.Entry{Type: store.EntryEnd, Time: now})
 		if err := j.flush(ctx); err != nil {
@@ -190,6 +197,10 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 		}
 		return j.close(ctx, nil, ev.Result)
 	default:
+		return nil
+	}
+	j.lastCall = len(j.buf)
+	if j.batch {
 		return nil
 	}
 	return j.flush(ctx)

@@ -1149,6 +1149,9 @@ func planEvents(ctx context.Context, cfg Config, plan []json.RawMessage, in *ins
 		r := &planRun{cfg: cfg, exec: x, log: log, g: g, yield: yield, done: make(chan planDone)}
 		if j != nil {
 			j.result = r.result
+			// Calls settle and start in groups: one Append per group, made
+			// before any call of the group runs.
+			j.batch, r.journal = true, j
 		}
 		defer func() {
 			cancel() // stop calls still running, then wait for them
@@ -1171,6 +1174,7 @@ type planDone struct {
 // the stream touches it; calls report on done.
 type planRun struct {
 	cfg     Config
+	journal *journal // set when the run is durable
 	exec    *executor
 	log     *message.Log
 	g       *planGraph
@@ -1303,6 +1307,26 @@ func samePlan(msgs []message.Message, plan json.RawMessage) bool {
 // whose references do not resolve yet stays ready; it is tried again
 // after the next completion.
 func (r *planRun) launch(ctx context.Context, conc int) bool {
+	var starts []func()
+	// The calls start once what they depend on and their own starts are
+	// durable: a journaled run writes them in one Append first.
+	begin := func() bool {
+		if r.journal != nil {
+			if err := r.journal.flush(ctx); err != nil {
+				r.running -= len(starts)
+				r.fail(err)
+				return false
+			}
+		}
+		for _, s := range starts {
+			s()
+		}
+		return true
+	}
+	stop := func() bool {
+		r.running -= len(starts) // they never start
+		return false
+	}
 	for i := 0; i < len(r.ready) && r.running < conc; {
 		n := r.g.node(r.ready[i])
 		id := strconv.Itoa(n.index)
@@ -1331,7 +1355,7 @@ func (r *planRun) launch(ctx context.Context, conc int) bool {
 			switch {
 			case cerr != nil:
 				r.fail(fmt.Errorf("agent: confirm: %w", cerr))
-				return false
+				return stop()
 			case d.Reject != "":
 				err = &CallError{Kind: "rejected", Tool: c.Tool, Err: errors.New(d.Reject)}
 			case d.Replace != nil:
@@ -1346,7 +1370,7 @@ func (r *planRun) launch(ctx context.Context, conc int) bool {
 		c.ID = id
 		if err != nil {
 			if !r.failed(n.index, c, err) || !r.settle(n.index) {
-				return false
+				return stop()
 			}
 			i = 0 // settling may have made earlier calls ready
 			continue
@@ -1354,15 +1378,22 @@ func (r *planRun) launch(ctx context.Context, conc int) bool {
 		// Started is yielded before the call runs: a durable run records
 		// it first.
 		if !r.emit(RunEvent{Kind: EventCallStarted, Call: c}) {
-			return false
+			return stop()
 		}
 		r.running++
-		platform.Go(func() {
-			msgs, resp, err := r.exec.runCall(ctx, c)
-			r.done <- planDone{node: n.index, call: c, msgs: msgs, resp: resp, err: err}
-		})
+		start := func() {
+			platform.Go(func() {
+				msgs, resp, err := r.exec.runCall(ctx, c)
+				r.done <- planDone{node: n.index, call: c, msgs: msgs, resp: resp, err: err}
+			})
+		}
+		if r.journal == nil {
+			start() // nothing to make durable first
+			continue
+		}
+		starts = append(starts, start)
 	}
-	return true
+	return begin()
 }
 
 // neverReady reports a call whose references never resolved.
