@@ -21,6 +21,7 @@ type typeSchema struct {
 	raw      json.RawMessage
 	compiled *Schema
 	err      error
+	flat     *flat // nil unless T is a struct of plain fields
 }
 
 // For returns the JSON Schema of the Go type T, so a Go type can be the single source of
@@ -47,6 +48,7 @@ func typeSchemaOf(t reflect.Type) *typeSchema {
 	raw := reflectSchema(t)
 	ts := &typeSchema{raw: raw}
 	ts.compiled, ts.err = Compile(raw)
+	ts.flat = flatOf(t, raw)
 	v, _ := typeCache.LoadOrStore(t, ts)
 	return v.(*typeSchema)
 }
@@ -150,6 +152,12 @@ func Decode[T any](data json.RawMessage) (T, error) {
 	ts := typeSchemaOf(reflect.TypeFor[T]())
 	if ts.err != nil {
 		return v, fmt.Errorf("schema of %v: %w", reflect.TypeFor[T](), ts.err)
+	}
+	if ts.flat != nil {
+		if ts.flat.decode(data, reflect.ValueOf(&v).Elem()) {
+			return v, nil
+		}
+		v = *new(T) // partly set: start again
 	}
 	if err := ts.compiled.Validate(data); err != nil {
 		return v, err
