@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/augceo/agent/internal/flatjson"
+	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/schema"
 )
@@ -58,10 +60,20 @@ func Value(v any) (*Result, error) {
 // not part of P unless P declares them.
 func Bind[P, R any](f func(ctx context.Context, params P) (R, error)) Activity {
 	enc := flatEncoder(reflect.TypeFor[R]())
+	// A struct of plain fields is decoded from the parameters as they
+	// are, meta-properties skipped, when that stands for validating and
+	// decoding call.Args(); anything else goes that way.
+	dec := flatjson.New(reflect.TypeFor[P]())
+	if dec != nil && (dec.Meta() || dec.Schema() != string(schema.For[P]())) {
+		dec = nil
+	}
 	return ActivityFunc(func(ctx context.Context, call *Call) (*Result, error) {
-		p, err := schema.Decode[P](call.Args())
-		if err != nil {
-			return nil, &CallError{Kind: Structural, Err: fmt.Errorf("params: %w", err)}
+		var p P
+		if dec == nil || !jsonfast.Valid(call.Params) || !dec.Decode(call.Params, reflect.ValueOf(&p).Elem(), true) {
+			var err error
+			if p, err = schema.Decode[P](call.Args()); err != nil {
+				return nil, &CallError{Kind: Structural, Err: fmt.Errorf("params: %w", err)}
+			}
 		}
 		r, err := f(ctx, p)
 		if err != nil {

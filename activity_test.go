@@ -52,6 +52,7 @@ func object(s string) bool {
 var argsSeeds = []string{
 	`{"_tool":"t","x":1,"_outputPath":"†state.r"}`, `{"x":1,"ok":true,"name":"a<b"}`, `{"\u005ftool":"t","x":1}`,
 	`{"x":1,"ok":false,"name":"é\n"}`, `{"": 1, "x" : 2 ,"ok":true}`, `{"x":-3,"n":-128,"ok":true,"U":7,"name":"\"q\""}`,
+	`{"_scopes":["a",{"b":"}]"}],"x":1,"ok":true,"_n":-1.5e3}`, `{"x":1,"ok":true,"_":null}`, `{"_x":1,"x":1,"ok":true,"_x":2}`,
 	`[1]`, `{"x":1`, `{"x":1,"ok":true,"name":"a&b"}`, `{"ok":true,"x":1,"x":2}`, "{\"k\xff\":1}",
 }
 
