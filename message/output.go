@@ -176,7 +176,12 @@ func wrapRaw(path ref.Path, v json.RawMessage) json.RawMessage {
 	if len(path) == 0 {
 		return v
 	}
+	n := len(v)
+	for _, seg := range path {
+		n += len(seg) + 4 // {"seg":}
+	}
 	var b bytes.Buffer
+	b.Grow(n) // exact for plain segments
 	for _, seg := range path {
 		b.WriteByte('{')
 		writeString(&b, seg)
