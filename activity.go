@@ -5,7 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
 
+	"github.com/augceo/agent/internal/flatjson"
+	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/schema"
 )
@@ -54,17 +59,116 @@ func Value(v any) (*Result, error) {
 // is encoded as the result. Meta-properties (_tool, _outputPath, ...) are
 // not part of P unless P declares them.
 func Bind[P, R any](f func(ctx context.Context, params P) (R, error)) Activity {
+	enc := flatEncoder(reflect.TypeFor[R]())
+	// A struct of plain fields is decoded from the parameters as they
+	// are, meta-properties skipped, when that stands for validating and
+	// decoding call.Args(); anything else goes that way.
+	dec := flatjson.New(reflect.TypeFor[P]())
+	if dec != nil && (dec.Meta() || dec.Schema() != string(schema.For[P]())) {
+		dec = nil
+	}
 	return ActivityFunc(func(ctx context.Context, call *Call) (*Result, error) {
-		p, err := schema.Decode[P](call.Args())
-		if err != nil {
-			return nil, &CallError{Kind: Structural, Err: fmt.Errorf("params: %w", err)}
+		var p P
+		if dec == nil || !jsonfast.Valid(call.Params) || !dec.Decode(call.Params, reflect.ValueOf(&p).Elem(), true) {
+			var err error
+			if p, err = schema.Decode[P](call.Args()); err != nil {
+				return nil, &CallError{Kind: Structural, Err: fmt.Errorf("params: %w", err)}
+			}
 		}
 		r, err := f(ctx, p)
 		if err != nil {
 			return nil, err
 		}
+		if enc != nil {
+			if b, ok := enc.encode(reflect.ValueOf(&r).Elem()); ok {
+				return &Result{Value: b}, nil
+			}
+		}
 		return Value(r)
 	})
+}
+
+// flatEnc encodes a struct of integers, booleans and strings with plain
+// member names as json.Marshal does, without its reflection walk.
+type flatEnc struct {
+	fields []flatEncField
+}
+
+type flatEncField struct {
+	index     int
+	key       string // `"name":`
+	omitEmpty bool
+}
+
+// flatEncoder returns the encoder of t, or nil when t is not such a
+// struct.
+func flatEncoder(t reflect.Type) *flatEnc {
+	if t.Kind() != reflect.Struct || t.NumField() == 0 {
+		return nil
+	}
+	e := &flatEnc{}
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if !sf.IsExported() || sf.Anonymous {
+			return nil
+		}
+		name, opts, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if name == "" {
+			name = sf.Name
+		}
+		if name == "-" || (opts != "" && opts != "omitempty") {
+			return nil
+		}
+		for _, c := range []byte(name) {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+				return nil
+			}
+		}
+		switch sf.Type.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+			reflect.Bool, reflect.String:
+		default:
+			return nil
+		}
+		e.fields = append(e.fields, flatEncField{index: i, key: `"` + name + `":`, omitEmpty: opts == "omitempty"})
+	}
+	return e
+}
+
+// encode encodes v; ok is false for a string json.Marshal would escape.
+func (e *flatEnc) encode(v reflect.Value) (_ []byte, ok bool) {
+	b := make([]byte, 1, 16*len(e.fields))
+	b[0] = '{'
+	for _, f := range e.fields {
+		fv := v.Field(f.index)
+		if f.omitEmpty && fv.IsZero() {
+			continue
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, f.key...)
+		switch fv.Kind() {
+		case reflect.Bool:
+			b = strconv.AppendBool(b, fv.Bool())
+		case reflect.String:
+			s := fv.String()
+			for i := range len(s) {
+				if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+					return nil, false
+				}
+			}
+			b = append(append(append(b, '"'), s...), '"')
+		default:
+			if fv.CanInt() {
+				b = strconv.AppendInt(b, fv.Int(), 10)
+			} else {
+				b = strconv.AppendUint(b, fv.Uint(), 10)
+			}
+		}
+	}
+	return append(b, '}'), true
 }
 
 // Activity registers a under name. A tool uses it when its definition

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,18 +61,53 @@ func (c *Call) Args() json.RawMessage {
 	}
 	b := make([]byte, 1, len(c.Params)) // no longer than the parameters, but for odd escapes
 	b[0] = '{'
-	jsonfast.Members(c.Params, func(k string, v []byte) bool {
-		if !strings.HasPrefix(k, "_") {
-			if len(b) > 1 {
-				b = append(b, ',')
+	if bytes.TrimLeft(c.Params, " \t\r\n")[0] != '{' { // not an object: as it always did
+		jsonfast.Members(c.Params, func(k string, v []byte) bool {
+			if !strings.HasPrefix(k, "_") {
+				if len(b) > 1 {
+					b = append(b, ',')
+				}
+				b = ojson.AppendQuote(b, k)
+				b = append(b, ':')
+				b = append(b, v...)
 			}
-			b = ojson.AppendQuote(b, k)
-			b = append(b, ':')
-			b = append(b, v...)
+			return true
+		})
+		return append(b, '}')
+	}
+	jsonfast.RawMembers(c.Params, func(lit, v []byte) bool {
+		plain := plainKey(lit)
+		var k string
+		if !plain {
+			k = jsonfast.Unquote(lit)
 		}
+		if plain && len(lit) > 2 && lit[1] == '_' || !plain && strings.HasPrefix(k, "_") {
+			return true
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		if plain {
+			b = append(b, lit...) // what AppendQuote would write again
+		} else {
+			b = ojson.AppendQuote(b, k)
+		}
+		b = append(b, ':')
+		b = append(b, v...)
 		return true
 	})
 	return append(b, '}')
+}
+
+// plainKey reports whether a key literal is its own quoting: printable
+// ASCII without escapes.
+func plainKey(lit []byte) bool {
+	for _, c := range lit[1 : len(lit)-1] {
+		if c < 0x20 || c == '\\' || c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // ErrorKind says whether a call failed before it ran or while running.

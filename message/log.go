@@ -62,7 +62,11 @@ func NewLog(msgs ...Message) (*Log, error) {
 // the same (the log records what happened); reading that place reports the
 // clash. Use [Log.Check] to refuse such writes beforehand.
 func (l *Log) Append(msgs ...Message) error {
-	ws := make([]write, len(msgs))
+	var one [1]write // the loop appends one message at a time
+	ws := one[:]
+	if len(msgs) != 1 {
+		ws = make([]write, len(msgs))
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i := range msgs {

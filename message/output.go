@@ -68,9 +68,8 @@ type target struct {
 // ParseOutput parses the output path and method of a call whose
 // meta-properties are meta.
 func ParseOutput(meta CallMeta) (*Output, error) {
-	o := &Output{}
 	if meta.OutputPath == "" {
-		return o, nil
+		return &Output{}, nil
 	}
 	e, err := ref.Parse(meta.OutputPath)
 	if err != nil {
@@ -80,7 +79,25 @@ func ParseOutput(meta CallMeta) (*Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("message: call _outputMethod: %w", err)
 	}
-	o.Path, o.Method = e, method
+	if len(e.Alts) == 1 && len(e.Alts[0]) == 1 {
+		// The common case, one target: one allocation, and the path is
+		// its own canonical text when written without spaces.
+		one := &struct {
+			o       Output
+			targets [1][]target
+			target  [1]target
+		}{}
+		r := e.Alts[0][0]
+		text := meta.OutputPath
+		if r.Offset != 0 || len(text) != len(ref.Dagger)+len(r.Kind)+pathLen(r.Path) {
+			text = r.String()
+		}
+		one.target[0] = target{ref: r, text: text}
+		one.targets[0] = one.target[:]
+		one.o = Output{Path: e, Method: method, targets: one.targets[:]}
+		return &one.o, nil
+	}
+	o := &Output{Path: e, Method: method}
 	o.targets = make([][]target, len(e.Alts))
 	for i, alt := range e.Alts {
 		o.targets[i] = make([]target, len(alt))
@@ -89,6 +106,15 @@ func ParseOutput(meta CallMeta) (*Output, error) {
 		}
 	}
 	return o, nil
+}
+
+// pathLen is the length of "."+p.String(), or 0 for no path.
+func pathLen(p ref.Path) int {
+	n := 0
+	for _, seg := range p {
+		n += 1 + len(seg)
+	}
+	return n
 }
 
 // Messages is [Outputs] for a call whose output is o: call is the call
@@ -150,7 +176,12 @@ func wrapRaw(path ref.Path, v json.RawMessage) json.RawMessage {
 	if len(path) == 0 {
 		return v
 	}
+	n := len(v)
+	for _, seg := range path {
+		n += len(seg) + 4 // {"seg":}
+	}
 	var b bytes.Buffer
+	b.Grow(n) // exact for plain segments
 	for _, seg := range path {
 		b.WriteByte('{')
 		writeString(&b, seg)

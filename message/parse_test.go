@@ -201,3 +201,32 @@ func TestOutputRetargeted(t *testing.T) {
 		t.Errorf("got %v, want a kind mismatch", err)
 	}
 }
+
+// FuzzParseOutput checks that each target's text is its reference in
+// canonical spelling, however the output path is written.
+func FuzzParseOutput(f *testing.F) {
+	for _, s := range []string{"†state.r0", " †state.r0", "†state.r0 ", "†state", "†state.a.b.0", "†state.a || †state.b",
+		"†state.a && †input.b", "†state.a\t", "†state.é.x", "†state..a", "state.a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if s == "" {
+			return // no output
+		}
+		o, err := ParseOutput(CallMeta{OutputPath: s})
+		e, werr := ref.Parse(s)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("ParseOutput(%q) error %v, ref.Parse %v", s, err, werr)
+		}
+		if err != nil {
+			return
+		}
+		for i, alt := range e.Alts {
+			for j, r := range alt {
+				if got, want := o.targets[i][j].text, r.String(); got != want {
+					t.Fatalf("ParseOutput(%q) target %d.%d = %q, want %q", s, i, j, got, want)
+				}
+			}
+		}
+	})
+}

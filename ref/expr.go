@@ -103,8 +103,18 @@ func Parse(s string) (Expr, error) {
 		if err != nil {
 			return Expr{}, err
 		}
+		if i = skipSpace(s, n); i == len(s) && len(e.Alts) == 0 && len(g) == 0 {
+			// One reference, the common output path: one allocation.
+			one := &struct {
+				alts [1]Group
+				refs [1]Ref
+			}{}
+			one.refs[0] = r
+			one.alts[0] = one.refs[:]
+			e.Alts = one.alts[:]
+			return e, nil
+		}
 		g = append(g, r)
-		i = skipSpace(s, n)
 		switch {
 		case i == len(s):
 			e.Alts = append(e.Alts, g)

@@ -1,0 +1,102 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/internal/jsonfast"
+	"github.com/augceo/agent/internal/ojson"
+	"github.com/augceo/agent/schema"
+)
+
+// naiveArgs is Call.Args as first written: every key unquoted and quoted
+// again.
+func naiveArgs(params json.RawMessage) json.RawMessage {
+	if !jsonfast.Valid(params) {
+		return params
+	}
+	b := []byte{'{'}
+	jsonfast.Members(params, func(k string, v []byte) bool {
+		if !strings.HasPrefix(k, "_") {
+			if len(b) > 1 {
+				b = append(b, ',')
+			}
+			b = ojson.AppendQuote(b, k)
+			b = append(b, ':')
+			b = append(b, v...)
+		}
+		return true
+	})
+	return append(b, '}')
+}
+
+type echoParams struct {
+	X    int    `json:"x"`
+	N    int8   `json:"n,omitempty"`
+	OK   bool   `json:"ok"`
+	Name string `json:"name,omitempty"`
+	U    uint   `json:"U,omitempty"`
+}
+
+// object reports whether s is a JSON object or not JSON at all: the
+// parameters of a call are an object once checked against its tool, and
+// Args of other JSON values is not defined.
+func object(s string) bool {
+	return !json.Valid([]byte(s)) || strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), "{")
+}
+
+var argsSeeds = []string{
+	`{"_tool":"t","x":1,"_outputPath":"†state.r"}`, `{"x":1,"ok":true,"name":"a<b"}`, `{"\u005ftool":"t","x":1}`,
+	`{"x":1,"ok":false,"name":"é\n"}`, `{"": 1, "x" : 2 ,"ok":true}`, `{"x":-3,"n":-128,"ok":true,"U":7,"name":"\"q\""}`,
+	`{"_scopes":["a",{"b":"}]"}],"x":1,"ok":true,"_n":-1.5e3}`, `{"x":1,"ok":true,"_":null}`, `{"_x":1,"x":1,"ok":true,"_x":2}`,
+	`[1]`, `{"x":1`, `{"x":1,"ok":true,"name":"a&b"}`, `{"ok":true,"x":1,"x":2}`, "{\"k\xff\":1}",
+}
+
+func FuzzCallArgs(f *testing.F) {
+	for _, s := range argsSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !object(s) {
+			return
+		}
+		c := &agent.Call{Params: json.RawMessage(s)}
+		if got, want := c.Args(), naiveArgs(c.Params); !bytes.Equal(got, want) {
+			t.Fatalf("Args(%q) = %s, want %s", s, got, want)
+		}
+	})
+}
+
+// FuzzBind checks that a bound function sees what schema.Decode gives and
+// that its result is what json.Marshal writes.
+func FuzzBind(f *testing.F) {
+	for _, s := range argsSeeds {
+		f.Add(s)
+	}
+	a := agent.Bind(func(_ context.Context, p echoParams) (echoParams, error) { return p, nil })
+	f.Fuzz(func(t *testing.T, s string) {
+		if !object(s) {
+			return
+		}
+		c := &agent.Call{Params: json.RawMessage(s)}
+		res, err := a.Run(context.Background(), c)
+		p, werr := schema.Decode[echoParams](naiveArgs(c.Params))
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("Run(%q) error %v, want %v", s, err, werr)
+		}
+		if err != nil {
+			if !strings.HasSuffix(err.Error(), werr.Error()) {
+				t.Fatalf("Run(%q) error %q, want it to end in %q", s, err, werr)
+			}
+			return
+		}
+		want, _ := json.Marshal(p)
+		if !bytes.Equal(res.Value, want) {
+			t.Fatalf("Run(%q) = %s, want %s", s, res.Value, want)
+		}
+	})
+}

@@ -1,0 +1,324 @@
+// Package flatjson decodes JSON objects into structs of plain fields
+// (integers, booleans, strings) without encoding/json's reflection walk,
+// for the typed parameters of tools (schema.Decode, agent.Bind). It takes
+// only what it is sure of and leaves everything else, errors included, to
+// validation and json.Unmarshal.
+package flatjson
+
+import (
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Decoder decodes JSON into one struct type of plain fields. It accepts
+// an object whose members are exactly fields (no escapes, no duplicates,
+// no unknown keys), every required one present (those without
+// omitempty), each value of its field's JSON type and in range: what the
+// struct's plain schema ([Decoder.Schema]) accepts and json.Unmarshal
+// decodes without error. A Decoder is immutable.
+type Decoder struct {
+	fields []field
+	schema string
+}
+
+type field struct {
+	name     string
+	index    int
+	kind     reflect.Kind
+	required bool
+}
+
+// New returns the decoder of t, or nil when t is not a struct of
+// exported, non-embedded integer, boolean and string fields with plain
+// names, no json option but omitempty and no jsonschema tags.
+func New(t reflect.Type) *Decoder {
+	if t.Kind() != reflect.Struct || t.NumField() == 0 || t.NumField() > 64 {
+		return nil
+	}
+	d := &Decoder{}
+	var props, req []string
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if !sf.IsExported() || sf.Anonymous {
+			return nil
+		}
+		if _, ok := sf.Tag.Lookup("jsonschema"); ok || strings.Contains(string(sf.Tag), "jsonschema_") {
+			return nil
+		}
+		name, opts, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if name == "" {
+			name = sf.Name
+		}
+		if !plainName(name) || (opts != "" && opts != "omitempty") {
+			return nil
+		}
+		var typ string
+		switch sf.Type.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			typ = "integer"
+		case reflect.Bool:
+			typ = "boolean"
+		case reflect.String:
+			typ = "string"
+		default:
+			return nil
+		}
+		f := field{name: name, index: i, kind: sf.Type.Kind(), required: opts == ""}
+		d.fields = append(d.fields, f)
+		props = append(props, `"`+name+`":{"type":"`+typ+`"}`)
+		if f.required {
+			req = append(req, `"`+name+`"`)
+		}
+	}
+	d.schema = `{"type":"object","properties":{` + strings.Join(props, ",") + `}`
+	if len(req) > 0 {
+		d.schema += `,"required":[` + strings.Join(req, ",") + `]`
+	}
+	d.schema += `,"additionalProperties":false}`
+	return d
+}
+
+// Schema returns the plain schema of the struct: the JSON Schema whose
+// instances the decoder takes, as schema.For writes it for a struct
+// without constraints. A caller checks that it is the struct's schema
+// before trusting the decoder to stand for validation.
+func (d *Decoder) Schema() string { return d.schema }
+
+// Meta reports whether a field's name starts with "_", as meta-properties
+// of a call do.
+func (d *Decoder) Meta() bool {
+	for _, f := range d.fields {
+		if strings.HasPrefix(f.name, "_") {
+			return true
+		}
+	}
+	return false
+}
+
+// plainName reports whether a member name needs no escaping and is not
+// one encoding/json treats specially.
+func plainName(s string) bool {
+	if s == "" || s == "-" {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// Decode sets the fields of v, an addressable struct of d's type, from
+// data; ok is false when data is not plainly valid for it, and v may then
+// be partly set. With skipMeta, members whose key starts with "_" are
+// skipped, as if removed first; data must then be valid JSON.
+func (d *Decoder) Decode(data []byte, v reflect.Value, skipMeta bool) (ok bool) {
+	var seen uint64
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return false
+	}
+	i = skipWS(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(data) || data[i] != '"' {
+				return false
+			}
+			s, esc, end, ok := scanString(data, i)
+			if !ok || esc {
+				return false
+			}
+			if skipMeta && len(s) > 0 && s[0] == '_' {
+				i = skipWS(data, end)
+				if i >= len(data) || data[i] != ':' {
+					return false
+				}
+				if i, ok = skipValue(data, i+1); !ok {
+					return false
+				}
+				if i = skipWS(data, i); i < len(data) && data[i] == ',' {
+					i = skipWS(data, i+1)
+					continue
+				}
+				if i < len(data) && data[i] == '}' {
+					i++
+					break
+				}
+				return false
+			}
+			k := -1
+			for j := range d.fields {
+				if d.fields[j].name == string(s) {
+					k = j
+					break
+				}
+			}
+			if k < 0 || seen&(1<<k) != 0 {
+				return false
+			}
+			seen |= 1 << k
+			i = skipWS(data, end)
+			if i >= len(data) || data[i] != ':' {
+				return false
+			}
+			i = skipWS(data, i+1)
+			if i, ok = d.fields[k].set(data, i, v); !ok {
+				return false
+			}
+			i = skipWS(data, i)
+			if i < len(data) && data[i] == ',' {
+				i = skipWS(data, i+1)
+				continue
+			}
+			if i < len(data) && data[i] == '}' {
+				i++
+				break
+			}
+			return false
+		}
+	}
+	if skipWS(data, i) != len(data) {
+		return false
+	}
+	for j := range d.fields {
+		if d.fields[j].required && seen&(1<<j) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// set decodes the value at data[i] into the field; it returns the offset
+// past it.
+func (ff *field) set(data []byte, i int, v reflect.Value) (int, bool) {
+	fv := v.Field(ff.index)
+	switch ff.kind {
+	case reflect.Bool:
+		switch {
+		case hasLiteral(data, i, "true"):
+			fv.SetBool(true)
+			return i + 4, true
+		case hasLiteral(data, i, "false"):
+			fv.SetBool(false)
+			return i + 5, true
+		}
+		return i, false
+	case reflect.String:
+		if i >= len(data) || data[i] != '"' {
+			return i, false
+		}
+		s, esc, end, ok := scanString(data, i)
+		if !ok || esc || !utf8.Valid(s) {
+			return i, false
+		}
+		fv.SetString(string(s))
+		return end, true
+	}
+	// An integer: digits only, as encoding/json reads into an integer.
+	j := i
+	if j < len(data) && data[j] == '-' {
+		j++
+	}
+	start := j
+	for j < len(data) && data[j] >= '0' && data[j] <= '9' {
+		j++
+	}
+	if j == start || (data[start] == '0' && j > start+1) {
+		return i, false
+	}
+	if j < len(data) && (data[j] == '.' || data[j] == 'e' || data[j] == 'E') {
+		return i, false
+	}
+	lit := string(data[i:j])
+	if fv.CanInt() {
+		n, err := strconv.ParseInt(lit, 10, fv.Type().Bits())
+		if err != nil {
+			return i, false
+		}
+		fv.SetInt(n)
+		return j, true
+	}
+	n, err := strconv.ParseUint(lit, 10, fv.Type().Bits())
+	if err != nil {
+		return i, false
+	}
+	fv.SetUint(n)
+	return j, true
+}
+
+func hasLiteral(d []byte, i int, lit string) bool {
+	return len(d)-i >= len(lit) && string(d[i:i+len(lit)]) == lit
+}
+
+func skipWS(d []byte, i int) int {
+	for i < len(d) && (d[i] == ' ' || d[i] == '\n' || d[i] == '\r' || d[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// scanString scans the string starting at d[i] == '"'. It returns its raw
+// content and whether that contains escapes (then the content is not the
+// decoded string).
+func scanString(d []byte, i int) (s []byte, esc bool, end int, ok bool) {
+	if i >= len(d) || d[i] != '"' {
+		return nil, false, 0, false
+	}
+	start := i + 1
+	for j := start; j < len(d); j++ {
+		switch c := d[j]; {
+		case c == '"':
+			return d[start:j], esc, j + 1, true
+		case c == '\\':
+			esc = true
+			j++
+		case c < 0x20:
+			return nil, false, 0, false
+		}
+	}
+	return nil, false, 0, false
+}
+
+// skipValue returns the offset past the value at or after d[i], which
+// must be valid JSON.
+func skipValue(d []byte, i int) (int, bool) {
+	i = skipWS(d, i)
+	if i >= len(d) {
+		return i, false
+	}
+	switch d[i] {
+	case '"':
+		_, _, end, ok := scanString(d, i)
+		return end, ok
+	case '{', '[':
+		depth := 0
+		for ; i < len(d); i++ {
+			switch d[i] {
+			case '"':
+				_, _, end, ok := scanString(d, i)
+				if !ok {
+					return i, false
+				}
+				i = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1, true
+				}
+			}
+		}
+		return i, false
+	}
+	for i < len(d) && !strings.ContainsRune(",}] \t\r\n", rune(d[i])) {
+		i++
+	}
+	return i, true
+}
