@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/augceo/agent/internal/flatjson"
 )
 
 // This file is the fast path of validation. The library validates a decoded value, and
@@ -428,8 +430,8 @@ func exactInt(s string, f float64) bool {
 
 // accepts reports whether data is certainly valid. false means "ask the library".
 func (n *fastNode) accepts(data []byte) bool {
-	end, ok := n.check(data, skipWS(data, 0), 0)
-	return ok && skipWS(data, end) == len(data)
+	end, ok := n.check(data, flatjson.SkipWS(data, 0), 0)
+	return ok && flatjson.SkipWS(data, end) == len(data)
 }
 
 const maxFastDepth = 200
@@ -515,25 +517,25 @@ func (n *fastNode) pick(d []byte, i int) *fastNode {
 		return nil
 	}
 	var found *fastNode
-	i = skipWS(d, i+1)
+	i = flatjson.SkipWS(d, i+1)
 	if i < len(d) && d[i] == '}' {
 		return nil
 	}
 	for i < len(d) {
-		key, esc, end, ok := scanString(d, i)
+		key, esc, end, ok := flatjson.ScanString(d, i)
 		if !ok || esc {
 			return nil
 		}
-		i = skipWS(d, end)
+		i = flatjson.SkipWS(d, end)
 		if i >= len(d) || d[i] != ':' {
 			return nil
 		}
-		i = skipWS(d, i+1)
+		i = flatjson.SkipWS(d, i+1)
 		if string(key) == n.discProp {
 			if i >= len(d) || d[i] != '"' {
 				return nil
 			}
-			val, esc, vend, ok := scanString(d, i)
+			val, esc, vend, ok := flatjson.ScanString(d, i)
 			if !ok || esc {
 				return nil
 			}
@@ -546,9 +548,9 @@ func (n *fastNode) pick(d []byte, i int) *fastNode {
 			}
 			i = end
 		}
-		i = skipWS(d, i)
+		i = flatjson.SkipWS(d, i)
 		if i < len(d) && d[i] == ',' {
-			i = skipWS(d, i+1)
+			i = flatjson.SkipWS(d, i+1)
 			continue
 		}
 		break
@@ -579,20 +581,20 @@ func (n *fastNode) checkObject(d []byte, i, depth int) (int, bool) {
 		return 0, false
 	}
 	var seen uint64
-	i = skipWS(d, i+1)
+	i = flatjson.SkipWS(d, i+1)
 	if i < len(d) && d[i] == '}' {
 		return i + 1, n.nreq == 0
 	}
 	for i < len(d) {
-		key, esc, end, ok := scanString(d, i)
+		key, esc, end, ok := flatjson.ScanString(d, i)
 		if !ok || esc || !utf8.Valid(key) { // decoding would change the key
 			return 0, false
 		}
-		i = skipWS(d, end)
+		i = flatjson.SkipWS(d, end)
 		if i >= len(d) || d[i] != ':' {
 			return 0, false
 		}
-		i = skipWS(d, i+1)
+		i = flatjson.SkipWS(d, i+1)
 		var sub *fastNode
 		r, found := n.prop(key)
 		if found && r.req >= 0 {
@@ -614,9 +616,9 @@ func (n *fastNode) checkObject(d []byte, i, depth int) (int, bool) {
 		if !ok {
 			return 0, false
 		}
-		i = skipWS(d, end)
+		i = flatjson.SkipWS(d, end)
 		if i < len(d) && d[i] == ',' {
-			i = skipWS(d, i+1)
+			i = flatjson.SkipWS(d, i+1)
 			continue
 		}
 		if i < len(d) && d[i] == '}' {
@@ -635,7 +637,7 @@ func (n *fastNode) checkArray(d []byte, i, depth int) (int, bool) {
 		return 0, false
 	}
 	count := 0
-	i = skipWS(d, i+1)
+	i = flatjson.SkipWS(d, i+1)
 	if i < len(d) && d[i] == ']' {
 		return i + 1, n.minItems <= 0
 	}
@@ -651,9 +653,9 @@ func (n *fastNode) checkArray(d []byte, i, depth int) (int, bool) {
 			return 0, false
 		}
 		count++
-		i = skipWS(d, end)
+		i = flatjson.SkipWS(d, end)
 		if i < len(d) && d[i] == ',' {
-			i = skipWS(d, i+1)
+			i = flatjson.SkipWS(d, i+1)
 			continue
 		}
 		if i < len(d) && d[i] == ']' {
@@ -671,7 +673,7 @@ func (n *fastNode) checkString(d []byte, i int) (int, bool) {
 	if !n.allows(tString) {
 		return 0, false
 	}
-	s, esc, end, ok := scanString(d, i)
+	s, esc, end, ok := flatjson.ScanString(d, i)
 	if !ok {
 		return 0, false
 	}
@@ -779,9 +781,9 @@ func (n *fastNode) checkBool(d []byte, i int) (int, bool) {
 	var end int
 	var v bool
 	switch {
-	case hasLiteral(d, i, "true"):
+	case flatjson.HasLiteral(d, i, "true"):
 		end, v = i+4, true
-	case hasLiteral(d, i, "false"):
+	case flatjson.HasLiteral(d, i, "false"):
 		end, v = i+5, false
 	default:
 		return 0, false
@@ -805,7 +807,7 @@ func (n *fastNode) checkBool(d []byte, i int) (int, bool) {
 }
 
 func (n *fastNode) checkNull(d []byte, i int) (int, bool) {
-	if !hasLiteral(d, i, "null") || !n.allows(tNull) {
+	if !flatjson.HasLiteral(d, i, "null") || !n.allows(tNull) {
 		return 0, false
 	}
 	if n.consts != nil {
@@ -818,60 +820,6 @@ func (n *fastNode) checkNull(d []byte, i int) (int, bool) {
 		}
 	}
 	return i + 4, true
-}
-
-func hasLiteral(d []byte, i int, lit string) bool {
-	return len(d)-i >= len(lit) && string(d[i:i+len(lit)]) == lit
-}
-
-func skipWS(d []byte, i int) int {
-	for i < len(d) && (d[i] == ' ' || d[i] == '\n' || d[i] == '\r' || d[i] == '\t') {
-		i++
-	}
-	return i
-}
-
-// scanString scans the string starting at d[i] == '"'. It returns its raw content and
-// whether that contains escapes (then the content is not the decoded string).
-func scanString(d []byte, i int) (s []byte, esc bool, end int, ok bool) {
-	if i >= len(d) || d[i] != '"' {
-		return nil, false, 0, false
-	}
-	start := i + 1
-	for j := start; j < len(d); j++ {
-		switch c := d[j]; {
-		case c == '"':
-			return d[start:j], esc, j + 1, true
-		case c == '\\':
-			esc = true
-			j++
-			if j >= len(d) {
-				return nil, false, 0, false
-			}
-			switch d[j] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if j+4 >= len(d) {
-					return nil, false, 0, false
-				}
-				for _, h := range d[j+1 : j+5] {
-					if !isHex(h) {
-						return nil, false, 0, false
-					}
-				}
-				j += 4
-			default:
-				return nil, false, 0, false
-			}
-		case c < 0x20:
-			return nil, false, 0, false
-		}
-	}
-	return nil, false, 0, false
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 // scanNumber scans a JSON number; isInt reports a literal with no fraction or exponent.
@@ -926,45 +874,45 @@ func skipValue(d []byte, i, depth int) (int, bool) {
 	}
 	switch c := d[i]; {
 	case c == '"':
-		_, _, end, ok := scanString(d, i)
+		_, _, end, ok := flatjson.ScanString(d, i)
 		return end, ok
 	case c == '-' || c >= '0' && c <= '9':
 		end, _, ok := scanNumber(d, i)
 		return end, ok
 	case c == 't':
-		return i + 4, hasLiteral(d, i, "true")
+		return i + 4, flatjson.HasLiteral(d, i, "true")
 	case c == 'f':
-		return i + 5, hasLiteral(d, i, "false")
+		return i + 5, flatjson.HasLiteral(d, i, "false")
 	case c == 'n':
-		return i + 4, hasLiteral(d, i, "null")
+		return i + 4, flatjson.HasLiteral(d, i, "null")
 	case c == '{' || c == '[':
 		closing := byte('}')
 		if c == '[' {
 			closing = ']'
 		}
-		i = skipWS(d, i+1)
+		i = flatjson.SkipWS(d, i+1)
 		if i < len(d) && d[i] == closing {
 			return i + 1, true
 		}
 		for i < len(d) {
 			if c == '{' {
-				_, _, end, ok := scanString(d, i)
+				_, _, end, ok := flatjson.ScanString(d, i)
 				if !ok {
 					return 0, false
 				}
-				i = skipWS(d, end)
+				i = flatjson.SkipWS(d, end)
 				if i >= len(d) || d[i] != ':' {
 					return 0, false
 				}
-				i = skipWS(d, i+1)
+				i = flatjson.SkipWS(d, i+1)
 			}
 			end, ok := skipValue(d, i, depth+1)
 			if !ok {
 				return 0, false
 			}
-			i = skipWS(d, end)
+			i = flatjson.SkipWS(d, end)
 			if i < len(d) && d[i] == ',' {
-				i = skipWS(d, i+1)
+				i = flatjson.SkipWS(d, i+1)
 				continue
 			}
 			if i < len(d) && d[i] == closing {

@@ -119,11 +119,11 @@ func plainName(s string) bool {
 // skipped, as if removed first; data must then be valid JSON.
 func (d *Decoder) Decode(data []byte, v reflect.Value, skipMeta bool) (ok bool) {
 	var seen uint64
-	i := skipWS(data, 0)
+	i := SkipWS(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return false
 	}
-	i = skipWS(data, i+1)
+	i = SkipWS(data, i+1)
 	if i < len(data) && data[i] == '}' {
 		i++
 	} else {
@@ -131,20 +131,20 @@ func (d *Decoder) Decode(data []byte, v reflect.Value, skipMeta bool) (ok bool) 
 			if i >= len(data) || data[i] != '"' {
 				return false
 			}
-			s, esc, end, ok := scanString(data, i)
+			s, esc, end, ok := ScanString(data, i)
 			if !ok || esc {
 				return false
 			}
 			if skipMeta && len(s) > 0 && s[0] == '_' {
-				i = skipWS(data, end)
+				i = SkipWS(data, end)
 				if i >= len(data) || data[i] != ':' {
 					return false
 				}
 				if i, ok = skipValue(data, i+1); !ok {
 					return false
 				}
-				if i = skipWS(data, i); i < len(data) && data[i] == ',' {
-					i = skipWS(data, i+1)
+				if i = SkipWS(data, i); i < len(data) && data[i] == ',' {
+					i = SkipWS(data, i+1)
 					continue
 				}
 				if i < len(data) && data[i] == '}' {
@@ -164,17 +164,17 @@ func (d *Decoder) Decode(data []byte, v reflect.Value, skipMeta bool) (ok bool) 
 				return false
 			}
 			seen |= 1 << k
-			i = skipWS(data, end)
+			i = SkipWS(data, end)
 			if i >= len(data) || data[i] != ':' {
 				return false
 			}
-			i = skipWS(data, i+1)
+			i = SkipWS(data, i+1)
 			if i, ok = d.fields[k].set(data, i, v); !ok {
 				return false
 			}
-			i = skipWS(data, i)
+			i = SkipWS(data, i)
 			if i < len(data) && data[i] == ',' {
-				i = skipWS(data, i+1)
+				i = SkipWS(data, i+1)
 				continue
 			}
 			if i < len(data) && data[i] == '}' {
@@ -184,7 +184,7 @@ func (d *Decoder) Decode(data []byte, v reflect.Value, skipMeta bool) (ok bool) 
 			return false
 		}
 	}
-	if skipWS(data, i) != len(data) {
+	if SkipWS(data, i) != len(data) {
 		return false
 	}
 	for j := range d.fields {
@@ -202,10 +202,10 @@ func (ff *field) set(data []byte, i int, v reflect.Value) (int, bool) {
 	switch ff.kind {
 	case reflect.Bool:
 		switch {
-		case hasLiteral(data, i, "true"):
+		case HasLiteral(data, i, "true"):
 			fv.SetBool(true)
 			return i + 4, true
-		case hasLiteral(data, i, "false"):
+		case HasLiteral(data, i, "false"):
 			fv.SetBool(false)
 			return i + 5, true
 		}
@@ -214,7 +214,7 @@ func (ff *field) set(data []byte, i int, v reflect.Value) (int, bool) {
 		if i >= len(data) || data[i] != '"' {
 			return i, false
 		}
-		s, esc, end, ok := scanString(data, i)
+		s, esc, end, ok := ScanString(data, i)
 		if !ok || esc || !utf8.Valid(s) {
 			return i, false
 		}
@@ -253,56 +253,23 @@ func (ff *field) set(data []byte, i int, v reflect.Value) (int, bool) {
 	return j, true
 }
 
-func hasLiteral(d []byte, i int, lit string) bool {
-	return len(d)-i >= len(lit) && string(d[i:i+len(lit)]) == lit
-}
-
-func skipWS(d []byte, i int) int {
-	for i < len(d) && (d[i] == ' ' || d[i] == '\n' || d[i] == '\r' || d[i] == '\t') {
-		i++
-	}
-	return i
-}
-
-// scanString scans the string starting at d[i] == '"'. It returns its raw
-// content and whether that contains escapes (then the content is not the
-// decoded string).
-func scanString(d []byte, i int) (s []byte, esc bool, end int, ok bool) {
-	if i >= len(d) || d[i] != '"' {
-		return nil, false, 0, false
-	}
-	start := i + 1
-	for j := start; j < len(d); j++ {
-		switch c := d[j]; {
-		case c == '"':
-			return d[start:j], esc, j + 1, true
-		case c == '\\':
-			esc = true
-			j++
-		case c < 0x20:
-			return nil, false, 0, false
-		}
-	}
-	return nil, false, 0, false
-}
-
 // skipValue returns the offset past the value at or after d[i], which
 // must be valid JSON.
 func skipValue(d []byte, i int) (int, bool) {
-	i = skipWS(d, i)
+	i = SkipWS(d, i)
 	if i >= len(d) {
 		return i, false
 	}
 	switch d[i] {
 	case '"':
-		_, _, end, ok := scanString(d, i)
+		_, _, end, ok := ScanString(d, i)
 		return end, ok
 	case '{', '[':
 		depth := 0
 		for ; i < len(d); i++ {
 			switch d[i] {
 			case '"':
-				_, _, end, ok := scanString(d, i)
+				_, _, end, ok := ScanString(d, i)
 				if !ok {
 					return i, false
 				}
@@ -321,4 +288,60 @@ func skipValue(d []byte, i int) (int, bool) {
 		i++
 	}
 	return i, true
+}
+
+// HasLiteral reports whether d holds lit at i.
+func HasLiteral(d []byte, i int, lit string) bool {
+	return len(d)-i >= len(lit) && string(d[i:i+len(lit)]) == lit
+}
+
+// SkipWS returns the offset of the first non-space byte at or after i.
+func SkipWS(d []byte, i int) int {
+	for i < len(d) && (d[i] == ' ' || d[i] == '\n' || d[i] == '\r' || d[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// ScanString scans the string starting at d[i] == '"'. It returns its raw content and
+// whether that contains escapes (then the content is not the decoded string).
+func ScanString(d []byte, i int) (s []byte, esc bool, end int, ok bool) {
+	if i >= len(d) || d[i] != '"' {
+		return nil, false, 0, false
+	}
+	start := i + 1
+	for j := start; j < len(d); j++ {
+		switch c := d[j]; {
+		case c == '"':
+			return d[start:j], esc, j + 1, true
+		case c == '\\':
+			esc = true
+			j++
+			if j >= len(d) {
+				return nil, false, 0, false
+			}
+			switch d[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(d) {
+					return nil, false, 0, false
+				}
+				for _, h := range d[j+1 : j+5] {
+					if !isHex(h) {
+						return nil, false, 0, false
+					}
+				}
+				j += 4
+			default:
+				return nil, false, 0, false
+			}
+		case c < 0x20:
+			return nil, false, 0, false
+		}
+	}
+	return nil, false, 0, false
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
