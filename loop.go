@@ -175,11 +175,10 @@ type completion struct {
 }
 
 type run struct {
-	cfg     Config
-	schema  json.RawMessage
-	log     *message.Log
-	yield   func(RunEvent, error) bool
-	stopped bool
+	stream
+	cfg    Config
+	schema json.RawMessage
+	log    *message.Log
 
 	usage   provider.Usage
 	done    chan completion
@@ -215,22 +214,32 @@ func refKind(r string) string {
 	return r
 }
 
-func (r *run) emit(ev RunEvent) bool {
-	if r.stopped {
-		return false
-	}
-	if !r.yield(ev, nil) {
-		r.stopped = true
-	}
-	return !r.stopped
+// stream is the consumer's side of a scheduler's events: it never
+// yields again once the consumer stopped or an error was yielded.
+type stream struct {
+	yield   func(RunEvent, error) bool
+	stopped bool
 }
 
-func (r *run) fail(err error) {
-	if !r.stopped {
-		r.yield(RunEvent{}, &LimitError{Err: err, Result: r.result(nil, 0)})
-		r.stopped = true
+func (s *stream) emit(ev RunEvent) bool {
+	if s.stopped {
+		return false
+	}
+	if !s.yield(ev, nil) {
+		s.stopped = true
+	}
+	return !s.stopped
+}
+
+// end yields err, as a *LimitError holding res, and stops the stream.
+func (s *stream) end(err error, res *RunResult) {
+	if !s.stopped {
+		s.yield(RunEvent{}, &LimitError{Err: err, Result: res})
+		s.stopped = true
 	}
 }
+
+func (r *run) fail(err error) { r.end(err, r.result(nil, 0)) }
 
 func (r *run) result(sol *Solution, steps int) *RunResult {
 	return &RunResult{Solution: sol, Log: r.log, Usage: r.usage, Steps: steps, RunID: r.cfg.RunID, Advice: r.advice}

@@ -1146,7 +1146,7 @@ func planEvents(ctx context.Context, cfg Config, plan []json.RawMessage, in *ins
 			yield(RunEvent{}, err)
 			return
 		}
-		r := &planRun{cfg: cfg, exec: x, log: log, g: g, yield: yield, done: make(chan planDone)}
+		r := &planRun{cfg: cfg, exec: x, log: log, g: g, stream: stream{yield: yield}, done: make(chan planDone)}
 		if j != nil {
 			j.result = r.result
 			// Calls settle and start in groups: one Append per group, made
@@ -1173,13 +1173,12 @@ type planDone struct {
 // planRun is the scheduler of one plan execution. Only the goroutine of
 // the stream touches it; calls report on done.
 type planRun struct {
+	stream
 	cfg     Config
 	journal *journal // set when the run is durable
 	exec    *executor
 	log     *message.Log
 	g       *planGraph
-	yield   func(RunEvent, error) bool
-	stopped bool
 
 	left    []int // per call: the calls it waits for that have not settled
 	readers []int // the calls that wait for each call, call by call
@@ -1192,22 +1191,7 @@ type planRun struct {
 	usage   provider.Usage
 }
 
-func (r *planRun) emit(ev RunEvent) bool {
-	if r.stopped {
-		return false
-	}
-	if !r.yield(ev, nil) {
-		r.stopped = true
-	}
-	return !r.stopped
-}
-
-func (r *planRun) fail(err error) {
-	if !r.stopped {
-		r.yield(RunEvent{}, &LimitError{Err: err, Result: r.result()})
-		r.stopped = true
-	}
-}
+func (r *planRun) fail(err error) { r.end(err, r.result()) }
 
 func (r *planRun) result() *RunResult {
 	return &RunResult{Log: r.log, Usage: r.usage, RunID: r.cfg.RunID}
