@@ -119,17 +119,15 @@ func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msg
 	}
 	j := &journal{st: cfg.Store, run: run}
 	if resume {
-		msgs = cfg.resume.extra
+		msgs = cfg.resume.extra // the context is journaled already
 	}
-	{
-		for i := range msgs {
-			if err := j.message(ctx, &msgs[i]); err != nil {
-				return nil, err
-			}
-		}
-		if err := j.flush(ctx); err != nil {
+	for i := range msgs {
+		if err := j.message(ctx, &msgs[i]); err != nil {
 			return nil, err
 		}
+	}
+	if err := j.flush(ctx); err != nil {
+		return nil, err
 	}
 	return j, nil
 }

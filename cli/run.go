@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/augceo/agent"
+	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/platform"
 	"github.com/augceo/agent/provider"
@@ -337,46 +338,16 @@ func readInput(spec string) ([]message.Message, error) {
 		}
 		if meta.Instance != nil {
 			inst = *meta.Instance
-			var err error
-			if e, err = dropMember(e, "_instance"); err != nil {
+			o, err := ojson.Parse(e)
+			if err != nil {
 				return nil, fmt.Errorf("%s: input %d: %w", name, i+1, err)
 			}
+			o.Delete("_instance")
+			e = o.Bytes()
 		}
 		msgs = append(msgs, message.Message{Type: message.TypeData, Kind: "input", Instance: inst, Data: e})
 	}
 	return msgs, nil
-}
-
-// dropMember removes a member of a JSON object, keeping the others in order.
-func dropMember(obj json.RawMessage, key string) (json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if _, err := dec.Token(); err != nil {
-		return nil, err
-	}
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
-		}
-		if k == key {
-			continue
-		}
-		if b.Len() > 1 {
-			b.WriteByte(',')
-		}
-		kb, _ := json.Marshal(k)
-		b.Write(kb)
-		b.WriteByte(':')
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
 }
 
 // progress draws a progress bar on a terminal.
