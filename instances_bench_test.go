@@ -15,26 +15,7 @@ import (
 func BenchmarkInstances(b *testing.B) {
 	for _, n := range []int{1000, 3000, 10000, 100000} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			reg := agent.NewRegistry()
-			for _, name := range []string{"a", "b", "c"} {
-				reg.Tool(name, json.RawMessage(`{"type":"object","properties":{"v":{"type":"integer"}},"required":["v"]}`))
-				reg.Activity(name, agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
-					return &agent.Result{Value: json.RawMessage(`{"v":1}`)}, nil
-				}))
-			}
-			msgs := []message.Message{
-				{Type: message.TypeTool, Tool: json.RawMessage(`"a"`)},
-				{Type: message.TypeTool, Tool: json.RawMessage(`"b"`)},
-				{Type: message.TypeTool, Tool: json.RawMessage(`"c"`)},
-			}
-			for i := range n {
-				msgs = append(msgs, message.Message{Type: message.TypeData, Kind: "input", Instance: fmt.Sprint("i", i), Data: json.RawMessage(fmt.Sprintf(`{"v":%d}`, i))})
-			}
-			plan := []json.RawMessage{
-				json.RawMessage(`{"_tool":"a","v":"†input.v","_outputPath":"†state.a"}`),
-				json.RawMessage(`{"_tool":"b","v":"†state.a.v","_outputPath":"†state.b"}`),
-				json.RawMessage(`{"_tool":"c","v":"†state.b.v","_outputPath":"†state.c"}`),
-			}
+			reg, plan, msgs := instancesFixture(n)
 			b.ReportAllocs()
 			for b.Loop() {
 				res, err := agent.ExecutePlanInstances(context.Background(), agent.Config{Registry: reg}, plan, msgs)
@@ -47,4 +28,31 @@ func BenchmarkInstances(b *testing.B) {
 			}
 		})
 	}
+}
+
+// instancesFixture is the instancing benchmark's setup: code activities a,
+// b and c, n instanced inputs, and the 3-call template plan that chains
+// them (a reads †input.v, b reads †state.a.v, c reads †state.b.v).
+func instancesFixture(n int) (*agent.Registry, []json.RawMessage, []message.Message) {
+	reg := agent.NewRegistry()
+	for _, name := range []string{"a", "b", "c"} {
+		reg.Tool(name, json.RawMessage(`{"type":"object","properties":{"v":{"type":"integer"}},"required":["v"]}`))
+		reg.Activity(name, agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+			return &agent.Result{Value: json.RawMessage(`{"v":1}`)}, nil
+		}))
+	}
+	msgs := []message.Message{
+		{Type: message.TypeTool, Tool: json.RawMessage(`"a"`)},
+		{Type: message.TypeTool, Tool: json.RawMessage(`"b"`)},
+		{Type: message.TypeTool, Tool: json.RawMessage(`"c"`)},
+	}
+	for i := range n {
+		msgs = append(msgs, message.Message{Type: message.TypeData, Kind: "input", Instance: fmt.Sprint("i", i), Data: json.RawMessage(fmt.Sprintf(`{"v":%d}`, i))})
+	}
+	plan := []json.RawMessage{
+		json.RawMessage(`{"_tool":"a","v":"†input.v","_outputPath":"†state.a"}`),
+		json.RawMessage(`{"_tool":"b","v":"†state.a.v","_outputPath":"†state.b"}`),
+		json.RawMessage(`{"_tool":"c","v":"†state.b.v","_outputPath":"†state.c"}`),
+	}
+	return reg, plan, msgs
 }
