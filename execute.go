@@ -105,7 +105,7 @@ func (x *executor) prepare(log *message.Log, c *Call, object bool) (*Call, error
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}
 	}
 	c.Params = params
-	compiled, err := x.reg.compile(x.build.checks.Get(c.Tool))
+	compiled, err := x.build.shape(c.Tool).compiledCheck(x.reg)
 	if err != nil {
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("tool schema: %w", err)}
 	}
@@ -175,9 +175,31 @@ func (x *executor) invoke(ctx context.Context, c *Call) (res *Result, resp *Resp
 		if res == nil {
 			res = &Result{}
 		}
+		if err := x.checkResult(c, res); err != nil {
+			return nil, nil, err
+		}
 		return res, nil, nil
 	}
 	return x.latent(ctx, c)
+}
+
+// checkResult validates the value an activity returned against the
+// tool's _output, when it declares one. _output describes success: a
+// result the activity sent down another branch, or messages it appends
+// itself, are its own business.
+func (x *executor) checkResult(c *Call, res *Result) error {
+	sh := x.build.shape(c.Tool)
+	if sh == nil || res.Value == nil || res.Messages != nil || res.Branch != message.Success {
+		return nil
+	}
+	compiled, err := sh.compiledResult(x.reg)
+	if err == nil && compiled != nil {
+		err = compiled.Validate(res.Value)
+	}
+	if err != nil {
+		return &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("result does not match the tool's _output: %w", err)}
+	}
+	return nil
 }
 
 // latent produces a call's result with the model: the value the model

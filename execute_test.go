@@ -159,3 +159,47 @@ func TestRunEventsOrder(t *testing.T) {
 		t.Errorf("events %q", got)
 	}
 }
+
+func TestActivityResultMeetsOutputSchema(t *testing.T) {
+	// An explicit tool's _output is not shown to the model, but the
+	// activity's result must meet it: a result that does not is a runtime
+	// error of the call, sent down the failure branch when there is one.
+	reg := agent.NewRegistry()
+	reg.Tool("price", json.RawMessage(`{"type":"object","properties":{"sku":{"type":"string"},
+		"_output":{"type":"object","properties":{"cents":{"type":"integer"}},"required":["cents"]}},"required":["sku"]}`))
+	reg.Activity("price", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		if strings.Contains(string(c.Params), "bad") {
+			return &agent.Result{Value: json.RawMessage(`{"cents":"12"}`)}, nil
+		}
+		return &agent.Result{Value: json.RawMessage(`{"cents":12}`)}, nil
+	}))
+	p := scripted.Solutions(`{"calls":[
+		{"_tool":"price","sku":"good","_outputPath":"†state.good"},
+		{"_tool":"price","sku":"bad","_outputPath":"†state.bad"},
+		{"_tool":"price","sku":"bad2","_outputPath":"†state.ok || †state.failed"}],"output":"x"}`)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[{"type":"tool","tool":"price"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lookup(t, res.Log, "†state.good.cents"); got != "12" {
+		t.Errorf("state.good.cents = %s", got)
+	}
+	if strings.Contains(string(p.Requests()[0].Schema), `"cents"`) {
+		t.Errorf("the model was shown the explicit tool's _output: %s", p.Requests()[0].Schema)
+	}
+	var errs []string
+	for _, m := range res.Log.Messages() {
+		if m.Type == message.TypeError {
+			errs = append(errs, m.Error)
+		}
+	}
+	if len(errs) != 2 || !strings.Contains(errs[0], "runtime error in price: result does not match the tool's _output") || !strings.Contains(errs[0], "cents") {
+		t.Fatalf("error messages %q", errs)
+	}
+	if _, err := res.Log.Lookup("state", []string{"bad"}); err == nil {
+		t.Error("an invalid result was written")
+	}
+	if got := lookup(t, res.Log, "†state.failed.error"); !strings.Contains(got, "does not match") {
+		t.Errorf("failure branch = %s", got)
+	}
+}

@@ -41,8 +41,8 @@ type Build struct {
 	props          ojson.Object // extra solution properties, in order of first appearance
 	required       []string
 	tools          ojson.Object // tool name → LLM-facing tool schema, last definition wins
-	defs           ojson.Object // tool name → definition as given
-	checks         ojson.Object // tool name → schema a resolved call must meet
+	shapeNames     []string  // tool names, as defined
+	shapes         []*shaped // their definitions as given, with the schemas calls must meet
 	rendered       map[message.Identity]bool
 	about          map[message.Identity]about
 	solutionChecks []func(solution json.RawMessage) error
@@ -95,7 +95,12 @@ func (b *Build) DefineTool(name string, s json.RawMessage) {
 
 // Definition returns the definition of a tool as given, before it was
 // shaped for the model, or nil.
-func (b *Build) Definition(name string) json.RawMessage { return b.defs.Get(name) }
+func (b *Build) Definition(name string) json.RawMessage {
+	if sh := b.shape(name); sh != nil {
+		return sh.def
+	}
+	return nil
+}
 
 // Tools returns the names of the tools defined so far, in order.
 func (b *Build) Tools() []string { return append([]string(nil), b.tools.Keys...) }

@@ -974,7 +974,7 @@ func literalParts(x *executor, n *planNode) (json.RawMessage, *schema.Schema, er
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := ojson.Parse(x.build.checks.Get(n.call.Tool))
+	s, err := ojson.Parse(x.build.shape(n.call.Tool).check)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tool schema: %w", err)
 	}

@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/schema"
 )
 
 // defineTools reads a tool message (002): a map of tool names to schemas,
@@ -65,20 +68,60 @@ func defineTool(b *Build, name string, def json.RawMessage) error {
 	}
 	if b.tools.Keys == nil { // most contexts define several tools
 		b.tools.Grow(8)
-		b.defs.Grow(8)
-		b.checks.Grow(8)
 	}
 	b.DefineTool(name, sh.llm)
-	b.defs.Set(name, def)
-	b.checks.Set(name, sh.check)
+	b.setShape(name, sh)
 	return nil
 }
 
-// shaped is a tool definition prepared for one request.
+// shaped is a tool definition prepared for requests, with its schemas
+// compiled once: every call of the tool is checked against them.
 type shaped struct {
-	llm   json.RawMessage // what the model sees: parameters may be references
-	check json.RawMessage // what a call must meet once its references are resolved
-	def   json.RawMessage // the definition they were made from
+	llm    json.RawMessage // what the model sees: parameters may be references
+	check  json.RawMessage // what a call must meet once its references are resolved
+	def    json.RawMessage // the definition they were made from
+	result json.RawMessage // an explicit tool's _output: what its activity must return; nil when none
+
+	checkOnce, resultOnce     sync.Once
+	checkSchema, resultSchema *schema.Schema
+	checkErr, resultErr       error
+}
+
+// compiledCheck returns the compiled check schema.
+func (s *shaped) compiledCheck(r *Registry) (*schema.Schema, error) {
+	s.checkOnce.Do(func() { s.checkSchema, s.checkErr = r.compile(s.check) })
+	return s.checkSchema, s.checkErr
+}
+
+// compiledResult returns the compiled result schema, or nil when the tool
+// declares none.
+func (s *shaped) compiledResult(r *Registry) (*schema.Schema, error) {
+	if s.result == nil {
+		return nil, nil
+	}
+	s.resultOnce.Do(func() { s.resultSchema, s.resultErr = r.compile(s.result) })
+	return s.resultSchema, s.resultErr
+}
+
+// setShape records the shaped definition of a tool; the latest wins.
+func (b *Build) setShape(name string, sh *shaped) {
+	if i := slices.Index(b.shapeNames, name); i >= 0 {
+		b.shapes[i] = sh
+		return
+	}
+	if b.shapeNames == nil {
+		b.shapeNames, b.shapes = make([]string, 0, 8), make([]*shaped, 0, 8)
+	}
+	b.shapeNames = append(b.shapeNames, name)
+	b.shapes = append(b.shapes, sh)
+}
+
+// shape returns the shaped definition of a tool, or nil.
+func (b *Build) shape(name string) *shaped {
+	if i := slices.Index(b.shapeNames, name); i >= 0 {
+		return b.shapes[i]
+	}
+	return nil
 }
 
 // shapeKey keys the cache of shaped tools; the definition is compared on
@@ -90,16 +133,16 @@ type shapeKey struct {
 
 // shape prepares a tool definition, once per definition: a loop asks with
 // the same tools at every step.
-func (r *Registry) shape(name string, def json.RawMessage, explicit bool) (shaped, error) {
+func (r *Registry) shape(name string, def json.RawMessage, explicit bool) (*shaped, error) {
 	key := shapeKey{name, explicit}
-	if v, ok := r.shaped.Load(key); ok && bytes.Equal(v.(shaped).def, def) {
-		return v.(shaped), nil
+	if v, ok := r.shaped.Load(key); ok && bytes.Equal(v.(*shaped).def, def) {
+		return v.(*shaped), nil
 	}
-	s, err := llmTool(name, def, explicit)
+	s, result, err := llmTool(name, def, explicit)
 	if err != nil {
-		return shaped{}, err
+		return nil, err
 	}
-	sh := shaped{llm: referable(s), check: s, def: def}
+	sh := &shaped{llm: referable(s), check: s, def: def, result: result}
 	r.shaped.Store(key, sh)
 	return sh, nil
 }
@@ -137,16 +180,17 @@ var outputPathSchema = json.RawMessage(`{"type":"string","pattern":"^†","descr
 // _tool first as a const, the parameters, then the meta-properties the
 // tool allows. Execution details (_activity, _delegate) are the runtime's
 // business and are removed; so is _output for explicit tools, whose result
-// comes from code, not from the model (002).
-func llmTool(name string, def json.RawMessage, explicit bool) (json.RawMessage, error) {
+// comes from code, not from the model (002); it is returned as result,
+// which that code's results must meet.
+func llmTool(name string, def json.RawMessage, explicit bool) (_, result json.RawMessage, _ error) {
 	o, err := ojson.Parse(def)
 	if err != nil {
-		return nil, fmt.Errorf("schema is not a JSON object: %w", err)
+		return nil, nil, fmt.Errorf("schema is not a JSON object: %w", err)
 	}
 	props := &ojson.Object{}
 	if p := o.Get("properties"); p != nil {
 		if props, err = ojson.Parse(p); err != nil {
-			return nil, fmt.Errorf("properties: %w", err)
+			return nil, nil, fmt.Errorf("properties: %w", err)
 		}
 	}
 	explicit = explicit || o.Has("_activity") || props.Has("_activity")
@@ -155,6 +199,7 @@ func llmTool(name string, def json.RawMessage, explicit bool) (json.RawMessage, 
 		props.Delete(k)
 	}
 	if explicit {
+		result = props.Get("_output")
 		props.Delete("_output")
 	}
 	if !props.Has("_outputPath") {
@@ -164,7 +209,7 @@ func llmTool(name string, def json.RawMessage, explicit bool) (json.RawMessage, 
 	var required []string
 	if r := o.Get("required"); r != nil {
 		if err := json.Unmarshal(r, &required); err != nil {
-			return nil, fmt.Errorf("required: %w", err)
+			return nil, nil, fmt.Errorf("required: %w", err)
 		}
 	}
 	req := []string{"_tool"}
@@ -179,5 +224,5 @@ func llmTool(name string, def json.RawMessage, explicit bool) (json.RawMessage, 
 	}
 	o.Set("properties", props.Bytes())
 	o.Set("required", rb)
-	return o.Bytes(), nil
+	return o.Bytes(), result, nil
 }
