@@ -15,7 +15,11 @@ import (
 // defined: an array whose items are the tool schemas), then the user's
 // schema as a nullable output. The model writes them in that order, so it
 // decides on actions before it commits to an output.
-func (b *Build) compose(user json.RawMessage) (json.RawMessage, error) {
+//
+// With trustCalls, calls are any objects: a loop checks each call against
+// its own tool as it streams in (prepareCall), so its final check of the
+// whole solution need not do it again.
+func (b *Build) compose(user json.RawMessage, trustCalls bool) (json.RawMessage, error) {
 	output, err := nullable(user)
 	if err != nil {
 		return nil, fmt.Errorf("output schema: %w", err)
@@ -41,7 +45,9 @@ func (b *Build) compose(user json.RawMessage) (json.RawMessage, error) {
 	}
 	if len(b.tools.Keys) > 0 {
 		s.WriteString(`"calls":{"type":"array","description":"Tool calls to make now, in order; empty when none is needed.","items":`)
-		if len(b.tools.Keys) == 1 {
+		if trustCalls {
+			s.WriteString(`{"type":"object"}`)
+		} else if len(b.tools.Keys) == 1 {
 			s.Write(b.tools.Values[0])
 		} else {
 			s.WriteString(`{"anyOf":[`)
@@ -127,6 +133,7 @@ type composed struct {
 	key      composeKey
 	composed json.RawMessage
 	compiled *schema.Schema
+	trusted  *schema.Schema // compiled with trustCalls, once a loop asked for it
 }
 
 // composedCacheSize bounds the composed schemas a Registry keeps.
@@ -145,7 +152,7 @@ func (r *Registry) composedFor(k *composeKey) *composed {
 }
 
 // keepComposed caches a composed schema, replacing the oldest.
-func (r *Registry) keepComposed(k *composeKey, s json.RawMessage, c *schema.Schema) {
+func (r *Registry) keepComposed(k *composeKey, s json.RawMessage, c *schema.Schema) *composed {
 	e := &composed{composed: s, compiled: c, key: composeKey{
 		user: k.user, propKeys: slices.Clone(k.propKeys), props: slices.Clone(k.props),
 		required: slices.Clone(k.required), tools: slices.Clone(k.tools),
@@ -154,4 +161,38 @@ func (r *Registry) keepComposed(k *composeKey, s json.RawMessage, c *schema.Sche
 	defer r.composedMu.Unlock()
 	r.composed[r.composedNext] = e
 	r.composedNext = (r.composedNext + 1) % composedCacheSize
+	return e
+}
+
+// trustedSchema returns p's composed schema compiled with trustCalls,
+// made once per cached composed schema.
+func (p *prepared) trustedSchema() (*schema.Schema, error) {
+	if p.trusted != nil {
+		return p.trusted, nil
+	}
+	reg := p.build.Registry
+	if e := p.cached; e != nil {
+		reg.composedMu.Lock()
+		t := e.trusted
+		reg.composedMu.Unlock()
+		if t != nil {
+			p.trusted = t
+			return t, nil
+		}
+	}
+	s, err := p.build.compose(p.user, true)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	t, err := reg.compile(s)
+	if err != nil {
+		return nil, fmt.Errorf("agent: composed schema: %w", err)
+	}
+	p.trusted = t
+	if e := p.cached; e != nil {
+		reg.composedMu.Lock()
+		e.trusted = t
+		reg.composedMu.Unlock()
+	}
+	return t, nil
 }

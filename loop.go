@@ -374,6 +374,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 		return nil, false
 	}
 	r.exec = &executor{cfg: cfg, reg: reg, build: p.build}
+	p.trust = !r.lazy // every call is checked against its tool as it streams in
 	events := func(yield func(Event, error) bool) { p.stream(ctx, cfg, yield) }
 	for ev, err := range events {
 		if inv, ok := errors.AsType[*InvalidError](err); ok {

@@ -292,7 +292,7 @@ func TestRunSelfCorrection(t *testing.T) {
 	}))
 	p := scripted.Solutions(
 		`{"calls":[{"_tool":"div","a":1,"b":0,"_outputPath":"†state.q"},{"_tool":"div","a":"†input.name","b":1},{"_tool":"mul","a":1},{"_tool":"div","a":"†state.missing","b":1}],"output":null}`,
-		`{"calls":[{"_tool":"div","a":1,"b":2,"_outputPath":"†state.q"}],"output":null}`,
+		`{"calls":[{"_tool":"div","a":1,"b":2,"_outputPath":"†state.q"}],"output":null,"oops":1}`,
 		`{"calls":[],"output":"†state.q"}`,
 	)
 	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, Logger: slog.New(slog.DiscardHandler)}, json.RawMessage(`{"type":"string"}`),
@@ -308,10 +308,16 @@ func TestRunSelfCorrection(t *testing.T) {
 	}
 	all := strings.Join(errs, "\n")
 	for _, want := range []string{"runtime error in div: panic: division by zero", "structural error in div: params: at /a: expected number, got string",
-		"structural error in mul: agent: unknown tool \"mul\"", "never became ready: param /a: ref \"†state.missing\"", "your answer was invalid and only its valid calls ran"} {
+		"structural error in mul: agent: unknown tool \"mul\"", "never became ready: param /a: ref \"†state.missing\"",
+		"your answer was invalid and only its valid calls ran: at (root): property \"oops\" is not allowed"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("errors lack %q:\n%s", want, all)
 		}
+	}
+	// Bad calls are reported once each, as errors of those calls: not
+	// again as an invalid answer.
+	if n := strings.Count(all, "your answer was invalid"); n != 1 {
+		t.Errorf("%d invalid-answer errors:\n%s", n, all)
 	}
 	if got := lookup(t, res.Log, "†state.q"); got != "0.5" {
 		t.Errorf("state.q = %s", got)

@@ -198,10 +198,13 @@ type prepared struct {
 	compiled *schema.Schema
 
 	// For a loop, which carries it to the next step (see prepareNext):
-	carry bool            // every message handled so far allows it
-	n     int             // the messages handled
-	gen   int             // build.gen when composed was made
-	user  json.RawMessage // the user's schema
+	trust   bool            // each call was checked as it streamed in: the final check skips calls
+	cached  *composed       // the cache entry composed came from, if any
+	trusted *schema.Schema  // the composed schema for trust, once made
+	carry   bool            // every message handled so far allows it
+	n       int             // the messages handled
+	gen     int             // build.gen when composed was made
+	user    json.RawMessage // the user's schema
 }
 
 // stream sends a prepared request and validates its solutions.
@@ -211,15 +214,22 @@ func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, err
 	req.Schema = p.composed
 	req.SchemaName = "solution"
 	resp := &Response{Sent: &req}
-	texts, err := generate(ctx, cfg, &req, resp, yield)
+	texts, emitted, err := generate(ctx, cfg, &req, resp, yield)
 	if err != nil {
 		if err != errStopped {
 			yield(Event{}, err)
 		}
 		return
 	}
+	var trusted *schema.Schema
+	if p.trust {
+		if trusted, err = p.trustedSchema(); err != nil {
+			yield(Event{}, err)
+			return
+		}
+	}
 	for i, text := range texts {
-		sol, err := repair(ctx, cfg, &req, p.compiled, p.build.solutionChecks, i, text, resp, yield)
+		sol, err := repair(ctx, cfg, &req, p.compiled, trusted, emitted[i], p.build.solutionChecks, i, text, resp, yield)
 		if err != nil {
 			if err != errStopped {
 				yield(Event{}, err)
@@ -356,16 +366,16 @@ func (b *Build) handle(ctx context.Context, i int, m *message.Message) error {
 // runs of one agent start with the same tools.
 func (p *prepared) compose() error {
 	b, reg := p.build, p.build.Registry
-	p.gen = b.gen
+	p.gen, p.cached, p.trusted = b.gen, nil, nil
 	var key *composeKey
 	if p.carry {
 		key = &composeKey{user: p.user, propKeys: b.props.Keys, props: b.props.Values, required: b.required, tools: b.tools.Values}
 		if e := reg.composedFor(key); e != nil {
-			p.composed, p.compiled = e.composed, e.compiled
+			p.composed, p.compiled, p.cached = e.composed, e.compiled, e
 			return nil
 		}
 	}
-	composed, err := b.compose(p.user)
+	composed, err := b.compose(p.user, false)
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
@@ -375,7 +385,7 @@ func (p *prepared) compose() error {
 	}
 	p.composed, p.compiled = composed, compiled
 	if key != nil {
-		reg.keepComposed(key, composed, compiled)
+		p.cached = reg.keepComposed(key, composed, compiled)
 	}
 	return nil
 }
@@ -421,13 +431,16 @@ func prepareFrom(ctx context.Context, cfg Config, userSchema json.RawMessage, lo
 }
 
 // generate runs one provider call, streaming thinking and callback
-// elements, and returns the text of each solution.
-func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Response, yield func(Event, error) bool) ([]string, error) {
+// elements, and returns the text of each solution and how many elements
+// of each were handed over.
+func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Response, yield func(Event, error) bool) ([]string, []int, error) {
 	var texts []*strings.Builder // pointers: a Builder must not be copied once used
 	var extractors []*jsonstream.Extractor
+	var emitted []int
 	grow := func(i int) error {
 		for len(texts) <= i {
 			texts = append(texts, &strings.Builder{})
+			emitted = append(emitted, 0)
 			if cfg.CallbackPath != "" {
 				x, err := jsonstream.NewExtractor(cfg.CallbackPath)
 				if err != nil {
@@ -442,6 +455,7 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 	// since validation reports it properly and repairs the solution.
 	emit := func(i int, els []jsonstream.Element, err error) bool {
 		for _, el := range els {
+			emitted[i]++
 			if !yield(Event{Element: &Element{Index: i, Element: el}}, nil) {
 				return false
 			}
@@ -453,19 +467,19 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 	}
 	for c, err := range cfg.Provider.Generate(ctx, req) {
 		if err != nil {
-			return nil, fmt.Errorf("agent: provider: %w", err)
+			return nil, nil, fmt.Errorf("agent: provider: %w", err)
 		}
 		if c.Index < 0 || c.Index >= max(req.N, 1) {
-			return nil, fmt.Errorf("agent: provider: chunk for solution %d of %d", c.Index, req.N)
+			return nil, nil, fmt.Errorf("agent: provider: chunk for solution %d of %d", c.Index, req.N)
 		}
 		if err := grow(c.Index); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if c.Usage != nil {
 			resp.Usage.Add(*c.Usage)
 		}
 		if c.Thinking != "" && !yield(Event{Thinking: &Text{Index: c.Index, Text: c.Thinking}}, nil) {
-			return nil, errStopped
+			return nil, nil, errStopped
 		}
 		if c.Text == "" {
 			continue
@@ -474,7 +488,7 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 		if extractors != nil && extractors[c.Index] != nil {
 			els, err := extractors[c.Index].Feed([]byte(c.Text))
 			if !emit(c.Index, els, err) {
-				return nil, errStopped
+				return nil, nil, errStopped
 			}
 		}
 	}
@@ -484,25 +498,37 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 		if extractors != nil && extractors[i] != nil {
 			els, err := extractors[i].End()
 			if !emit(i, els, err) {
-				return nil, errStopped
+				return nil, nil, errStopped
 			}
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("agent: provider: empty answer")
+		return nil, nil, fmt.Errorf("agent: provider: empty answer")
 	}
-	return out, nil
+	return out, emitted, nil
 }
 
-// repair validates solution i and re-asks while it is invalid.
-func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *schema.Schema, checks []func(json.RawMessage) error, i int, text string, resp *Response, yield func(Event, error) bool) (*Solution, error) {
+// repair validates solution i and re-asks while it is invalid. When
+// trusted is set and every call of the solution was handed over as an
+// element (emitted), the calls were checked one by one already and the
+// solution is validated against trusted.
+func repair(ctx context.Context, cfg Config, req *provider.Request, compiled, trusted *schema.Schema, emitted int, checks []func(json.RawMessage) error, i int, text string, resp *Response, yield func(Event, error) bool) (*Solution, error) {
 	limit := cfg.MaxRepairs
 	if limit == 0 {
 		limit = DefaultMaxRepairs
 	}
 	msgs := req.Messages
 	for attempt := 1; ; attempt++ {
-		sol, err := parseSolution(text, compiled)
+		var sol *Solution
+		var err error
+		if trusted != nil && attempt == 1 {
+			if sol, err = parseSolution(text, trusted); err != nil || len(sol.Calls) != emitted {
+				sol = nil
+			}
+		}
+		if sol == nil {
+			sol, err = parseSolution(text, compiled)
+		}
 		if err == nil {
 			for _, check := range checks {
 				if err = check(sol.Raw); err != nil {
@@ -526,7 +552,7 @@ func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *sc
 			provider.Message{Role: provider.RoleUser, Text: repairPrompt(err)})
 		fix := *req
 		fix.Messages, fix.N = msgs, 1
-		texts, err := generate(ctx, Config{Provider: cfg.Provider}, &fix, resp, yield)
+		texts, _, err := generate(ctx, Config{Provider: cfg.Provider}, &fix, resp, yield)
 		if err != nil {
 			return nil, err
 		}
