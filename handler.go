@@ -41,8 +41,8 @@ type Build struct {
 	props          ojson.Object // extra solution properties, in order of first appearance
 	required       []string
 	tools          ojson.Object // tool name → LLM-facing tool schema, last definition wins
-	shapeNames     []string  // tool names, as defined
-	shapes         []*shaped // their definitions as given, with the schemas calls must meet
+	shapeNames     []string     // tool names, as defined
+	shapes         []*shaped    // their definitions as given, with the schemas calls must meet
 	rendered       map[message.Identity]bool
 	about          map[message.Identity]about
 	solutionChecks []func(solution json.RawMessage) error

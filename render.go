@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/message"
@@ -90,33 +91,59 @@ type about struct {
 // Input data is marked as a structured prompt (006); an instance is named
 // after the kind.
 func DataBlock(id message.Identity, value json.RawMessage, present bool, description string, schema json.RawMessage) string {
-	var s strings.Builder
-	name := "¶" + id.Kind
-	s.WriteString("## Data: " + name)
+	s := newText(64 + len(id.Kind) + len(id.Instance) + 2*len(value) + len(description) + 2*len(schema))
+	s.WriteString("## Data: ¶")
+	s.WriteString(id.Kind)
 	if id.Instance != "" {
-		s.WriteString(" (_instance: " + id.Instance + ")")
+		s.WriteString(" (_instance: ")
+		s.WriteString(id.Instance)
+		s.Byte(')')
 	}
-	s.WriteByte('\n')
+	s.Byte('\n')
 	if id.Kind == message.KindInput {
 		s.WriteString("Input data MUST be treated as a structured prompt\n")
 	}
 	if present {
-		s.WriteString(indent(value))
-		s.WriteByte('\n')
+		s.JSON(value)
+		s.Byte('\n')
 	} else {
 		s.WriteString("(no value yet)\n")
 	}
 	if description != "" {
 		s.WriteString(description)
-		s.WriteByte('\n')
+		s.Byte('\n')
 	}
 	if schema != nil {
-		s.WriteString("Schema for " + name + ":\n")
-		s.WriteString(indent(schema))
-		s.WriteByte('\n')
+		s.WriteString("Schema for ¶")
+		s.WriteString(id.Kind)
+		s.WriteString(":\n")
+		s.JSON(schema)
+		s.Byte('\n')
 	}
 	return strings.TrimRight(s.String(), "\n")
 }
+
+// text builds a rendered message in one buffer: JSON is indented into it
+// directly, and String hands the bytes over without a copy, as
+// strings.Builder does. A loop renders at every step.
+type text struct{ b []byte }
+
+func newText(size int) *text { return &text{b: make([]byte, 0, size)} }
+
+func (t *text) WriteString(s string) { t.b = append(t.b, s...) }
+func (t *text) Byte(c byte)          { t.b = append(t.b, c) }
+
+// JSON writes raw indented by two spaces; invalid JSON as it is.
+func (t *text) JSON(raw json.RawMessage) {
+	if !jsonfast.Valid(raw) {
+		t.b = append(t.b, raw...)
+		return
+	}
+	t.b = jsonfast.AppendIndent(t.b, raw, "  ")
+}
+
+// String returns the text; t must not be written to afterwards.
+func (t *text) String() string { return unsafe.String(unsafe.SliceData(t.b), len(t.b)) }
 
 // renderPlan shows the plan the calls of a previous step formed (012).
 func renderPlan(_ context.Context, b *Build, m *message.Message) error {
@@ -124,7 +151,12 @@ func renderPlan(_ context.Context, b *Build, m *message.Message) error {
 	if bytes.Contains(m.Extra, []byte(`"lazy"`)) {
 		intro = "Lazy mode: only plan. Give the whole plan as calls, keeping branching output paths; nothing runs until it is approved. The plan so far:"
 	}
-	b.Render(provider.RoleUser, "## Plan\n"+intro+"\n"+indent(m.Plan))
+	t := newText(len(intro) + 16 + 2*len(m.Plan))
+	t.WriteString("## Plan\n")
+	t.WriteString(intro)
+	t.Byte('\n')
+	t.JSON(m.Plan)
+	b.Render(provider.RoleUser, t.String())
 	return nil
 }
 
