@@ -192,14 +192,23 @@ func (r *Registry) Activity(name string, a Activity) {
 // _activity if set, else an activity named like the tool, else none
 // (latent). It returns the activity's name too.
 func (r *Registry) resolveActivity(tool string, def json.RawMessage) (Activity, string, error) {
-	name := ""
-	if bytes.Contains(def, []byte(`"_activity"`)) { // most definitions have none: skip the decode
-		var d struct { // declared here: it escapes to the heap
-			Activity string `json:"_activity"`
-		}
-		_ = json.Unmarshal(def, &d)
-		name = d.Activity
+	return r.activityNamed(tool, activityOf(def))
+}
+
+// activityOf returns a tool definition's _activity, or "".
+func activityOf(def json.RawMessage) string {
+	if !bytes.Contains(def, []byte(`"_activity"`)) { // most definitions have none: skip the decode
+		return ""
 	}
+	var d struct {
+		Activity string `json:"_activity"`
+	}
+	_ = json.Unmarshal(def, &d)
+	return d.Activity
+}
+
+// activityNamed is resolveActivity for a tool whose _activity is name.
+func (r *Registry) activityNamed(tool, name string) (Activity, string, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if name != "" {

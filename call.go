@@ -35,6 +35,7 @@ type Call struct {
 
 	scoped []message.Message // what its _scopes let it see
 	output *message.Output   // its output path and method, parsed when prepared
+	shape  *shaped           // its tool, when prepared
 
 	// The loop resolves the activity when it launches the call.
 	activity Activity
@@ -47,6 +48,22 @@ func (c *Call) outputs(result json.RawMessage, b message.Branch, date time.Time)
 		return message.Outputs(c.Raw, result, b, date)
 	}
 	return c.output.Messages(c.Raw, c.Instance, result, b, date)
+}
+
+// resolveActivity resolves c's activity (003).
+func (c *Call) resolveActivity(r *Registry) (Activity, string, error) {
+	if c.shape != nil {
+		return r.activityNamed(c.Tool, c.shape.activity)
+	}
+	return r.resolveActivity(c.Tool, c.Schema)
+}
+
+// delegate returns the Idea c's tool delegates to, or "".
+func (c *Call) delegate() string {
+	if c.shape != nil {
+		return c.shape.delegate
+	}
+	return delegateOf(c.Schema)
 }
 
 // Context returns what of the context the call may see: exactly what its

@@ -417,7 +417,7 @@ func (x *executor) interrupted(rs *resumed, id string, c *Call) error {
 	if _, ok := rs.started[id]; !ok {
 		return nil
 	}
-	if a, _, err := x.reg.resolveActivity(c.Tool, c.Schema); err == nil && a != nil && isIdempotent(a) {
+	if a, _, err := c.resolveActivity(x.reg); err == nil && a != nil && isIdempotent(a) {
 		return nil
 	}
 	return &CallError{Kind: Runtime, Tool: c.Tool, Err: ErrInterrupted}

@@ -30,11 +30,10 @@ func (x *executor) prepareCall(log *message.Log, raw json.RawMessage) (*Call, er
 	if err != nil {
 		return nil, err
 	}
-	def := x.build.Definition(c.Tool)
-	if def == nil {
+	if c.shape = x.build.shape(c.Tool); c.shape == nil {
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("%w %q (tools: %v)", ErrUnknownTool, c.Tool, x.build.Tools())}
 	}
-	c.Schema = def
+	c.Schema = c.shape.def
 	meta := message.CallMeta{Tool: c.Tool, Instance: c.Instance, OutputPath: c.OutputPath, OutputMethod: c.OutputMethod}
 	out, err := message.ParseOutput(meta)
 	if err != nil {
@@ -53,11 +52,10 @@ func (x *executor) prepareCall(log *message.Log, raw json.RawMessage) (*Call, er
 // when it is instanced), already parsed and checked.
 func (x *executor) preparePlanned(log *message.Log, raw json.RawMessage, meta *message.CallMeta, out *message.Output) (*Call, error) {
 	c := &Call{Raw: raw, Tool: meta.Tool, Instance: meta.Instance, OutputPath: meta.OutputPath, OutputMethod: meta.OutputMethod}
-	def := x.build.Definition(c.Tool)
-	if def == nil {
+	if c.shape = x.build.shape(c.Tool); c.shape == nil {
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("%w %q (tools: %v)", ErrUnknownTool, c.Tool, x.build.Tools())}
 	}
-	c.Schema = def
+	c.Schema = c.shape.def
 	c.output = out
 	return x.prepare(log, c, true)
 }
@@ -70,7 +68,10 @@ func (x *executor) prepare(log *message.Log, c *Call, object bool) (*Call, error
 	if c.Instance != "" {
 		src = log.Instance(c.Instance)
 	}
-	scopes, scoped, err := callScopes(c.Schema, raw)
+	scopes, scoped, err := c.shape.scopes, c.shape.scoped, error(nil)
+	if !scoped {
+		scopes, scoped, err = callScopes(nil, raw)
+	}
 	if err != nil {
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}
 	}
@@ -105,7 +106,7 @@ func (x *executor) prepare(log *message.Log, c *Call, object bool) (*Call, error
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}
 	}
 	c.Params = params
-	compiled, err := x.build.shape(c.Tool).compiledCheck(x.reg)
+	compiled, err := c.shape.compiledCheck(x.reg)
 	if err != nil {
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("tool schema: %w", err)}
 	}
@@ -143,12 +144,12 @@ func (x *executor) runCall(ctx context.Context, c *Call) ([]message.Message, *Re
 
 // invoke runs the activity, or produces the result latently (104).
 func (x *executor) invoke(ctx context.Context, c *Call) (res *Result, resp *Response, err error) {
-	if name := delegateOf(c.Schema); name != "" {
+	if name := c.delegate(); name != "" {
 		return x.delegate(ctx, c, name)
 	}
 	a, err := c.activity, error(nil)
 	if !c.resolved {
-		a, _, err = x.reg.resolveActivity(c.Tool, c.Schema)
+		a, _, err = c.resolveActivity(x.reg)
 	}
 	if err != nil {
 		return nil, nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}
@@ -188,7 +189,7 @@ func (x *executor) invoke(ctx context.Context, c *Call) (res *Result, resp *Resp
 // result the activity sent down another branch, or messages it appends
 // itself, are its own business.
 func (x *executor) checkResult(c *Call, res *Result) error {
-	sh := x.build.shape(c.Tool)
+	sh := c.shape
 	if sh == nil || res.Value == nil || res.Messages != nil || res.Branch != message.Success {
 		return nil
 	}

@@ -497,7 +497,7 @@ func (r *run) launch(ctx context.Context, step int, w *waiting) (launched bool, 
 		}
 	}
 	c.ID = w.id
-	a, explicit, err := r.exec.reg.resolveActivity(c.Tool, c.Schema)
+	a, explicit, err := c.resolveActivity(r.exec.reg)
 	c.activity, c.resolved = a, err == nil
 	bg := c.OutputPath == "" && explicit != ""
 	// Started is yielded before the call runs: a durable run records it

@@ -82,6 +82,12 @@ type shaped struct {
 	def    json.RawMessage // the definition they were made from
 	result json.RawMessage // an explicit tool's _output: what its activity must return; nil when none
 
+	// Read from def once, not at every call:
+	activity string   // its _activity, if any
+	delegate string   // its _delegate, if any
+	scopes   []string // its provisioned _scopes const, if scoped
+	scoped   bool
+
 	checkOnce, resultOnce     sync.Once
 	checkSchema, resultSchema *schema.Schema
 	checkErr, resultErr       error
@@ -142,7 +148,8 @@ func (r *Registry) shape(name string, def json.RawMessage, explicit bool) (*shap
 	if err != nil {
 		return nil, err
 	}
-	sh := &shaped{llm: referable(s), check: s, def: def, result: result}
+	sh := &shaped{llm: referable(s), check: s, def: def, result: result, activity: activityOf(def), delegate: delegateOf(def)}
+	sh.scopes, sh.scoped, _ = callScopes(def, nil)
 	r.shaped.Store(key, sh)
 	return sh, nil
 }
