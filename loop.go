@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -144,7 +145,11 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 		yield(RunEvent{}, fmt.Errorf("agent: context: %w", err))
 		return
 	}
-	r := &run{cfg: cfg, schema: schema, log: log, done: make(chan completion), writes: map[string]int{}}
+	conc := cfg.Concurrency
+	if conc <= 0 {
+		conc = DefaultConcurrency
+	}
+	r := &run{cfg: cfg, schema: schema, log: log, pool: newCallPool(conc), writes: map[string]int{}}
 	if cfg.Store != nil {
 		j, err := openJournal(ctx, cfg, kindLoop, runSpec{Schema: schema}, msgs, cfg.resume != nil)
 		if err != nil {
@@ -181,11 +186,11 @@ type run struct {
 	log    *message.Log
 
 	usage   provider.Usage
-	done    chan completion
-	running int // calls on goroutines, background ones included
+	pool    *callPool
+	running int // calls submitted and not finished, background ones included
 	bg      int // of which fire-and-forget
-	sem     chan struct{}
 	exec    *executor
+	tick    tick
 	prep    *prepared // the last request, carried to the next step
 
 	lazy    bool              // the context's plan is lazy: plan, do not run
@@ -250,11 +255,6 @@ func (r *run) loop(ctx context.Context, first int) {
 	if maxSteps <= 0 {
 		maxSteps = DefaultMaxSteps
 	}
-	conc := r.cfg.Concurrency
-	if conc <= 0 {
-		conc = DefaultConcurrency
-	}
-	r.sem = make(chan struct{}, conc)
 	for i := r.log.Len() - 1; i >= 0; i-- { // LastPlan without copying the log
 		if m := r.log.At(i); m.Type == message.TypePlan {
 			_, mode, ok := LastPlan([]message.Message{m})
@@ -304,65 +304,6 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	// Calls run as they stream in, so a solution cannot be re-asked
 	// quietly: an invalid one becomes an error message for the next step.
 	cfg.CallbackPath, cfg.N, cfg.MaxRepairs = "calls", 1, -1
-	var pending []*waiting // calls waiting for their references
-	var all []json.RawMessage
-	var errs []message.Message
-	calls := 0
-	maxCalls := r.cfg.MaxCallsPerStep
-	if maxCalls <= 0 {
-		maxCalls = DefaultMaxCallsPerStep
-	}
-	// tryRun launches every pending call whose references resolve.
-	tryRun := func() bool {
-		for i := 0; i < len(pending); i++ {
-			w := pending[i]
-			if w.kind != "" && r.writes[w.kind] == w.seen {
-				continue // nothing of the kind it waits for was written since
-			}
-			launched, errMsg, ok := r.launch(ctx, step, w)
-			if !ok {
-				return false
-			}
-			if launched || errMsg != nil {
-				if errMsg != nil {
-					errs = append(errs, *errMsg)
-				}
-				pending = append(pending[:i], pending[i+1:]...)
-				i--
-				continue
-			}
-			w.kind = r.blockedOn
-			w.seen = r.writes[w.kind]
-		}
-		return true
-	}
-	// collect takes finished calls; with block it waits for one.
-	collect := func(block bool) bool {
-		for r.running-r.bg > 0 || (r.bg > 0 && !block) {
-			var c completion
-			if block {
-				c = <-r.done
-			} else {
-				select {
-				case c = <-r.done:
-				default:
-					return true
-				}
-			}
-			if !r.finish(step, c, &errs) {
-				return false
-			}
-			if !tryRun() {
-				return false
-			}
-			if !block {
-				continue
-			}
-		}
-		return true
-	}
-
-	var sol *Solution
 	reg := cfg.Registry
 	if reg == nil {
 		reg = DefaultRegistry
@@ -375,61 +316,21 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	}
 	r.exec = &executor{cfg: cfg, reg: reg, build: p.build}
 	p.trust = !r.lazy // every call is checked against its tool as it streams in
-	events := func(yield func(Event, error) bool) { p.stream(ctx, cfg, yield) }
-	for ev, err := range events {
-		if inv, ok := errors.AsType[*InvalidError](err); ok {
-			errs = append(errs, message.Message{Type: message.TypeError,
-				Error: "your answer was invalid and only its valid calls ran: " + inv.Err.Error()})
-			continue
-		}
-		if err != nil {
-			r.fail(err)
-			return nil, false
-		}
-		switch {
-		case ev.Thinking != nil:
-			if !r.emit(RunEvent{Kind: EventThinking, Step: step, Text: ev.Thinking.Text}) {
-				return nil, false
-			}
-		case ev.Element != nil:
-			calls++
-			if calls > maxCalls {
-				r.fail(fmt.Errorf("%w (%d)", ErrMaxCalls, maxCalls))
-				return nil, false
-			}
-			all = append(all, ev.Element.Value)
-			if r.lazy {
-				continue // lazy mode: the model only plans
-			}
-			pending = append(pending, &waiting{raw: ev.Element.Value, id: strconv.Itoa(step) + "." + strconv.Itoa(calls-1)})
-			if !tryRun() {
-				return nil, false
-			}
-		case ev.Response != nil:
-			r.usage.Add(ev.Response.Usage)
-			u := ev.Response.Usage
-			if !r.emit(RunEvent{Kind: EventUsage, Step: step, Usage: &u}) {
-				return nil, false
-			}
-			sol = &ev.Response.Solutions[0]
-			if ops, err := sol.Opinions(); err != nil {
-				errs = append(errs, message.Message{Type: message.TypeError, Error: err.Error()})
-			} else if len(ops) > 0 {
-				r.advice = ops
-				if !r.emit(RunEvent{Kind: EventAdvice, Step: step, Opinions: ops}) {
-					return nil, false
-				}
-			}
-		}
-		if !collect(false) {
-			return nil, false
-		}
+	t := &r.tick
+	*t = tick{r: r, ctx: ctx, step: step, pending: t.pending[:0], all: t.all[:0], maxCalls: r.cfg.MaxCallsPerStep}
+	if t.maxCalls <= 0 {
+		t.maxCalls = DefaultMaxCallsPerStep
 	}
-	// The stream is closed: run what can run until nothing is left.
-	if !tryRun() || !collect(true) {
+	p.stream(ctx, cfg, t.event)
+	if t.stop {
 		return nil, false
 	}
-	for _, w := range pending {
+	// The stream is closed: run what can run until nothing is left.
+	t.ended = true
+	if !t.tryRun() || !t.collect(true) {
+		return nil, false
+	}
+	for _, w := range t.pending {
 		p := w.raw
 		_, err := r.exec.prepareCall(r.log, p)
 		if j, ok := err.(interface{ Unwrap() []error }); ok && errors.Is(err, errBlocked) {
@@ -438,28 +339,148 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 		if err == nil {
 			err = errors.New("it was never run")
 		}
-		errs = append(errs, ErrorMessage(p, &CallError{Kind: Structural, Tool: planTool(p), Err: fmt.Errorf("never became ready: %w", err)}))
+		t.errs = append(t.errs, ErrorMessage(p, &CallError{Kind: Structural, Tool: planTool(p), Err: fmt.Errorf("never became ready: %w", err)}))
 	}
 	// The calls of this step are the plan of the next (012); errors of the
 	// tick come last.
 	var tail []message.Message
-	if len(all) > 0 || r.lazy {
-		plan := jsonfast.Array(all)
-		if all == nil {
+	if len(t.all) > 0 || r.lazy {
+		plan := jsonfast.Array(t.all)
+		if t.all == nil {
 			plan = json.RawMessage("[]")
 		}
 		m := message.Message{Type: message.TypePlan, Plan: plan}
 		if r.lazy {
 			m.Extra = json.RawMessage(`{"mode":"lazy"}`)
-			r.planned = all
+			r.planned = slices.Clone(t.all)
 		}
 		tail = append(tail, m)
 	}
-	tail = append(tail, errs...)
+	tail = append(tail, t.errs...)
 	if !r.appendAll(step, tail) {
 		return nil, false
 	}
-	return sol, true
+	return t.sol, true
+}
+
+// tick is the state of one step while its answer streams in and its calls
+// run. The run keeps one and reuses it, with its slices, step after step.
+type tick struct {
+	r        *run
+	ctx      context.Context
+	step     int
+	pending  []waiting // calls waiting for their references
+	all      []json.RawMessage
+	errs     []message.Message
+	calls    int
+	maxCalls int
+	sol      *Solution
+	ended    bool // the stream is closed
+	stop     bool // the run ended
+}
+
+// event handles one event of the request's stream.
+func (t *tick) event(ev Event, err error) bool {
+	r := t.r
+	if inv, ok := errors.AsType[*InvalidError](err); ok {
+		t.errs = append(t.errs, message.Message{Type: message.TypeError,
+			Error: "your answer was invalid and only its valid calls ran: " + inv.Err.Error()})
+		return true
+	}
+	if err != nil {
+		r.fail(err)
+		t.stop = true
+		return false
+	}
+	switch {
+	case ev.Thinking != nil:
+		if !r.emit(RunEvent{Kind: EventThinking, Step: t.step, Text: ev.Thinking.Text}) {
+			t.stop = true
+			return false
+		}
+	case ev.Element != nil:
+		t.calls++
+		if t.calls > t.maxCalls {
+			r.fail(fmt.Errorf("%w (%d)", ErrMaxCalls, t.maxCalls))
+			t.stop = true
+			return false
+		}
+		t.all = append(t.all, ev.Element.Value)
+		if r.lazy {
+			return true // lazy mode: the model only plans
+		}
+		t.pending = append(t.pending, waiting{raw: ev.Element.Value, id: strconv.Itoa(t.step) + "." + strconv.Itoa(t.calls-1)})
+		if !t.tryRun() {
+			t.stop = true
+			return false
+		}
+	case ev.Response != nil:
+		r.usage.Add(ev.Response.Usage)
+		u := ev.Response.Usage
+		if !r.emit(RunEvent{Kind: EventUsage, Step: t.step, Usage: &u}) {
+			t.stop = true
+			return false
+		}
+		t.sol = &ev.Response.Solutions[0]
+		if ops, err := t.sol.Opinions(); err != nil {
+			t.errs = append(t.errs, message.Message{Type: message.TypeError, Error: err.Error()})
+		} else if len(ops) > 0 {
+			r.advice = ops
+			if !r.emit(RunEvent{Kind: EventAdvice, Step: t.step, Opinions: ops}) {
+				t.stop = true
+				return false
+			}
+		}
+	}
+	if !t.collect(false) {
+		t.stop = true
+		return false
+	}
+	return true
+}
+
+// tryRun launches every pending call whose references resolve.
+func (t *tick) tryRun() bool {
+	r := t.r
+	for i := 0; i < len(t.pending); i++ {
+		w := &t.pending[i]
+		if w.kind != "" && r.writes[w.kind] == w.seen {
+			continue // nothing of the kind it waits for was written since
+		}
+		launched, errMsg, ok := r.launch(t.ctx, t.step, w)
+		if !ok {
+			return false
+		}
+		if launched || errMsg != nil {
+			if errMsg != nil {
+				t.errs = append(t.errs, *errMsg)
+			}
+			t.pending = slices.Delete(t.pending, i, i+1)
+			i--
+			continue
+		}
+		w.kind = r.blockedOn
+		w.seen = r.writes[w.kind]
+	}
+	return true
+}
+
+// collect takes finished calls; with block it waits until every call the
+// step waits for has finished.
+func (t *tick) collect(block bool) bool {
+	r := t.r
+	for r.running-r.bg > 0 || (r.bg > 0 && !block) {
+		// Once the stream is closed and no call waits for a reference, the
+		// run's goroutine has nothing to react to: it may run calls itself.
+		c, ok := r.pool.next(block, t.ended && len(t.pending) == 0)
+		if !ok {
+			return true
+		}
+		if !r.finish(t.step, c, &t.errs) || !t.tryRun() {
+			return false
+		}
+	}
+	return true
 }
 
 // launch confirms and starts a call if its references resolve.
@@ -509,13 +530,8 @@ func (r *run) launch(ctx context.Context, step int, w *waiting) (launched bool, 
 	if bg {
 		r.bg++
 	}
-	x := r.exec // the next step replaces r.exec while background calls run
-	platform.Go(func() {
-		r.sem <- struct{}{}
-		defer func() { <-r.sem }()
-		msgs, resp, err := x.runCall(ctx, c)
-		r.done <- completion{call: c, msgs: msgs, resp: resp, err: err, bg: bg}
-	})
+	// r.exec, not the next step's, runs it: background calls outlive the step.
+	r.pool.submit(job{ctx: ctx, x: r.exec, c: c, bg: bg})
 	return true, nil, true
 }
 
@@ -559,17 +575,20 @@ func (r *run) appendAll(step int, msgs []message.Message) bool {
 func (r *run) drainBackground(ctx context.Context, step int) {
 	var errs []message.Message
 	for r.running > 0 {
-		if !r.finish(step, <-r.done, &errs) {
+		c, _ := r.pool.next(true, true)
+		if !r.finish(step, c, &errs) {
 			return
 		}
 	}
 	r.appendAll(step, errs)
 }
 
-// wait lets every call goroutine finish after the stream was abandoned.
+// wait lets every running call finish after the stream was abandoned;
+// calls that did not start never will.
 func (r *run) wait() {
+	r.running -= r.pool.drop()
 	for r.running > 0 {
-		<-r.done
+		r.pool.next(true, false)
 		r.running--
 	}
 }

@@ -1,0 +1,157 @@
+package agent
+
+import (
+	"context"
+	"sync"
+
+	"github.com/augceo/agent/platform"
+)
+
+// callPool runs the calls of a loop run, at most limit at once. Workers
+// start only as queued calls need them and then take one call after
+// another, so a burst of calls costs a few goroutine hand-offs rather than
+// two per call. The run's own goroutine, once it has nothing left to do but
+// wait, may run a queued call itself (help) instead of sleeping; on a
+// model that answers at once that is most of them.
+type callPool struct {
+	limit int
+
+	mu       sync.Mutex
+	queue    []job // calls not started, from head on
+	head     int
+	active   int          // calls running, on workers or on the run's goroutine
+	workers  int          // worker goroutines alive
+	starting bool         // a worker was started and has not looked at the queue yet
+	finished []completion // from fhead on
+	fhead    int
+	wake     chan struct{} // holds a token once a completion is ready
+}
+
+// job is a call to run.
+type job struct {
+	ctx context.Context
+	x   *executor
+	c   *Call
+	bg  bool
+}
+
+func (j *job) run() completion {
+	msgs, resp, err := j.x.runCall(j.ctx, j.c)
+	return completion{call: j.c, msgs: msgs, resp: resp, err: err, bg: j.bg}
+}
+
+func newCallPool(limit int) *callPool {
+	return &callPool{limit: limit, wake: make(chan struct{}, 1)}
+}
+
+// submit queues a call, starting a worker for it when one is needed.
+func (p *callPool) submit(j job) {
+	p.mu.Lock()
+	p.queue = append(p.queue, j)
+	start := p.needWorker()
+	p.mu.Unlock()
+	if start {
+		platform.Go(p.work)
+	}
+}
+
+// needWorker reports whether to start a worker, and counts it: calls are
+// queued, no worker is on its way to them already, and there is room.
+// The caller holds p.mu.
+func (p *callPool) needWorker() bool {
+	if p.starting || p.head == len(p.queue) || p.workers >= p.limit || p.active >= p.limit {
+		return false
+	}
+	p.starting = true
+	p.workers++
+	return true
+}
+
+// take starts the next queued call if there is room. The caller holds p.mu.
+func (p *callPool) take() (job, bool) {
+	if p.head == len(p.queue) || p.active >= p.limit {
+		return job{}, false
+	}
+	j := p.queue[p.head]
+	p.queue[p.head] = job{}
+	if p.head++; p.head == len(p.queue) {
+		p.queue, p.head = p.queue[:0], 0
+	}
+	p.active++
+	return j, true
+}
+
+// work runs queued calls until none is left that it may start.
+func (p *callPool) work() {
+	p.mu.Lock()
+	p.starting = false
+	for {
+		j, ok := p.take()
+		if !ok {
+			p.workers--
+			p.mu.Unlock()
+			return
+		}
+		start := p.needWorker() // more is queued: let another worker help
+		p.mu.Unlock()
+		if start {
+			platform.Go(p.work)
+		}
+		c := j.run()
+		p.mu.Lock()
+		p.active--
+		p.finished = append(p.finished, c)
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// next returns a finished call. Without block it returns ok false when
+// none is finished; with block it waits for one, and with help it runs a
+// queued call itself rather than wait.
+func (p *callPool) next(block, help bool) (completion, bool) {
+	for {
+		p.mu.Lock()
+		if p.fhead < len(p.finished) {
+			c := p.finished[p.fhead]
+			p.finished[p.fhead] = completion{}
+			if p.fhead++; p.fhead == len(p.finished) {
+				p.finished, p.fhead = p.finished[:0], 0
+			}
+			p.mu.Unlock()
+			return c, true
+		}
+		if !block {
+			p.mu.Unlock()
+			return completion{}, false
+		}
+		if help {
+			if j, ok := p.take(); ok {
+				p.mu.Unlock()
+				c := j.run()
+				p.mu.Lock()
+				p.active--
+				start := p.needWorker() // workers may have left while this ran
+				p.mu.Unlock()
+				if start {
+					platform.Go(p.work)
+				}
+				return c, true
+			}
+		}
+		p.mu.Unlock()
+		<-p.wake
+	}
+}
+
+// drop forgets the calls that did not start and returns how many.
+func (p *callPool) drop() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.queue) - p.head
+	clear(p.queue)
+	p.queue, p.head = p.queue[:0], 0
+	return n
+}
