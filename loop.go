@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -200,14 +201,16 @@ type run struct {
 
 	writes    map[string]int // data messages appended so far, by kind
 	blockedOn string         // the kind the last blocked call waits for
+	blockedAt *ref.Ref       // and the reference, when it alone blocks it
 }
 
 // waiting is a call whose references did not resolve yet.
 type waiting struct {
 	raw  json.RawMessage
-	id   string // the call's ID
-	kind string // the kind it waits for; "" means try at every chance
-	seen int    // writes of that kind when it was last tried
+	id   string   // the call's ID
+	kind string   // the kind it waits for; "" means try at every chance
+	seen int      // writes of that kind when it was last tried
+	at   *ref.Ref // the reference it waits for, if known: tried first
 }
 
 // refKind returns the kind of a reference such as "†state.a.b".
@@ -447,6 +450,14 @@ func (t *tick) tryRun() bool {
 		if w.kind != "" && r.writes[w.kind] == w.seen {
 			continue // nothing of the kind it waits for was written since
 		}
+		if w.at != nil {
+			// Look the reference up before preparing the whole call again:
+			// in a chain, most writes are not the one a call waits for.
+			if _, err := r.log.Lookup(w.at.Kind, w.at.Path); errors.Is(err, ref.ErrNotFound) {
+				w.seen = r.writes[w.kind]
+				continue
+			}
+		}
 		launched, errMsg, ok := r.launch(t.ctx, t.step, w)
 		if !ok {
 			return false
@@ -459,7 +470,7 @@ func (t *tick) tryRun() bool {
 			i--
 			continue
 		}
-		w.kind = r.blockedOn
+		w.kind, w.at = r.blockedOn, r.blockedAt
 		w.seen = r.writes[w.kind]
 	}
 	return true
@@ -488,10 +499,17 @@ func (r *run) launch(ctx context.Context, step int, w *waiting) (launched bool, 
 	raw := w.raw
 	c, err := r.exec.prepareCall(r.log, raw)
 	if errors.Is(err, errBlocked) {
-		r.blockedOn = ""
+		r.blockedOn, r.blockedAt = "", nil
 		if re, ok := errors.AsType[*ref.Error](err); ok && !strings.Contains(re.Expr, "||") {
 			// With a fallback, a write of another kind may unblock it too.
 			r.blockedOn = refKind(re.Ref)
+			// An instance call reads its instance first, and a scoped one
+			// its scopes: only a plain call's reference is looked up alone.
+			if !bytes.Contains(raw, []byte("_instance")) && !bytes.Contains(raw, []byte("_scopes")) && !bytes.Contains(w.raw, []byte(`\`)) {
+				if e, err := ref.Parse(re.Ref); err == nil && len(e.Alts) == 1 && len(e.Alts[0]) == 1 {
+					r.blockedAt = &e.Alts[0][0]
+				}
+			}
 		}
 		return false, nil, true
 	}
