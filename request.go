@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/internal/ojson"
@@ -434,37 +435,7 @@ func prepareFrom(ctx context.Context, cfg Config, userSchema json.RawMessage, lo
 // elements, and returns the text of each solution and how many elements
 // of each were handed over.
 func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Response, yield func(Event, error) bool) ([]string, []int, error) {
-	var texts []*strings.Builder // pointers: a Builder must not be copied once used
-	var extractors []*jsonstream.Extractor
-	var emitted []int
-	grow := func(i int) error {
-		for len(texts) <= i {
-			texts = append(texts, &strings.Builder{})
-			emitted = append(emitted, 0)
-			if cfg.CallbackPath != "" {
-				x, err := jsonstream.NewExtractor(cfg.CallbackPath)
-				if err != nil {
-					return fmt.Errorf("agent: callback path: %w", err)
-				}
-				extractors = append(extractors, x)
-			}
-		}
-		return nil
-	}
-	// emit hands over elements; a syntax error only stops the callbacks,
-	// since validation reports it properly and repairs the solution.
-	emit := func(i int, els []jsonstream.Element, err error) bool {
-		for _, el := range els {
-			emitted[i]++
-			if !yield(Event{Element: &Element{Index: i, Element: el}}, nil) {
-				return false
-			}
-		}
-		if err != nil {
-			extractors[i] = nil
-		}
-		return true
-	}
+	g := generation{cfg: &cfg, yield: yield}
 	for c, err := range cfg.Provider.Generate(ctx, req) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("agent: provider: %w", err)
@@ -472,7 +443,7 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 		if c.Index < 0 || c.Index >= max(req.N, 1) {
 			return nil, nil, fmt.Errorf("agent: provider: chunk for solution %d of %d", c.Index, req.N)
 		}
-		if err := grow(c.Index); err != nil {
+		if err := g.grow(c.Index); err != nil {
 			return nil, nil, err
 		}
 		if c.Usage != nil {
@@ -484,28 +455,104 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 		if c.Text == "" {
 			continue
 		}
-		texts[c.Index].WriteString(c.Text)
-		if extractors != nil && extractors[c.Index] != nil {
-			els, err := extractors[c.Index].Feed([]byte(c.Text))
-			if !emit(c.Index, els, err) {
+		g.sols[c.Index].write(c.Text)
+		if x := g.sols[c.Index].x; x != nil {
+			// The Extractor neither keeps nor changes what it is fed:
+			// the chunk's bytes are read in place, not copied.
+			els, err := x.Feed(unsafe.Slice(unsafe.StringData(c.Text), len(c.Text)))
+			if !g.emit(c.Index, els, err) {
 				return nil, nil, errStopped
 			}
 		}
 	}
-	out := make([]string, len(texts))
-	for i := range texts {
-		out[i] = texts[i].String()
-		if extractors != nil && extractors[i] != nil {
-			els, err := extractors[i].End()
-			if !emit(i, els, err) {
-				return nil, nil, errStopped
-			}
-		}
-	}
-	if len(out) == 0 {
+	if len(g.sols) == 0 {
 		return nil, nil, fmt.Errorf("agent: provider: empty answer")
 	}
+	out := make([]string, len(g.sols))
+	emitted := make([]int, len(g.sols))
+	for i := range g.sols {
+		out[i] = g.sols[i].text()
+		if x := g.sols[i].x; x != nil {
+			els, err := x.End()
+			if !g.emit(i, els, err) {
+				return nil, nil, errStopped
+			}
+		}
+		emitted[i] = g.sols[i].emitted
+	}
 	return out, emitted, nil
+}
+
+// generation is the state of generate: the solutions as they arrive.
+type generation struct {
+	cfg   *Config
+	yield func(Event, error) bool
+	sols  []solutionText
+}
+
+// solutionText is the text of one solution so far, with its extractor of
+// callback elements (nil without a callback path, or after a syntax
+// error).
+type solutionText struct {
+	first   string // the text while it is one chunk: a whole answer is not copied
+	b       *strings.Builder
+	x       *jsonstream.Extractor
+	emitted int
+}
+
+func (s *solutionText) write(t string) {
+	switch {
+	case s.b != nil:
+		s.b.WriteString(t)
+	case s.first == "":
+		s.first = t
+	default:
+		s.b = &strings.Builder{}
+		s.b.Grow(2 * (len(s.first) + len(t)))
+		s.b.WriteString(s.first)
+		s.b.WriteString(t)
+	}
+}
+
+func (s *solutionText) text() string {
+	if s.b != nil {
+		return s.b.String()
+	}
+	return s.first
+}
+
+// grow makes room for solution i.
+func (g *generation) grow(i int) error {
+	for len(g.sols) <= i {
+		var x *jsonstream.Extractor
+		if g.cfg.CallbackPath != "" {
+			var err error
+			if x, err = jsonstream.NewExtractor(g.cfg.CallbackPath); err != nil {
+				return fmt.Errorf("agent: callback path: %w", err)
+			}
+		}
+		g.sols = append(g.sols, solutionText{x: x})
+	}
+	return nil
+}
+
+// emit hands over elements; a syntax error only stops the callbacks,
+// since validation reports it properly and repairs the solution.
+func (g *generation) emit(i int, els []jsonstream.Element, err error) bool {
+	if len(els) > 0 {
+		batch := make([]Element, len(els)) // one allocation for the chunk's elements
+		for k, el := range els {
+			batch[k] = Element{Index: i, Element: el}
+			g.sols[i].emitted++
+			if !g.yield(Event{Element: &batch[k]}, nil) {
+				return false
+			}
+		}
+	}
+	if err != nil {
+		g.sols[i].x = nil
+	}
+	return true
 }
 
 // repair validates solution i and re-asks while it is invalid. When

@@ -57,6 +57,8 @@ type Extractor struct {
 	capIndex  int    // its Element.Index
 	from      int    // start in the current chunk of the captured bytes
 	buf       []byte // captured bytes from earlier chunks
+	arena     []byte // where the elements of the current chunk are copied: one allocation per chunk
+	rest      int    // bytes of the current chunk and buf that an element may still copy
 
 	ended bool
 	err   error
@@ -113,6 +115,7 @@ func (x *Extractor) Feed(p []byte) ([]Element, error) {
 	s := &x.s
 	s.off = x.off
 	x.from = 0
+	x.arena, x.rest = nil, len(x.buf)+len(p)
 	for i := 0; ; {
 		if x.capturing {
 			// Inside an element nothing but its end matters.
@@ -164,6 +167,8 @@ func (x *Extractor) Feed(p []byte) ([]Element, error) {
 		x.buf = append(x.buf, p[x.from:]...)
 	}
 	x.off += int64(len(p))
+	x.arena = nil
+	x.paths(out)
 	return out, x.err
 }
 
@@ -179,14 +184,17 @@ func (x *Extractor) End() ([]Element, error) {
 	}
 	x.ended = true
 	x.s.off = x.off
+	x.arena, x.rest = nil, len(x.buf)
 	var out []Element
 	for {
 		k, err := x.s.end()
 		if err != nil {
 			x.err = err
+			x.paths(out)
 			return out, err
 		}
 		if k == kEOF {
+			x.paths(out)
 			return out, nil
 		}
 		if x.capturing && len(x.s.stack) == x.capDepth { // a number
@@ -236,30 +244,66 @@ func (x *Extractor) begin(k kind, start int) {
 }
 
 // element ends the capture with the bytes tail and returns the element.
+// Its Path is set by paths once the chunk is done.
 func (x *Extractor) element(tail []byte) Element {
-	var v []byte
-	if len(x.buf) == 0 {
-		v = make([]byte, len(tail))
-		copy(v, tail)
-	} else {
-		v = make([]byte, len(x.buf)+len(tail))
-		copy(v[copy(v, x.buf):], tail)
-		x.buf = x.buf[:0]
+	n := len(x.buf) + len(tail)
+	if cap(x.arena)-len(x.arena) < n {
+		// Room for the elements the rest of the chunk can hold, up to a
+		// bound: the elements of a chunk share an allocation or a few.
+		x.arena = make([]byte, 0, max(n, min(x.rest, arenaMax)))
 	}
+	start := len(x.arena)
+	x.arena = append(append(x.arena, x.buf...), tail...)
+	x.rest -= n
+	x.buf = x.buf[:0]
 	x.capturing = false
-	return Element{Index: x.capIndex, Path: x.elementPath(x.capIndex), Value: v}
+	// The capacity ends with the value: appending to it cannot reach the
+	// next element.
+	return Element{Index: x.capIndex, Value: x.arena[start:len(x.arena):len(x.arena)]}
 }
 
-func (x *Extractor) elementPath(i int) string {
-	if i < 0 {
-		return x.path
+// arenaMax bounds what an element copy allocates beyond its own size.
+const arenaMax = 8 << 10
+
+// paths sets the Path of the elements of one chunk, all in one string.
+func (x *Extractor) paths(els []Element) {
+	size := 0
+	for i := range els {
+		if els[i].Index >= 0 {
+			size += len(x.path) + 21
+		}
 	}
-	var buf [64]byte
-	b := buf[:0]
+	if size == 0 {
+		for i := range els {
+			els[i].Path = x.path
+		}
+		return
+	}
+	b := make([]byte, 0, size)
+	for i := range els {
+		if els[i].Index >= 0 {
+			b = x.appendPath(b, els[i].Index)
+		}
+	}
+	all := string(b)
+	var tmp [64]byte
+	from := 0
+	for i := range els {
+		if els[i].Index < 0 {
+			els[i].Path = x.path
+			continue
+		}
+		n := len(x.appendPath(tmp[:0], els[i].Index))
+		els[i].Path = all[from : from+n]
+		from += n
+	}
+}
+
+func (x *Extractor) appendPath(b []byte, i int) []byte {
 	if x.path != "" {
 		b = append(append(b, x.path...), '.')
 	}
-	return string(strconv.AppendInt(b, int64(i), 10))
+	return strconv.AppendInt(b, int64(i), 10)
 }
 
 // keyIs reports whether the raw key (quotes included) decodes to seg.
