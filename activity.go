@@ -67,24 +67,37 @@ func Bind[P, R any](f func(ctx context.Context, params P) (R, error)) Activity {
 	if dec != nil && (dec.Meta() || dec.Schema() != string(schema.For[P]())) {
 		dec = nil
 	}
+	// One allocation holds the parameters, the result, its encoding and
+	// the Result: reflect needs them addressable, and small results fit.
+	type frame struct {
+		p   P
+		r   R
+		res Result
+		buf [64]byte
+	}
 	return ActivityFunc(func(ctx context.Context, call *Call) (*Result, error) {
-		var p P
-		if dec == nil || !jsonfast.Valid(call.Params) || !dec.Decode(call.Params, reflect.ValueOf(&p).Elem(), true) {
+		fr := new(frame)
+		if dec == nil || !jsonfast.Valid(call.Params) || !dec.Decode(call.Params, reflect.ValueOf(&fr.p).Elem(), true) {
 			var err error
-			if p, err = schema.Decode[P](call.Args()); err != nil {
+			if fr.p, err = schema.Decode[P](call.Args()); err != nil {
 				return nil, &CallError{Kind: Structural, Err: fmt.Errorf("params: %w", err)}
 			}
 		}
-		r, err := f(ctx, p)
-		if err != nil {
+		var err error
+		if fr.r, err = f(ctx, fr.p); err != nil {
 			return nil, err
 		}
 		if enc != nil {
-			if b, ok := enc.encode(reflect.ValueOf(&r).Elem()); ok {
-				return &Result{Value: b}, nil
+			if b, ok := enc.encode(fr.buf[:0], reflect.ValueOf(&fr.r).Elem()); ok {
+				// The log keeps the Value, and with it the frame: let go of
+				// what the parameters and the result point to.
+				var p P
+				var r R
+				fr.p, fr.r, fr.res.Value = p, r, b
+				return &fr.res, nil
 			}
 		}
-		return Value(r)
+		return Value(fr.r)
 	})
 }
 
@@ -136,16 +149,17 @@ func flatEncoder(t reflect.Type) *flatEnc {
 	return e
 }
 
-// encode encodes v; ok is false for a string json.Marshal would escape.
-func (e *flatEnc) encode(v reflect.Value) (_ []byte, ok bool) {
-	b := make([]byte, 1, 16*len(e.fields))
-	b[0] = '{'
+// encode appends v to b; ok is false for a string json.Marshal would
+// escape.
+func (e *flatEnc) encode(b []byte, v reflect.Value) (_ []byte, ok bool) {
+	b = append(b, '{')
+	start := len(b)
 	for _, f := range e.fields {
 		fv := v.Field(f.index)
 		if f.omitEmpty && fv.IsZero() {
 			continue
 		}
-		if len(b) > 1 {
+		if len(b) > start {
 			b = append(b, ',')
 		}
 		b = append(b, f.key...)

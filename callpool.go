@@ -25,6 +25,11 @@ type callPool struct {
 	finished []completion // from fhead on
 	fhead    int
 	wake     chan struct{} // holds a token once a completion is ready
+
+	// First backing arrays of queue and finished: a step of a few calls
+	// does not grow them.
+	queueBuf    [8]job
+	finishedBuf [8]completion
 }
 
 // job is a call to run.
@@ -41,7 +46,9 @@ func (j *job) run() completion {
 }
 
 func newCallPool(limit int) *callPool {
-	return &callPool{limit: limit, wake: make(chan struct{}, 1)}
+	p := &callPool{limit: limit, wake: make(chan struct{}, 1)}
+	p.queue, p.finished = p.queueBuf[:0], p.finishedBuf[:0]
+	return p
 }
 
 // submit queues a call, starting a worker for it when one is needed.

@@ -408,19 +408,23 @@ func (t *tick) event(ev Event, err error) bool {
 			t.stop = true
 			return false
 		}
+		if t.all == nil {
+			t.all = make([]json.RawMessage, 0, 16)
+		}
 		t.all = append(t.all, ev.Element.Value)
 		if r.lazy {
 			return true // lazy mode: the model only plans
 		}
-		t.pending = append(t.pending, waiting{raw: ev.Element.Value, id: strconv.Itoa(t.step) + "." + strconv.Itoa(t.calls-1)})
+		var id [40]byte
+		t.pending = append(t.pending, waiting{raw: ev.Element.Value,
+			id: string(strconv.AppendInt(append(strconv.AppendInt(id[:0], int64(t.step), 10), '.'), int64(t.calls-1), 10))})
 		if !t.tryRun() {
 			t.stop = true
 			return false
 		}
 	case ev.Response != nil:
 		r.usage.Add(ev.Response.Usage)
-		u := ev.Response.Usage
-		if !r.emit(RunEvent{Kind: EventUsage, Step: t.step, Usage: &u}) {
+		if !r.emit(RunEvent{Kind: EventUsage, Step: t.step, Usage: &ev.Response.Usage}) {
 			t.stop = true
 			return false
 		}

@@ -229,6 +229,7 @@ func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, err
 			return
 		}
 	}
+	resp.Solutions = make([]Solution, 0, len(texts))
 	for i, text := range texts {
 		sol, err := repair(ctx, cfg, &req, p.compiled, trusted, emitted[i], p.build.solutionChecks, i, text, resp, yield)
 		if err != nil {
@@ -435,35 +436,16 @@ func prepareFrom(ctx context.Context, cfg Config, userSchema json.RawMessage, lo
 // elements, and returns the text of each solution and how many elements
 // of each were handed over.
 func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Response, yield func(Event, error) bool) ([]string, []int, error) {
-	g := generation{cfg: &cfg, yield: yield}
+	// The loop body below is a closure handed to the provider: what it
+	// uses lives in g, one allocation, rather than escaping one by one.
+	g := &generation{path: cfg.CallbackPath, yield: yield, req: req, resp: resp}
 	for c, err := range cfg.Provider.Generate(ctx, req) {
-		if err != nil {
-			return nil, nil, fmt.Errorf("agent: provider: %w", err)
+		if g.err = g.chunk(c, err); g.err != nil {
+			break
 		}
-		if c.Index < 0 || c.Index >= max(req.N, 1) {
-			return nil, nil, fmt.Errorf("agent: provider: chunk for solution %d of %d", c.Index, req.N)
-		}
-		if err := g.grow(c.Index); err != nil {
-			return nil, nil, err
-		}
-		if c.Usage != nil {
-			resp.Usage.Add(*c.Usage)
-		}
-		if c.Thinking != "" && !yield(Event{Thinking: &Text{Index: c.Index, Text: c.Thinking}}, nil) {
-			return nil, nil, errStopped
-		}
-		if c.Text == "" {
-			continue
-		}
-		g.sols[c.Index].write(c.Text)
-		if x := g.sols[c.Index].x; x != nil {
-			// The Extractor neither keeps nor changes what it is fed:
-			// the chunk's bytes are read in place, not copied.
-			els, err := x.Feed(unsafe.Slice(unsafe.StringData(c.Text), len(c.Text)))
-			if !g.emit(c.Index, els, err) {
-				return nil, nil, errStopped
-			}
-		}
+	}
+	if g.err != nil {
+		return nil, nil, g.err
 	}
 	if len(g.sols) == 0 {
 		return nil, nil, fmt.Errorf("agent: provider: empty answer")
@@ -483,11 +465,47 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 	return out, emitted, nil
 }
 
+// chunk takes one chunk of the provider's stream.
+func (g *generation) chunk(c *provider.Chunk, err error) error {
+	if err != nil {
+		return fmt.Errorf("agent: provider: %w", err)
+	}
+	if c.Index < 0 || c.Index >= max(g.req.N, 1) {
+		return fmt.Errorf("agent: provider: chunk for solution %d of %d", c.Index, g.req.N)
+	}
+	if err := g.grow(c.Index); err != nil {
+		return err
+	}
+	if c.Usage != nil {
+		g.resp.Usage.Add(*c.Usage)
+	}
+	if c.Thinking != "" && !g.yield(Event{Thinking: &Text{Index: c.Index, Text: c.Thinking}}, nil) {
+		return errStopped
+	}
+	if c.Text == "" {
+		return nil
+	}
+	g.sols[c.Index].write(c.Text)
+	if x := g.sols[c.Index].x; x != nil {
+		// The Extractor neither keeps nor changes what it is fed:
+		// the chunk's bytes are read in place, not copied.
+		els, err := x.Feed(unsafe.Slice(unsafe.StringData(c.Text), len(c.Text)))
+		if !g.emit(c.Index, els, err) {
+			return errStopped
+		}
+	}
+	return nil
+}
+
 // generation is the state of generate: the solutions as they arrive.
 type generation struct {
-	cfg   *Config
+	path  string // the callback path
 	yield func(Event, error) bool
+	req   *provider.Request
+	resp  *Response
 	sols  []solutionText
+	one   [1]solutionText // the first solution's, so that one solution allocates nothing more
+	err   error
 }
 
 // solutionText is the text of one solution so far, with its extractor of
@@ -523,11 +541,14 @@ func (s *solutionText) text() string {
 
 // grow makes room for solution i.
 func (g *generation) grow(i int) error {
+	if g.sols == nil {
+		g.sols = g.one[:0]
+	}
 	for len(g.sols) <= i {
 		var x *jsonstream.Extractor
-		if g.cfg.CallbackPath != "" {
+		if g.path != "" {
 			var err error
-			if x, err = jsonstream.NewExtractor(g.cfg.CallbackPath); err != nil {
+			if x, err = jsonstream.NewExtractor(g.path); err != nil {
 				return fmt.Errorf("agent: callback path: %w", err)
 			}
 		}
@@ -569,12 +590,12 @@ func repair(ctx context.Context, cfg Config, req *provider.Request, compiled, tr
 		var sol *Solution
 		var err error
 		if trusted != nil && attempt == 1 {
-			if sol, err = parseSolution(text, trusted); err != nil || len(sol.Calls) != emitted {
+			if sol, err = parseSolution(text, trusted, emitted); err != nil || len(sol.Calls) != emitted {
 				sol = nil
 			}
 		}
 		if sol == nil {
-			sol, err = parseSolution(text, compiled)
+			sol, err = parseSolution(text, compiled, emitted)
 		}
 		if err == nil {
 			for _, check := range checks {
@@ -620,8 +641,9 @@ func repairPrompt(err error) string {
 	return "Your answer is not acceptable: " + err.Error() + "\nAnswer again with the whole corrected JSON object."
 }
 
-// parseSolution validates text and splits it into a Solution.
-func parseSolution(text string, compiled *schema.Schema) (*Solution, error) {
+// parseSolution validates text and splits it into a Solution; calls is
+// how many calls it likely has.
+func parseSolution(text string, compiled *schema.Schema, calls int) (*Solution, error) {
 	raw := json.RawMessage(strings.TrimSpace(stripFence(text)))
 	// A valid solution is valid JSON: check the syntax only for an
 	// invalid one, to report it first.
@@ -643,6 +665,7 @@ func parseSolution(text string, compiled *schema.Schema) (*Solution, error) {
 		case "calls":
 			sol.Calls = nil
 			if len(v) > 0 && v[0] == '[' {
+				sol.Calls = make([]json.RawMessage, 0, max(calls, 1))
 				jsonfast.Elements(v, func(c []byte) bool {
 					sol.Calls = append(sol.Calls, c)
 					return true
