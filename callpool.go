@@ -152,13 +152,3 @@ func (p *callPool) next(block, help bool) (completion, bool) {
 		<-p.wake
 	}
 }
-
-// drop forgets the calls that did not start and returns how many.
-func (p *callPool) drop() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := len(p.queue) - p.head
-	clear(p.queue)
-	p.queue, p.head = p.queue[:0], 0
-	return n
-}

@@ -605,12 +605,12 @@ func (r *run) drainBackground(ctx context.Context, step int) {
 	r.appendAll(step, errs)
 }
 
-// wait lets every running call finish after the stream was abandoned;
-// calls that did not start never will.
+// wait lets every started call finish after the stream was abandoned:
+// the consumer was told each of them runs. The run's context is cancelled
+// by then, so they end soon.
 func (r *run) wait() {
-	r.running -= r.pool.drop()
 	for r.running > 0 {
-		r.pool.next(true, false)
+		r.pool.next(true, true)
 		r.running--
 	}
 }
