@@ -77,7 +77,7 @@ func Bind[P, R any](f func(ctx context.Context, params P) (R, error)) Activity {
 	}
 	return ActivityFunc(func(ctx context.Context, call *Call) (*Result, error) {
 		fr := new(frame)
-		if dec == nil || !jsonfast.Valid(call.Params) || !dec.Decode(call.Params, reflect.ValueOf(&fr.p).Elem(), true) {
+		if dec == nil || !call.paramsValid() && !jsonfast.Valid(call.Params) || !dec.Decode(call.Params, reflect.ValueOf(&fr.p).Elem(), true) {
 			var err error
 			if fr.p, err = schema.Decode[P](call.Args()); err != nil {
 				return nil, &CallError{Kind: Structural, Err: fmt.Errorf("params: %w", err)}

@@ -36,6 +36,7 @@ type Call struct {
 	scoped []message.Message // what its _scopes let it see
 	output *message.Output   // its output path and method, parsed when prepared
 	shape  *shaped           // its tool, when prepared
+	valid  json.RawMessage   // Params as prepared: a valid JSON object
 
 	// The loop resolves the activity when it launches the call.
 	activity Activity
@@ -48,6 +49,12 @@ func (c *Call) outputs(result json.RawMessage, b message.Branch, date time.Time)
 		return message.Outputs(c.Raw, result, b, date)
 	}
 	return c.output.Messages(c.Raw, c.Instance, result, b, date)
+}
+
+// paramsValid reports whether Params is still the valid JSON object
+// prepare made, so that it need not be checked again.
+func (c *Call) paramsValid() bool {
+	return len(c.Params) > 0 && len(c.valid) == len(c.Params) && &c.valid[0] == &c.Params[0]
 }
 
 // resolveActivity resolves c's activity (003).

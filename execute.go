@@ -44,7 +44,7 @@ func (x *executor) prepareCall(log *message.Log, raw json.RawMessage) (*Call, er
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("_outputMethod: %w", err)}
 	}
 	c.output = out
-	return x.prepare(log, c, false)
+	return x.prepare(log, c, true) // ParseCallMeta found a valid object
 }
 
 // preparePlanned is prepareCall for a call of an analysed plan: its
@@ -105,7 +105,7 @@ func (x *executor) prepare(log *message.Log, c *Call, object bool) (*Call, error
 		}
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}
 	}
-	c.Params = params
+	c.Params, c.valid = params, params
 	compiled, err := c.shape.compiledCheck(x.reg)
 	if err != nil {
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("tool schema: %w", err)}

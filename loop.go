@@ -348,7 +348,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	// tick come last.
 	var tail []message.Message
 	if len(t.all) > 0 || r.lazy {
-		plan := jsonfast.Array(t.all)
+		plan := jsonfast.ArrayOfValid(t.all) // the stream's elements are valid JSON
 		if t.all == nil {
 			plan = json.RawMessage("[]")
 		}

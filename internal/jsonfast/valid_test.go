@@ -58,11 +58,19 @@ func FuzzArray(f *testing.F) {
 	f.Add(`{"a":1}`, `[1, 2]`, `"<b>"`)
 	f.Add(`{}`, `x`, "\"\u2028\"")
 	f.Add(`1`, `"a b"`, `null`)
+	f.Add("\"\u2029\"", "\"\u20ac\"", "\"\u2027\"")
 	f.Fuzz(func(t *testing.T, a, b, c string) {
 		for _, vs := range [][]json.RawMessage{nil, {}, {json.RawMessage(a)}, {json.RawMessage(a), json.RawMessage(b), json.RawMessage(c)}} {
 			want, _ := json.Marshal(vs)
 			if got := Array(vs); string(got) != string(want) {
 				t.Errorf("Array(%q) = %s, want %s", vs, got, want)
+			}
+			valid := true
+			for _, v := range vs {
+				valid = valid && json.Valid(v)
+			}
+			if got := ArrayOfValid(vs); valid && string(got) != string(want) {
+				t.Errorf("ArrayOfValid(%q) = %s, want %s", vs, got, want)
 			}
 		}
 	})
