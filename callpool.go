@@ -51,11 +51,13 @@ func newCallPool(limit int) *callPool {
 	return p
 }
 
-// submit queues a call, starting a worker for it when one is needed.
-func (p *callPool) submit(j job) {
+// submit queues a call. With eager, a worker starts for it when one is
+// needed; otherwise the run's goroutine is about to wait in next, which
+// starts workers only for what it does not run itself.
+func (p *callPool) submit(j job, eager bool) {
 	p.mu.Lock()
 	p.queue = append(p.queue, j)
-	start := p.needWorker()
+	start := eager && p.needWorker()
 	p.mu.Unlock()
 	if start {
 		platform.Go(p.work)
@@ -115,10 +117,22 @@ func (p *callPool) work() {
 	}
 }
 
+// How the run's goroutine may help while it waits for a finished call.
+type help int
+
+const (
+	helpNever help = iota
+	// helpAlone runs a queued call only when it is the only call to run:
+	// nothing else could finish meanwhile and need the run's reaction
+	// (calls waiting for references, say).
+	helpAlone
+	helpAlways
+)
+
 // next returns a finished call. Without block it returns ok false when
-// none is finished; with block it waits for one, and with help it runs a
-// queued call itself rather than wait.
-func (p *callPool) next(block, help bool) (completion, bool) {
+// none is finished; with block it waits for one, and runs a queued call
+// itself rather than wait when h allows.
+func (p *callPool) next(block bool, h help) (completion, bool) {
 	for {
 		p.mu.Lock()
 		if p.fhead < len(p.finished) {
@@ -134,21 +148,25 @@ func (p *callPool) next(block, help bool) (completion, bool) {
 			p.mu.Unlock()
 			return completion{}, false
 		}
-		if help {
+		if h == helpAlways || h == helpAlone && p.active == 0 && len(p.queue)-p.head == 1 {
 			if j, ok := p.take(); ok {
-				p.mu.Unlock()
-				c := j.run()
-				p.mu.Lock()
-				p.active--
-				start := p.needWorker() // workers may have left while this ran
+				start := p.needWorker() // for the rest of the queue
 				p.mu.Unlock()
 				if start {
 					platform.Go(p.work)
 				}
+				c := j.run()
+				p.mu.Lock()
+				p.active--
+				p.mu.Unlock()
 				return c, true
 			}
 		}
+		start := p.needWorker()
 		p.mu.Unlock()
+		if start {
+			platform.Go(p.work)
+		}
 		<-p.wake
 	}
 }

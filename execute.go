@@ -101,7 +101,7 @@ func (x *executor) prepare(log *message.Log, c *Call, object bool) (*Call, error
 	params, err := substitute(src, raw)
 	if err != nil {
 		if errors.Is(err, ref.ErrNotFound) {
-			return nil, fmt.Errorf("%w: %w", errBlocked, err)
+			return c, fmt.Errorf("%w: %w", errBlocked, err) // c, parsed, can be tried again
 		}
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}
 	}

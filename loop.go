@@ -211,6 +211,7 @@ type waiting struct {
 	kind string   // the kind it waits for; "" means try at every chance
 	seen int      // writes of that kind when it was last tried
 	at   *ref.Ref // the reference it waits for, if known: tried first
+	call *Call    // the call as parsed when it was first tried
 }
 
 // refKind returns the kind of a reference such as "†state.a.b".
@@ -487,7 +488,15 @@ func (t *tick) collect(block bool) bool {
 	for r.running-r.bg > 0 || (r.bg > 0 && !block) {
 		// Once the stream is closed and no call waits for a reference, the
 		// run's goroutine has nothing to react to: it may run calls itself.
-		c, ok := r.pool.next(block, t.ended && len(t.pending) == 0)
+		// While calls wait, it may run one only when no other is running.
+		h := helpNever
+		switch {
+		case t.ended && len(t.pending) == 0:
+			h = helpAlways
+		case t.ended:
+			h = helpAlone
+		}
+		c, ok := r.pool.next(block, h)
 		if !ok {
 			return true
 		}
@@ -501,8 +510,15 @@ func (t *tick) collect(block bool) bool {
 // launch confirms and starts a call if its references resolve.
 func (r *run) launch(ctx context.Context, step int, w *waiting) (launched bool, errMsg *message.Message, ok bool) {
 	raw := w.raw
-	c, err := r.exec.prepareCall(r.log, raw)
+	var c *Call
+	var err error
+	if w.call != nil { // parsed when it was first tried
+		c, err = r.exec.prepare(r.log, w.call, true)
+	} else {
+		c, err = r.exec.prepareCall(r.log, raw)
+	}
 	if errors.Is(err, errBlocked) {
+		w.call = c
 		r.blockedOn, r.blockedAt = "", nil
 		if re, ok := errors.AsType[*ref.Error](err); ok && !strings.Contains(re.Expr, "||") {
 			// With a fallback, a write of another kind may unblock it too.
@@ -553,7 +569,7 @@ func (r *run) launch(ctx context.Context, step int, w *waiting) (launched bool, 
 		r.bg++
 	}
 	// r.exec, not the next step's, runs it: background calls outlive the step.
-	r.pool.submit(job{ctx: ctx, x: r.exec, c: c, bg: bg})
+	r.pool.submit(job{ctx: ctx, x: r.exec, c: c, bg: bg}, !r.tick.ended)
 	return true, nil, true
 }
 
@@ -597,7 +613,7 @@ func (r *run) appendAll(step int, msgs []message.Message) bool {
 func (r *run) drainBackground(ctx context.Context, step int) {
 	var errs []message.Message
 	for r.running > 0 {
-		c, _ := r.pool.next(true, true)
+		c, _ := r.pool.next(true, helpAlways)
 		if !r.finish(step, c, &errs) {
 			return
 		}
@@ -610,7 +626,7 @@ func (r *run) drainBackground(ctx context.Context, step int) {
 // by then, so they end soon.
 func (r *run) wait() {
 	for r.running > 0 {
-		r.pool.next(true, true)
+		r.pool.next(true, helpAlways)
 		r.running--
 	}
 }
