@@ -8,9 +8,13 @@ import (
 	"github.com/augceo/agent/ref"
 )
 
-// entry is a message as a Log keeps it: the fields of data and output
-// messages inline, a whole message that sets any other field behind a
-// pointer. An entry is less than half the size of a Message.
+// entry is a message as a Log keeps it, less than half the size of a
+// Message: data and output messages, and tool, plan, meta and text
+// messages that set nothing else, inline; any other message behind a
+// pointer. The fields an inline message does not use hold, by type:
+//
+//	tool, plan, meta: data is the Tool, Plan or Meta payload
+//	text:             kind is the Role, date the Text
 type entry struct {
 	typ        Type
 	kind       string
@@ -22,37 +26,84 @@ type entry struct {
 	outputPath string
 	written    json.RawMessage
 	target     *target
-	rest       *Message // the message, when it sets a field not above
+	rest       *Message // the message, when it is not inline
 }
 
-func pack(m *Message) entry {
-	if m.Role != "" || m.Text != "" || m.Description != "" || m.Schema != nil || m.Tool != nil || m.Plan != nil ||
-		m.Meta != nil || m.Advisor != nil || m.Failed != nil || m.Error != "" || m.Extra != nil {
-		c := *m
-		return entry{rest: &c}
+// inline reports whether m fits an entry without rest.
+func inline(m *Message) bool {
+	if m.Description != "" || m.Schema != nil || m.Advisor != nil || m.Failed != nil || m.Error != "" || m.Extra != nil {
+		return false
+	}
+	noOutput := m.Kind == "" && m.Data == nil && m.Call == nil && m.Date == "" && m.Method == "" && m.OutputPath == "" &&
+		m.written == nil && m.target == nil
+	switch m.Type {
+	case TypeData:
+		return m.Role == "" && m.Text == "" && m.Tool == nil && m.Plan == nil && m.Meta == nil
+	case TypeTool:
+		return noOutput && m.Role == "" && m.Text == "" && m.Plan == nil && m.Meta == nil
+	case TypePlan:
+		return noOutput && m.Role == "" && m.Text == "" && m.Tool == nil && m.Meta == nil
+	case TypeMeta:
+		return noOutput && m.Role == "" && m.Text == "" && m.Tool == nil && m.Plan == nil
+	case TypeText:
+		return noOutput && m.Tool == nil && m.Plan == nil && m.Meta == nil
+	}
+	return false
+}
+
+// pack returns the entry of m. A message that is not inline is copied to
+// *rest, which the entry then points to.
+func pack(m *Message, rest *Message) entry {
+	if !inline(m) {
+		*rest = *m
+		return entry{rest: rest}
+	}
+	switch m.Type {
+	case TypeTool:
+		return entry{typ: m.Type, instance: m.Instance, data: m.Tool}
+	case TypePlan:
+		return entry{typ: m.Type, instance: m.Instance, data: m.Plan}
+	case TypeMeta:
+		return entry{typ: m.Type, instance: m.Instance, data: m.Meta}
+	case TypeText:
+		return entry{typ: m.Type, instance: m.Instance, kind: string(m.Role), date: m.Text}
 	}
 	return entry{typ: m.Type, kind: m.Kind, instance: m.Instance, data: m.Data, call: m.Call, date: m.Date,
 		method: m.Method, outputPath: m.OutputPath, written: m.written, target: m.target}
 }
 
 func (e *entry) message() Message {
-	if e.rest != nil {
+	switch {
+	case e.rest != nil:
 		return *e.rest
+	case e.typ == TypeTool:
+		return Message{Type: e.typ, Instance: e.instance, Tool: e.data}
+	case e.typ == TypePlan:
+		return Message{Type: e.typ, Instance: e.instance, Plan: e.data}
+	case e.typ == TypeMeta:
+		return Message{Type: e.typ, Instance: e.instance, Meta: e.data}
+	case e.typ == TypeText:
+		return Message{Type: e.typ, Instance: e.instance, Role: Role(e.kind), Text: e.date}
 	}
 	return Message{Type: e.typ, Kind: e.kind, Instance: e.instance, Data: e.data, Call: e.call, Date: e.date,
 		Method: e.method, OutputPath: e.outputPath, written: e.written, target: e.target}
 }
 
-func (e *entry) isData() bool {
+func (e *entry) typeOf() Type {
 	if e.rest != nil {
-		return e.rest.Type == TypeData
+		return e.rest.Type
 	}
-	return e.typ == TypeData
+	return e.typ
 }
 
+func (e *entry) isData() bool { return e.typeOf() == TypeData }
+
 func (e *entry) identity() Identity {
-	if e.rest != nil {
+	switch {
+	case e.rest != nil:
 		return e.rest.Identity()
+	case e.typ != TypeData:
+		return Identity{Instance: e.instance} // as Message.Identity: kind is not set
 	}
 	return Identity{Kind: e.kind, Instance: e.instance}
 }
@@ -91,6 +142,9 @@ func (s *entries) append(e entry) {
 		size := chunkMax
 		if k < chunkLog {
 			size = max(chunkMin, chunkMin<<k>>1)
+		}
+		if s.chunks == nil {
+			s.chunks = make([][]entry, 0, 4) // what a log of up to 128 entries needs
 		}
 		s.chunks = append(s.chunks, make([]entry, size))
 	}

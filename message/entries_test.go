@@ -1,6 +1,11 @@
 package message
 
-import "testing"
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+)
 
 // TestEntries checks that positions fill the chunks in order, each to
 // its size, and that a snapshot is not changed by later appends.
@@ -37,5 +42,70 @@ func TestEntries(t *testing.T) {
 	}
 	if snap.n != 100 || snap.at(99).kind != string(rune('a'+99%26)) {
 		t.Errorf("snapshot changed: %d entries", snap.n)
+	}
+}
+
+// TestPackRoundTrip checks that every message comes back from its entry
+// as it went in, inline or not, and that the entry reports its type and
+// identity as the message does.
+func TestPackRoundTrip(t *testing.T) {
+	raw := json.RawMessage(`{"a":1}`)
+	outs, err := Outputs(json.RawMessage(`{"_tool":"t","_outputPath":"†state.a.b","_instance":"i"}`), raw, Success, time.Unix(1, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []Message{
+		Text("hi"),
+		{Type: TypeText, Role: RoleSystem, Text: "sys", Instance: "i"},
+		{Type: TypeText},
+		{Type: TypeText, Text: "x", Kind: "state"},
+		{Type: TypeText, Text: "x", Tool: raw},
+		{Type: TypeTool, Tool: json.RawMessage(`"t0"`)},
+		{Type: TypeTool, Tool: json.RawMessage{}, Instance: "i"},
+		{Type: TypeTool},
+		{Type: TypeTool, Tool: raw, Data: raw},
+		{Type: TypeTool, Tool: raw, Text: "x"},
+		{Type: TypeTool, Tool: raw, Role: RoleUser},
+		{Type: TypeTool, Tool: raw, Date: "d"},
+		{Type: TypePlan, Plan: json.RawMessage(`[]`)},
+		{Type: TypePlan, Plan: raw, Tool: raw},
+		{Type: TypeMeta, Meta: raw},
+		{Type: TypeMeta, Meta: raw, Plan: raw},
+		{Type: TypeAdvisor, Advisor: &Advisor{ID: "a"}, Schema: raw},
+		{Type: TypeError, Failed: raw, Error: "e", Extra: json.RawMessage(`{"kind":"runtime"}`)},
+		Data("state", raw),
+		{Type: TypeData, Kind: "state", Data: raw, Description: "d"},
+		{Type: TypeData, Kind: "state", Schema: raw},
+		{Type: TypeData, Kind: "state", Data: raw, Text: "x"},
+		{Type: TypeData, Kind: "state", Data: raw, Tool: raw},
+		outs[0],
+		{Type: "custom", Extra: raw},
+		{Type: "custom"},
+		{Type: "custom", Data: raw},
+		{},
+	}
+	for i, m := range msgs {
+		var rest Message
+		e := pack(&m, &rest)
+		if got := e.message(); !reflect.DeepEqual(got, m) {
+			t.Errorf("%d: got %+v, want %+v", i, got, m)
+		}
+		if e.typeOf() != m.Type || e.isData() != m.IsData() || e.identity() != m.Identity() {
+			t.Errorf("%d: entry says %q %v %v, message %q %v %v", i, e.typeOf(), e.isData(), e.identity(), m.Type, m.IsData(), m.Identity())
+		}
+	}
+}
+
+// TestTypeAt checks that TypeAt agrees with At.
+func TestTypeAt(t *testing.T) {
+	log, err := NewLog(Text("hi"), Message{Type: TypeTool, Tool: json.RawMessage(`"t"`)}, Data("state", json.RawMessage(`{}`)),
+		Message{Type: TypeError, Error: "e"}, Message{Type: "custom", Extra: json.RawMessage(`{"x":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range log.Len() {
+		if got, want := log.TypeAt(i), log.At(i).Type; got != want {
+			t.Errorf("TypeAt(%d) = %q, want %q", i, got, want)
+		}
 	}
 }

@@ -63,10 +63,7 @@ func NewLog(msgs ...Message) (*Log, error) {
 // clash. Use [Log.Check] to refuse such writes beforehand.
 func (l *Log) Append(msgs ...Message) error {
 	var one [1]write // the loop appends one message at a time
-	ws := one[:]
-	if len(msgs) != 1 {
-		ws = make([]write, len(msgs))
-	}
+	var ws []write   // the writes of msgs, when one is data
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i := range msgs {
@@ -74,17 +71,38 @@ func (l *Log) Append(msgs ...Message) error {
 		if err != nil {
 			return at(l.msgs.n+i, err)
 		}
+		if w.value == nil {
+			continue
+		}
+		if ws == nil {
+			ws = one[:]
+			if len(msgs) != 1 {
+				ws = make([]write, len(msgs))
+			}
+		}
 		ws[i] = w
 	}
-	if l.views == nil {
-		l.views = map[Identity]*view{}
+	var rests []Message // the messages that are not inline, in one block
+	if n := countRests(msgs); n > 0 {
+		rests = make([]Message, n)
 	}
 	for i := range msgs {
 		m := &msgs[i]
 		pos := l.msgs.n
-		l.msgs.append(pack(m))
+		var rest *Message
+		if len(rests) > 0 {
+			rest = &rests[0]
+		}
+		e := pack(m, rest)
+		if e.rest != nil {
+			rests = rests[1:]
+		}
+		l.msgs.append(e)
 		if m.Type != TypeData {
 			continue
+		}
+		if l.views == nil {
+			l.views = map[Identity]*view{}
 		}
 		id := m.Identity()
 		v := l.views[id]
@@ -92,7 +110,7 @@ func (l *Log) Append(msgs ...Message) error {
 			v = &view{}
 			l.views[id] = v
 		}
-		if ws[i].value == nil {
+		if ws == nil || ws[i].value == nil {
 			continue
 		}
 		v.writes = append(v.writes, pos)
@@ -114,6 +132,17 @@ func (l *Log) Append(msgs ...Message) error {
 		}
 	}
 	return nil
+}
+
+// countRests returns how many of msgs an entry keeps behind a pointer.
+func countRests(msgs []Message) int {
+	n := 0
+	for i := range msgs {
+		if !inline(&msgs[i]) {
+			n++
+		}
+	}
+	return n
 }
 
 // apply writes w into the materialised value, or records its clash.
@@ -245,6 +274,14 @@ func (l *Log) At(i int) Message {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.msgs.at(i).message()
+}
+
+// TypeAt returns the type of the message at position i: what At(i).Type
+// is, without copying the message.
+func (l *Log) TypeAt(i int) Type {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.msgs.at(i).typeOf()
 }
 
 // Messages returns a copy of the messages.
