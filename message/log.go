@@ -28,9 +28,13 @@ type Log struct {
 // view is the value of one identity. A view of few writes keeps them
 // raw (small) and resolves a path by [fold], as the reference does, so
 // most identities of a large log hold no decoded value; past
-// smallView writes it is materialised into doc.
+// smallView writes it is materialised into doc. A view whose writes all
+// set one top-level key each, as a run's results do, keeps the last
+// value at each key raw instead (keyed), up to keyedMax keys.
 type view struct {
-	small   []write // the writes here, oldest first, while not materialised
+	keyed   []keyed // while every write is a set at one top-level key: the last at each key
+	small   []write // the writes here, oldest first, while not materialised nor keyed
+	full    bool    // materialised into doc
 	doc     any
 	present bool
 	writes  []int      // log positions of the messages that write here, oldest first
@@ -113,25 +117,43 @@ func (l *Log) Append(msgs ...Message) error {
 		if ws == nil || ws[i].value == nil {
 			continue
 		}
-		v.writes = append(v.writes, pos)
-		if len(v.writes) <= smallView {
-			v.small = append(v.small, ws[i])
-			continue
-		}
-		if v.small != nil {
-			small := v.small
-			v.small = nil
-			for _, w := range small {
-				if err := v.apply(w); err != nil { // cannot happen: checked by writeOf
-					return at(pos, err)
-				}
-			}
-		}
-		if err := v.apply(ws[i]); err != nil {
+		if err := v.add(pos, ws[i]); err != nil {
 			return at(pos, err)
 		}
 	}
 	return nil
+}
+
+// add records w, the write of the message at pos.
+func (v *view) add(pos int, w write) error {
+	if v.writes == nil {
+		v.writes = make([]int, 0, smallView)
+	}
+	v.writes = append(v.writes, pos)
+	if !v.full {
+		if v.small == nil && v.keyedWrite(w) {
+			v.setKey(w)
+			return nil
+		}
+		if v.keyed != nil {
+			v.small, v.keyed = v.keyWrites(smallView), nil
+		}
+		if len(v.small) < smallView {
+			if v.small == nil {
+				v.small = make([]write, 0, smallView)
+			}
+			v.small = append(v.small, w)
+			return nil
+		}
+		small := v.small
+		v.small, v.full = nil, true
+		for _, w := range small {
+			if err := v.apply(w); err != nil { // cannot happen: checked by writeOf
+				return err
+			}
+		}
+	}
+	return v.apply(w)
 }
 
 // countRests returns how many of msgs an entry keeps behind a pointer.
@@ -180,9 +202,9 @@ func (l *Log) Check(m Message) error {
 	if v == nil {
 		return nil
 	}
-	if v.small != nil {
+	if !v.full && v.writes != nil {
 		m := &view{}
-		for _, w := range v.small {
+		for _, w := range v.rawWrites() {
 			if err := m.apply(w); err != nil {
 				return err
 			}
@@ -387,6 +409,9 @@ func (l *Log) lookup(kind, instance string, path ref.Path) (json.RawMessage, err
 
 // get reads path in one view. The caller holds l.mu.
 func (l *Log) get(v *view, path ref.Path) (json.RawMessage, error) {
+	if v.keyed != nil {
+		return v.getKeyed(path)
+	}
 	if v.small != nil {
 		return fold(v.small, path)
 	}
