@@ -108,45 +108,72 @@ func (e *entry) identity() Identity {
 	return Identity{Kind: e.kind, Instance: e.instance}
 }
 
-// entries is a list of entries that grows without moving them: in
-// chunks of 16, 16, 32, 64 ... up to chunkMax entries, then chunkMax
-// each. A copy of the value is a snapshot that stays valid while the
-// list grows, since an entry, once appended, is never written again.
+// entries is a list of entries that grows without moving them: in a
+// first chunk sized when the list starts, then chunks of 16, 32, 64 ...
+// up to chunkMax entries, then chunkMax each. A copy of the value is a
+// snapshot that stays valid while the list grows, since an entry, once
+// appended, is never written again.
 type entries struct {
 	chunks [][]entry // each of its full size
+	first  int       // the size of chunks[0]; chunkMin until reserved
 	n      int
 }
 
 const (
 	chunkMin  = 16
-	chunkMax  = 4096 // chunkMin << (chunkLog - 1)
-	chunkLog  = 9
-	chunkBits = 12 // log2(chunkMax)
+	chunkMax  = 4096 // chunkMin << (restLog - 1)
+	chunkBits = 12   // log2(chunkMax)
+	restLog   = 9    // how many chunks after the first double in size
+	restStart = chunkMin * (1<<restLog - 1)
 )
 
-// locate returns the chunk and the offset of position p.
-func locate(p int) (int, int) {
-	switch {
-	case p < chunkMin:
-		return 0, p
-	case p < chunkMax:
-		k := bits.Len(uint(p / chunkMin))
-		return k, p - chunkMin<<(k-1)
+// reserve sizes the first chunk of an empty list for n entries and as
+// many again: a log made from a context grows by about as much in a run.
+func (s *entries) reserve(n int) {
+	if s.chunks == nil {
+		s.first = min(max(chunkMin, 2*n), chunkMax)
 	}
-	return chunkLog - 1 + p>>chunkBits, p & (chunkMax - 1)
+}
+
+// locate returns the chunk and the offset of position p.
+func (s *entries) locate(p int) (int, int) {
+	first := s.first
+	if first == 0 {
+		first = chunkMin
+	}
+	if p < first {
+		return 0, p
+	}
+	q := p - first
+	if q < restStart {
+		j := bits.Len(uint(q/chunkMin+1)) - 1
+		return 1 + j, q - chunkMin*(1<<j-1)
+	}
+	q -= restStart
+	return 1 + restLog + q>>chunkBits, q & (chunkMax - 1)
+}
+
+// chunkSize is the size of chunk k of a list whose first chunk holds first.
+func chunkSize(first, k int) int {
+	switch {
+	case k == 0:
+		return first
+	case k <= restLog:
+		return chunkMin << (k - 1)
+	}
+	return chunkMax
 }
 
 func (s *entries) append(e entry) {
-	k, off := locate(s.n)
+	if s.first == 0 {
+		s.first = chunkMin
+	}
+	k, off := s.locate(s.n)
 	if k == len(s.chunks) {
-		size := chunkMax
-		if k < chunkLog {
-			size = max(chunkMin, chunkMin<<k>>1)
-		}
 		if s.chunks == nil {
 			s.chunks = make([][]entry, 0, 4) // what a log of up to 128 entries needs
 		}
-		s.chunks = append(s.chunks, make([]entry, size))
+		s.chunks = append(s.chunks, make([]entry, chunkSize(s.first, k)))
 	}
 	s.chunks[k][off] = e
 	s.n++
@@ -156,6 +183,6 @@ func (s *entries) at(p int) *entry {
 	if p < 0 || p >= s.n {
 		panic(fmt.Sprintf("message: log index %d out of range [0:%d]", p, s.n))
 	}
-	k, off := locate(p)
+	k, off := s.locate(p)
 	return &s.chunks[k][off]
 }

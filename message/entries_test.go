@@ -8,40 +8,54 @@ import (
 )
 
 // TestEntries checks that positions fill the chunks in order, each to
-// its size, and that a snapshot is not changed by later appends.
+// its size, and that a snapshot is not changed by later appends, for
+// first chunks of every kind of size.
 func TestEntries(t *testing.T) {
-	var s entries
-	var snap entries
-	for p := range 3*chunkMax + 10 {
-		if p == 100 {
-			snap = s
+	for _, reserve := range []int{-1, 0, 1, 8, 11, 100, 5000} {
+		var s entries
+		if reserve >= 0 {
+			s.reserve(reserve)
 		}
-		k, off := locate(p)
-		if k > len(s.chunks) || (k < len(s.chunks) && off >= len(s.chunks[k])) {
-			t.Fatalf("locate(%d) = %d, %d with %d chunks", p, k, off, len(s.chunks))
+		var snap entries
+		for p := range 3*chunkMax + restStart + 10 {
+			if p == 100 {
+				snap = s
+			}
+			k, off := s.locate(p)
+			if k > len(s.chunks) || (k < len(s.chunks) && off >= len(s.chunks[k])) {
+				t.Fatalf("reserve %d: locate(%d) = %d, %d with %d chunks", reserve, p, k, off, len(s.chunks))
+			}
+			if k == len(s.chunks) && off != 0 {
+				t.Fatalf("reserve %d: locate(%d) = %d, %d starts a chunk past its start", reserve, p, k, off)
+			}
+			if k < len(s.chunks) && off != 0 {
+				if pk, poff := s.locate(p - 1); pk != k || poff != off-1 {
+					t.Fatalf("reserve %d: locate(%d) = %d, %d after %d, %d", reserve, p, k, off, pk, poff)
+				}
+			}
+			s.append(entry{kind: string(rune('a' + p%26))})
 		}
-		if k == len(s.chunks) && off != 0 {
-			t.Fatalf("locate(%d) = %d, %d starts a chunk past its start", p, k, off)
-		}
-		if k < len(s.chunks) && off != 0 {
-			if pk, poff := locate(p - 1); pk != k || poff != off-1 {
-				t.Fatalf("locate(%d) = %d, %d after %d, %d", p, k, off, pk, poff)
+		for p := range s.n {
+			if got := s.at(p).kind; got != string(rune('a'+p%26)) {
+				t.Fatalf("reserve %d: at(%d) = %q", reserve, p, got)
 			}
 		}
-		s.append(entry{kind: string(rune('a' + p%26))})
-	}
-	for p := range s.n {
-		if got := s.at(p).kind; got != string(rune('a'+p%26)) {
-			t.Fatalf("at(%d) = %q", p, got)
+		first := min(max(chunkMin, 2*reserve), chunkMax)
+		for i, c := range s.chunks {
+			want := chunkMax
+			switch {
+			case i == 0:
+				want = first
+			case i <= restLog:
+				want = chunkMin << (i - 1)
+			}
+			if len(c) != want {
+				t.Errorf("reserve %d: chunk %d holds %d, want %d", reserve, i, len(c), want)
+			}
 		}
-	}
-	for i, c := range s.chunks {
-		if want := min(max(chunkMin, chunkMin<<i>>1), chunkMax); len(c) != want {
-			t.Errorf("chunk %d holds %d, want %d", i, len(c), want)
+		if snap.n != 100 || snap.at(99).kind != string(rune('a'+99%26)) {
+			t.Errorf("reserve %d: snapshot changed: %d entries", reserve, snap.n)
 		}
-	}
-	if snap.n != 100 || snap.at(99).kind != string(rune('a'+99%26)) {
-		t.Errorf("snapshot changed: %d entries", snap.n)
 	}
 }
 

@@ -86,6 +86,7 @@ func (l *Log) Append(msgs ...Message) error {
 		}
 		ws[i] = w
 	}
+	l.msgs.reserve(len(msgs))
 	var rests []Message // the messages that are not inline, in one block
 	if n := countRests(msgs); n > 0 {
 		rests = make([]Message, n)
