@@ -230,3 +230,29 @@ func BenchmarkValue(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAt measures reading every message of a run's log, as a loop
+// does over the messages of a step.
+func BenchmarkAt(b *testing.B) {
+	log, err := NewLog(agentContext()...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i, call := range agentCalls() {
+		ms, err := Outputs(call, json.RawMessage(fmt.Sprintf(`{"y":%d}`, i+1)), Success, time.Unix(0, 0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := log.Append(ms...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range log.Len() {
+			if log.At(i).Type == "" {
+				b.Fatal(i)
+			}
+		}
+	}
+}

@@ -73,20 +73,32 @@ func pack(m *Message, rest *Message) entry {
 }
 
 func (e *entry) message() Message {
-	switch {
-	case e.rest != nil:
-		return *e.rest
-	case e.typ == TypeTool:
-		return Message{Type: e.typ, Instance: e.instance, Tool: e.data}
-	case e.typ == TypePlan:
-		return Message{Type: e.typ, Instance: e.instance, Plan: e.data}
-	case e.typ == TypeMeta:
-		return Message{Type: e.typ, Instance: e.instance, Meta: e.data}
-	case e.typ == TypeText:
-		return Message{Type: e.typ, Instance: e.instance, Role: Role(e.kind), Text: e.date}
+	var m Message
+	e.fill(&m)
+	return m
+}
+
+// fill sets *m, a zero Message, to the message of e: in place, since a
+// Message is large.
+func (e *entry) fill(m *Message) {
+	if e.rest != nil {
+		*m = *e.rest
+		return
 	}
-	return Message{Type: e.typ, Kind: e.kind, Instance: e.instance, Data: e.data, Call: e.call, Date: e.date,
-		Method: e.method, OutputPath: e.outputPath, written: e.written, target: e.target}
+	m.Type, m.Instance = e.typ, e.instance
+	switch e.typ {
+	case TypeTool:
+		m.Tool = e.data
+	case TypePlan:
+		m.Plan = e.data
+	case TypeMeta:
+		m.Meta = e.data
+	case TypeText:
+		m.Role, m.Text = Role(e.kind), e.date
+	default:
+		m.Kind, m.Data, m.Call, m.Date, m.Method, m.OutputPath, m.written, m.target =
+			e.kind, e.data, e.call, e.date, e.method, e.outputPath, e.written, e.target
+	}
 }
 
 func (e *entry) typeOf() Type {

@@ -293,10 +293,11 @@ func (l *Log) Len() int {
 }
 
 // At returns the message at position i.
-func (l *Log) At(i int) Message {
+func (l *Log) At(i int) (m Message) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.msgs.at(i).message()
+	l.msgs.at(i).fill(&m)
+	return m
 }
 
 // TypeAt returns the type of the message at position i: what At(i).Type

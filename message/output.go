@@ -270,8 +270,10 @@ const smallOutput = 88
 // compactIfNeeded compacts valid JSON that has white space outside strings
 // could hold, and returns compact input as it is.
 func compactIfNeeded(v json.RawMessage) json.RawMessage {
-	if bytes.ContainsAny(v, " \t\n\r") {
-		return compact(v)
+	for _, c := range v { // a loop: bytes.ContainsAny costs more on short input
+		if c <= ' ' && (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+			return compact(v)
+		}
 	}
 	return v
 }
