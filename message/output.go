@@ -232,7 +232,7 @@ func (o *Output) messages(call json.RawMessage, instance string, result json.Raw
 	} else {
 		out, buf = make([]Message, len(targets)), make([]byte, 0, size)
 	}
-	buf = date.UTC().AppendFormat(buf, time.RFC3339Nano)
+	buf = appendStamp(buf, date)
 	// Safe: these bytes are never written again. Appends write past
 	// them, and the data slices below end before the next one starts.
 	stamp := unsafe.String(&buf[0], len(buf))
@@ -256,6 +256,35 @@ func (o *Output) messages(call json.RawMessage, instance string, result json.Raw
 		}
 	}
 	return out, nil
+}
+
+// appendStamp appends t in UTC as time.RFC3339Nano formats it, without
+// interpreting the layout for the usual years.
+func appendStamp(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, time.RFC3339Nano)
+	}
+	hour, minute, sec := t.Clock()
+	b = append(b, byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+		byte('0'+month/10), byte('0'+month%10), '-', byte('0'+day/10), byte('0'+day%10), 'T',
+		byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+minute/10), byte('0'+minute%10), ':',
+		byte('0'+sec/10), byte('0'+sec%10))
+	if ns := t.Nanosecond(); ns != 0 {
+		var frac [9]byte
+		for i := len(frac) - 1; i >= 0; i-- {
+			frac[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := len(frac)
+		for frac[n-1] == '0' { // RFC3339Nano drops trailing zeros
+			n--
+		}
+		b = append(b, '.')
+		b = append(b, frac[:n]...)
+	}
+	return append(b, 'Z')
 }
 
 // maxStamp is the length of a UTC date in RFC 3339 with nanoseconds, for

@@ -3,6 +3,7 @@ package message
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
@@ -84,5 +85,22 @@ func TestParseOutputPlain(t *testing.T) {
 	}
 	if _, err := ParseOutput(CallMeta{OutputPath: "†state.a", OutputMethod: "nope"}); err == nil {
 		t.Error("an unknown method was accepted")
+	}
+}
+
+// TestAppendStamp checks the date of output messages against the layout.
+func TestAppendStamp(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	times := []time.Time{{}, time.Unix(0, 0), time.Unix(0, 1), time.Unix(0, 100), time.Unix(1, 999999999),
+		time.Date(9999, 12, 31, 23, 59, 59, 120000000, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 1, 1, 0, 0, 0, 5, time.UTC), time.Date(2025, 10, 26, 12, 0, 0, 0, time.FixedZone("x", -9000))}
+	for range 10000 {
+		times = append(times, time.Unix(rng.Int64N(400e9)-100e9, rng.Int64N(1e9)).In(time.FixedZone("y", rng.IntN(86400)-43200)))
+		times = append(times, time.Unix(rng.Int64N(4e9), rng.Int64N(1000)*1e6))
+	}
+	for _, tm := range times {
+		if got, want := string(appendStamp([]byte("x"), tm)), "x"+tm.UTC().Format(time.RFC3339Nano); got != want {
+			t.Fatalf("appendStamp(%v) = %q, want %q", tm, got, want)
+		}
 	}
 }
