@@ -126,9 +126,9 @@ func (e *entry) identity() Identity {
 // snapshot that stays valid while the list grows, since an entry, once
 // appended, is never written again.
 type entries struct {
-	chunks [][]entry // each of its full size
-	first  int       // the size of chunks[0]; chunkMin until reserved
-	n      int
+	first []entry   // the first chunk, of its full size
+	rest  [][]entry // the chunks after it, each of its full size
+	n     int
 }
 
 const (
@@ -142,52 +142,56 @@ const (
 // reserve sizes the first chunk of an empty list for n entries and as
 // many again: a log made from a context grows by about as much in a run.
 func (s *entries) reserve(n int) {
-	if s.chunks == nil {
-		s.first = min(max(chunkMin, 2*n), chunkMax)
+	if s.first == nil && n > 0 {
+		s.first = make([]entry, min(max(chunkMin, 2*n), chunkMax))
 	}
 }
 
-// locate returns the chunk and the offset of position p.
+// locate returns the chunk (0 for the first) and the offset of position p.
 func (s *entries) locate(p int) (int, int) {
-	first := s.first
-	if first == 0 {
-		first = chunkMin
-	}
-	if p < first {
+	if p < len(s.first) {
 		return 0, p
 	}
-	q := p - first
-	if q < restStart {
-		j := bits.Len(uint(q/chunkMin+1)) - 1
-		return 1 + j, q - chunkMin*(1<<j-1)
-	}
-	q -= restStart
-	return 1 + restLog + q>>chunkBits, q & (chunkMax - 1)
+	k, off := locateRest(p - len(s.first))
+	return 1 + k, off
 }
 
-// chunkSize is the size of chunk k of a list whose first chunk holds first.
-func chunkSize(first, k int) int {
-	switch {
-	case k == 0:
-		return first
-	case k <= restLog:
-		return chunkMin << (k - 1)
+// locateRest returns the chunk of rest and the offset in it of the
+// entry q places past the first chunk.
+func locateRest(q int) (int, int) {
+	if q < restStart {
+		k := bits.Len(uint(q/chunkMin+1)) - 1
+		return k, q - chunkMin*(1<<k-1)
+	}
+	q -= restStart
+	return restLog + q>>chunkBits, q & (chunkMax - 1)
+}
+
+// restSize is the size of chunk k of rest.
+func restSize(k int) int {
+	if k < restLog {
+		return chunkMin << k
 	}
 	return chunkMax
 }
 
 func (s *entries) append(e entry) {
-	if s.first == 0 {
-		s.first = chunkMin
+	if s.first == nil {
+		s.first = make([]entry, chunkMin)
 	}
-	k, off := s.locate(s.n)
-	if k == len(s.chunks) {
-		if s.chunks == nil {
-			s.chunks = make([][]entry, 0, 4) // what a log of up to 128 entries needs
+	if s.n < len(s.first) {
+		s.first[s.n] = e
+		s.n++
+		return
+	}
+	k, off := locateRest(s.n - len(s.first))
+	if k == len(s.rest) {
+		if s.rest == nil {
+			s.rest = make([][]entry, 0, 4) // room for 240 entries past the first chunk
 		}
-		s.chunks = append(s.chunks, make([]entry, chunkSize(s.first, k)))
+		s.rest = append(s.rest, make([]entry, restSize(k)))
 	}
-	s.chunks[k][off] = e
+	s.rest[k][off] = e
 	s.n++
 }
 
@@ -195,6 +199,9 @@ func (s *entries) at(p int) *entry {
 	if p < 0 || p >= s.n {
 		panic(fmt.Sprintf("message: log index %d out of range [0:%d]", p, s.n))
 	}
-	k, off := s.locate(p)
-	return &s.chunks[k][off]
+	if p < len(s.first) {
+		return &s.first[p]
+	}
+	k, off := locateRest(p - len(s.first))
+	return &s.rest[k][off]
 }

@@ -17,20 +17,29 @@ func TestEntries(t *testing.T) {
 			s.reserve(reserve)
 		}
 		var snap entries
+		chunks := func() [][]entry {
+			if s.first == nil {
+				return nil
+			}
+			return append([][]entry{s.first}, s.rest...)
+		}
 		for p := range 3*chunkMax + restStart + 10 {
 			if p == 100 {
 				snap = s
 			}
-			k, off := s.locate(p)
-			if k > len(s.chunks) || (k < len(s.chunks) && off >= len(s.chunks[k])) {
-				t.Fatalf("reserve %d: locate(%d) = %d, %d with %d chunks", reserve, p, k, off, len(s.chunks))
-			}
-			if k == len(s.chunks) && off != 0 {
-				t.Fatalf("reserve %d: locate(%d) = %d, %d starts a chunk past its start", reserve, p, k, off)
-			}
-			if k < len(s.chunks) && off != 0 {
-				if pk, poff := s.locate(p - 1); pk != k || poff != off-1 {
-					t.Fatalf("reserve %d: locate(%d) = %d, %d after %d, %d", reserve, p, k, off, pk, poff)
+			cs := chunks()
+			if p > 0 || reserve > 0 {
+				k, off := s.locate(p)
+				if k > len(cs) || (k < len(cs) && off >= len(cs[k])) {
+					t.Fatalf("reserve %d: locate(%d) = %d, %d with %d chunks", reserve, p, k, off, len(cs))
+				}
+				if k == len(cs) && off != 0 {
+					t.Fatalf("reserve %d: locate(%d) = %d, %d starts a chunk past its start", reserve, p, k, off)
+				}
+				if k < len(cs) && off != 0 {
+					if pk, poff := s.locate(p - 1); pk != k || poff != off-1 {
+						t.Fatalf("reserve %d: locate(%d) = %d, %d after %d, %d", reserve, p, k, off, pk, poff)
+					}
 				}
 			}
 			s.append(entry{kind: string(rune('a' + p%26))})
@@ -41,7 +50,7 @@ func TestEntries(t *testing.T) {
 			}
 		}
 		first := min(max(chunkMin, 2*reserve), chunkMax)
-		for i, c := range s.chunks {
+		for i, c := range chunks() {
 			want := chunkMax
 			switch {
 			case i == 0:
