@@ -125,3 +125,134 @@ func BenchmarkAppend(b *testing.B) {
 		}
 	}
 }
+
+// agentContext is the context of a small agent run: ten tool messages and
+// the user's request.
+func agentContext() []Message {
+	msgs := make([]Message, 0, 11)
+	for i := range 10 {
+		msgs = append(msgs, Message{Type: TypeTool, Tool: json.RawMessage(fmt.Sprintf(`{"type":"tool","tool":"t%d"}`, i))})
+	}
+	return append(msgs, Text("compute"))
+}
+
+// agentCalls are ten calls that each write one result to state.
+func agentCalls() []json.RawMessage {
+	calls := make([]json.RawMessage, 10)
+	for i := range calls {
+		calls[i] = json.RawMessage(fmt.Sprintf(`{"_tool":"t%d","x":%d,"_outputPath":"†state.r%d"}`, i, i, i))
+	}
+	return calls
+}
+
+// BenchmarkNewLog measures building the log of a run's context.
+func BenchmarkNewLog(b *testing.B) {
+	msgs := agentContext()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := NewLog(msgs...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkOutputs measures recording ten call results as a run does:
+// parse each call's output, make its message, append it to the log.
+func BenchmarkOutputs(b *testing.B) {
+	ctx, calls := agentContext(), agentCalls()
+	results := make([]json.RawMessage, len(calls))
+	for i := range results {
+		results[i] = json.RawMessage(fmt.Sprintf(`{"y":%d}`, i+1))
+	}
+	date := time.Date(2025, 10, 26, 12, 0, 0, 123456789, time.UTC)
+	b.ReportAllocs()
+	for b.Loop() {
+		log, err := NewLog(ctx...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i, call := range calls {
+			meta, err := ParseCallMeta(call)
+			if err != nil {
+				b.Fatal(err)
+			}
+			o, err := ParseOutput(meta)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ms, err := o.Messages(call, meta.Instance, results[i], Success, date)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, m := range ms {
+				if err := log.Append(m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkValue measures the whole value of an identity written by n
+// sets of small objects at distinct keys, and a lookup inside one.
+func BenchmarkValue(b *testing.B) {
+	for _, n := range []int{3, 10} {
+		log, err := NewLog(agentContext()...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i, call := range agentCalls()[:n] {
+			ms, err := Outputs(call, json.RawMessage(fmt.Sprintf(`{"y":%d}`, i+1)), Success, time.Unix(0, 0))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := log.Append(ms...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		id := Identity{Kind: KindState}
+		b.Run(fmt.Sprintf("writes=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok, err := log.Value(id); !ok || err != nil {
+					b.Fatal(ok, err)
+				}
+			}
+		})
+		path := ref.Path{"r1", "y"}
+		b.Run(fmt.Sprintf("writes=%d/lookup", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := log.Lookup(KindState, path); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAt measures reading every message of a run's log, as a loop
+// does over the messages of a step.
+func BenchmarkAt(b *testing.B) {
+	log, err := NewLog(agentContext()...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i, call := range agentCalls() {
+		ms, err := Outputs(call, json.RawMessage(fmt.Sprintf(`{"y":%d}`, i+1)), Success, time.Unix(0, 0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := log.Append(ms...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range log.Len() {
+			if log.At(i).Type == "" {
+				b.Fatal(i)
+			}
+		}
+	}
+}

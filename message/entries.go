@@ -8,9 +8,13 @@ import (
 	"github.com/augceo/agent/ref"
 )
 
-// entry is a message as a Log keeps it: the fields of data and output
-// messages inline, a whole message that sets any other field behind a
-// pointer. An entry is less than half the size of a Message.
+// entry is a message as a Log keeps it, less than half the size of a
+// Message: data and output messages, and tool, plan, meta and text
+// messages that set nothing else, inline; any other message behind a
+// pointer. The fields an inline message does not use hold, by type:
+//
+//	tool, plan, meta: data is the Tool, Plan or Meta payload
+//	text:             kind is the Role, date the Text
 type entry struct {
 	typ        Type
 	kind       string
@@ -22,79 +26,172 @@ type entry struct {
 	outputPath string
 	written    json.RawMessage
 	target     *target
-	rest       *Message // the message, when it sets a field not above
+	rest       *Message // the message, when it is not inline
 }
 
-func pack(m *Message) entry {
-	if m.Role != "" || m.Text != "" || m.Description != "" || m.Schema != nil || m.Tool != nil || m.Plan != nil ||
-		m.Meta != nil || m.Advisor != nil || m.Failed != nil || m.Error != "" || m.Extra != nil {
-		c := *m
-		return entry{rest: &c}
+// inline reports whether m fits an entry without rest.
+func inline(m *Message) bool {
+	if m.Description != "" || m.Schema != nil || m.Advisor != nil || m.Failed != nil || m.Error != "" || m.Extra != nil {
+		return false
+	}
+	noOutput := m.Kind == "" && m.Data == nil && m.Call == nil && m.Date == "" && m.Method == "" && m.OutputPath == "" &&
+		m.written == nil && m.target == nil
+	switch m.Type {
+	case TypeData:
+		return m.Role == "" && m.Text == "" && m.Tool == nil && m.Plan == nil && m.Meta == nil
+	case TypeTool:
+		return noOutput && m.Role == "" && m.Text == "" && m.Plan == nil && m.Meta == nil
+	case TypePlan:
+		return noOutput && m.Role == "" && m.Text == "" && m.Tool == nil && m.Meta == nil
+	case TypeMeta:
+		return noOutput && m.Role == "" && m.Text == "" && m.Tool == nil && m.Plan == nil
+	case TypeText:
+		return noOutput && m.Tool == nil && m.Plan == nil && m.Meta == nil
+	}
+	return false
+}
+
+// pack returns the entry of m. A message that is not inline is copied to
+// *rest, which the entry then points to.
+func pack(m *Message, rest *Message) entry {
+	if !inline(m) {
+		*rest = *m
+		return entry{rest: rest}
+	}
+	switch m.Type {
+	case TypeTool:
+		return entry{typ: m.Type, instance: m.Instance, data: m.Tool}
+	case TypePlan:
+		return entry{typ: m.Type, instance: m.Instance, data: m.Plan}
+	case TypeMeta:
+		return entry{typ: m.Type, instance: m.Instance, data: m.Meta}
+	case TypeText:
+		return entry{typ: m.Type, instance: m.Instance, kind: string(m.Role), date: m.Text}
 	}
 	return entry{typ: m.Type, kind: m.Kind, instance: m.Instance, data: m.Data, call: m.Call, date: m.Date,
 		method: m.Method, outputPath: m.OutputPath, written: m.written, target: m.target}
 }
 
 func (e *entry) message() Message {
-	if e.rest != nil {
-		return *e.rest
-	}
-	return Message{Type: e.typ, Kind: e.kind, Instance: e.instance, Data: e.data, Call: e.call, Date: e.date,
-		Method: e.method, OutputPath: e.outputPath, written: e.written, target: e.target}
+	var m Message
+	e.fill(&m)
+	return m
 }
 
-func (e *entry) isData() bool {
+// fill sets *m, a zero Message, to the message of e: in place, since a
+// Message is large.
+func (e *entry) fill(m *Message) {
 	if e.rest != nil {
-		return e.rest.Type == TypeData
+		*m = *e.rest
+		return
 	}
-	return e.typ == TypeData
+	m.Type, m.Instance = e.typ, e.instance
+	switch e.typ {
+	case TypeTool:
+		m.Tool = e.data
+	case TypePlan:
+		m.Plan = e.data
+	case TypeMeta:
+		m.Meta = e.data
+	case TypeText:
+		m.Role, m.Text = Role(e.kind), e.date
+	default:
+		m.Kind, m.Data, m.Call, m.Date, m.Method, m.OutputPath, m.written, m.target =
+			e.kind, e.data, e.call, e.date, e.method, e.outputPath, e.written, e.target
+	}
 }
+
+func (e *entry) typeOf() Type {
+	if e.rest != nil {
+		return e.rest.Type
+	}
+	return e.typ
+}
+
+func (e *entry) isData() bool { return e.typeOf() == TypeData }
 
 func (e *entry) identity() Identity {
-	if e.rest != nil {
+	switch {
+	case e.rest != nil:
 		return e.rest.Identity()
+	case e.typ != TypeData:
+		return Identity{Instance: e.instance} // as Message.Identity: kind is not set
 	}
 	return Identity{Kind: e.kind, Instance: e.instance}
 }
 
-// entries is a list of entries that grows without moving them: in
-// chunks of 16, 16, 32, 64 ... up to chunkMax entries, then chunkMax
-// each. A copy of the value is a snapshot that stays valid while the
-// list grows, since an entry, once appended, is never written again.
+// entries is a list of entries that grows without moving them: in a
+// first chunk sized when the list starts, then chunks of 16, 32, 64 ...
+// up to chunkMax entries, then chunkMax each. A copy of the value is a
+// snapshot that stays valid while the list grows, since an entry, once
+// appended, is never written again.
 type entries struct {
-	chunks [][]entry // each of its full size
-	n      int
+	first []entry   // the first chunk, of its full size
+	rest  [][]entry // the chunks after it, each of its full size
+	n     int
 }
 
 const (
 	chunkMin  = 16
-	chunkMax  = 4096 // chunkMin << (chunkLog - 1)
-	chunkLog  = 9
-	chunkBits = 12 // log2(chunkMax)
+	chunkMax  = 4096 // chunkMin << (restLog - 1)
+	chunkBits = 12   // log2(chunkMax)
+	restLog   = 9    // how many chunks after the first double in size
+	restStart = chunkMin * (1<<restLog - 1)
 )
 
-// locate returns the chunk and the offset of position p.
-func locate(p int) (int, int) {
-	switch {
-	case p < chunkMin:
-		return 0, p
-	case p < chunkMax:
-		k := bits.Len(uint(p / chunkMin))
-		return k, p - chunkMin<<(k-1)
+// reserve sizes the first chunk of an empty list for n entries and as
+// many again: a log made from a context grows by about as much in a run.
+func (s *entries) reserve(n int) {
+	if s.first == nil && n > 0 {
+		s.first = make([]entry, min(max(chunkMin, 2*n), chunkMax))
 	}
-	return chunkLog - 1 + p>>chunkBits, p & (chunkMax - 1)
+}
+
+// locate returns the chunk (0 for the first) and the offset of position p.
+func (s *entries) locate(p int) (int, int) {
+	if p < len(s.first) {
+		return 0, p
+	}
+	k, off := locateRest(p - len(s.first))
+	return 1 + k, off
+}
+
+// locateRest returns the chunk of rest and the offset in it of the
+// entry q places past the first chunk.
+func locateRest(q int) (int, int) {
+	if q < restStart {
+		k := bits.Len(uint(q/chunkMin+1)) - 1
+		return k, q - chunkMin*(1<<k-1)
+	}
+	q -= restStart
+	return restLog + q>>chunkBits, q & (chunkMax - 1)
+}
+
+// restSize is the size of chunk k of rest.
+func restSize(k int) int {
+	if k < restLog {
+		return chunkMin << k
+	}
+	return chunkMax
 }
 
 func (s *entries) append(e entry) {
-	k, off := locate(s.n)
-	if k == len(s.chunks) {
-		size := chunkMax
-		if k < chunkLog {
-			size = max(chunkMin, chunkMin<<k>>1)
-		}
-		s.chunks = append(s.chunks, make([]entry, size))
+	if s.first == nil {
+		s.first = make([]entry, chunkMin)
 	}
-	s.chunks[k][off] = e
+	if s.n < len(s.first) {
+		s.first[s.n] = e
+		s.n++
+		return
+	}
+	k, off := locateRest(s.n - len(s.first))
+	if k == len(s.rest) {
+		if s.rest == nil {
+			s.rest = make([][]entry, 0, 4) // room for 240 entries past the first chunk
+		}
+		s.rest = append(s.rest, make([]entry, restSize(k)))
+	}
+	s.rest[k][off] = e
 	s.n++
 }
 
@@ -102,6 +199,9 @@ func (s *entries) at(p int) *entry {
 	if p < 0 || p >= s.n {
 		panic(fmt.Sprintf("message: log index %d out of range [0:%d]", p, s.n))
 	}
-	k, off := locate(p)
-	return &s.chunks[k][off]
+	if p < len(s.first) {
+		return &s.first[p]
+	}
+	k, off := locateRest(p - len(s.first))
+	return &s.rest[k][off]
 }

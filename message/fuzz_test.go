@@ -3,7 +3,10 @@ package message
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/augceo/agent/ref"
 )
@@ -101,4 +104,142 @@ func compareAll(t *testing.T, log *Log, msgs []Message) {
 func dump(msgs []Message) string {
 	b, _ := json.Marshal(msgs)
 	return string(b)
+}
+
+// FuzzCanonical checks that what canonical accepts is valid JSON that
+// decoding and encoding give back byte for byte, and that it accepts
+// what an encoding gives, for values of plain strings.
+func FuzzCanonical(f *testing.F) {
+	for _, s := range []string{`{"y":1}`, `{"a":[1,2,{"b":null}],"c":"x"}`, `{"b":1,"a":2}`, `{"a":1,"a":2}`, `{"":0,"a":-0.5e+3}`,
+		`"\u0041"`, `"é"`, ` 1`, `1 `, `[]`, `{}`, `[{}]`, `01`, `-`, `1.`, `1e`, `true`, `nul`, `"a`, `{"a"}`, `{"a":}`, `[1,]`, "\"\x7f\""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if canonical(data) {
+			if !json.Valid(data) {
+				t.Fatalf("canonical(%q) but it is not valid JSON", data)
+			}
+			x, err := ref.Decode(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if enc, err := ref.Encode(x); err != nil || string(enc) != string(data) {
+				t.Fatalf("canonical(%q) but it encodes as %s (%v)", data, enc, err)
+			}
+		}
+		if x, err := ref.Decode(data); err == nil && plainStrings(x) {
+			if enc, err := ref.Encode(x); err != nil || !canonical(enc) {
+				t.Fatalf("%s encodes as %s, which canonical declines (%v)", data, enc, err)
+			}
+		}
+	})
+}
+
+// plainStrings reports whether every string and key in x is printable
+// ASCII without a quote or backslash, and x is shallow enough for
+// canonical to look at.
+func plainStrings(x any) bool {
+	var walk func(x any, depth int) bool
+	walk = func(x any, depth int) bool {
+		if depth > canonDepth {
+			return false
+		}
+		switch c := x.(type) {
+		case string:
+			return plainString(c)
+		case []any:
+			for _, e := range c {
+				if !walk(e, depth+1) {
+					return false
+				}
+			}
+		case map[string]any:
+			for k, e := range c {
+				if !plainString(k) || !walk(e, depth+1) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return walk(x, 0)
+}
+
+// TestKeyedViews checks identities written by sets at top-level keys
+// against the naive scan: past keyedMax keys, with values that are not
+// canonical, and after a write that is not keyed.
+func TestKeyedViews(t *testing.T) {
+	values := []string{`{"a":1}`, `{"b":1,"a":[2,{"c":3}]}`, `[1, 2]`, `"é"`, `null`, `7`, `{"a":{"b":"x"}}`, `{"\u0061":1}`, `[]`}
+	var msgs []Message
+	var paths []string
+	for i := range keyedMax + 6 {
+		key := fmt.Sprintf("k%d", (i*7)%(keyedMax+3))
+		if i%9 == 5 { // from the sixth write on, a key the encoder writes
+			key = "é" + key
+		}
+		p := ref.Path{key}
+		msgs = append(msgs, Message{Type: TypeData, Kind: "state", Data: wrapRaw(p, json.RawMessage(values[i%len(values)])),
+			OutputPath: ref.Ref{Kind: "state", Path: p}.String()})
+		paths = append(paths, key, key+".a", key+".a.1.c", key+".b", key+".0", key+".a.b")
+	}
+	paths = append(paths, "", "nope", "nope.a")
+	check := func(n int) {
+		t.Helper()
+		log, err := NewLog(msgs[:n]...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		oracle := naive{msgs: msgs[:n]}
+		for _, ps := range paths {
+			p, _ := ref.ParsePath(ps)
+			got, gerr := log.Lookup("state", p)
+			want, werr := oracle.Lookup("state", p)
+			if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() || string(got) != string(want) {
+				t.Fatalf("%d writes, †state.%s:\nindex %s, %v\nnaive %s, %v", n, ps, got, gerr, want, werr)
+			}
+		}
+		v, ok, err := log.Value(Identity{Kind: "state"})
+		want, werr := oracle.Lookup("state", nil)
+		if !ok || err != nil || werr != nil || string(v) != string(want) {
+			t.Fatalf("%d writes: value %s %v %v, naive %s %v", n, v, ok, err, want, werr)
+		}
+	}
+	for _, n := range []int{1, 2, smallView, smallView + 1, keyedMax - 1, keyedMax, keyedMax + 1, len(msgs)} {
+		check(n)
+	}
+	// A merge at the root ends the keyed view, early or late.
+	merge := Message{Type: TypeData, Kind: "state", Data: json.RawMessage(`{"k1":{"m":1},"new":2}`)}
+	paths = append(paths, "k1.m", "new")
+	sets := msgs
+	for _, n := range []int{1, 2, smallView, keyedMax} {
+		msgs = slices.Insert(slices.Clone(sets), n, merge)
+		check(len(msgs))
+	}
+}
+
+// TestKeyedCheck checks Check and a replaced key on a keyed view.
+func TestKeyedCheck(t *testing.T) {
+	out := func(path, method, value string) Message {
+		ms, err := Outputs(json.RawMessage(`{"_tool":"t","_outputMethod":"`+method+`","_outputPath":"`+path+`"}`), json.RawMessage(value), Success, time.Unix(0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms[0]
+	}
+	log, err := NewLog(out("†state.a", "set", `{"x":1}`), out("†state.b", "set", `[1]`), out("†state.a", "set", `"s"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _, err := log.Value(Identity{Kind: "state"}); err != nil || string(v) != `{"a":"s","b":[1]}` {
+		t.Errorf("value %s, %v", v, err)
+	}
+	if err := log.Check(out("†state.a", "push", `1`)); !errors.Is(err, ref.ErrTypeClash) {
+		t.Errorf("push onto a string: got %v, want a type clash", err)
+	}
+	if err := log.Check(out("†state.b", "push", `1`)); err != nil {
+		t.Errorf("push onto an array: %v", err)
+	}
+	if err := log.Check(out("†state.c.d", "set", `1`)); err != nil {
+		t.Errorf("set at a new key: %v", err)
+	}
 }

@@ -28,9 +28,13 @@ type Log struct {
 // view is the value of one identity. A view of few writes keeps them
 // raw (small) and resolves a path by [fold], as the reference does, so
 // most identities of a large log hold no decoded value; past
-// smallView writes it is materialised into doc.
+// smallView writes it is materialised into doc. A view whose writes all
+// set one top-level key each, as a run's results do, keeps the last
+// value at each key raw instead (keyed), up to keyedMax keys.
 type view struct {
-	small   []write // the writes here, oldest first, while not materialised
+	keyed   []keyed // while every write is a set at one top-level key: the last at each key
+	small   []write // the writes here, oldest first, while not materialised nor keyed
+	full    bool    // materialised into doc
 	doc     any
 	present bool
 	writes  []int      // log positions of the messages that write here, oldest first
@@ -63,10 +67,7 @@ func NewLog(msgs ...Message) (*Log, error) {
 // clash. Use [Log.Check] to refuse such writes beforehand.
 func (l *Log) Append(msgs ...Message) error {
 	var one [1]write // the loop appends one message at a time
-	ws := one[:]
-	if len(msgs) != 1 {
-		ws = make([]write, len(msgs))
-	}
+	var ws []write   // the writes of msgs, when one is data
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i := range msgs {
@@ -74,17 +75,39 @@ func (l *Log) Append(msgs ...Message) error {
 		if err != nil {
 			return at(l.msgs.n+i, err)
 		}
+		if w.value == nil {
+			continue
+		}
+		if ws == nil {
+			ws = one[:]
+			if len(msgs) != 1 {
+				ws = make([]write, len(msgs))
+			}
+		}
 		ws[i] = w
 	}
-	if l.views == nil {
-		l.views = map[Identity]*view{}
+	l.msgs.reserve(len(msgs))
+	var rests []Message // the messages that are not inline, in one block
+	if n := countRests(msgs); n > 0 {
+		rests = make([]Message, n)
 	}
 	for i := range msgs {
 		m := &msgs[i]
 		pos := l.msgs.n
-		l.msgs.append(pack(m))
+		var rest *Message
+		if len(rests) > 0 {
+			rest = &rests[0]
+		}
+		e := pack(m, rest)
+		if e.rest != nil {
+			rests = rests[1:]
+		}
+		l.msgs.append(e)
 		if m.Type != TypeData {
 			continue
+		}
+		if l.views == nil {
+			l.views = map[Identity]*view{}
 		}
 		id := m.Identity()
 		v := l.views[id]
@@ -92,28 +115,57 @@ func (l *Log) Append(msgs ...Message) error {
 			v = &view{}
 			l.views[id] = v
 		}
-		if ws[i].value == nil {
+		if ws == nil || ws[i].value == nil {
 			continue
 		}
-		v.writes = append(v.writes, pos)
-		if len(v.writes) <= smallView {
-			v.small = append(v.small, ws[i])
-			continue
-		}
-		if v.small != nil {
-			small := v.small
-			v.small = nil
-			for _, w := range small {
-				if err := v.apply(w); err != nil { // cannot happen: checked by writeOf
-					return at(pos, err)
-				}
-			}
-		}
-		if err := v.apply(ws[i]); err != nil {
+		if err := v.add(pos, ws[i]); err != nil {
 			return at(pos, err)
 		}
 	}
 	return nil
+}
+
+// add records w, the write of the message at pos.
+func (v *view) add(pos int, w write) error {
+	if v.writes == nil {
+		v.writes = make([]int, 0, smallView)
+	}
+	v.writes = append(v.writes, pos)
+	if !v.full {
+		if v.small == nil && v.keyedWrite(w) {
+			v.setKey(w)
+			return nil
+		}
+		if v.keyed != nil {
+			v.small, v.keyed = v.keyWrites(smallView), nil
+		}
+		if len(v.small) < smallView {
+			if v.small == nil {
+				v.small = make([]write, 0, smallView)
+			}
+			v.small = append(v.small, w)
+			return nil
+		}
+		small := v.small
+		v.small, v.full = nil, true
+		for _, w := range small {
+			if err := v.apply(w); err != nil { // cannot happen: checked by writeOf
+				return err
+			}
+		}
+	}
+	return v.apply(w)
+}
+
+// countRests returns how many of msgs an entry keeps behind a pointer.
+func countRests(msgs []Message) int {
+	n := 0
+	for i := range msgs {
+		if !inline(&msgs[i]) {
+			n++
+		}
+	}
+	return n
 }
 
 // apply writes w into the materialised value, or records its clash.
@@ -151,9 +203,9 @@ func (l *Log) Check(m Message) error {
 	if v == nil {
 		return nil
 	}
-	if v.small != nil {
+	if !v.full && v.writes != nil {
 		m := &view{}
-		for _, w := range v.small {
+		for _, w := range v.rawWrites() {
 			if err := m.apply(w); err != nil {
 				return err
 			}
@@ -241,10 +293,19 @@ func (l *Log) Len() int {
 }
 
 // At returns the message at position i.
-func (l *Log) At(i int) Message {
+func (l *Log) At(i int) (m Message) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.msgs.at(i).message()
+	l.msgs.at(i).fill(&m)
+	return m
+}
+
+// TypeAt returns the type of the message at position i: what At(i).Type
+// is, without copying the message.
+func (l *Log) TypeAt(i int) Type {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.msgs.at(i).typeOf()
 }
 
 // Messages returns a copy of the messages.
@@ -350,6 +411,9 @@ func (l *Log) lookup(kind, instance string, path ref.Path) (json.RawMessage, err
 
 // get reads path in one view. The caller holds l.mu.
 func (l *Log) get(v *view, path ref.Path) (json.RawMessage, error) {
+	if v.keyed != nil {
+		return v.getKeyed(path)
+	}
 	if v.small != nil {
 		return fold(v.small, path)
 	}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/ref"
@@ -71,6 +73,14 @@ func ParseOutput(meta CallMeta) (*Output, error) {
 	if meta.OutputPath == "" {
 		return &Output{}, nil
 	}
+	if o := parsePlainOutput(meta.OutputPath); o != nil {
+		method, err := ref.ParseMethod(meta.OutputMethod)
+		if err != nil {
+			return nil, fmt.Errorf("message: call _outputMethod: %w", err)
+		}
+		o.Method = method
+		return o, nil
+	}
 	e, err := ref.Parse(meta.OutputPath)
 	if err != nil {
 		return nil, fmt.Errorf("message: call _outputPath: %w", err)
@@ -108,6 +118,69 @@ func ParseOutput(meta CallMeta) (*Output, error) {
 	return o, nil
 }
 
+// plainSegs is how many path segments parsePlainOutput keeps inline.
+const plainSegs = 4
+
+// parsePlainOutput parses the usual output path, one reference †kind.a.b
+// of at most plainSegs segments of printable ASCII with nothing around
+// it, into an Output in one allocation, as ref.Parse and ParseOutput
+// would; it returns nil for any other path, which they then handle.
+func parsePlainOutput(s string) *Output {
+	if !strings.HasPrefix(s, ref.Dagger) {
+		return nil
+	}
+	i := len(ref.Dagger)
+	k := i
+	for k < len(s) && kindByte(s[k]) {
+		k++
+	}
+	if k == i {
+		return nil
+	}
+	one := &struct {
+		o       Output
+		targets [1][]target
+		target  [1]target
+		alts    [1]ref.Group
+		refs    [1]ref.Ref
+		segs    [plainSegs]string
+	}{}
+	n := 0
+	for j := k; j < len(s); {
+		if s[j] != '.' || n == plainSegs {
+			return nil
+		}
+		start := j + 1
+		for j = start; j < len(s) && plainSegByte(s[j]); j++ {
+		}
+		if j == start {
+			return nil
+		}
+		one.segs[n] = s[start:j]
+		n++
+	}
+	r := ref.Ref{Kind: s[i:k]}
+	if n > 0 {
+		r.Path = one.segs[:n:n]
+	}
+	one.target[0] = target{ref: r, text: s}
+	one.refs[0] = r
+	one.alts[0] = one.refs[:]
+	one.targets[0] = one.target[:]
+	one.o = Output{Path: ref.Expr{Text: s, Alts: one.alts[:]}, targets: one.targets[:]}
+	return &one.o
+}
+
+func kindByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+}
+
+// plainSegByte reports whether c is printable ASCII that a path segment
+// may hold.
+func plainSegByte(c byte) bool {
+	return c > ' ' && c < 0x7f && c != '.' && c != '|' && c != '&' && c != '"' && c != '\\'
+}
+
 // pathLen is the length of "."+p.String(), or 0 for no path.
 func pathLen(p ref.Path) int {
 	n := 0
@@ -123,7 +196,7 @@ func (o *Output) Messages(call json.RawMessage, instance string, result json.Raw
 	if len(o.targets) == 0 {
 		return nil, nil
 	}
-	if !json.Valid(result) {
+	if !jsonfast.Valid(result) {
 		return nil, fmt.Errorf("message: result of call is not valid JSON")
 	}
 	return o.messages(call, instance, result, b, date)
@@ -142,31 +215,94 @@ func (o *Output) messages(call json.RawMessage, instance string, result json.Raw
 		return nil, fmt.Errorf("message: branch %d of %q, which has %d", b, o.Path.Text, len(o.targets))
 	}
 	callc, resc := compactIfNeeded(call), compactIfNeeded(result)
-	stamp := date.UTC().Format(time.RFC3339Nano)
-	out := make([]Message, len(targets))
+	// The date and the data of every target go into one buffer, which
+	// for one small target shares the allocation of the message.
+	size := maxStamp
+	for i := range targets {
+		size += wrapLen(targets[i].ref.Path, resc)
+	}
+	var out []Message
+	var buf []byte
+	if len(targets) == 1 && size <= smallOutput {
+		one := &struct {
+			m   [1]Message
+			buf [smallOutput]byte
+		}{}
+		out, buf = one.m[:], one.buf[:0]
+	} else {
+		out, buf = make([]Message, len(targets)), make([]byte, 0, size)
+	}
+	buf = appendStamp(buf, date)
+	// Safe: these bytes are never written again. Appends write past
+	// them, and the data slices below end before the next one starts.
+	stamp := unsafe.String(&buf[0], len(buf))
 	for i := range targets {
 		t := &targets[i]
+		start := len(buf)
+		buf = appendWrap(buf, t.ref.Path, resc)
+		data := buf[start:len(buf):len(buf)]
+		off := len(data) - len(t.ref.Path) - len(resc) // where the value starts: before one '}' per segment
 		out[i] = Message{
 			Type:       TypeData,
 			Kind:       t.ref.Kind,
 			Instance:   instance,
-			Data:       wrapRaw(t.ref.Path, resc),
+			Data:       data,
 			Call:       callc,
 			Date:       stamp,
 			Method:     o.Method,
 			OutputPath: t.text,
-			written:    resc,
+			written:    data[off : off+len(resc) : off+len(resc)],
 			target:     t,
 		}
 	}
 	return out, nil
 }
 
+// appendStamp appends t in UTC as time.RFC3339Nano formats it, without
+// interpreting the layout for the usual years.
+func appendStamp(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, time.RFC3339Nano)
+	}
+	hour, minute, sec := t.Clock()
+	b = append(b, byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+		byte('0'+month/10), byte('0'+month%10), '-', byte('0'+day/10), byte('0'+day%10), 'T',
+		byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+minute/10), byte('0'+minute%10), ':',
+		byte('0'+sec/10), byte('0'+sec%10))
+	if ns := t.Nanosecond(); ns != 0 {
+		var frac [9]byte
+		for i := len(frac) - 1; i >= 0; i-- {
+			frac[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := len(frac)
+		for frac[n-1] == '0' { // RFC3339Nano drops trailing zeros
+			n--
+		}
+		b = append(b, '.')
+		b = append(b, frac[:n]...)
+	}
+	return append(b, 'Z')
+}
+
+// maxStamp is the length of a UTC date in RFC 3339 with nanoseconds, for
+// years of four digits.
+const maxStamp = len("2006-01-02T15:04:05.999999999Z")
+
+// smallOutput is the buffer that shares an allocation with the message
+// of a single-target output: with a Message, it fills a 480-byte size
+// class.
+const smallOutput = 88
+
 // compactIfNeeded compacts valid JSON that has white space outside strings
 // could hold, and returns compact input as it is.
 func compactIfNeeded(v json.RawMessage) json.RawMessage {
-	if bytes.ContainsAny(v, " \t\n\r") {
-		return compact(v)
+	for _, c := range v { // a loop: bytes.ContainsAny costs more on short input
+		if c <= ' ' && (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+			return compact(v)
+		}
 	}
 	return v
 }
@@ -176,20 +312,40 @@ func wrapRaw(path ref.Path, v json.RawMessage) json.RawMessage {
 	if len(path) == 0 {
 		return v
 	}
+	return appendWrap(make([]byte, 0, wrapLen(path, v)), path, v)
+}
+
+// wrapLen is the length of v wrapped at path, exact for plain segments.
+func wrapLen(path ref.Path, v json.RawMessage) int {
 	n := len(v)
 	for _, seg := range path {
 		n += len(seg) + 4 // {"seg":}
 	}
-	var b bytes.Buffer
-	b.Grow(n) // exact for plain segments
+	return n
+}
+
+// appendWrap appends v nested under the keys of path.
+func appendWrap(b []byte, path ref.Path, v json.RawMessage) []byte {
 	for _, seg := range path {
-		b.WriteByte('{')
-		writeString(&b, seg)
-		b.WriteByte(':')
+		b = append(b, '{')
+		b = appendString(b, seg)
+		b = append(b, ':')
 	}
-	b.Write(v)
+	b = append(b, v...)
 	for range path {
-		b.WriteByte('}')
+		b = append(b, '}')
 	}
-	return b.Bytes()
+	return b
+}
+
+// appendString appends s as a JSON string without HTML escaping.
+func appendString(b []byte, s string) []byte {
+	if plainString(s) {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	var w bytes.Buffer
+	writeString(&w, s)
+	return append(b, w.Bytes()...)
 }

@@ -3,6 +3,7 @@ package message
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -206,7 +207,8 @@ func TestOutputRetargeted(t *testing.T) {
 // canonical spelling, however the output path is written.
 func FuzzParseOutput(f *testing.F) {
 	for _, s := range []string{"†state.r0", " †state.r0", "†state.r0 ", "†state", "†state.a.b.0", "†state.a || †state.b",
-		"†state.a && †input.b", "†state.a\t", "†state.é.x", "†state..a", "state.a"} {
+		"†state.a && †input.b", "†state.a\t", "†state.é.x", "†state..a", "state.a",
+		"†state.a.b.c.d", "†state.a.b.c.d.e", "†state.a|b", "†state.a.", "†", "†.a", "†state.a~b"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -220,6 +222,9 @@ func FuzzParseOutput(f *testing.F) {
 		}
 		if err != nil {
 			return
+		}
+		if !reflect.DeepEqual(o.Path, e) {
+			t.Fatalf("ParseOutput(%q) path %#v, ref.Parse %#v", s, o.Path, e)
 		}
 		for i, alt := range e.Alts {
 			for j, r := range alt {
