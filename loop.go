@@ -260,7 +260,8 @@ func (r *run) loop(ctx context.Context, first int) {
 		maxSteps = DefaultMaxSteps
 	}
 	for i := r.log.Len() - 1; i >= 0; i-- { // LastPlan without copying the log
-		if m := r.log.At(i); m.Type == message.TypePlan {
+		if r.log.TypeAt(i) == message.TypePlan {
+			m := r.log.At(i)
 			_, mode, ok := LastPlan([]message.Message{m})
 			r.lazy = ok && mode == PlanLazy
 			break

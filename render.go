@@ -52,8 +52,9 @@ func (b *Build) dataBlock(id message.Identity) (string, error) {
 	if b.about == nil {
 		// One pass for every identity: the latest schema and description.
 		b.about = map[message.Identity]about{}
-		for _, x := range b.Log.All() {
-			if x.Type == message.TypeData {
+		for i := range b.Log.Len() {
+			if b.Log.TypeAt(i) == message.TypeData {
+				x := b.Log.At(i)
 				b.learn(&x)
 			}
 		}

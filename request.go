@@ -301,7 +301,7 @@ func (p *prepared) extend(ctx context.Context, log *message.Log) (_ *prepared, o
 	b := p.build
 	n := log.Len()
 	for i := p.n; i < n; i++ {
-		if !b.Registry.carries(log.At(i).Type) {
+		if !b.Registry.carries(log.TypeAt(i)) {
 			return nil, false, nil
 		}
 	}
@@ -310,10 +310,10 @@ func (p *prepared) extend(ctx context.Context, log *message.Log) (_ *prepared, o
 	var dirty []message.Identity
 	var m message.Message // one variable for all: handlers do not keep it
 	for i := p.n; i < n; i++ {
-		if m = log.At(i); m.Type != message.TypeData {
+		if log.TypeAt(i) != message.TypeData {
 			continue
 		}
-		if b.about != nil {
+		if m = log.At(i); b.about != nil {
 			b.learn(&m)
 		}
 		if _, ok := b.blocks[m.Identity()]; ok && !slices.Contains(dirty, m.Identity()) {
