@@ -155,3 +155,24 @@ func FuzzParseExpression(f *testing.F) {
 		}
 	})
 }
+
+// TestParseOneBlock checks that a single reference parses in one
+// allocation, and that the paths parsed share no room to grow into.
+func TestParseOneBlock(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { _, _ = Parse("†state.r3.y") }); n != 1 {
+		t.Errorf("Parse of one reference: %v allocations, want 1", n)
+	}
+	for _, s := range []string{"†a.b.c", "†a.b && †c.d.e", "†a.b.c.d.e.f || †g", "†a || †b.c"} {
+		e, err := Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := e.String()
+		for _, r := range e.Refs() {
+			_ = append(r.Path, "clobbered")
+		}
+		if got := e.String(); got != want {
+			t.Errorf("appending to the paths of %q changed it to %q", want, got)
+		}
+	}
+}
