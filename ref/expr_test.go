@@ -2,6 +2,7 @@ package ref
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -175,4 +176,18 @@ func TestParseOneBlock(t *testing.T) {
 			t.Errorf("appending to the paths of %q changed it to %q", want, got)
 		}
 	}
+}
+
+// FuzzWriteQuoted checks writeQuoted against strconv.Quote.
+func FuzzWriteQuoted(f *testing.F) {
+	for _, s := range []string{"", "†state.a", `a"b`, `a\b`, "\x00", "\xff", "\uFFFD", "é\u2028", "\u00ad"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var b strings.Builder
+		writeQuoted(&b, s)
+		if got, want := b.String(), strconv.Quote(s); got != want {
+			t.Fatalf("writeQuoted(%q) = %s, want %s", s, got, want)
+		}
+	})
 }
