@@ -104,3 +104,12 @@ func TestAppendStamp(t *testing.T) {
 		}
 	}
 }
+
+// TestParseOutputAllocs checks that the usual output path parses in one
+// allocation.
+func TestParseOutputAllocs(t *testing.T) {
+	meta := CallMeta{OutputPath: "†state.r3"}
+	if n := testing.AllocsPerRun(100, func() { _, _ = ParseOutput(meta) }); n != 1 {
+		t.Errorf("ParseOutput: %v allocations, want 1", n)
+	}
+}

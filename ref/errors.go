@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Sentinel errors. ErrUnknownKind and ErrIndexRange wrap ErrNotFound, so
@@ -37,17 +38,22 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	msg := strings.TrimPrefix(e.Err.Error(), "ref: ")
 	var b strings.Builder
+	// Enough for all but escapes: errors are formatted often while a
+	// step waits for the values its calls reference.
+	b.Grow(len(e.Param) + len(e.Expr) + len(e.Ref) + len(e.At) + len(msg) + 64)
 	if e.Param != "" {
 		b.WriteString("param ")
 		b.WriteString(e.Param)
 		b.WriteString(": ")
 	}
 	b.WriteString("ref ")
-	b.WriteString(strconv.Quote(e.Expr))
+	writeQuoted(&b, e.Expr)
 	if e.Offset >= 0 {
 		b.WriteString(" at offset ")
-		b.WriteString(strconv.Itoa(e.Offset))
+		var n [20]byte
+		b.Write(strconv.AppendInt(n[:0], int64(e.Offset), 10))
 	}
 	if e.Ref != "" && e.Ref != e.Expr {
 		b.WriteString(" (")
@@ -56,11 +62,25 @@ func (e *Error) Error() string {
 	}
 	if e.At != "" {
 		b.WriteString(" at path ")
-		b.WriteString(strconv.Quote(e.At))
+		writeQuoted(&b, e.At)
 	}
 	b.WriteString(": ")
-	b.WriteString(strings.TrimPrefix(e.Err.Error(), "ref: "))
+	b.WriteString(msg)
 	return b.String()
+}
+
+// writeQuoted writes strconv.Quote(s), without building it apart when s
+// needs no escape.
+func writeQuoted(b *strings.Builder, s string) {
+	for _, r := range s {
+		if r == '"' || r == '\\' || r == utf8.RuneError || !strconv.IsPrint(r) {
+			b.WriteString(strconv.Quote(s))
+			return
+		}
+	}
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
 }
 
 func (e *Error) Unwrap() error { return e.Err }

@@ -97,18 +97,25 @@ func Parse(s string) (Expr, error) {
 	if i == len(s) {
 		return Expr{}, syntaxErr(s, i, "empty expression")
 	}
+	// The first reference is read into a block that holds the whole
+	// expression when it is the only one, as it mostly is: then parsing
+	// takes one allocation.
+	one := &struct {
+		alts [1]Group
+		refs [1]Ref
+		segs [4]string
+	}{}
 	var g Group
 	for {
-		r, n, err := parseRef(s, i)
+		var segs []string
+		if len(e.Alts) == 0 && len(g) == 0 {
+			segs = one.segs[:0]
+		}
+		r, n, err := parseRef(s, i, segs)
 		if err != nil {
 			return Expr{}, err
 		}
 		if i = skipSpace(s, n); i == len(s) && len(e.Alts) == 0 && len(g) == 0 {
-			// One reference, the common output path: one allocation.
-			one := &struct {
-				alts [1]Group
-				refs [1]Ref
-			}{}
 			one.refs[0] = r
 			one.alts[0] = one.refs[:]
 			e.Alts = one.alts[:]
@@ -131,7 +138,8 @@ func Parse(s string) (Expr, error) {
 	}
 }
 
-func parseRef(s string, i int) (Ref, int, error) {
+// parseRef reads the reference at s[i:], its path into segs when it fits.
+func parseRef(s string, i int, segs []string) (Ref, int, error) {
 	if !strings.HasPrefix(s[i:], Dagger) {
 		if i == len(s) {
 			return Ref{}, i, syntaxErr(s, i, "missing reference after operator")
@@ -149,7 +157,7 @@ func parseRef(s string, i int) (Ref, int, error) {
 	}
 	r.Kind = s[j:k]
 	if k < len(s) && s[k] == '.' {
-		p, n := scanPath(s, k+1)
+		p, n := scanPath(s, k+1, segs)
 		for idx, seg := range p {
 			if seg == "" {
 				return Ref{}, k + 1 + segOffset(p, idx), syntaxErr(s, k+1+segOffset(p, idx), "empty path segment")

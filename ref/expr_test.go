@@ -2,6 +2,7 @@ package ref
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -152,6 +153,41 @@ func FuzzParseExpression(f *testing.F) {
 			if !KindValid(r.Kind) {
 				t.Fatalf("Parse(%q): invalid kind %q", s, r.Kind)
 			}
+		}
+	})
+}
+
+// TestParseOneBlock checks that a single reference parses in one
+// allocation, and that the paths parsed share no room to grow into.
+func TestParseOneBlock(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { _, _ = Parse("†state.r3.y") }); n != 1 {
+		t.Errorf("Parse of one reference: %v allocations, want 1", n)
+	}
+	for _, s := range []string{"†a.b.c", "†a.b && †c.d.e", "†a.b.c.d.e.f || †g", "†a || †b.c"} {
+		e, err := Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := e.String()
+		for _, r := range e.Refs() {
+			_ = append(r.Path, "clobbered")
+		}
+		if got := e.String(); got != want {
+			t.Errorf("appending to the paths of %q changed it to %q", want, got)
+		}
+	}
+}
+
+// FuzzWriteQuoted checks writeQuoted against strconv.Quote.
+func FuzzWriteQuoted(f *testing.F) {
+	for _, s := range []string{"", "†state.a", `a"b`, `a\b`, "\x00", "\xff", "\uFFFD", "é\u2028", "\u00ad"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var b strings.Builder
+		writeQuoted(&b, s)
+		if got, want := b.String(), strconv.Quote(s); got != want {
+			t.Fatalf("writeQuoted(%q) = %s, want %s", s, got, want)
 		}
 	})
 }

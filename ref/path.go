@@ -19,7 +19,7 @@ func ParsePath(s string) (Path, error) {
 	if s == "" {
 		return nil, nil
 	}
-	p, n := scanPath(s, 0)
+	p, n := scanPath(s, 0, nil)
 	if n != len(s) {
 		return nil, syntaxErr(s, n, "unexpected %q in path", rest(s, n))
 	}
@@ -72,9 +72,11 @@ func index(seg string) (int, bool) {
 
 // scanPath reads dot-separated segments of s from offset i until a
 // character that cannot be in a path. It returns the segments (possibly
-// empty strings, which callers reject) and the offset after them.
-func scanPath(s string, i int) (Path, int) {
-	var p Path
+// empty strings, which callers reject) and the offset after them. The
+// segments go into buf while they fit; the path returned has no room to
+// grow into, so that appending to it cannot write into buf.
+func scanPath(s string, i int, buf []string) (Path, int) {
+	p := Path(buf[:0])
 	start := i
 	for i < len(s) {
 		r, size := utf8.DecodeRuneInString(s[i:])
@@ -90,7 +92,7 @@ func scanPath(s string, i int) (Path, int) {
 		i += size
 	}
 	p = append(p, s[start:i])
-	return p, i
+	return p[:len(p):len(p)], i
 }
 
 func segmentRune(r rune) bool {
