@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -459,7 +458,11 @@ func (t *tick) tryRun() bool {
 		if w.at != nil {
 			// Look the reference up before preparing the whole call again:
 			// in a chain, most writes are not the one a call waits for.
-			if _, err := r.log.Lookup(w.at.Kind, w.at.Path); errors.Is(err, ref.ErrNotFound) {
+			var src ref.Source = r.log
+			if w.call.Instance != "" {
+				src = r.log.Instance(w.call.Instance)
+			}
+			if _, err := src.Lookup(w.at.Kind, w.at.Path); errors.Is(err, ref.ErrNotFound) {
 				w.seen = r.writes[w.kind]
 				continue
 			}
@@ -524,9 +527,10 @@ func (r *run) launch(ctx context.Context, step int, w *waiting) (launched bool, 
 		if re, ok := errors.AsType[*ref.Error](err); ok && !strings.Contains(re.Expr, "||") {
 			// With a fallback, a write of another kind may unblock it too.
 			r.blockedOn = refKind(re.Ref)
-			// An instance call reads its instance first, and a scoped one
-			// its scopes: only a plain call's reference is looked up alone.
-			if !bytes.Contains(raw, []byte("_instance")) && !bytes.Contains(raw, []byte("_scopes")) && !bytes.Contains(w.raw, []byte(`\`)) {
+			// The reference can be looked up alone where the call reads
+			// it (its instance, then global data). A scoped call reads a
+			// part of the log: not found there means not found in it.
+			if c != nil {
 				if e, err := ref.Parse(re.Ref); err == nil && len(e.Alts) == 1 && len(e.Alts[0]) == 1 {
 					r.blockedAt = &e.Alts[0][0]
 				}

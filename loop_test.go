@@ -500,3 +500,29 @@ func TestRunCarriedRequestsMatchFreshOnes(t *testing.T) {
 		t.Errorf("the third request misses the new tool or description:\n%s", got[2].Messages[0].Text)
 	}
 }
+
+func TestRunUnblocksOnInstanceData(t *testing.T) {
+	// b waits for †state.v, which only instance i1 has: a's write must
+	// wake it, as b reads its instance before global data.
+	reg := agent.NewRegistry()
+	reg.Tool("a", json.RawMessage(`{"type":"object"}`))
+	reg.Tool("b", json.RawMessage(`{"type":"object","properties":{"v":{"type":"integer"}}}`))
+	reg.Activity("a", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		return &agent.Result{Value: json.RawMessage(`7`)}, nil
+	}))
+	reg.Activity("b", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		return &agent.Result{Value: c.Args()}, nil
+	}))
+	p := scripted.Solutions(`{"calls":[
+		{"_tool":"b","_instance":"i1","v":"†state.v","_outputPath":"†state.got"},
+		{"_tool":"a","_instance":"i1","_outputPath":"†state.v"}],"output":"x"}`)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"string"}`),
+		ctxOf(t, `[{"type":"tool","tool":"a"},{"type":"tool","tool":"b"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := res.Log.Instance("i1").Lookup("state", []string{"got", "v"})
+	if err != nil || string(v) != "7" {
+		t.Errorf("i1 state.got.v = %s, %v", v, err)
+	}
+}
