@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
-	"strings"
 
 	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/ref"
@@ -35,8 +34,18 @@ func (v *view) keyedWrite(w write) bool {
 	return found
 }
 
+// findKey returns where k is or would be in the sorted keys.
 func (v *view) findKey(k string) (int, bool) {
-	return slices.BinarySearchFunc(v.keyed, k, func(e keyed, k string) int { return strings.Compare(e.key, k) })
+	lo, hi := 0, len(v.keyed)
+	for lo < hi { // a binary search written out: lookups run it often
+		m := int(uint(lo+hi) >> 1)
+		if v.keyed[m].key < k {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(v.keyed) && v.keyed[lo].key == k
 }
 
 // setKey records w, a keyed write.
@@ -147,15 +156,25 @@ func member(raw []byte, path ref.Path) (_ []byte, ok bool) {
 		if len(raw) == 0 || raw[0] != '{' {
 			return nil, false
 		}
+		// Canonical JSON is compact and its keys have no escapes: each
+		// member is "key":value, the key's quotes the next ones.
 		var next []byte
-		jsonfast.RawMembers(raw, func(key, value []byte) bool {
-			// A canonical key has no escapes: its literal is the key quoted.
-			if string(key[1:len(key)-1]) == seg {
-				next = value
-				return false
+		for i := 1; i < len(raw) && raw[i] == '"'; {
+			end := bytes.IndexByte(raw[i+1:], '"')
+			if end < 0 {
+				return nil, false
 			}
-			return true
-		})
+			key := raw[i+1 : i+1+end]
+			start := i + end + 3 // past the closing quote and ':'
+			j := jsonfast.Skip(raw, start)
+			if string(key) == seg {
+				next = raw[start:j]
+				break
+			}
+			if i = j; i < len(raw) && raw[i] == ',' {
+				i++
+			}
+		}
 		if next == nil {
 			return nil, false
 		}
