@@ -200,6 +200,7 @@ func (r *Registry) Activity(name string, a Activity) {
 		panic(fmt.Sprintf("agent: activity %q is already registered", name))
 	}
 	r.activities[name] = a
+	r.version.Add(1)
 }
 
 // resolveActivity applies the resolution of page 003: the tool's

@@ -41,6 +41,10 @@ type Call struct {
 	// The loop resolves the activity when it launches the call.
 	activity Activity
 	resolved bool
+
+	// Room for the parsed output of the usual call, so that it costs no
+	// allocation of its own.
+	outStore message.OutputStore
 }
 
 // outputs returns the output messages that record result for c.

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 
 	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/message"
@@ -50,8 +52,13 @@ type Build struct {
 	toolsOnly bool // render nothing: only the tools are wanted
 
 	// A loop carries the Build from step to step (see prepared.extend):
+	carry  bool                       // keep blocks
 	blocks map[message.Identity]block // where each identity's data block was rendered
 	gen    int                        // bumped at every change of what compose reads
+
+	// shared: props, tools and shapes are those of the Build this one was
+	// forked from (see fork), to be copied before a write in place.
+	shared bool
 
 	advisorItems     []json.RawMessage // the active advisors' entry schemas
 	advisorsOnDemand []string          // ids of advisors reached through ConsultAdvisor
@@ -78,6 +85,7 @@ func (b *Build) Render(role provider.Role, text string) {
 // Property adds (or replaces) a property of the solution object, placed
 // before calls and output; required makes the model always write it.
 func (b *Build) Property(name string, s json.RawMessage, required bool) {
+	b.own()
 	if !b.props.Has(name) && required {
 		b.required = append(b.required, name)
 	}
@@ -88,9 +96,52 @@ func (b *Build) Property(name string, s json.RawMessage, required bool) {
 // DefineTool adds a tool to the calls the model may make, replacing an
 // earlier definition of the same name (the latest wins).
 func (b *Build) DefineTool(name string, s json.RawMessage) {
+	b.own()
 	b.tools.Delete(name)
 	b.tools.Set(name, s)
 	b.gen++
+}
+
+// fork returns a Build for log in the state of b, which does not change
+// after: the two share their slices, clipped so that an append copies,
+// until a write in place makes the fork copy them (own). Maps are small
+// and copied now.
+func (b *Build) fork(log *message.Log) *Build {
+	f := *b
+	f.Log = log
+	llm := *b.LLM
+	f.LLM = &llm
+	f.messages = slices.Clip(b.messages)
+	f.props = ojson.Object{Keys: slices.Clip(b.props.Keys), Values: slices.Clip(b.props.Values)}
+	f.tools = ojson.Object{Keys: slices.Clip(b.tools.Keys), Values: slices.Clip(b.tools.Values)}
+	f.required = slices.Clip(b.required)
+	f.shapeNames, f.shapes = slices.Clip(b.shapeNames), slices.Clip(b.shapes)
+	f.solutionChecks = slices.Clip(b.solutionChecks)
+	f.advisorItems, f.advisorsOnDemand = slices.Clip(b.advisorItems), slices.Clip(b.advisorsOnDemand)
+	f.rendered, f.about, f.blocks = cloneMap(b.rendered), cloneMap(b.about), cloneMap(b.blocks)
+	f.shared = true
+	return &f
+}
+
+// own copies what b shares with the Build it was forked from and writes
+// in place.
+func (b *Build) own() {
+	if !b.shared {
+		return
+	}
+	b.shared = false
+	b.props = ojson.Object{Keys: slices.Clone(b.props.Keys), Values: slices.Clone(b.props.Values)}
+	b.tools = ojson.Object{Keys: slices.Clone(b.tools.Keys), Values: slices.Clone(b.tools.Values)}
+	b.shapes = slices.Clone(b.shapes)
+}
+
+// cloneMap is maps.Clone, nil for an empty map: the maps of a Build are
+// made when first written.
+func cloneMap[K comparable, V any](m map[K]V) map[K]V {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
 }
 
 // Definition returns the definition of a tool as given, before it was

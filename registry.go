@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/schema"
@@ -29,6 +30,13 @@ type Registry struct {
 	composedMu   sync.Mutex
 	composed     [composedCacheSize]*composed // recent composed schemas of loops
 	composedNext int
+
+	// version counts the registrations: a cached first request of a loop
+	// (see starts) was prepared with the registry as it was then.
+	version  atomic.Uint64
+	startsMu sync.Mutex
+	starts   [startCacheSize]*start
+	startsAt int
 }
 
 // NewRegistry returns a registry with the built-in handlers (text, data,
@@ -69,6 +77,7 @@ func (r *Registry) Handle(typ message.Type, h Handler) {
 	}
 	r.handlers[typ] = h
 	delete(r.builtin, typ)
+	r.version.Add(1)
 }
 
 // HandleFunc registers f for messages of type typ.
@@ -104,6 +113,7 @@ func (r *Registry) Tool(name string, s json.RawMessage) {
 		panic(fmt.Sprintf("agent: tool %q is already registered", name))
 	}
 	r.tools[name] = s
+	r.version.Add(1)
 }
 
 // LookupTool returns the registered definition of a tool.

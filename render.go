@@ -27,6 +27,9 @@ func renderData(_ context.Context, b *Build, m *message.Message) error {
 	if b.rendered[id] {
 		return nil
 	}
+	if b.rendered == nil {
+		b.rendered = map[message.Identity]bool{}
+	}
 	b.rendered[id] = true
 	if b.toolsOnly {
 		_, _, err := b.Log.Value(id)
@@ -36,7 +39,10 @@ func renderData(_ context.Context, b *Build, m *message.Message) error {
 	if err != nil {
 		return err
 	}
-	if b.blocks != nil {
+	if b.carry {
+		if b.blocks == nil {
+			b.blocks = map[message.Identity]block{}
+		}
 		b.blocks[id] = block{msg: len(b.messages), index: b.Index}
 	}
 	b.Render(provider.RoleUser, text)

@@ -278,7 +278,10 @@ func prepareBuild(ctx context.Context, cfg Config, userSchema json.RawMessage, l
 // the composed schema is kept unless a tool or property changed. The
 // result is what preparing the whole log would give.
 func prepareNext(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, prev *prepared) (*prepared, error) {
-	if prev != nil && prev.carry {
+	if prev == nil {
+		return prepareStart(ctx, cfg, userSchema, log)
+	}
+	if prev.carry {
 		if p, ok, err := prev.extend(ctx, log); ok {
 			return p, err
 		}
@@ -399,22 +402,13 @@ func prepareFrom(ctx context.Context, cfg Config, userSchema json.RawMessage, lo
 	if reg == nil {
 		reg = DefaultRegistry
 	}
-	n := cfg.N
-	if n <= 0 {
-		n = 1
-	}
+	llm := llmSettings(cfg)
 	b := &Build{
-		Log:      log,
-		Registry: reg,
-		LLM: &provider.Request{
-			Model: cfg.Model, N: n, Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens,
-			Thinking: cfg.Thinking, Stream: cfg.Stream || cfg.CallbackPath != "",
-		},
-		rendered:  map[message.Identity]bool{},
+		Log:       log,
+		Registry:  reg,
+		LLM:       &llm,
 		toolsOnly: toolsOnly,
-	}
-	if carry {
-		b.blocks = map[message.Identity]block{}
+		carry:     carry,
 	}
 	p := &prepared{build: b, carry: carry, user: userSchema}
 	var m message.Message // one variable for all: handlers do not keep it
@@ -430,6 +424,19 @@ func prepareFrom(ctx context.Context, cfg Config, userSchema json.RawMessage, lo
 		return nil, err
 	}
 	return p, nil
+}
+
+// llmSettings returns the request settings cfg gives, before handlers
+// change them.
+func llmSettings(cfg Config) provider.Request {
+	n := cfg.N
+	if n <= 0 {
+		n = 1
+	}
+	return provider.Request{
+		Model: cfg.Model, N: n, Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens,
+		Thinking: cfg.Thinking, Stream: cfg.Stream || cfg.CallbackPath != "",
+	}
 }
 
 // generate runs one provider call, streaming thinking and callback

@@ -112,6 +112,7 @@ func (s *shaped) compiledResult(r *Registry) (*schema.Schema, error) {
 // setShape records the shaped definition of a tool; the latest wins.
 func (b *Build) setShape(name string, sh *shaped) {
 	if i := slices.Index(b.shapeNames, name); i >= 0 {
+		b.own()
 		b.shapes[i] = sh
 		return
 	}

@@ -69,11 +69,24 @@ type target struct {
 
 // ParseOutput parses the output path and method of a call whose
 // meta-properties are meta.
-func ParseOutput(meta CallMeta) (*Output, error) {
+func ParseOutput(meta CallMeta) (*Output, error) { return ParseOutputIn(meta, nil) }
+
+// ParseOutputIn is [ParseOutput] that keeps the usual output, one plain
+// reference, in *store when store is not nil. The Output is valid while
+// *store is, and store must not be used for another.
+func ParseOutputIn(meta CallMeta, store *OutputStore) (*Output, error) {
 	if meta.OutputPath == "" {
+		if store != nil {
+			store.plain.o = Output{}
+			return &store.plain.o, nil
+		}
 		return &Output{}, nil
 	}
-	if o := parsePlainOutput(meta.OutputPath); o != nil {
+	var one *plainOutput
+	if store != nil {
+		one = &store.plain
+	}
+	if o := parsePlainOutput(meta.OutputPath, one); o != nil {
 		method, err := ref.ParseMethod(meta.OutputMethod)
 		if err != nil {
 			return nil, fmt.Errorf("message: call _outputMethod: %w", err)
@@ -118,6 +131,21 @@ func ParseOutput(meta CallMeta) (*Output, error) {
 	return o, nil
 }
 
+// plainOutput is an Output of one plain reference with all it points to.
+type plainOutput struct {
+	o       Output
+	targets [1][]target
+	target  [1]target
+	alts    [1]ref.Group
+	refs    [1]ref.Ref
+	segs    [plainSegs]string
+}
+
+// OutputStore holds a parsed output in place: a caller that keeps each
+// call in a struct of its own embeds one to parse the call's output
+// without an allocation of its own (see [ParseOutputIn]).
+type OutputStore struct{ plain plainOutput }
+
 // plainSegs is how many path segments parsePlainOutput keeps inline.
 const plainSegs = 4
 
@@ -125,7 +153,7 @@ const plainSegs = 4
 // of at most plainSegs segments of printable ASCII with nothing around
 // it, into an Output in one allocation, as ref.Parse and ParseOutput
 // would; it returns nil for any other path, which they then handle.
-func parsePlainOutput(s string) *Output {
+func parsePlainOutput(s string, one *plainOutput) *Output {
 	if !strings.HasPrefix(s, ref.Dagger) {
 		return nil
 	}
@@ -137,14 +165,9 @@ func parsePlainOutput(s string) *Output {
 	if k == i {
 		return nil
 	}
-	one := &struct {
-		o       Output
-		targets [1][]target
-		target  [1]target
-		alts    [1]ref.Group
-		refs    [1]ref.Ref
-		segs    [plainSegs]string
-	}{}
+	if one == nil {
+		one = &plainOutput{}
+	}
 	n := 0
 	for j := k; j < len(s); {
 		if s[j] != '.' || n == plainSegs {

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"net/url"
@@ -43,6 +44,7 @@ type fastNode struct {
 
 	minLen, maxLen int // -1: none
 	pattern        *regexp.Regexp
+	prefix         string // when pattern is ^ and a literal: the literal, checked without the regexp
 
 	bounds []bound // minimum, maximum, exclusiveMinimum, exclusiveMaximum
 
@@ -198,6 +200,9 @@ func (b *fastBuilder) fillObject(n *fastNode, o *object, u, ptr string) {
 				return
 			}
 			n.pattern = re
+			if lit := strings.TrimPrefix(s, "^"); lit != s && lit != "" && regexp.QuoteMeta(lit) == lit {
+				n.prefix = lit // "^†" and the like, which tool schemas use for references
+			}
 		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
 			num, ok := m.val.(json.Number)
 			f, err := num.Float64()
@@ -586,8 +591,8 @@ func (n *fastNode) checkObject(d []byte, i, depth int) (int, bool) {
 		return i + 1, n.nreq == 0
 	}
 	for i < len(d) {
-		key, esc, end, ok := flatjson.ScanString(d, i)
-		if !ok || esc || !utf8.Valid(key) { // decoding would change the key
+		key, esc, valid, end, ok := flatjson.ScanStringUTF8(d, i)
+		if !ok || esc || !valid { // decoding would change the key
 			return 0, false
 		}
 		i = flatjson.SkipWS(d, end)
@@ -673,7 +678,7 @@ func (n *fastNode) checkString(d []byte, i int) (int, bool) {
 	if !n.allows(tString) {
 		return 0, false
 	}
-	s, esc, end, ok := flatjson.ScanString(d, i)
+	s, esc, valid, end, ok := flatjson.ScanStringUTF8(d, i)
 	if !ok {
 		return 0, false
 	}
@@ -681,15 +686,24 @@ func (n *fastNode) checkString(d []byte, i int) (int, bool) {
 		return 0, false // compare decoded strings in the library
 	}
 	if n.minLen >= 0 || n.maxLen >= 0 || n.pattern != nil {
-		if !utf8.Valid(s) {
+		if !valid {
 			return 0, false
 		}
-		l := utf8.RuneCount(s)
-		if l < n.minLen || n.maxLen >= 0 && l > n.maxLen {
-			return 0, false
+		if n.minLen >= 0 || n.maxLen >= 0 {
+			l := utf8.RuneCount(s)
+			if l < n.minLen || n.maxLen >= 0 && l > n.maxLen {
+				return 0, false
+			}
 		}
-		if n.pattern != nil && !n.pattern.Match(s) {
-			return 0, false
+		switch {
+		case n.prefix != "":
+			if !bytes.HasPrefix(s, []byte(n.prefix)) {
+				return 0, false
+			}
+		case n.pattern != nil:
+			if !n.pattern.Match(s) {
+				return 0, false
+			}
 		}
 	}
 	if n.consts != nil {

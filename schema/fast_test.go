@@ -45,6 +45,10 @@ var fastSchemas = []struct {
 	{"items bounds", `{"type":"array","items":{"type":"boolean"},"minItems":1,"maxItems":2}`, []string{
 		`[]`, `[true]`, `[true,false]`, `[true,false,true]`, `[1]`, `[true,]`, `[ true , false ]`,
 	}},
+	{"literal prefix", `{"type":"string","pattern":"^†s"}`, []string{
+		`"†state"`, `"†s"`, `"state"`, `"x†s"`, `"†"`, `""`, `"\u2020s"`, `"†S"`,
+	}},
+	{"pattern with a prefix and more", `{"type":"string","pattern":"^a.c"}`, []string{`"abc"`, `"a.c"`, `"ab"`, `"xabc"`}},
 	{"false", `{"properties":{"a":false}}`, []string{`{}`, `{"a":1}`, `{"b":1}`}},
 }
 

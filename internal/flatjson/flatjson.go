@@ -306,40 +306,57 @@ func SkipWS(d []byte, i int) int {
 // ScanString scans the string starting at d[i] == '"'. It returns its raw content and
 // whether that contains escapes (then the content is not the decoded string).
 func ScanString(d []byte, i int) (s []byte, esc bool, end int, ok bool) {
+	s, esc, _, end, ok = ScanStringUTF8(d, i)
+	return s, esc, end, ok
+}
+
+// ScanStringUTF8 is ScanString that also reports whether the raw string
+// is valid UTF-8, checked only when a byte of it is not ASCII: keys and
+// most values are, and a second pass over them would cost as much as the
+// scan.
+func ScanStringUTF8(d []byte, i int) (s []byte, esc, valid bool, end int, ok bool) {
 	if i >= len(d) || d[i] != '"' {
-		return nil, false, 0, false
+		return nil, false, false, 0, false
 	}
 	start := i + 1
+	ascii := true
 	for j := start; j < len(d); j++ {
-		switch c := d[j]; {
+		c := d[j]
+		if c >= 0x20 && c < 0x80 && c != '"' && c != '\\' {
+			continue
+		}
+		switch {
 		case c == '"':
-			return d[start:j], esc, j + 1, true
+			s = d[start:j]
+			return s, esc, ascii || utf8.Valid(s), j + 1, true
 		case c == '\\':
 			esc = true
 			j++
 			if j >= len(d) {
-				return nil, false, 0, false
+				return nil, false, false, 0, false
 			}
 			switch d[j] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
 				if j+4 >= len(d) {
-					return nil, false, 0, false
+					return nil, false, false, 0, false
 				}
 				for _, h := range d[j+1 : j+5] {
 					if !isHex(h) {
-						return nil, false, 0, false
+						return nil, false, false, 0, false
 					}
 				}
 				j += 4
 			default:
-				return nil, false, 0, false
+				return nil, false, false, 0, false
 			}
 		case c < 0x20:
-			return nil, false, 0, false
+			return nil, false, false, 0, false
+		default:
+			ascii = false
 		}
 	}
-	return nil, false, 0, false
+	return nil, false, false, 0, false
 }
 
 func isHex(c byte) bool {

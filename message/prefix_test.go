@@ -1,0 +1,88 @@
+package message
+
+import (
+	"encoding/json"
+	"sync"
+	"testing"
+)
+
+func TestLogHasPrefix(t *testing.T) {
+	ctx := []Message{
+		{Type: TypeTool, Tool: json.RawMessage(`"t0"`)},
+		Data("state", json.RawMessage(`{"a":1}`)),
+		{Type: TypeData, Kind: "user", Description: "who asks", Data: json.RawMessage(`{"n":"x"}`)}, // not inline
+		Text("hello"),
+	}
+	a, err := NewLog(ctx...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := a.Prefix()
+	if p.Len() != len(ctx) {
+		t.Fatalf("Len = %d", p.Len())
+	}
+	// The log grows; the prefix does not.
+	if err := a.Append(Text("more")); err != nil {
+		t.Fatal(err)
+	}
+	if p.Len() != len(ctx) || !a.HasPrefix(p) {
+		t.Fatal("a grown log lost its prefix")
+	}
+	same, _ := NewLog(ctx...)
+	longer, _ := NewLog(append(append([]Message(nil), ctx...), Text("again"))...)
+	for name, l := range map[string]*Log{"same": same, "longer": longer} {
+		if !l.HasPrefix(p) {
+			t.Errorf("%s: HasPrefix = false", name)
+		}
+	}
+	changed := func(i int, m Message) *Log {
+		c := append([]Message(nil), ctx...)
+		c[i] = m
+		l, err := NewLog(c...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	for name, l := range map[string]*Log{
+		"shorter":          func() *Log { l, _ := NewLog(ctx[:3]...); return l }(),
+		"other tool":       changed(0, Message{Type: TypeTool, Tool: json.RawMessage(`"t1"`)}),
+		"other data":       changed(1, Data("state", json.RawMessage(`{"a":2}`))),
+		"other kind":       changed(1, Data("input", json.RawMessage(`{"a":1}`))),
+		"other instance":   changed(1, Message{Type: TypeData, Kind: "state", Instance: "i1", Data: json.RawMessage(`{"a":1}`)}),
+		"other describer":  changed(2, Message{Type: TypeData, Kind: "user", Description: "who", Data: json.RawMessage(`{"n":"x"}`)}),
+		"inline for rest":  changed(2, Data("user", json.RawMessage(`{"n":"x"}`))),
+		"other role":       changed(3, Message{Type: TypeText, Role: RoleSystem, Text: "hello"}),
+		"other text":       changed(3, Text("hi")),
+		"schema only data": changed(1, Message{Type: TypeData, Kind: "state", Schema: json.RawMessage(`{}`)}),
+	} {
+		if l.HasPrefix(p) {
+			t.Errorf("%s: HasPrefix = true", name)
+		}
+	}
+	if !(&Log{}).HasPrefix(Prefix{}) {
+		t.Error("the empty prefix is a prefix of every log")
+	}
+}
+
+// TestLogPrefixConcurrent compares prefixes while logs grow.
+func TestLogPrefixConcurrent(t *testing.T) {
+	base := []Message{Text("a"), Data("state", json.RawMessage(`{"x":1}`))}
+	a, _ := NewLog(base...)
+	p := a.Prefix()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			b, _ := NewLog(base...)
+			for range 100 {
+				if err := a.Append(Data("state", json.RawMessage(`{"y":2}`))); err != nil {
+					t.Error(err)
+				}
+				if !b.HasPrefix(p) || !a.HasPrefix(p) || !a.HasPrefix(b.Prefix()) {
+					t.Error("prefix lost")
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
