@@ -178,8 +178,11 @@ func ErrorMessage(call json.RawMessage, err error) message.Message {
 }
 
 // callMeta reads the meta-properties of a raw call.
-func parseCall(raw json.RawMessage) (*Call, error) {
-	m, err := message.ParseCallMeta(raw)
+// With valid, raw is known to be valid JSON, as the Extractor hands over.
+func parseCall(raw json.RawMessage, valid bool) (*Call, error) {
+	// A call's bytes never change once the run has them (a replacement
+	// from Confirm is copied): its meta-properties can share them.
+	m, err := message.ParseCallMetaShared(raw, valid)
 	if err != nil {
 		return nil, &CallError{Kind: Structural, Err: err}
 	}

@@ -26,7 +26,13 @@ type executor struct {
 // log and validates the result. A call whose references are not there yet
 // returns an error wrapping errBlocked and the missing reference.
 func (x *executor) prepareCall(log *message.Log, raw json.RawMessage) (*Call, error) {
-	c, err := parseCall(raw)
+	return x.prepareRaw(log, raw, false)
+}
+
+// prepareRaw is prepareCall; with object, raw is known to be valid JSON,
+// as a streamed call is (see parseCall).
+func (x *executor) prepareRaw(log *message.Log, raw json.RawMessage, object bool) (*Call, error) {
+	c, err := parseCall(raw, object)
 	if err != nil {
 		return nil, err
 	}

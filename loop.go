@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -519,7 +520,7 @@ func (r *run) launch(ctx context.Context, step int, w *waiting) (launched bool, 
 	if w.call != nil { // parsed when it was first tried
 		c, err = r.exec.prepare(r.log, w.call, true)
 	} else {
-		c, err = r.exec.prepareCall(r.log, raw)
+		c, err = r.exec.prepareRaw(r.log, raw, true) // streamed: valid JSON
 	}
 	if errors.Is(err, errBlocked) {
 		w.call = c
@@ -555,7 +556,7 @@ func (r *run) launch(ctx context.Context, step int, w *waiting) (launched bool, 
 		case d.Reject != "":
 			return failed(c, &CallError{Kind: "rejected", Tool: c.Tool, Err: errors.New(d.Reject)})
 		case d.Replace != nil:
-			if c, err = r.exec.prepareCall(r.log, d.Replace); err != nil {
+			if c, err = r.exec.prepareCall(r.log, bytes.Clone(d.Replace)); err != nil {
 				return failed(&Call{Raw: d.Replace}, err)
 			}
 		}

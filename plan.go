@@ -650,7 +650,7 @@ func analyse(plan []json.RawMessage) *planGraph {
 // parseNode parses one call; a call whose meta-properties are malformed
 // gives no node.
 func parseNode(i int, raw json.RawMessage) (*planNode, []PlanProblem) {
-	pc, err := parseCall(raw)
+	pc, err := parseCall(raw, false)
 	if err != nil {
 		if e := metaError(raw); e != nil {
 			err = e
@@ -1343,7 +1343,7 @@ func (r *planRun) launch(ctx context.Context, conc int) bool {
 			case d.Reject != "":
 				err = &CallError{Kind: "rejected", Tool: c.Tool, Err: errors.New(d.Reject)}
 			case d.Replace != nil:
-				if c, err = r.exec.prepareCall(r.log, d.Replace); err != nil {
+				if c, err = r.exec.prepareCall(r.log, bytes.Clone(d.Replace)); err != nil {
 					c = &Call{Raw: d.Replace, Tool: planTool(d.Replace)}
 				}
 			}

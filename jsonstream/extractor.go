@@ -62,6 +62,10 @@ type Extractor struct {
 
 	ended bool
 	err   error
+
+	// Room for the segments of a short path, as "calls" is.
+	segsBuf [2]string
+	idxBuf  [2]int
 }
 
 // NewExtractor returns an Extractor for the value at path. It returns an
@@ -71,8 +75,15 @@ func NewExtractor(path string) (*Extractor, error) {
 	if path == "" {
 		return x, nil
 	}
-	x.segs = strings.Split(path, ".")
-	x.idx = make([]int, len(x.segs))
+	x.segs = x.segsBuf[:0]
+	for seg := range strings.SplitSeq(path, ".") {
+		x.segs = append(x.segs, seg)
+	}
+	x.idx = x.idxBuf[:0]
+	if len(x.segs) > len(x.idxBuf) {
+		x.idx = make([]int, 0, len(x.segs))
+	}
+	x.idx = x.idx[:len(x.segs)]
 	for i, seg := range x.segs {
 		if seg == "" {
 			return nil, fmt.Errorf("%w %q: empty segment", ErrInvalidPath, path)

@@ -22,10 +22,28 @@ type CallMeta struct {
 // ParseCallMeta reads the meta-properties of a call. The call must be a
 // JSON object, and each of these properties a string (or null, which
 // strict structured-output modes write for absent ones).
-func ParseCallMeta(call json.RawMessage) (CallMeta, error) {
+func ParseCallMeta(call json.RawMessage) (CallMeta, error) { return parseCallMeta(call, false, false) }
+
+// ParseCallMetaShared is [ParseCallMeta] for a call whose bytes never
+// change, as a run's calls do not: the strings share those bytes instead
+// of copying them. With object, call is known to be a valid JSON object
+// (an [jsonstream.Extractor] hands over only valid values) and is not
+// checked again.
+func ParseCallMetaShared(call json.RawMessage, object bool) (CallMeta, error) {
+	return parseCallMeta(call, true, object)
+}
+
+func parseCallMeta(call json.RawMessage, share, object bool) (CallMeta, error) {
 	var m CallMeta
-	if t := bytes.TrimSpace(call); !jsonfast.Valid(call) || len(t) == 0 || t[0] != '{' {
-		return m, errors.New("a call must be a JSON object")
+	if object {
+		if t := bytes.TrimLeft(call, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+			object = false // not an object after all: check it all
+		}
+	}
+	if !object {
+		if t := bytes.TrimSpace(call); !jsonfast.Valid(call) || len(t) == 0 || t[0] != '{' {
+			return m, errors.New("a call must be a JSON object")
+		}
 	}
 	var err error
 	jsonfast.RawMembers(call, func(lit []byte, v []byte) bool {
@@ -50,7 +68,11 @@ func ParseCallMeta(call json.RawMessage) (CallMeta, error) {
 			return true
 		}
 		if len(v) > 0 && v[0] == '"' { // the common case, without boxing the string
-			*dst = jsonfast.Unquote(v)
+			if share {
+				*dst = jsonfast.UnquoteShared(v)
+			} else {
+				*dst = jsonfast.Unquote(v)
+			}
 			return true
 		}
 		switch s := jsonfast.Decode(v).(type) {

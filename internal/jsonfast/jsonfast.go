@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Skip returns the offset just past the JSON value that starts at or after
@@ -163,6 +164,21 @@ func decode(data []byte, i int) (any, int) {
 // Unquote decodes a JSON string literal, quotes included. Invalid UTF-8
 // becomes U+FFFD, as encoding/json decodes it.
 func Unquote(lit []byte) string { return unquote(lit) }
+
+// UnquoteShared is Unquote whose result shares the bytes of lit when
+// nothing needs decoding: lit must never change.
+func UnquoteShared(lit []byte) string {
+	body := lit[1 : len(lit)-1]
+	for _, c := range body {
+		if c == '\\' || c < 0x20 {
+			return unquote(lit)
+		}
+	}
+	if !utf8.Valid(body) {
+		return unquote(lit)
+	}
+	return unsafe.String(unsafe.SliceData(body), len(body))
+}
 
 func unquote(lit []byte) string {
 	body := lit[1 : len(lit)-1]
