@@ -215,7 +215,7 @@ func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, err
 	req.Schema = p.composed
 	req.SchemaName = "solution"
 	resp := &Response{Sent: &req}
-	texts, emitted, err := generate(ctx, cfg, &req, resp, yield)
+	sols, err := generate(ctx, cfg, &req, resp, yield)
 	if err != nil {
 		if err != errStopped {
 			yield(Event{}, err)
@@ -229,9 +229,9 @@ func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, err
 			return
 		}
 	}
-	resp.Solutions = make([]Solution, 0, len(texts))
-	for i, text := range texts {
-		sol, err := repair(ctx, cfg, &req, p.compiled, trusted, emitted[i], p.build.solutionChecks, i, text, resp, yield)
+	resp.Solutions = make([]Solution, 0, len(sols))
+	for i := range sols {
+		sol, err := repair(ctx, cfg, &req, p.compiled, trusted, &sols[i], p.build.solutionChecks, i, resp, yield)
 		if err != nil {
 			if err != errStopped {
 				yield(Event{}, err)
@@ -439,10 +439,18 @@ func llmSettings(cfg Config) provider.Request {
 	}
 }
 
+// streamed is a solution as generate received it.
+type streamed struct {
+	text    string
+	path    string            // the callback path
+	emitted int               // the elements handed over
+	calls   []json.RawMessage // their values, in order
+	spans   []jsonstream.Span // where the arrays at path lie in text
+}
+
 // generate runs one provider call, streaming thinking and callback
-// elements, and returns the text of each solution and how many elements
-// of each were handed over.
-func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Response, yield func(Event, error) bool) ([]string, []int, error) {
+// elements, and returns each solution.
+func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Response, yield func(Event, error) bool) ([]streamed, error) {
 	// The loop body below is a closure handed to the provider: what it
 	// uses lives in g, one allocation, rather than escaping one by one.
 	g := &generation{path: cfg.CallbackPath, yield: yield, req: req, resp: resp}
@@ -452,24 +460,27 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 		}
 	}
 	if g.err != nil {
-		return nil, nil, g.err
+		return nil, g.err
 	}
 	if len(g.sols) == 0 {
-		return nil, nil, fmt.Errorf("agent: provider: empty answer")
+		return nil, fmt.Errorf("agent: provider: empty answer")
 	}
-	out := make([]string, len(g.sols))
-	emitted := make([]int, len(g.sols))
+	out := make([]streamed, len(g.sols))
 	for i := range g.sols {
-		out[i] = g.sols[i].text()
-		if x := g.sols[i].x; x != nil {
+		st := &g.sols[i]
+		x := st.x
+		if x != nil {
 			els, err := x.End()
 			if !g.emit(i, els, err) {
-				return nil, nil, errStopped
+				return nil, errStopped
 			}
 		}
-		emitted[i] = g.sols[i].emitted
+		out[i] = streamed{text: st.text(), path: g.path, emitted: st.emitted, calls: st.calls}
+		if st.x != nil { // no syntax error
+			out[i].spans = st.x.Spans()
+		}
 	}
-	return out, emitted, nil
+	return out, nil
 }
 
 // chunk takes one chunk of the provider's stream.
@@ -523,6 +534,7 @@ type solutionText struct {
 	b       *strings.Builder
 	x       *jsonstream.Extractor
 	emitted int
+	calls   []json.RawMessage // the values of the elements handed over
 }
 
 func (s *solutionText) write(t string) {
@@ -569,9 +581,14 @@ func (g *generation) grow(i int) error {
 func (g *generation) emit(i int, els []jsonstream.Element, err error) bool {
 	if len(els) > 0 {
 		batch := make([]Element, len(els)) // one allocation for the chunk's elements
+		st := &g.sols[i]
+		if st.calls == nil {
+			st.calls = make([]json.RawMessage, 0, max(len(els), 8))
+		}
 		for k, el := range els {
 			batch[k] = Element{Index: i, Element: el}
-			g.sols[i].emitted++
+			st.emitted++
+			st.calls = append(st.calls, el.Value)
 			if !g.yield(Event{Element: &batch[k]}, nil) {
 				return false
 			}
@@ -587,7 +604,8 @@ func (g *generation) emit(i int, els []jsonstream.Element, err error) bool {
 // trusted is set and every call of the solution was handed over as an
 // element (emitted), the calls were checked one by one already and the
 // solution is validated against trusted.
-func repair(ctx context.Context, cfg Config, req *provider.Request, compiled, trusted *schema.Schema, emitted int, checks []func(json.RawMessage) error, i int, text string, resp *Response, yield func(Event, error) bool) (*Solution, error) {
+func repair(ctx context.Context, cfg Config, req *provider.Request, compiled, trusted *schema.Schema, st *streamed, checks []func(json.RawMessage) error, i int, resp *Response, yield func(Event, error) bool) (*Solution, error) {
+	text, emitted := st.text, st.emitted
 	limit := cfg.MaxRepairs
 	if limit == 0 {
 		limit = DefaultMaxRepairs
@@ -597,8 +615,10 @@ func repair(ctx context.Context, cfg Config, req *provider.Request, compiled, tr
 		var sol *Solution
 		var err error
 		if trusted != nil && attempt == 1 {
-			if sol, err = parseSolution(text, trusted, emitted); err != nil || len(sol.Calls) != emitted {
-				sol = nil
+			if sol = parseTrusted(st, trusted); sol == nil {
+				if sol, err = parseSolution(text, trusted, emitted); err != nil || len(sol.Calls) != emitted {
+					sol = nil
+				}
 			}
 		}
 		if sol == nil {
@@ -627,11 +647,11 @@ func repair(ctx context.Context, cfg Config, req *provider.Request, compiled, tr
 			provider.Message{Role: provider.RoleUser, Text: repairPrompt(err)})
 		fix := *req
 		fix.Messages, fix.N = msgs, 1
-		texts, _, err := generate(ctx, Config{Provider: cfg.Provider}, &fix, resp, yield)
+		sols, err := generate(ctx, Config{Provider: cfg.Provider}, &fix, resp, yield)
 		if err != nil {
 			return nil, err
 		}
-		text = texts[0]
+		text = sols[0].text
 	}
 }
 
@@ -682,6 +702,54 @@ func parseSolution(text string, compiled *schema.Schema, calls int) (*Solution, 
 		return true
 	})
 	return sol, nil
+}
+
+// noCalls is the calls of a solution that has none: empty, not nil, as
+// parseSolution makes them.
+var noCalls = []json.RawMessage{}
+
+// parseTrusted validates a solution of a loop without its calls, which
+// were checked one by one as they streamed in: the calls array is cut
+// out of the text and what is left is checked against trusted, the
+// composed schema whose calls are any objects. It returns nil when it
+// cannot tell (the array was not seen once whole, a call is not an
+// object, the text is fenced) or the rest is invalid: parseSolution
+// then checks the whole text and reports the error.
+func parseTrusted(st *streamed, trusted *schema.Schema) *Solution {
+	if st.path != "calls" || len(st.spans) != 1 || st.spans[0].End < 0 || len(st.calls) != st.emitted {
+		return nil
+	}
+	for _, c := range st.calls {
+		if c[0] != '{' { // elements are valid JSON, without white space around
+			return nil
+		}
+	}
+	raw := strings.TrimSpace(st.text)
+	if stripFence(raw) != raw {
+		return nil
+	}
+	lead := int64(len(st.text) - len(strings.TrimLeft(st.text, " \t\r\n")))
+	start, end := st.spans[0].Start-lead, st.spans[0].End-lead
+	if start < 0 || end > int64(len(raw)) {
+		return nil
+	}
+	cut := make([]byte, 0, len(raw)-int(end-start)+2)
+	cut = append(append(append(cut, raw[:start]...), "[]"...), raw[end:]...)
+	if trusted.Validate(cut) != nil {
+		return nil
+	}
+	sol := &Solution{Raw: json.RawMessage(raw), Calls: st.calls}
+	if sol.Calls == nil {
+		sol.Calls = noCalls
+	}
+	jsonfast.RawMembers(cut, func(k, v []byte) bool {
+		isOutput := string(k) == `"output"` || bytes.IndexByte(k, '\\') >= 0 && jsonfast.Unquote(k) == "output"
+		if isOutput && string(v) != "null" { // as parseSolution reads it
+			sol.Output = v
+		}
+		return true
+	})
+	return sol
 }
 
 // stripFence removes a Markdown code fence some models wrap JSON in.

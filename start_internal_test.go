@@ -5,8 +5,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/augceo/agent/jsonstream"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/schema"
 )
 
 // TestBuildForkIsolates checks that forks of one Build and the Build
@@ -81,5 +83,77 @@ func TestBuildForkIsolates(t *testing.T) {
 	if string(b.shape("t").def) != "1" || string(f.shape("t").def) != "2" || string(g.shape("t").def) != "1" ||
 		string(h.shape("t").def) != "3" {
 		t.Errorf("shapes: original %s, f %s, g %s", b.shape("t").def, f.shape("t").def, g.shape("t").def)
+	}
+}
+
+// TestParseTrusted checks that a solution read without its calls is the
+// one parseSolution reads, and that parseTrusted stands aside wherever it
+// cannot be sure.
+func TestParseTrusted(t *testing.T) {
+	trusted, err := schema.Compile(json.RawMessage(`{"type":"object","properties":{
+		"calls":{"type":"array","items":{"type":"object"}},
+		"output":{"type":["object","null"],"properties":{"done":{"type":"boolean"}}}},
+		"required":["calls","output"],"additionalProperties":false}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamOf := func(text string) *streamed {
+		x, err := jsonstream.NewExtractor("calls")
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := &streamed{text: text, path: "calls"}
+		els, ferr := x.Feed([]byte(text))
+		end, eerr := x.End()
+		for _, e := range append(els, end...) {
+			st.calls = append(st.calls, e.Value)
+			st.emitted++
+		}
+		if ferr == nil && eerr == nil {
+			st.spans = x.Spans()
+		}
+		return st
+	}
+	for _, c := range []struct {
+		name, text string
+		read       bool // parseTrusted reads it
+	}{
+		{"calls and no output", `{"calls":[{"_tool":"a","x":1}, {"_tool":"b"}],"output":null}`, true},
+		{"output", `{"calls":[],"output":{"done":true}}`, true},
+		{"white space around", " \n {\"calls\": [ {\"_tool\":\"a\"} ] ,\"output\":{\"done\":false}}\n", true},
+		{"escaped output key", `{"calls":[{"_tool":"a"}],"outp\u0075t":{"done":true}}`, true},
+		{"output first", `{"output":{"done":true},"calls":[{"_tool":"a"}]}`, true},
+		{"a call that is not an object", `{"calls":[{"_tool":"a"},7],"output":null}`, false},
+		{"invalid output", `{"calls":[{"_tool":"a"}],"output":{"done":"yes"}}`, false},
+		{"missing output", `{"calls":[{"_tool":"a"}]}`, false},
+		{"extra property", `{"calls":[],"output":null,"more":1}`, false},
+		{"calls twice", `{"calls":[{"_tool":"a"}],"calls":[{"_tool":"b"}],"output":null}`, false},
+		{"fenced", "```json\n{\"calls\":[{\"_tool\":\"a\"}],\"output\":null}\n```", false},
+		{"calls not an array", `{"calls":{"_tool":"a"},"output":null}`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := streamOf(c.text)
+			got := parseTrusted(st, trusted)
+			if (got != nil) != c.read {
+				t.Fatalf("read = %v, want %v", got != nil, c.read)
+			}
+			if got == nil {
+				return
+			}
+			want, err := parseSolution(c.text, trusted, st.emitted)
+			if err != nil {
+				t.Fatalf("parseSolution: %v", err)
+			}
+			g, _ := json.Marshal(got)
+			w, _ := json.Marshal(want)
+			if string(g) != string(w) || string(got.Raw) != string(want.Raw) {
+				t.Errorf("got %s\nwant %s", g, w)
+			}
+		})
+	}
+	st := streamOf(`{"calls":[{"_tool":"a"}],"output":null}`)
+	st.emitted++ // a call the extractor handed over that the text does not show
+	if parseTrusted(st, trusted) != nil {
+		t.Error("read a solution whose calls do not match what was handed over")
 	}
 }

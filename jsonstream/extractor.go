@@ -22,7 +22,15 @@ type Element struct {
 	// input (inner white space included). It is a copy that the caller
 	// owns.
 	Value json.RawMessage
+	// Offset is where Value starts in the input, counted in bytes from
+	// the first byte fed.
+	Offset int64
 }
+
+// Span is where an array at the extraction path lies in the input: from
+// its '[' to just past its ']', in bytes from the first byte fed. End is
+// -1 while the array is open.
+type Span struct{ Start, End int64 }
 
 // Extractor hands over the elements of the array at a dot path of a JSON
 // value that arrives in chunks, each as soon as its last byte has been fed.
@@ -62,6 +70,10 @@ type Extractor struct {
 
 	ended bool
 	err   error
+
+	spans    []Span // the arrays at the path, in order
+	spanDeep int    // the depth of the open one's elements, 0 when none is open
+	capOff   int64  // the offset of the captured value
 
 	// Room for the segments of a short path, as "calls" is.
 	segsBuf [2]string
@@ -163,6 +175,11 @@ func (x *Extractor) Feed(p []byte) ([]Element, error) {
 		x.pending = false
 		i = end
 		switch k {
+		case kEndArray:
+			if x.spanDeep > 0 && len(s.stack) == x.spanDeep-1 {
+				x.spans[len(x.spans)-1].End = x.off + int64(end)
+				x.spanDeep = 0
+			}
 		case kKey:
 			n := len(s.stack) - 1
 			if top := &s.stack[n]; top.on {
@@ -232,6 +249,7 @@ func (x *Extractor) begin(k kind, start int) {
 			return
 		case parent.target:
 			x.capturing, x.capDepth, x.capIndex, x.from = true, d, parent.index, start
+			x.capOff = x.off + int64(start)
 			return
 		case parent.obj:
 			if !parent.match {
@@ -249,8 +267,11 @@ func (x *Extractor) begin(k kind, start int) {
 		}
 	case k == kBeginArray:
 		stack[d].on, stack[d].target = true, true
+		x.spans = append(x.spans, Span{Start: x.off + int64(start), End: -1})
+		x.spanDeep = d + 1
 	default:
 		x.capturing, x.capDepth, x.capIndex, x.from = true, d, -1, start
+		x.capOff = x.off + int64(start)
 	}
 }
 
@@ -270,8 +291,14 @@ func (x *Extractor) element(tail []byte) Element {
 	x.capturing = false
 	// The capacity ends with the value: appending to it cannot reach the
 	// next element.
-	return Element{Index: x.capIndex, Value: x.arena[start:len(x.arena):len(x.arena)]}
+	return Element{Index: x.capIndex, Value: x.arena[start:len(x.arena):len(x.arena)], Offset: x.capOff}
 }
+
+// Spans returns where the arrays at the path lie in the input so far,
+// in order: one unless the path repeats a key. A caller that has the
+// whole input can take the array out of it, or its elements by their
+// Offset, without scanning it again.
+func (x *Extractor) Spans() []Span { return x.spans }
 
 // arenaMax bounds what an element copy allocates beyond its own size.
 const arenaMax = 8 << 10

@@ -5,11 +5,17 @@ import (
 	"errors"
 	"io"
 	"iter"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
+
+// ignoreOffset compares elements by value: extract checks offsets
+// against the input.
+var ignoreOffset = cmpopts.IgnoreFields(Element{}, "Offset")
 
 func el(index int, path, value string) Element {
 	return Element{Index: index, Path: path, Value: json.RawMessage(value)}
@@ -89,14 +95,14 @@ func TestExtractorEarly(t *testing.T) {
 		t.Fatalf("got %v before the first call was complete", els)
 	}
 	got := feed(`},`)
-	if diff := cmp.Diff(got, []Element{el(0, "calls.0", `{"_tool":"a","q":"x"}`)}); diff != "" {
+	if diff := cmp.Diff(got, []Element{el(0, "calls.0", `{"_tool":"a","q":"x"}`)}, ignoreOffset); diff != "" {
 		t.Fatalf("after the first call and its comma (-got +want):\n%s", diff)
 	}
 	if els := feed(`{"_tool":"b"`); len(els) != 0 {
 		t.Fatalf("got %v before the second call was complete", els)
 	}
 	got = feed(`}`) // no comma needed: the closing brace ends it
-	if diff := cmp.Diff(got, []Element{el(1, "calls.1", `{"_tool":"b"}`)}); diff != "" {
+	if diff := cmp.Diff(got, []Element{el(1, "calls.1", `{"_tool":"b"}`)}, ignoreOffset); diff != "" {
 		t.Fatalf("after the second call (-got +want):\n%s", diff)
 	}
 	// A number ends only at the byte after it.
@@ -104,7 +110,7 @@ func TestExtractorEarly(t *testing.T) {
 		t.Fatalf("got %v before the number was known to be complete", els)
 	}
 	got = feed(`]`)
-	if diff := cmp.Diff(got, []Element{el(2, "calls.2", `12`)}); diff != "" {
+	if diff := cmp.Diff(got, []Element{el(2, "calls.2", `12`)}, ignoreOffset); diff != "" {
 		t.Fatalf("after the number (-got +want):\n%s", diff)
 	}
 	// The input is cut: the elements stand, End reports the cut.
@@ -177,7 +183,7 @@ func TestExtractorLinear(t *testing.T) {
 func TestExtractorErrors(t *testing.T) {
 	x, _ := NewExtractor("calls")
 	els, err := x.Feed([]byte(`{"calls":[1,2,x]}`))
-	if diff := cmp.Diff(els, []Element{el(0, "calls.0", "1"), el(1, "calls.1", "2")}); diff != "" {
+	if diff := cmp.Diff(els, []Element{el(0, "calls.0", "1"), el(1, "calls.1", "2")}, ignoreOffset); diff != "" {
 		t.Errorf("elements before the error (-got +want):\n%s", diff)
 	}
 	want := &SyntaxError{Offset: 14, Path: "calls.2", Msg: "invalid character 'x' looking for beginning of value"}
@@ -308,7 +314,7 @@ func TestElements(t *testing.T) {
 					break
 				}
 			}
-			if diff := cmp.Diff(got, tt.want); diff != "" {
+			if diff := cmp.Diff(got, tt.want, ignoreOffset); diff != "" {
 				t.Errorf("elements (-got +want):\n%s", diff)
 			}
 			if pulled != tt.pulled {
@@ -323,6 +329,50 @@ func TestElements(t *testing.T) {
 			}
 			if tt.err != nil && !errors.Is(gotErr, tt.err) {
 				t.Errorf("error %v does not wrap %v", gotErr, tt.err)
+			}
+		})
+	}
+}
+
+// TestExtractorSpans checks where the arrays at the path are reported,
+// however the input is cut.
+func TestExtractorSpans(t *testing.T) {
+	for _, tt := range []struct {
+		name, in, path string
+		arrays         []string // the text of each span; "" for an open one
+	}{
+		{"calls", `{"calls": [ {"_tool":"a"} , 2 ], "output":null}`, "calls", []string{`[ {"_tool":"a"} , 2 ]`}},
+		{"empty", `{"calls":[],"output":{}}`, "calls", []string{`[]`}},
+		{"sibling array after", `{"calls":[1],"other":[2,[3]]}`, "calls", []string{`[1]`}},
+		{"nested arrays inside", `{"a":{"b":[[1],[2,[3]]]}}`, "a.b", []string{`[[1],[2,[3]]]`}},
+		{"duplicate key", `{"calls":[1],"calls":[ 2 ]}`, "calls", []string{`[1]`, `[ 2 ]`}},
+		{"open", `{"calls":[1,`, "calls", []string{""}},
+		{"not an array", `{"calls":{"a":[1]}}`, "calls", nil},
+		{"absent", `{"output":[1]}`, "calls", nil},
+		{"root", ` [1] `, "", []string{`[1]`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, chunks := range chunkings([]byte(tt.in)) {
+				x, err := NewExtractor(tt.path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range chunks {
+					if _, err := x.Feed(c); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var got []string
+				for _, s := range x.Spans() {
+					if s.End < 0 {
+						got = append(got, "")
+						continue
+					}
+					got = append(got, tt.in[s.Start:s.End])
+				}
+				if !slices.Equal(got, tt.arrays) {
+					t.Fatalf("chunks %q: spans %q, want %q", chunks, got, tt.arrays)
+				}
 			}
 		})
 	}

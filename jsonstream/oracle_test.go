@@ -193,7 +193,9 @@ func chunk(data, cuts []byte) [][]byte {
 	return out
 }
 
-// extract runs an Extractor for path over chunks.
+// extract runs an Extractor for path over chunks. It checks each
+// element's Offset and the Spans against the input, then clears the
+// offsets so that results compare by value.
 func extract(t testing.TB, path string, chunks [][]byte) result {
 	t.Helper()
 	x, err := NewExtractor(path)
@@ -201,6 +203,7 @@ func extract(t testing.TB, path string, chunks [][]byte) result {
 		t.Fatal(err)
 	}
 	var r result
+	defer func() { checkOffsets(t, x, bytes.Join(chunks, nil), r.Elements) }()
 	for _, c := range chunks {
 		els, err := x.Feed(c)
 		r.Elements = append(r.Elements, els...)
@@ -216,6 +219,38 @@ func extract(t testing.TB, path string, chunks [][]byte) result {
 	r.Elements = append(r.Elements, els...)
 	r.Err = err
 	return r
+}
+
+// checkOffsets checks that each element is at its Offset in input and
+// each array element inside a span, that spans hold arrays in order, and
+// clears the offsets.
+func checkOffsets(t testing.TB, x *Extractor, input []byte, els []Element) {
+	t.Helper()
+	spans := x.Spans()
+	for i, s := range spans {
+		if s.Start < 0 || s.Start >= int64(len(input)) || input[s.Start] != '[' {
+			t.Fatalf("span %d %+v does not start at a '[' of %q", i, s, input)
+		}
+		if s.End >= 0 && (s.End <= s.Start || input[s.End-1] != ']') || s.End < 0 && i < len(spans)-1 {
+			t.Fatalf("span %d %+v does not end after a ']' of %q", i, s, input)
+		}
+		if i > 0 && (spans[i-1].End < 0 || spans[i-1].End > s.Start) {
+			t.Fatalf("spans %+v overlap", spans)
+		}
+	}
+	for i := range els {
+		e := &els[i]
+		end := e.Offset + int64(len(e.Value))
+		if e.Offset < 0 || end > int64(len(input)) || !bytes.Equal(input[e.Offset:end], e.Value) {
+			t.Fatalf("element %d %q is not at offset %d of %q", i, e.Value, e.Offset, input)
+		}
+		if e.Index >= 0 && !slices.ContainsFunc(spans, func(s Span) bool {
+			return s.Start < e.Offset && (s.End < 0 || end < s.End)
+		}) {
+			t.Fatalf("element %d at %d is in no span of %+v", i, e.Offset, spans)
+		}
+		e.Offset = 0
+	}
 }
 
 // tokens pulls every token from a Decoder fed with chunks, recording each
