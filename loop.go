@@ -431,6 +431,9 @@ func (t *tick) event(ev Event, err error) bool {
 			return false
 		}
 		t.sol = &ev.Response.Solutions[0]
+		if !r.prep.build.props.Has("advisors") {
+			break // no advisor is active: the solution has no opinions to read
+		}
 		if ops, err := t.sol.Opinions(); err != nil {
 			t.errs = append(t.errs, message.Message{Type: message.TypeError, Error: err.Error()})
 		} else if len(ops) > 0 {

@@ -280,3 +280,104 @@ func plain(v []byte) bool {
 	}
 	return true
 }
+
+// AppendIndentValid is AppendIndent for input not known to be valid: it
+// checks data as it indents it, in one pass, and returns dst unchanged and
+// false when data is not one JSON value with optional white space around
+// it (what Valid reports).
+func AppendIndentValid(dst, data []byte, indent string) ([]byte, bool) {
+	n := len(dst)
+	i := space(data, 0)
+	out, i, ok := indentValue(dst, data, i, 0, indent)
+	if !ok || space(data, i) != len(data) {
+		return dst[:n], false
+	}
+	return append(out, data[i:]...), true // as json.Indent, keep what follows
+}
+
+// indentValue is validValue that appends the value at data[i:] to dst,
+// indented as json.Indent does at nesting depth.
+func indentValue(dst, data []byte, i, depth int, indent string) ([]byte, int, bool) {
+	if i >= len(data) {
+		return dst, i, false
+	}
+	newline := func(dst []byte, depth int) []byte {
+		dst = append(dst, '\n')
+		for range depth {
+			dst = append(dst, indent...)
+		}
+		return dst
+	}
+	var ok bool
+	switch c := data[i]; {
+	case c == '{':
+		if depth+1 > maxDepth {
+			return dst, i, false
+		}
+		dst = append(dst, '{')
+		if i = space(data, i+1); i < len(data) && data[i] == '}' {
+			return append(dst, '}'), i + 1, true
+		}
+		for {
+			if i >= len(data) || data[i] != '"' {
+				return dst, i, false
+			}
+			dst = newline(dst, depth+1)
+			start := i
+			if i, ok = validString(data, i); !ok {
+				return dst, i, false
+			}
+			dst = append(dst, data[start:i]...)
+			if i = space(data, i); i >= len(data) || data[i] != ':' {
+				return dst, i, false
+			}
+			dst = append(dst, ':', ' ')
+			if dst, i, ok = indentValue(dst, data, space(data, i+1), depth+1, indent); !ok {
+				return dst, i, false
+			}
+			if i = space(data, i); i >= len(data) {
+				return dst, i, false
+			}
+			switch data[i] {
+			case '}':
+				return append(newline(dst, depth), '}'), i + 1, true
+			case ',':
+				dst = append(dst, ',')
+				i = space(data, i+1)
+			default:
+				return dst, i, false
+			}
+		}
+	case c == '[':
+		if depth+1 > maxDepth {
+			return dst, i, false
+		}
+		dst = append(dst, '[')
+		if i = space(data, i+1); i < len(data) && data[i] == ']' {
+			return append(dst, ']'), i + 1, true
+		}
+		for {
+			dst = newline(dst, depth+1)
+			if dst, i, ok = indentValue(dst, data, i, depth+1, indent); !ok {
+				return dst, i, false
+			}
+			if i = space(data, i); i >= len(data) {
+				return dst, i, false
+			}
+			switch data[i] {
+			case ']':
+				return append(newline(dst, depth), ']'), i + 1, true
+			case ',':
+				dst = append(dst, ',')
+				i = space(data, i+1)
+			default:
+				return dst, i, false
+			}
+		}
+	}
+	end, ok := validValue(data, i, depth) // a scalar
+	if !ok {
+		return dst, end, false
+	}
+	return append(dst, data[i:end]...), end, true
+}

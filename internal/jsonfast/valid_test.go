@@ -75,3 +75,40 @@ func FuzzArray(f *testing.F) {
 		}
 	})
 }
+
+func FuzzAppendIndentValid(f *testing.F) {
+	for _, s := range validCases {
+		if len(s) < 1000 {
+			f.Add(s)
+		}
+	}
+	f.Add(" {\"a\": [1, {\"b\": []}, \"x\\\"y\"], \"c\": {}} \n")
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := AppendIndentValid([]byte("x"), []byte(s), "  ")
+		if valid := json.Valid([]byte(s)); ok != valid {
+			t.Fatalf("AppendIndentValid(%q) ok = %v, json.Valid = %v", s, ok, valid)
+		}
+		if !ok {
+			if string(got) != "x" {
+				t.Fatalf("AppendIndentValid(%q) failed but wrote %q", s, got)
+			}
+			return
+		}
+		var want bytes.Buffer
+		if err := json.Indent(&want, []byte(s), "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != "x"+want.String() {
+			t.Errorf("AppendIndentValid(%q) = %q, want %q", s, got[1:], want.String())
+		}
+	})
+}
+
+func TestAppendIndentValidDepth(t *testing.T) {
+	for _, n := range []int{maxDepth, maxDepth + 1} {
+		s := []byte(strings.Repeat("[", n) + strings.Repeat("]", n))
+		if _, ok := AppendIndentValid(nil, s, ""); ok != json.Valid(s) {
+			t.Errorf("depth %d: ok = %v, json.Valid = %v", n, ok, !ok)
+		}
+	}
+}
