@@ -25,12 +25,16 @@ type callPool struct {
 	finished []completion // from fhead on
 	fhead    int
 	wake     chan struct{} // holds a token once a completion is ready
+	released bool          // the run is over: the last one out recycles p
 
 	// First backing arrays of queue and finished: a step of a few calls
 	// does not grow them.
-	queueBuf    [8]job
+	queueBuf    [16]job
 	finishedBuf [8]completion
 }
+
+// callPools keeps the pools of finished runs for the next ones.
+var callPools = sync.Pool{New: func() any { return &callPool{wake: make(chan struct{}, 1)} }}
 
 // job is a call to run.
 type job struct {
@@ -46,18 +50,58 @@ func (j *job) run() completion {
 }
 
 func newCallPool(limit int) *callPool {
-	p := &callPool{limit: limit, wake: make(chan struct{}, 1)}
+	p := callPools.Get().(*callPool)
+	p.limit = limit
 	p.queue, p.finished = p.queueBuf[:0], p.finishedBuf[:0]
 	return p
 }
 
-// submit queues a call. With eager, a worker starts for it when one is
-// needed; otherwise the run's goroutine is about to wait in next, which
-// starts workers only for what it does not run itself.
-func (p *callPool) submit(j job, eager bool) {
+// release gives p back for another run once nothing can touch it: no
+// call queued, running or unread, and no worker alive or starting. A
+// worker still on its way out gives it back as it leaves.
+func (p *callPool) release() {
+	p.mu.Lock()
+	p.released = true
+	idle := p.idle()
+	p.mu.Unlock()
+	if idle {
+		p.recycle()
+	}
+}
+
+// idle reports whether the run is over and nothing can touch p. The
+// caller holds p.mu.
+func (p *callPool) idle() bool {
+	return p.released && p.workers == 0 && !p.starting && p.active == 0 && p.head == len(p.queue) && p.fhead == len(p.finished)
+}
+
+// recycle puts p, idle, in callPools.
+func (p *callPool) recycle() {
+	select {
+	case <-p.wake: // a token no one will wait for
+	default:
+	}
+	clear(p.queueBuf[:]) // keep no call of the run alive
+	clear(p.finishedBuf[:])
+	p.queue, p.finished, p.head, p.fhead, p.released = nil, nil, 0, 0, false
+	callPools.Put(p)
+}
+
+// submit queues a call. It starts nothing: while the answer streams, the
+// run starts workers once it has read a chunk and waits for the next
+// (kick); once the answer is whole, the run's goroutine waits in next,
+// which starts workers only for what it does not run itself. A model
+// that answers at once thus costs no goroutine at all.
+func (p *callPool) submit(j job) {
 	p.mu.Lock()
 	p.queue = append(p.queue, j)
-	start := eager && p.needWorker()
+	p.mu.Unlock()
+}
+
+// kick starts a worker for the queued calls when one is needed.
+func (p *callPool) kick() {
+	p.mu.Lock()
+	start := p.needWorker()
 	p.mu.Unlock()
 	if start {
 		platform.Go(p.work)
@@ -98,7 +142,11 @@ func (p *callPool) work() {
 		j, ok := p.take()
 		if !ok {
 			p.workers--
+			idle := p.idle()
 			p.mu.Unlock()
+			if idle { // the last one out
+				p.recycle()
+			}
 			return
 		}
 		start := p.needWorker() // more is queued: let another worker help

@@ -167,6 +167,7 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 	defer func() {
 		cancel() // stop calls still running, then wait for them
 		r.wait()
+		r.pool.release()
 	}()
 	r.loop(ctx, first)
 }
@@ -326,6 +327,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	if t.maxCalls <= 0 {
 		t.maxCalls = DefaultMaxCallsPerStep
 	}
+	cfg.chunkDone = r.pool.kick // calls read from a chunk start while the model goes on
 	p.stream(ctx, cfg, t.event)
 	if t.stop {
 		return nil, false
@@ -578,7 +580,7 @@ func (r *run) launch(ctx context.Context, step int, w *waiting) (launched bool, 
 		r.bg++
 	}
 	// r.exec, not the next step's, runs it: background calls outlive the step.
-	r.pool.submit(job{ctx: ctx, x: r.exec, c: c, bg: bg}, !r.tick.ended)
+	r.pool.submit(job{ctx: ctx, x: r.exec, c: c, bg: bg})
 	return true, nil, true
 }
 

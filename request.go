@@ -92,6 +92,11 @@ type Config struct {
 	RunID string
 
 	resume *resumed // set by Resume: the journal of the earlier attempt
+
+	// chunkDone, set by a loop, is called after each chunk of the answer
+	// that is not its last: calls queued while reading it may start on
+	// workers, since the model has more to say.
+	chunkDone func()
 }
 
 // Solution is one validated answer of the model.
@@ -457,6 +462,9 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 	for c, err := range cfg.Provider.Generate(ctx, req) {
 		if g.err = g.chunk(c, err); g.err != nil {
 			break
+		}
+		if cfg.chunkDone != nil && !c.Done {
+			cfg.chunkDone()
 		}
 	}
 	if g.err != nil {
