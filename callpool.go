@@ -81,7 +81,7 @@ func (p *callPool) recycle() {
 	case <-p.wake: // a token no one will wait for
 	default:
 	}
-	p.mu.Lock() // no one else is here: the lock only orders the writes for whoever comes next
+	p.mu.Lock()          // no one else is here: the lock only orders the writes for whoever comes next
 	clear(p.queueBuf[:]) // keep no call of the run alive
 	clear(p.finishedBuf[:])
 	p.queue, p.finished, p.head, p.fhead, p.released = nil, nil, 0, 0, false
