@@ -37,6 +37,7 @@ type Call struct {
 	output *message.Output   // its output path and method, parsed when prepared
 	shape  *shaped           // its tool, when prepared
 	valid  json.RawMessage   // Params as prepared: a valid JSON object
+	noRefs bool              // no parameter holds a dagger: Params is Raw
 
 	// The loop resolves the activity when it launches the call.
 	activity Activity
@@ -182,12 +183,12 @@ func ErrorMessage(call json.RawMessage, err error) message.Message {
 func parseCall(raw json.RawMessage, valid bool) (*Call, error) {
 	// A call's bytes never change once the run has them (a replacement
 	// from Confirm is copied): its meta-properties can share them.
-	m, err := message.ParseCallMetaShared(raw, valid)
+	m, refs, err := message.ParseCallMetaShared(raw, valid)
 	if err != nil {
 		return nil, &CallError{Kind: Structural, Err: err}
 	}
 	if m.Tool == "" {
 		return nil, &CallError{Kind: Structural, Err: errors.New("the call has no _tool")}
 	}
-	return &Call{Raw: raw, Tool: m.Tool, Instance: m.Instance, OutputPath: m.OutputPath, OutputMethod: m.OutputMethod}, nil
+	return &Call{Raw: raw, Tool: m.Tool, Instance: m.Instance, OutputPath: m.OutputPath, OutputMethod: m.OutputMethod, noRefs: !refs}, nil
 }

@@ -104,7 +104,10 @@ func (x *executor) prepare(log *message.Log, c *Call, object bool) (*Call, error
 	if object {
 		substitute = ref.SubstituteObject
 	}
-	params, err := substitute(src, raw)
+	params := raw
+	if !c.noRefs {
+		params, err = substitute(src, raw)
+	}
 	if err != nil {
 		if errors.Is(err, ref.ErrNotFound) {
 			return c, fmt.Errorf("%w: %w", errBlocked, err) // c, parsed, can be tried again

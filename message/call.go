@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/augceo/agent/internal/jsonfast"
+	"github.com/augceo/agent/ref"
 )
 
 // CallMeta holds the meta-properties of a call (004) that the runtime
@@ -22,19 +23,23 @@ type CallMeta struct {
 // ParseCallMeta reads the meta-properties of a call. The call must be a
 // JSON object, and each of these properties a string (or null, which
 // strict structured-output modes write for absent ones).
-func ParseCallMeta(call json.RawMessage) (CallMeta, error) { return parseCallMeta(call, false, false) }
+func ParseCallMeta(call json.RawMessage) (CallMeta, error) {
+	m, _, err := parseCallMeta(call, false, false)
+	return m, err
+}
 
 // ParseCallMetaShared is [ParseCallMeta] for a call whose bytes never
 // change, as a run's calls do not: the strings share those bytes instead
-// of copying them. With object, call is known to be a valid JSON object
-// (an [jsonstream.Extractor] hands over only valid values) and is not
-// checked again.
-func ParseCallMetaShared(call json.RawMessage, object bool) (CallMeta, error) {
+// of copying them. With object, call is known to be valid JSON (an
+// [jsonstream.Extractor] hands over only valid values) and is not checked
+// again. In the same pass it tells whether a parameter (a member that is
+// not a meta-property) may hold a reference: refs is false when none
+// holds a dagger, so there is nothing to substitute.
+func ParseCallMetaShared(call json.RawMessage, object bool) (m CallMeta, refs bool, err error) {
 	return parseCallMeta(call, true, object)
 }
 
-func parseCallMeta(call json.RawMessage, share, object bool) (CallMeta, error) {
-	var m CallMeta
+func parseCallMeta(call json.RawMessage, share, object bool) (m CallMeta, refs bool, err error) {
 	if object {
 		if t := bytes.TrimLeft(call, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 			object = false // not an object after all: check it all
@@ -42,17 +47,17 @@ func parseCallMeta(call json.RawMessage, share, object bool) (CallMeta, error) {
 	}
 	if !object {
 		if t := bytes.TrimSpace(call); !jsonfast.Valid(call) || len(t) == 0 || t[0] != '{' {
-			return m, errors.New("a call must be a JSON object")
+			return m, false, errors.New("a call must be a JSON object")
 		}
 	}
-	var err error
 	jsonfast.RawMembers(call, func(lit []byte, v []byte) bool {
 		k := lit[1 : len(lit)-1]
-		if len(k) == 0 || (k[0] != '_' && k[0] != '\\') {
-			return true // not a meta-property: skip without allocating its key
+		if len(k) > 0 && (k[0] == '_' || k[0] == '\\') && bytes.IndexByte(k, '\\') >= 0 {
+			k = []byte(jsonfast.Unquote(lit)) // escaped: it may be a meta-property
 		}
-		if bytes.IndexByte(k, '\\') >= 0 {
-			k = []byte(jsonfast.Unquote(lit))
+		if len(k) == 0 || k[0] != '_' { // a parameter: skip it without allocating its key
+			refs = refs || mayRef(v)
+			return true
 		}
 		var dst *string
 		switch string(k) {
@@ -85,5 +90,10 @@ func parseCallMeta(call json.RawMessage, share, object bool) (CallMeta, error) {
 		}
 		return true
 	})
-	return m, err
+	return m, refs, err
+}
+
+// mayRef reports whether a raw value holds a dagger, written or escaped.
+func mayRef(v []byte) bool {
+	return bytes.Contains(v, []byte(ref.Dagger)) || bytes.Contains(v, []byte(`\u2020`))
 }

@@ -27,10 +27,30 @@ func TestParseCallMetaShared(t *testing.T) {
 			if object && !json.Valid([]byte(call)) {
 				continue // object promises valid JSON
 			}
-			got, err := ParseCallMetaShared(json.RawMessage(call), object)
+			got, _, err := ParseCallMetaShared(json.RawMessage(call), object)
 			if got != want || (err == nil) != (werr == nil) {
 				t.Errorf("%s (object %v): got %+v, %v; want %+v, %v", call, object, got, err, want, werr)
 			}
+		}
+	}
+}
+
+// TestParseCallMetaRefs checks which calls may hold a reference in a
+// parameter, which must then be substituted.
+func TestParseCallMetaRefs(t *testing.T) {
+	for call, want := range map[string]bool{
+		`{"_tool":"t","x":1,"_outputPath":"†state.a"}`:           false, // the dagger is in a meta-property
+		`{"_tool":"t","x":"†state.a.y"}`:                         true,
+		`{"_tool":"t","x":{"deep":["†input.q"]}}`:                true,
+		`{"_tool":"t","x":"\u2020state.a"}`:                      true,  // an escaped dagger
+		`{"_tool":"t","\u0078":"†state.a"}`:                      true,  // an escaped parameter key
+		`{"_tool":"t","\u005fnote":"†state.a"}`:                  false, // an escaped meta-property
+		`{"_tool":"t","_outputPath":"†a || †b","_instance":"i"}`: false,
+		`{"_tool":"t","text":"a dagger † in prose"}`:             true, // may: substitution decides
+	} {
+		_, refs, err := ParseCallMetaShared(json.RawMessage(call), true)
+		if err != nil || refs != want {
+			t.Errorf("%s: refs = %v, %v; want %v", call, refs, err, want)
 		}
 	}
 }
