@@ -318,14 +318,16 @@ func (p *prepared) extend(ctx context.Context, log *message.Log) (_ *prepared, o
 	var dirty []message.Identity
 	var m message.Message // one variable for all: handlers do not keep it
 	for i := p.n; i < n; i++ {
-		if log.TypeAt(i) != message.TypeData {
+		typ, id := log.IdentityAt(i)
+		if typ != message.TypeData {
 			continue
 		}
-		if m = log.At(i); b.about != nil {
+		if b.about != nil {
+			m = log.At(i)
 			b.learn(&m)
 		}
-		if _, ok := b.blocks[m.Identity()]; ok && !slices.Contains(dirty, m.Identity()) {
-			dirty = append(dirty, m.Identity())
+		if _, ok := b.blocks[id]; ok && !slices.Contains(dirty, id) {
+			dirty = append(dirty, id)
 		}
 	}
 	if len(dirty) > 0 {

@@ -308,6 +308,15 @@ func (l *Log) TypeAt(i int) Type {
 	return l.msgs.at(i).typeOf()
 }
 
+// IdentityAt returns the type and identity of the message at position i:
+// what At(i) gives, without copying the message.
+func (l *Log) IdentityAt(i int) (Type, Identity) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	e := l.msgs.at(i)
+	return e.typeOf(), e.identity()
+}
+
 // Messages returns a copy of the messages.
 func (l *Log) Messages() []Message {
 	l.mu.RLock()

@@ -86,3 +86,21 @@ func TestLogPrefixConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestLogIdentityAt(t *testing.T) {
+	l, err := NewLog(
+		Message{Type: TypeTool, Tool: json.RawMessage(`"t"`), Instance: "i0"},
+		Data("state", json.RawMessage(`{}`)),
+		Message{Type: TypeData, Kind: "user", Instance: "u1", Description: "not inline", Data: json.RawMessage(`1`)},
+		Text("x"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range l.Len() {
+		m := l.At(i)
+		if typ, id := l.IdentityAt(i); typ != m.Type || id != m.Identity() {
+			t.Errorf("%d: IdentityAt = %v, %+v; At gives %v, %+v", i, typ, id, m.Type, m.Identity())
+		}
+	}
+}
