@@ -15,6 +15,15 @@ import (
 // errBlocked means a call's references do not resolve yet.
 var errBlocked = errors.New("agent: call is blocked on a reference")
 
+// blocked wraps errBlocked and the reference error that says what is
+// missing. It is fmt.Errorf("%w: %w", errBlocked, err) but for its text,
+// made only when asked: a chain of calls blocks often, and the text is
+// rarely read.
+type blocked struct{ err error }
+
+func (b *blocked) Error() string   { return errBlocked.Error() + ": " + b.err.Error() }
+func (b *blocked) Unwrap() []error { return []error{errBlocked, b.err} }
+
 // executor runs calls against a log.
 type executor struct {
 	cfg   Config
@@ -86,7 +95,7 @@ func (x *executor) prepare(log *message.Log, c *Call, object bool) (*Call, error
 		// resolve against them too.
 		c.scoped, err = scopedContext(log, c.Instance, scopes)
 		if errors.Is(err, ref.ErrNotFound) {
-			return nil, fmt.Errorf("%w: %w", errBlocked, err)
+			return nil, &blocked{err}
 		}
 		if err != nil {
 			return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}
@@ -110,7 +119,7 @@ func (x *executor) prepare(log *message.Log, c *Call, object bool) (*Call, error
 	}
 	if err != nil {
 		if errors.Is(err, ref.ErrNotFound) {
-			return c, fmt.Errorf("%w: %w", errBlocked, err) // c, parsed, can be tried again
+			return c, &blocked{err} // c, parsed, can be tried again
 		}
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}
 	}

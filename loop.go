@@ -537,8 +537,8 @@ func (r *run) launch(ctx context.Context, step int, w *waiting) (launched bool, 
 			// it (its instance, then global data). A scoped call reads a
 			// part of the log: not found there means not found in it.
 			if c != nil {
-				if e, err := ref.Parse(re.Ref); err == nil && len(e.Alts) == 1 && len(e.Alts[0]) == 1 {
-					r.blockedAt = &e.Alts[0][0]
+				if at, ok := re.Target(); ok {
+					r.blockedAt = &at
 				}
 			}
 		}

@@ -35,7 +35,15 @@ type Error struct {
 	Ref    string // the failing reference, e.g. "†state.user.name"; empty for syntax errors
 	At     string // the path (without kind) where resolution stopped, e.g. "user"
 	Err    error
+
+	target   Ref // Ref parsed, when set by evaluation
+	targeted bool
 }
+
+// Target returns the failing reference as evaluation parsed it, so that
+// a caller waiting for it need not parse Ref again; ok is false when the
+// error does not come from evaluating one.
+func (e *Error) Target() (r Ref, ok bool) { return e.target, e.targeted }
 
 func (e *Error) Error() string {
 	msg := strings.TrimPrefix(e.Err.Error(), "ref: ")

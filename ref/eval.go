@@ -62,10 +62,11 @@ func locate(err error, e Expr, r Ref) error {
 	if errors.As(err, &re) && re.Expr == "" {
 		c := *re
 		c.Expr, c.Offset, c.Ref = e.Text, r.Offset, r.String()
+		c.target, c.targeted = r, true
 		return &c
 	}
 	if re != nil {
 		return err
 	}
-	return &Error{Expr: e.Text, Offset: r.Offset, Ref: r.String(), Err: err}
+	return &Error{Expr: e.Text, Offset: r.Offset, Ref: r.String(), Err: err, target: r, targeted: true}
 }
