@@ -3,8 +3,8 @@ package message
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"iter"
+	"strconv"
 	"slices"
 	"sync"
 
@@ -413,10 +413,18 @@ func (l *Log) lookup(kind, instance string, path ref.Path) (json.RawMessage, err
 		if ierr != nil {
 			return nil, ierr
 		}
-		return nil, &ref.Error{Offset: -1, Err: fmt.Errorf("%w %q", ref.ErrUnknownKind, kind)}
+		return nil, &ref.Error{Offset: -1, Err: unknownKind(kind)}
 	}
 	return l.get(v, path)
 }
+
+// unknownKind is fmt.Errorf("%w %q", ref.ErrUnknownKind, kind) but for
+// its text, made only when read: a call waiting for a kind no message
+// carries yet asks again and again.
+type unknownKind string
+
+func (k unknownKind) Error() string { return ref.ErrUnknownKind.Error() + " " + strconv.Quote(string(k)) }
+func (k unknownKind) Unwrap() error { return ref.ErrUnknownKind }
 
 // get reads path in one view. The caller holds l.mu.
 func (l *Log) get(v *view, path ref.Path) (json.RawMessage, error) {

@@ -2,8 +2,12 @@ package message
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/augceo/agent/ref"
 )
 
 func TestLogHasPrefix(t *testing.T) {
@@ -102,5 +106,15 @@ func TestLogIdentityAt(t *testing.T) {
 		if typ, id := l.IdentityAt(i); typ != m.Type || id != m.Identity() {
 			t.Errorf("%d: IdentityAt = %v, %+v; At gives %v, %+v", i, typ, id, m.Type, m.Identity())
 		}
+	}
+}
+
+func TestLogUnknownKindError(t *testing.T) {
+	l, _ := NewLog(Text("x"))
+	_, err := l.Lookup("state", ref.Path{"a"})
+	want := fmt.Errorf("%w %q", ref.ErrUnknownKind, "state")
+	re, ok := errors.AsType[*ref.Error](err)
+	if !ok || !errors.Is(err, ref.ErrUnknownKind) || !errors.Is(err, ref.ErrNotFound) || re.Err.Error() != want.Error() {
+		t.Errorf("Lookup of an unknown kind: %v", err)
 	}
 }
