@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"iter"
-	"strconv"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/augceo/agent/ref"
@@ -423,7 +423,9 @@ func (l *Log) lookup(kind, instance string, path ref.Path) (json.RawMessage, err
 // carries yet asks again and again.
 type unknownKind string
 
-func (k unknownKind) Error() string { return ref.ErrUnknownKind.Error() + " " + strconv.Quote(string(k)) }
+func (k unknownKind) Error() string {
+	return ref.ErrUnknownKind.Error() + " " + strconv.Quote(string(k))
+}
 func (k unknownKind) Unwrap() error { return ref.ErrUnknownKind }
 
 // get reads path in one view. The caller holds l.mu.
