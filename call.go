@@ -43,9 +43,17 @@ type Call struct {
 	activity Activity
 	resolved bool
 
-	// Room for the parsed output of the usual call, so that it costs no
-	// allocation of its own.
-	outStore message.OutputStore
+	// Room for the parsed output of a streamed call, in the call's own
+	// allocation (see parseCall); nil for others.
+	outStore *message.OutputStore
+}
+
+// parsedCall is a Call read from its raw form with room for its output:
+// one allocation, where a planned call, whose output its plan parsed,
+// does not carry the room.
+type parsedCall struct {
+	c   Call
+	out message.OutputStore
 }
 
 // outputs returns the output messages that record result for c.
@@ -190,5 +198,7 @@ func parseCall(raw json.RawMessage, valid bool) (*Call, error) {
 	if m.Tool == "" {
 		return nil, &CallError{Kind: Structural, Err: errors.New("the call has no _tool")}
 	}
-	return &Call{Raw: raw, Tool: m.Tool, Instance: m.Instance, OutputPath: m.OutputPath, OutputMethod: m.OutputMethod, noRefs: !refs}, nil
+	p := &parsedCall{c: Call{Raw: raw, Tool: m.Tool, Instance: m.Instance, OutputPath: m.OutputPath, OutputMethod: m.OutputMethod, noRefs: !refs}}
+	p.c.outStore = &p.out
+	return &p.c, nil
 }

@@ -50,7 +50,7 @@ func (x *executor) prepareRaw(log *message.Log, raw json.RawMessage, object bool
 	}
 	c.Schema = c.shape.def
 	meta := message.CallMeta{Tool: c.Tool, Instance: c.Instance, OutputPath: c.OutputPath, OutputMethod: c.OutputMethod}
-	out, err := message.ParseOutputIn(meta, &c.outStore)
+	out, err := message.ParseOutputIn(meta, c.outStore)
 	if err != nil {
 		if _, err := ref.Parse(c.OutputPath); err != nil {
 			return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("_outputPath: %w", err)}
