@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/augceo/agent/internal/jsonfast"
 )
 
 // Decoder decodes JSON into one struct type of plain fields. It accepts
@@ -319,7 +321,7 @@ func ScanStringUTF8(d []byte, i int) (s []byte, esc, valid bool, end int, ok boo
 		return nil, false, false, 0, false
 	}
 	start := i + 1
-	ascii := true
+	valid = true
 	for j := start; j < len(d); j++ {
 		c := d[j]
 		if c >= 0x20 && c < 0x80 && c != '"' && c != '\\' {
@@ -327,8 +329,7 @@ func ScanStringUTF8(d []byte, i int) (s []byte, esc, valid bool, end int, ok boo
 		}
 		switch {
 		case c == '"':
-			s = d[start:j]
-			return s, esc, ascii || utf8.Valid(s), j + 1, true
+			return d[start:j], esc, valid, j + 1, true
 		case c == '\\':
 			esc = true
 			j++
@@ -352,8 +353,12 @@ func ScanStringUTF8(d []byte, i int) (s []byte, esc, valid bool, end int, ok boo
 			}
 		case c < 0x20:
 			return nil, false, false, 0, false
-		default:
-			ascii = false
+		default: // not ASCII: checked here, not in a second pass
+			if n := jsonfast.RuneLen(d, j); n > 0 {
+				j += n - 1
+			} else {
+				valid = false
+			}
 		}
 	}
 	return nil, false, false, 0, false

@@ -169,15 +169,44 @@ func Unquote(lit []byte) string { return unquote(lit) }
 // nothing needs decoding: lit must never change.
 func UnquoteShared(lit []byte) string {
 	body := lit[1 : len(lit)-1]
-	for _, c := range body {
-		if c == '\\' || c < 0x20 {
+	for j := 0; j < len(body); j++ {
+		switch c := body[j]; {
+		case c == '\\' || c < 0x20:
 			return unquote(lit)
+		case c >= 0x80:
+			n := RuneLen(body, j)
+			if n == 0 {
+				return unquote(lit) // invalid UTF-8: decoded to U+FFFD
+			}
+			j += n - 1
 		}
 	}
-	if !utf8.Valid(body) {
-		return unquote(lit)
-	}
 	return unsafe.String(unsafe.SliceData(body), len(body))
+}
+
+// RuneLen returns the length of the valid UTF-8 sequence that starts at
+// d[j], a byte of 0x80 or more, or 0 when there is none. The 2- and
+// 3-byte forms (the dagger † is one) are checked here, the others by
+// utf8.DecodeRune: string scanners call it as they go, instead of a
+// second pass of utf8.Valid over the whole string.
+func RuneLen(d []byte, j int) int {
+	switch c := d[j]; {
+	case c >= 0xC2 && c <= 0xDF:
+		if j+1 < len(d) && d[j+1]&0xC0 == 0x80 {
+			return 2
+		}
+		return 0
+	case c >= 0xE0 && c <= 0xEF:
+		if j+2 < len(d) && d[j+1]&0xC0 == 0x80 && d[j+2]&0xC0 == 0x80 &&
+			(c != 0xE0 || d[j+1] >= 0xA0) && (c != 0xED || d[j+1] < 0xA0) { // no overlong form, no surrogate
+			return 3
+		}
+		return 0
+	}
+	if r, n := utf8.DecodeRune(d[j:]); r != utf8.RuneError || n > 1 {
+		return n
+	}
+	return 0
 }
 
 func unquote(lit []byte) string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"unicode/utf8"
 )
 
 func stdDecode(data []byte) any {
@@ -61,4 +62,28 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRuneLen compares RuneLen with utf8.DecodeRune on every sequence of
+// up to three bytes that starts with a byte of 0x80 or more, whole and cut.
+func TestRuneLen(t *testing.T) {
+	want := func(d []byte) int {
+		if r, n := utf8.DecodeRune(d); r != utf8.RuneError || n > 1 {
+			return n
+		}
+		return 0
+	}
+	d := make([]byte, 4)
+	for c := 0x80; c <= 0xFF; c++ {
+		for b1 := range 256 {
+			for b2 := range 256 {
+				d[0], d[1], d[2], d[3] = byte(c), byte(b1), byte(b2), 0x80
+				for _, n := range []int{1, 2, 3, 4} {
+					if got, w := RuneLen(d[:n], 0), want(d[:n]); got != w {
+						t.Fatalf("RuneLen(% x) = %d, want %d", d[:n], got, w)
+					}
+				}
+			}
+		}
+	}
 }

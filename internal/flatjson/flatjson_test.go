@@ -1,0 +1,52 @@
+package flatjson
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"testing"
+	"unicode/utf8"
+)
+
+// TestScanStringUTF8 checks the scan against encoding/json and utf8.Valid
+// on strings built from the bytes that matter.
+func TestScanStringUTF8(t *testing.T) {
+	alphabet := []string{"a", "Z", " ", `\"`, `\\`, `\n`, `\u00e9`, `\u12`, "\\", "\x01", "é", "†", "€", "𝄞", "\xff", "\xe2\x80", "\xed\xa0\x80", "\xc0\xaf"}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 50000 {
+		s := "\""
+		for range r.IntN(8) {
+			s += alphabet[r.IntN(len(alphabet))]
+		}
+		if r.IntN(8) > 0 {
+			s += "\""
+		}
+		body, esc, valid, end, ok := ScanStringUTF8([]byte(s), 0)
+		var v string
+		if !ok {
+			for k := 2; k <= len(s); k++ { // no prefix is a whole string
+				if json.Unmarshal([]byte(s[:k]), &v) == nil {
+					t.Fatalf("%q: not ok, but %q is a string", s, s[:k])
+				}
+			}
+			continue
+		}
+		if json.Unmarshal([]byte(s[:end]), &v) != nil || string(body) != s[1:end-1] {
+			t.Fatalf("%q: body %q end %d", s, body, end)
+		}
+		if valid != utf8.Valid(body) {
+			t.Fatalf("%q: valid = %v", s, valid)
+		}
+		if esc != containsByte(body, '\\') {
+			t.Fatalf("%q: esc = %v", s, esc)
+		}
+	}
+}
+
+func containsByte(b []byte, c byte) bool {
+	for _, x := range b {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
