@@ -151,6 +151,7 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 		conc = DefaultConcurrency
 	}
 	r := &run{cfg: cfg, schema: schema, log: log, pool: newCallPool(conc), writes: map[string]int{}}
+	r.kick = r.pool.kick // made once, not at every step
 	if cfg.Store != nil {
 		j, err := openJournal(ctx, cfg, kindLoop, runSpec{Schema: schema}, msgs, cfg.resume != nil)
 		if err != nil {
@@ -189,8 +190,9 @@ type run struct {
 
 	usage   provider.Usage
 	pool    *callPool
-	running int // calls submitted and not finished, background ones included
-	bg      int // of which fire-and-forget
+	kick    func() // pool.kick
+	running int    // calls submitted and not finished, background ones included
+	bg      int    // of which fire-and-forget
 	exec    *executor
 	tick    tick
 	prep    *prepared // the last request, carried to the next step
@@ -327,7 +329,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	if t.maxCalls <= 0 {
 		t.maxCalls = DefaultMaxCallsPerStep
 	}
-	cfg.chunkDone = r.pool.kick // calls read from a chunk start while the model goes on
+	cfg.chunkDone = r.kick // calls read from a chunk start while the model goes on
 	p.stream(ctx, cfg, t.event)
 	if t.stop {
 		return nil, false

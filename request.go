@@ -461,12 +461,13 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 	// The loop body below is a closure handed to the provider: what it
 	// uses lives in g, one allocation, rather than escaping one by one.
 	g := &generation{path: cfg.CallbackPath, yield: yield, req: req, resp: resp}
+	chunkDone := cfg.chunkDone // the loop body below would move all of cfg to the heap
 	for c, err := range cfg.Provider.Generate(ctx, req) {
 		if g.err = g.chunk(c, err); g.err != nil {
 			break
 		}
-		if cfg.chunkDone != nil && !c.Done {
-			cfg.chunkDone()
+		if chunkDone != nil && !c.Done {
+			chunkDone()
 		}
 	}
 	if g.err != nil {
