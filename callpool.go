@@ -103,6 +103,12 @@ func (p *callPool) submit(j job) {
 // kick starts a worker for the queued calls when one is needed.
 func (p *callPool) kick() {
 	p.mu.Lock()
+	p.unlockStarting()
+}
+
+// unlockStarting releases p.mu, held by the caller, and starts a worker
+// if the queue needs one.
+func (p *callPool) unlockStarting() {
 	start := p.needWorker()
 	p.mu.Unlock()
 	if start {
@@ -151,11 +157,7 @@ func (p *callPool) work() {
 			}
 			return
 		}
-		start := p.needWorker() // more is queued: let another worker help
-		p.mu.Unlock()
-		if start {
-			platform.Go(p.work)
-		}
+		p.unlockStarting() // more is queued: let another worker help
 		c := j.run()
 		p.mu.Lock()
 		p.active--
@@ -200,11 +202,7 @@ func (p *callPool) next(block bool, h help) (completion, bool) {
 		}
 		if h == helpAlways || h == helpAlone && p.active == 0 && len(p.queue)-p.head == 1 {
 			if j, ok := p.take(); ok {
-				start := p.needWorker() // for the rest of the queue
-				p.mu.Unlock()
-				if start {
-					platform.Go(p.work)
-				}
+				p.unlockStarting() // for the rest of the queue
 				c := j.run()
 				p.mu.Lock()
 				p.active--
@@ -212,11 +210,7 @@ func (p *callPool) next(block bool, h help) (completion, bool) {
 				return c, true
 			}
 		}
-		start := p.needWorker()
-		p.mu.Unlock()
-		if start {
-			platform.Go(p.work)
-		}
+		p.unlockStarting()
 		<-p.wake
 	}
 }
