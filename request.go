@@ -405,6 +405,11 @@ func (p *prepared) compose() error {
 // prepareFrom prepares a request from the whole log; with carry, the
 // result may be carried on by prepareNext.
 func prepareFrom(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, toolsOnly, carry bool) (*prepared, error) {
+	return prepareUpTo(ctx, cfg, userSchema, log, log.Len(), toolsOnly, carry)
+}
+
+// prepareUpTo is prepareFrom for the first n messages of log.
+func prepareUpTo(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, n int, toolsOnly, carry bool) (*prepared, error) {
 	reg := cfg.Registry
 	if reg == nil {
 		reg = DefaultRegistry
@@ -419,8 +424,8 @@ func prepareFrom(ctx context.Context, cfg Config, userSchema json.RawMessage, lo
 	}
 	p := &prepared{build: b, carry: carry, user: userSchema}
 	var m message.Message // one variable for all: handlers do not keep it
-	for i, x := range log.All() {
-		m = x
+	for i := range n {
+		m = log.At(i)
 		if err := b.handle(ctx, i, &m); err != nil {
 			return nil, err
 		}

@@ -62,15 +62,58 @@ func prepareStart(ctx context.Context, cfg Config, userSchema json.RawMessage, l
 			return q, err
 		}
 	}
+	prefix := log.Prefix()
+	if head := staticHead(log); head > 0 {
+		// Keep the head too, for the runs that ask something else of the
+		// same agent: prepare it, then go on from a fork of it.
+		if p, err := prepareUpTo(ctx, cfg, userSchema, log, head, false, true); err == nil && p.carry {
+			f := reg.keep(p, prefix.Head(head), version, llm, userSchema, log)
+			if q, ok, err := f.extend(ctx, log); ok {
+				if err != nil || !q.carry {
+					return q, err
+				}
+				return reg.keep(q, prefix, version, llm, userSchema, log), nil
+			}
+		}
+	}
 	p, err := prepareFrom(ctx, cfg, userSchema, log, false, true)
 	if err != nil || !p.carry {
 		return p, err
 	}
-	// The loop goes on with a fork, the cache keeps p as it is now.
+	return reg.keep(p, prefix, version, llm, userSchema, log), nil
+}
+
+// keep caches p, prepared from the messages of prefix, and returns a fork
+// of it for the loop over log to go on with: the cache keeps p as it is
+// now.
+func (r *Registry) keep(p *prepared, prefix message.Prefix, version uint64, llm provider.Request, user json.RawMessage, log *message.Log) *prepared {
 	f := p.fork(log)
 	p.build.Log = nil // the loop's log: the cache holds its prefix only
-	reg.keepStart(&start{prefix: log.Prefix(), version: version, llm: llm, user: userSchema, p: p})
-	return f, nil
+	r.keepStart(&start{prefix: prefix, version: version, llm: llm, user: user, p: p})
+	return f
+}
+
+// staticHead returns how many messages of log make its head, what runs
+// of one agent share (its tools, and what comes before them), when the
+// rest holds no data: a block rendered in the head shows the merged value
+// of its identity over the whole log, so a head is only cached when that
+// is the head's own. It returns 0 when there is no such head.
+func staticHead(log *message.Log) int {
+	head := 0
+	for i := log.Len() - 1; i >= 0; i-- {
+		typ := log.TypeAt(i)
+		if typ == message.TypeTool {
+			head = i + 1
+			break
+		}
+		if typ == message.TypeData {
+			return 0
+		}
+	}
+	if head == log.Len() {
+		return 0 // the whole context: cached as it is
+	}
+	return head
 }
 
 // startFor returns the cached start whose messages log extends the

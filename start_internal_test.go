@@ -157,3 +157,44 @@ func TestParseTrusted(t *testing.T) {
 		t.Error("read a solution whose calls do not match what was handed over")
 	}
 }
+
+// TestStartCacheKeepsTheHead checks that a loop keeps the head of its
+// context (up to its last tool) when the rest holds no data, so that a run
+// asking something else of the same agent starts from it; and not when the
+// rest holds data, whose merged value the head's blocks would show.
+func TestStartCacheKeepsTheHead(t *testing.T) {
+	reg := NewRegistry()
+	reg.Tool("t", json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}}}`))
+	cfg := Config{Registry: reg}
+	llm := llmSettings(cfg)
+	logOf := func(msgs ...message.Message) *message.Log {
+		l, err := message.NewLog(msgs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	system := message.Message{Type: message.TypeText, Role: message.RoleSystem, Text: "Be brief."}
+	tool := message.Message{Type: message.TypeTool, Tool: json.RawMessage(`"t"`)}
+	if _, err := prepareStart(t.Context(), cfg, nil, logOf(system, tool, message.Text("a?"))); err != nil {
+		t.Fatal(err)
+	}
+	s := reg.startFor(reg.version.Load(), &llm, nil, logOf(system, tool, message.Text("b?")))
+	if s == nil || s.prefix.Len() != 2 {
+		t.Fatalf("start for another question: %+v", s)
+	}
+	s = reg.startFor(reg.version.Load(), &llm, nil, logOf(system, tool, message.Text("a?"), message.Text("more")))
+	if s == nil || s.prefix.Len() != 3 {
+		t.Fatalf("start for the next turn: %+v", s)
+	}
+
+	other := NewRegistry()
+	other.Tool("t", json.RawMessage(`{"type":"object"}`))
+	cfg.Registry = other
+	if _, err := prepareStart(t.Context(), cfg, nil, logOf(tool, message.Data("input", json.RawMessage(`{"q":1}`)), message.Text("a?"))); err != nil {
+		t.Fatal(err)
+	}
+	if s := other.startFor(other.version.Load(), &llm, nil, logOf(tool, message.Text("b?"))); s != nil {
+		t.Fatalf("a head was kept though the rest held data: %d messages", s.prefix.Len())
+	}
+}

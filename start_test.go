@@ -91,6 +91,15 @@ func TestRunStartsFromCachedContext(t *testing.T) {
 	want, _ := runRequests(t, agent.Config{Registry: startRegistry()}, next)
 	sameRequests(t, "the next turn", got, want)
 
+	// Other questions to the same agent: the head (up to the last tool)
+	// is shared, the rest differs.
+	for _, q := range []string{"something else", "and a third thing"} {
+		ask := append(append([]message.Message(nil), msgs[:4]...), message.Text(q))
+		got, _ = runRequests(t, agent.Config{Registry: reg}, ask)
+		want, _ = runRequests(t, agent.Config{Registry: startRegistry()}, ask)
+		sameRequests(t, "another question", got, want)
+	}
+
 	// A context that differs early shares nothing.
 	other := append([]message.Message{message.Text("First this.")}, msgs...)
 	got, _ = runRequests(t, agent.Config{Registry: reg}, other)
@@ -156,4 +165,21 @@ func TestRunStartCacheConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestRunStartHeadSeesOnlyItsData runs a context whose data continues
+// past its last tool, then one that shares the head but not that data:
+// the second must not see the first's data in its rendered blocks.
+func TestRunStartHeadSeesOnlyItsData(t *testing.T) {
+	a := ctxOf(t, `[{"type":"data","kind":"state","data":{"start":1}},{"type":"tool","tool":"t"},
+		{"type":"data","kind":"state","data":{"more":2}},{"type":"text","text":"a?"}]`)
+	b := ctxOf(t, `[{"type":"data","kind":"state","data":{"start":1}},{"type":"tool","tool":"t"},{"type":"text","text":"b?"}]`)
+	reg := startRegistry()
+	runRequests(t, agent.Config{Registry: reg}, a)
+	got, _ := runRequests(t, agent.Config{Registry: reg}, b)
+	want, _ := runRequests(t, agent.Config{Registry: startRegistry()}, b)
+	sameRequests(t, "the second context", got, want)
+	if strings.Contains(got[0], `more`) {
+		t.Errorf("the second context sees the first one's data: %s", got[0])
+	}
 }

@@ -19,6 +19,13 @@ func (l *Log) Prefix() Prefix {
 	return Prefix{msgs: l.msgs} // a copy of entries is a snapshot (see entries)
 }
 
+// Head returns the first n messages of p (all of them if it has fewer).
+func (p Prefix) Head(n int) Prefix {
+	h := p
+	h.msgs.n = min(max(n, 0), p.msgs.n)
+	return h
+}
+
 // Len returns the number of messages in p.
 func (p Prefix) Len() int { return p.msgs.n }
 

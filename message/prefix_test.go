@@ -64,6 +64,13 @@ func TestLogHasPrefix(t *testing.T) {
 			t.Errorf("%s: HasPrefix = true", name)
 		}
 	}
+	head := p.Head(2)
+	if head.Len() != 2 || !changed(3, Text("hi")).HasPrefix(head) || changed(1, Data("state", json.RawMessage(`{"a":2}`))).HasPrefix(head) {
+		t.Error("Head(2) is not the first two messages")
+	}
+	if p.Head(99).Len() != p.Len() || p.Head(-1).Len() != 0 {
+		t.Error("Head does not clamp")
+	}
 	if !(&Log{}).HasPrefix(Prefix{}) {
 		t.Error("the empty prefix is a prefix of every log")
 	}
