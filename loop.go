@@ -466,11 +466,7 @@ func (t *tick) tryRun() bool {
 		if w.at != nil {
 			// Look the reference up before preparing the whole call again:
 			// in a chain, most writes are not the one a call waits for.
-			var src ref.Source = r.log
-			if w.call.Instance != "" {
-				src = r.log.Instance(w.call.Instance)
-			}
-			if _, err := src.Lookup(w.at.Kind, w.at.Path); errors.Is(err, ref.ErrNotFound) {
+			if !r.log.Resolves(w.call.Instance, w.at.Kind, w.at.Path) {
 				w.seen = r.writes[w.kind]
 				continue
 			}

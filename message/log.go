@@ -379,6 +379,34 @@ func (s instanceSource) Lookup(kind string, path ref.Path) (json.RawMessage, err
 	return s.l.lookup(kind, s.id, path)
 }
 
+// Resolves reports whether Lookup finds path of kind where a call of
+// instance reads it (see [Log.Instance]; "" for global data), counting a
+// value that is there but cannot be read as found. A call waiting for a
+// reference asks after each write: a key not written yet is answered
+// without making the error Lookup would return.
+func (l *Log) Resolves(instance, kind string, path ref.Path) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if instance != "" {
+		if v := l.views[Identity{kind, instance}]; v != nil && l.has(v, path) {
+			return true
+		}
+	}
+	v := l.views[Identity{kind, ""}]
+	return v != nil && l.has(v, path)
+}
+
+// has reports whether get finds path in v. The caller holds l.mu.
+func (l *Log) has(v *view, path ref.Path) bool {
+	if v.keyed != nil && len(path) > 0 {
+		if _, found := v.findKey(path[0]); !found {
+			return false
+		}
+	}
+	_, err := l.get(v, path)
+	return err == nil || !errors.Is(err, ref.ErrNotFound)
+}
+
 // Value returns the whole value of one identity, with no fallback. ok is
 // false when the identity holds no data.
 func (l *Log) Value(id Identity) (v json.RawMessage, ok bool, err error) {

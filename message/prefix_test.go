@@ -125,3 +125,38 @@ func TestLogUnknownKindError(t *testing.T) {
 		t.Errorf("Lookup of an unknown kind: %v", err)
 	}
 }
+
+// TestLogResolves compares Resolves with what Lookup reports, on keyed,
+// small and materialised views, with and without an instance.
+func TestLogResolves(t *testing.T) {
+	var msgs []Message
+	for i := range 6 { // keyed: one top-level key per write
+		msgs = append(msgs, Message{Type: TypeData, Kind: "state", Data: json.RawMessage(fmt.Sprintf(`{"r%d":{"y":%d}}`, i, i)),
+			OutputPath: fmt.Sprintf("†state.r%d", i)})
+	}
+	msgs = append(msgs,
+		Data("input", json.RawMessage(`{"a":{"b":1},"s":"text"}`)),
+		Message{Type: TypeData, Kind: "input", Instance: "i1", Data: json.RawMessage(`{"a":{"c":2}}`)},
+		Data("notes", json.RawMessage(`{"n":1}`)), Data("notes", json.RawMessage(`{"m":2}`)),
+		Data("notes", json.RawMessage(`{"k":3}`)), Data("notes", json.RawMessage(`{"j":4}`)), Data("notes", json.RawMessage(`{"i":5}`)),
+	)
+	l, err := NewLog(msgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := []ref.Path{nil, {"r0"}, {"r0", "y"}, {"r0", "z"}, {"r9"}, {"a"}, {"a", "b"}, {"a", "c"}, {"s", "x"}, {"n"}, {"i"}, {"zz"}}
+	for _, kind := range []string{"state", "input", "notes", "missing"} {
+		for _, inst := range []string{"", "i1", "i2"} {
+			for _, p := range paths {
+				var src ref.Source = l
+				if inst != "" {
+					src = l.Instance(inst)
+				}
+				_, lerr := src.Lookup(kind, p)
+				if got, want := l.Resolves(inst, kind, p), !errors.Is(lerr, ref.ErrNotFound); got != want {
+					t.Errorf("Resolves(%q, %q, %v) = %v; Lookup says %v", inst, kind, p, got, lerr)
+				}
+			}
+		}
+	}
+}

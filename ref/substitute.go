@@ -76,8 +76,16 @@ func substituteObject(src Source, params json.RawMessage) (json.RawMessage, erro
 			return true
 		}
 		var nv any
-		if nv, err = substitute(src, jsonfast.Decode(v), "/"+PointerEscape(jsonfast.Unquote(lit))); err != nil {
-			return false
+		switch val := jsonfast.Decode(v).(type) {
+		case string: // the usual parameter, one expression: its pointer is made only for an error
+			if nv, err = substituteString(src, val); err != nil {
+				err = withParam(err, "/"+PointerEscape(jsonfast.Unquote(lit)))
+				return false
+			}
+		default:
+			if nv, err = substitute(src, val, "/"+PointerEscape(jsonfast.Unquote(lit))); err != nil {
+				return false
+			}
 		}
 		var enc []byte
 		if enc, err = encodeValue(nv); err != nil {
@@ -144,18 +152,11 @@ func encodeValue(v any) ([]byte, error) {
 func substitute(src Source, v any, at string) (any, error) {
 	switch c := v.(type) {
 	case string:
-		if !IsExpression(c) {
-			return Literal(c), nil
-		}
-		e, err := Parse(c)
+		nv, err := substituteString(src, c)
 		if err != nil {
 			return nil, withParam(err, at)
 		}
-		raw, err := Eval(src, e)
-		if err != nil {
-			return nil, withParam(err, at)
-		}
-		return raw, nil
+		return nv, nil
 	case map[string]any:
 		for k, x := range c {
 			nv, err := substitute(src, x, at+"/"+PointerEscape(k))
@@ -174,6 +175,23 @@ func substitute(src Source, v any, at string) (any, error) {
 		}
 	}
 	return v, nil
+}
+
+// substituteString is substitute for a string, with errors that do not
+// name the parameter yet.
+func substituteString(src Source, c string) (any, error) {
+	if !IsExpression(c) {
+		return Literal(c), nil
+	}
+	e, err := Parse(c)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := Eval(src, e)
+	if err != nil {
+		return nil, err
+	}
+	return raw, nil
 }
 
 func withParam(err error, at string) error {
