@@ -19,10 +19,12 @@ var errBlocked = errors.New("agent: call is blocked on a reference")
 // missing. It is fmt.Errorf("%w: %w", errBlocked, err) but for its text,
 // made only when asked: a chain of calls blocks often, and the text is
 // rarely read.
-type blocked struct{ err error }
+type blocked struct{ errs [2]error } // errBlocked and the reference error
 
-func (b *blocked) Error() string   { return errBlocked.Error() + ": " + b.err.Error() }
-func (b *blocked) Unwrap() []error { return []error{errBlocked, b.err} }
+func newBlocked(err error) *blocked { return &blocked{[2]error{errBlocked, err}} }
+
+func (b *blocked) Error() string   { return errBlocked.Error() + ": " + b.errs[1].Error() }
+func (b *blocked) Unwrap() []error { return b.errs[:] } // no allocation: errors.Is asks often
 
 // executor runs calls against a log.
 type executor struct {
@@ -95,7 +97,7 @@ func (x *executor) prepare(log *message.Log, c *Call, object bool) (*Call, error
 		// resolve against them too.
 		c.scoped, err = scopedContext(log, c.Instance, scopes)
 		if errors.Is(err, ref.ErrNotFound) {
-			return nil, &blocked{err}
+			return nil, newBlocked(err)
 		}
 		if err != nil {
 			return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}
@@ -119,7 +121,7 @@ func (x *executor) prepare(log *message.Log, c *Call, object bool) (*Call, error
 	}
 	if err != nil {
 		if errors.Is(err, ref.ErrNotFound) {
-			return c, &blocked{err} // c, parsed, can be tried again
+			return c, newBlocked(err) // c, parsed, can be tried again
 		}
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}
 	}
