@@ -421,9 +421,7 @@ func (t *tick) event(ev Event, err error) bool {
 		if r.lazy {
 			return true // lazy mode: the model only plans
 		}
-		var id [40]byte
-		t.pending = append(t.pending, waiting{raw: ev.Element.Value,
-			id: string(strconv.AppendInt(append(strconv.AppendInt(id[:0], int64(t.step), 10), '.'), int64(t.calls-1), 10))})
+		t.pending = append(t.pending, waiting{raw: ev.Element.Value, id: callID(t.step, t.calls-1)})
 		if !t.tryRun() {
 			t.stop = true
 			return false
@@ -453,6 +451,26 @@ func (t *tick) event(ev Event, err error) bool {
 		return false
 	}
 	return true
+}
+
+// callIDs holds the IDs of the first calls of the first steps, made once:
+// a run names every call it reads.
+var callIDs = func() (ids [8][32]string) {
+	for s := range ids {
+		for c := range ids[s] {
+			ids[s][c] = strconv.Itoa(s+1) + "." + strconv.Itoa(c)
+		}
+	}
+	return ids
+}()
+
+// callID names call c (from 0) of step s (from 1): "2.0".
+func callID(s, c int) string {
+	if s >= 1 && s <= len(callIDs) && c >= 0 && c < len(callIDs[0]) {
+		return callIDs[s-1][c]
+	}
+	var id [40]byte
+	return string(strconv.AppendInt(append(strconv.AppendInt(id[:0], int64(s), 10), '.'), int64(c), 10))
 }
 
 // tryRun launches every pending call whose references resolve.

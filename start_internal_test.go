@@ -198,3 +198,14 @@ func TestStartCacheKeepsTheHead(t *testing.T) {
 		t.Fatalf("a head was kept though the rest held data: %d messages", s.prefix.Len())
 	}
 }
+
+func TestCallID(t *testing.T) {
+	for _, c := range []struct {
+		s, c int
+		want string
+	}{{1, 0, "1.0"}, {2, 7, "2.7"}, {8, 31, "8.31"}, {9, 0, "9.0"}, {1, 32, "1.32"}, {12, 345, "12.345"}} {
+		if got := callID(c.s, c.c); got != c.want {
+			t.Errorf("callID(%d, %d) = %q, want %q", c.s, c.c, got, c.want)
+		}
+	}
+}
