@@ -521,9 +521,9 @@ func (g *generation) chunk(c *provider.Chunk, err error) error {
 	}
 	g.sols[c.Index].write(c.Text)
 	if x := g.sols[c.Index].x; x != nil {
-		// The Extractor neither keeps nor changes what it is fed:
-		// the chunk's bytes are read in place, not copied.
-		els, err := x.Feed(unsafe.Slice(unsafe.StringData(c.Text), len(c.Text)))
+		// A string's bytes never change: the chunk is read in place, and
+		// the calls whole in it share its bytes rather than copy them.
+		els, err := x.FeedShared(unsafe.Slice(unsafe.StringData(c.Text), len(c.Text)))
 		if !g.emit(c.Index, els, err) {
 			return errStopped
 		}

@@ -71,6 +71,7 @@ type Extractor struct {
 	ended bool
 	err   error
 
+	shared   bool   // the chunk being fed never changes: elements may share it
 	spans    []Span // the arrays at the path, in order
 	spanDeep int    // the depth of the open one's elements, 0 when none is open
 	capOff   int64  // the offset of the captured value
@@ -127,7 +128,15 @@ func index(seg string) int {
 // On invalid input Feed returns the elements completed before the error
 // and a [*SyntaxError]; the error is sticky. Feed panics if called after
 // [Extractor.End].
-func (x *Extractor) Feed(p []byte) ([]Element, error) {
+func (x *Extractor) Feed(p []byte) ([]Element, error) { return x.feed(p, false) }
+
+// FeedShared is Feed for input that never changes, such as the bytes of
+// a string: an element that lies whole in p shares p's bytes instead of
+// being copied. An element begun in an earlier chunk is copied as Feed
+// copies it.
+func (x *Extractor) FeedShared(p []byte) ([]Element, error) { return x.feed(p, true) }
+
+func (x *Extractor) feed(p []byte, shared bool) ([]Element, error) {
 	if x.ended {
 		panic("jsonstream: Extractor.Feed after End")
 	}
@@ -139,6 +148,7 @@ func (x *Extractor) Feed(p []byte) ([]Element, error) {
 	s.off = x.off
 	x.from = 0
 	x.arena, x.rest = nil, len(x.buf)+len(p)
+	x.shared = shared
 	for i := 0; ; {
 		if x.capturing {
 			// Inside an element nothing but its end matters.
@@ -212,7 +222,7 @@ func (x *Extractor) End() ([]Element, error) {
 	}
 	x.ended = true
 	x.s.off = x.off
-	x.arena, x.rest = nil, len(x.buf)
+	x.arena, x.rest, x.shared = nil, len(x.buf), false
 	var out []Element
 	for {
 		k, err := x.s.end()
@@ -278,6 +288,10 @@ func (x *Extractor) begin(k kind, start int) {
 // element ends the capture with the bytes tail and returns the element.
 // Its Path is set by paths once the chunk is done.
 func (x *Extractor) element(tail []byte) Element {
+	if x.shared && len(x.buf) == 0 {
+		x.capturing = false
+		return Element{Index: x.capIndex, Value: tail[:len(tail):len(tail)], Offset: x.capOff}
+	}
 	n := len(x.buf) + len(tail)
 	if cap(x.arena)-len(x.arena) < n {
 		// Room for the elements the rest of the chunk can hold, up to a

@@ -377,3 +377,30 @@ func TestExtractorSpans(t *testing.T) {
 		})
 	}
 }
+
+// TestExtractorFeedShared checks that an element whole in its chunk
+// shares the chunk's bytes, and that one begun in an earlier chunk is
+// copied.
+func TestExtractorFeedShared(t *testing.T) {
+	x, err := NewExtractor("calls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := []byte(`{"calls":[{"a":1},{"b":`)
+	second := []byte(`2},{"c":3}]}`)
+	els, err := x.FeedShared(first)
+	if err != nil || len(els) != 1 || &els[0].Value[0] != &first[10] || cap(els[0].Value) != len(els[0].Value) {
+		t.Fatalf("first chunk: %v, %v", els, err)
+	}
+	els, err = x.FeedShared(second)
+	if err != nil || len(els) != 2 || string(els[0].Value) != `{"b":2}` || string(els[1].Value) != `{"c":3}` {
+		t.Fatalf("second chunk: %v, %v", els, err)
+	}
+	if &els[1].Value[0] != &second[3] {
+		t.Error("an element whole in the second chunk was copied")
+	}
+	second[0] = '9' // the element begun in the first chunk is a copy
+	if string(els[0].Value) != `{"b":2}` {
+		t.Errorf("a spanning element shares a chunk: %s", els[0].Value)
+	}
+}

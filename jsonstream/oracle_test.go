@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -202,10 +203,22 @@ func extract(t testing.TB, path string, chunks [][]byte) result {
 	if err != nil {
 		t.Fatal(err)
 	}
+	shared, _ := NewExtractor(path) // fed the same chunks with FeedShared: the same elements
+	var sharedEls []Element
 	var r result
-	defer func() { checkOffsets(t, x, bytes.Join(chunks, nil), r.Elements) }()
+	defer func() {
+		if !reflect.DeepEqual(sharedEls, r.Elements) {
+			t.Fatalf("FeedShared gives %v, Feed %v", sharedEls, r.Elements)
+		}
+		checkOffsets(t, x, bytes.Join(chunks, nil), r.Elements)
+	}()
 	for _, c := range chunks {
 		els, err := x.Feed(c)
+		sels, serr := shared.FeedShared(c)
+		sharedEls = append(sharedEls, sels...)
+		if (serr == nil) != (err == nil) {
+			t.Fatalf("FeedShared error %v, Feed error %v", serr, err)
+		}
 		r.Elements = append(r.Elements, els...)
 		if err != nil {
 			if els2, err2 := x.End(); len(els2) != 0 || err2 != err {
@@ -216,6 +229,8 @@ func extract(t testing.TB, path string, chunks [][]byte) result {
 		}
 	}
 	els, err := x.End()
+	sels, _ := shared.End()
+	sharedEls = append(sharedEls, sels...)
 	r.Elements = append(r.Elements, els...)
 	r.Err = err
 	return r
