@@ -343,6 +343,12 @@ func (p *prepared) extend(ctx context.Context, log *message.Log) (_ *prepared, o
 		}
 	}
 	for i := p.n; i < n; i++ {
+		if typ, id := log.IdentityAt(i); typ == message.TypeData && b.rendered[id] {
+			// The built-in handler (every message here has one) shows an
+			// identity once, where it first appears: nothing to do, and
+			// no need to copy the message out of the log.
+			continue
+		}
 		m = log.At(i)
 		if err := b.handle(ctx, i, &m); err != nil {
 			return nil, true, err
