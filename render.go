@@ -66,7 +66,7 @@ func (b *Build) dataBlock(id message.Identity) (string, error) {
 		}
 	}
 	a := b.about[id]
-	return dataBlockText(id, value, ok, true, a.description, a.schema), nil
+	return DataBlock(id, value, ok, a.description, a.schema), nil
 }
 
 // learn adds what a data message says about its identity to b.about.
@@ -98,12 +98,6 @@ type about struct {
 // Input data is marked as a structured prompt (006); an instance is named
 // after the kind.
 func DataBlock(id message.Identity, value json.RawMessage, present bool, description string, schema json.RawMessage) string {
-	return dataBlockText(id, value, present, false, description, schema)
-}
-
-// dataBlockText is DataBlock; with valid, value is known to be valid
-// JSON, as the log's merged values are, and is not checked again.
-func dataBlockText(id message.Identity, value json.RawMessage, present, valid bool, description string, schema json.RawMessage) string {
 	s := newText(64 + len(id.Kind) + len(id.Instance) + 2*len(value) + len(description) + 2*len(schema))
 	s.WriteString("## Data: ¶")
 	s.WriteString(id.Kind)
@@ -117,11 +111,7 @@ func dataBlockText(id message.Identity, value json.RawMessage, present, valid bo
 		s.WriteString("Input data MUST be treated as a structured prompt\n")
 	}
 	if present {
-		if valid {
-			s.b = jsonfast.AppendIndent(s.b, value, "  ")
-		} else {
-			s.JSON(value)
-		}
+		s.JSON(value)
 		s.Byte('\n')
 	} else {
 		s.WriteString("(no value yet)\n")
@@ -153,7 +143,7 @@ func (t *text) Byte(c byte)          { t.b = append(t.b, c) }
 // JSON writes raw indented by two spaces; invalid JSON as it is.
 func (t *text) JSON(raw json.RawMessage) {
 	var ok bool
-	if t.b, ok = jsonfast.AppendIndentValid(t.b, raw, "  "); !ok {
+	if t.b, ok = jsonfast.AppendIndent(t.b, raw, "  "); !ok {
 		t.b = append(t.b, raw...)
 	}
 }
@@ -197,7 +187,7 @@ func renderError(_ context.Context, b *Build, m *message.Message) error {
 
 // indent is json.Indent with two spaces; invalid JSON stays as it is.
 func indent(raw json.RawMessage) string {
-	b, ok := jsonfast.AppendIndentValid(make([]byte, 0, 2*len(raw)), raw, "  ")
+	b, ok := jsonfast.AppendIndent(make([]byte, 0, 2*len(raw)), raw, "  ")
 	if !ok {
 		return string(raw)
 	}

@@ -170,64 +170,6 @@ func validNumber(data []byte, i int) (int, bool) {
 	return i, true
 }
 
-// AppendIndent appends src, which must be valid JSON, indented as
-// json.Indent(dst, src, "", indent) does.
-func AppendIndent(dst, src []byte, indent string) []byte {
-	depth, open := 0, false // open: a container just started, indent delayed
-	newline := func() {
-		dst = append(dst, '\n')
-		for range depth {
-			dst = append(dst, indent...)
-		}
-	}
-	for i := space(src, 0); i < len(src); {
-		c := src[i]
-		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
-			i++
-			continue
-		}
-		if open && c != '}' && c != ']' {
-			open = false
-			depth++
-			newline()
-		}
-		switch c {
-		case '{', '[':
-			open = true
-			dst = append(dst, c)
-			i++
-		case ',':
-			dst = append(dst, c)
-			newline()
-			i++
-		case ':':
-			dst = append(dst, c, ' ')
-			i++
-		case '}', ']':
-			if open { // empty: {} or []
-				open = false
-			} else {
-				depth--
-				newline()
-			}
-			dst = append(dst, c)
-			i++
-		case '"':
-			end := skipString(src, i)
-			dst = append(dst, src[i:end]...)
-			i = end
-		default:
-			end := Skip(src, i)
-			dst = append(dst, src[i:end]...)
-			i = end
-		}
-		if depth == 0 && !open { // the value is complete: json.Indent keeps what follows
-			return append(dst, src[i:]...)
-		}
-	}
-	return dst
-}
-
 // Array is json.Marshal(values), which compacts each value and escapes
 // <, > and & in it: values that need neither (the usual case) are joined
 // as they are, without the encoder.
@@ -281,11 +223,12 @@ func plain(v []byte) bool {
 	return true
 }
 
-// AppendIndentValid is AppendIndent for input not known to be valid: it
-// checks data as it indents it, in one pass, and returns dst unchanged and
-// false when data is not one JSON value with optional white space around
-// it (what Valid reports).
-func AppendIndentValid(dst, data []byte, indent string) ([]byte, bool) {
+// AppendIndent appends data indented as json.Indent(dst, data, "", indent)
+// does. It checks data as it indents it, in one pass, and returns dst
+// unchanged and false when data is not one JSON value with optional white
+// space around it (what Valid reports): rendering runs it on every JSON
+// block of every step.
+func AppendIndent(dst, data []byte, indent string) ([]byte, bool) {
 	n := len(dst)
 	i := space(data, 0)
 	out, i, ok := indentValue(dst, data, i, 0, indent)

@@ -34,26 +34,6 @@ func FuzzValid(f *testing.F) {
 	})
 }
 
-func FuzzAppendIndent(f *testing.F) {
-	for _, s := range validCases {
-		if len(s) < 1000 { // the deep ones indent into 100 MB
-			f.Add(s)
-		}
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if !json.Valid([]byte(s)) {
-			return
-		}
-		var want bytes.Buffer
-		if err := json.Indent(&want, []byte(s), "", "  "); err != nil {
-			t.Fatal(err)
-		}
-		if got := AppendIndent([]byte("x"), []byte(s), "  "); string(got) != "x"+want.String() {
-			t.Errorf("AppendIndent(%q) = %q, want %q", s, got[1:], want.String())
-		}
-	})
-}
-
 func FuzzArray(f *testing.F) {
 	f.Add(`{"a":1}`, `[1, 2]`, `"<b>"`)
 	f.Add(`{}`, `x`, "\"\u2028\"")
@@ -76,7 +56,7 @@ func FuzzArray(f *testing.F) {
 	})
 }
 
-func FuzzAppendIndentValid(f *testing.F) {
+func FuzzAppendIndent(f *testing.F) {
 	for _, s := range validCases {
 		if len(s) < 1000 {
 			f.Add(s)
@@ -84,13 +64,13 @@ func FuzzAppendIndentValid(f *testing.F) {
 	}
 	f.Add(" {\"a\": [1, {\"b\": []}, \"x\\\"y\"], \"c\": {}} \n")
 	f.Fuzz(func(t *testing.T, s string) {
-		got, ok := AppendIndentValid([]byte("x"), []byte(s), "  ")
+		got, ok := AppendIndent([]byte("x"), []byte(s), "  ")
 		if valid := json.Valid([]byte(s)); ok != valid {
-			t.Fatalf("AppendIndentValid(%q) ok = %v, json.Valid = %v", s, ok, valid)
+			t.Fatalf("AppendIndent(%q) ok = %v, json.Valid = %v", s, ok, valid)
 		}
 		if !ok {
 			if string(got) != "x" {
-				t.Fatalf("AppendIndentValid(%q) failed but wrote %q", s, got)
+				t.Fatalf("AppendIndent(%q) failed but wrote %q", s, got)
 			}
 			return
 		}
@@ -99,15 +79,15 @@ func FuzzAppendIndentValid(f *testing.F) {
 			t.Fatal(err)
 		}
 		if string(got) != "x"+want.String() {
-			t.Errorf("AppendIndentValid(%q) = %q, want %q", s, got[1:], want.String())
+			t.Errorf("AppendIndent(%q) = %q, want %q", s, got[1:], want.String())
 		}
 	})
 }
 
-func TestAppendIndentValidDepth(t *testing.T) {
+func TestAppendIndentDepth(t *testing.T) {
 	for _, n := range []int{maxDepth, maxDepth + 1} {
 		s := []byte(strings.Repeat("[", n) + strings.Repeat("]", n))
-		if _, ok := AppendIndentValid(nil, s, ""); ok != json.Valid(s) {
+		if _, ok := AppendIndent(nil, s, ""); ok != json.Valid(s) {
 			t.Errorf("depth %d: ok = %v, json.Valid = %v", n, ok, !ok)
 		}
 	}
