@@ -137,42 +137,29 @@ func (d *Decoder) Decode(data []byte, v reflect.Value, skipMeta bool) (ok bool) 
 			if !ok || esc {
 				return false
 			}
+			if i = SkipWS(data, end); i >= len(data) || data[i] != ':' {
+				return false
+			}
+			i++
 			if skipMeta && len(s) > 0 && s[0] == '_' {
-				i = SkipWS(data, end)
-				if i >= len(data) || data[i] != ':' {
+				if i, ok = skipValue(data, i); !ok {
 					return false
 				}
-				if i, ok = skipValue(data, i+1); !ok {
+			} else {
+				k := -1
+				for j := range d.fields {
+					if d.fields[j].name == string(s) {
+						k = j
+						break
+					}
+				}
+				if k < 0 || seen&(1<<k) != 0 {
 					return false
 				}
-				if i = SkipWS(data, i); i < len(data) && data[i] == ',' {
-					i = SkipWS(data, i+1)
-					continue
+				seen |= 1 << k
+				if i, ok = d.fields[k].set(data, SkipWS(data, i), v); !ok {
+					return false
 				}
-				if i < len(data) && data[i] == '}' {
-					i++
-					break
-				}
-				return false
-			}
-			k := -1
-			for j := range d.fields {
-				if d.fields[j].name == string(s) {
-					k = j
-					break
-				}
-			}
-			if k < 0 || seen&(1<<k) != 0 {
-				return false
-			}
-			seen |= 1 << k
-			i = SkipWS(data, end)
-			if i >= len(data) || data[i] != ':' {
-				return false
-			}
-			i = SkipWS(data, i+1)
-			if i, ok = d.fields[k].set(data, i, v); !ok {
-				return false
 			}
 			i = SkipWS(data, i)
 			if i < len(data) && data[i] == ',' {
