@@ -186,8 +186,8 @@ func ErrorMessage(call json.RawMessage, err error) message.Message {
 	return message.Message{Type: message.TypeError, Failed: call, Error: err.Error(), Extra: extra}
 }
 
-// callMeta reads the meta-properties of a raw call.
-// With valid, raw is known to be valid JSON, as the Extractor hands over.
+// parseCall reads the meta-properties of a raw call. With valid, raw is
+// known to be valid JSON, as the Extractor hands over.
 func parseCall(raw json.RawMessage, valid bool) (*Call, error) {
 	// A call's bytes never change once the run has them (a replacement
 	// from Confirm is copied): its meta-properties can share them.
