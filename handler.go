@@ -46,7 +46,6 @@ type Build struct {
 	shapeNames     []string     // tool names, as defined
 	shapes         []*shaped    // their definitions as given, with the schemas calls must meet
 	rendered       map[message.Identity]bool
-	about          map[message.Identity]about
 	solutionChecks []func(solution json.RawMessage) error
 
 	toolsOnly bool // render nothing: only the tools are wanted
@@ -118,7 +117,7 @@ func (b *Build) fork(log *message.Log) *Build {
 	f.shapeNames, f.shapes = slices.Clip(b.shapeNames), slices.Clip(b.shapes)
 	f.solutionChecks = slices.Clip(b.solutionChecks)
 	f.advisorItems, f.advisorsOnDemand = slices.Clip(b.advisorItems), slices.Clip(b.advisorsOnDemand)
-	f.rendered, f.about, f.blocks = cloneMap(b.rendered), cloneMap(b.about), cloneMap(b.blocks)
+	f.rendered, f.blocks = cloneMap(b.rendered), cloneMap(b.blocks)
 	f.shared = true
 	return &f
 }

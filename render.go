@@ -55,36 +55,8 @@ func (b *Build) dataBlock(id message.Identity) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if b.about == nil {
-		// One pass for every identity: the latest schema and description.
-		b.about = map[message.Identity]about{}
-		for i := range b.Log.Len() {
-			if b.Log.TypeAt(i) == message.TypeData {
-				x := b.Log.At(i)
-				b.learn(&x)
-			}
-		}
-	}
-	a := b.about[id]
-	return DataBlock(id, value, ok, a.description, a.schema), nil
-}
-
-// learn adds what a data message says about its identity to b.about.
-func (b *Build) learn(m *message.Message) {
-	a := b.about[m.Identity()]
-	if m.Schema != nil {
-		a.schema = m.Schema
-	}
-	if m.Description != "" {
-		a.description = m.Description
-	}
-	b.about[m.Identity()] = a
-}
-
-// about is what the messages of one identity say about it.
-type about struct {
-	schema      json.RawMessage
-	description string
+	description, schema := b.Log.About(id)
+	return DataBlock(id, value, ok, description, schema), nil
 }
 
 // DataBlock renders a data identity the way the model sees it:

@@ -322,10 +322,6 @@ func (p *prepared) extend(ctx context.Context, log *message.Log) (_ *prepared, o
 		if typ != message.TypeData {
 			continue
 		}
-		if b.about != nil {
-			m = log.At(i)
-			b.learn(&m)
-		}
 		if _, ok := b.blocks[id]; ok && !slices.Contains(dirty, id) {
 			dirty = append(dirty, id)
 		}

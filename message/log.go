@@ -39,6 +39,12 @@ type view struct {
 	present bool
 	writes  []int      // log positions of the messages that write here, oldest first
 	clashes []ref.Path // paths of writes that did not apply
+
+	// The latest description and schema its messages gave: a render
+	// shows them with the value, and would otherwise look for them
+	// message by message.
+	description string
+	schema      json.RawMessage
 }
 
 // smallView is how many writes a view keeps raw before it materialises.
@@ -114,6 +120,12 @@ func (l *Log) Append(msgs ...Message) error {
 		if v == nil {
 			v = &view{}
 			l.views[id] = v
+		}
+		if m.Description != "" {
+			v.description = m.Description
+		}
+		if m.Schema != nil {
+			v.schema = m.Schema
 		}
 		if ws == nil || ws[i].value == nil {
 			continue
@@ -421,6 +433,17 @@ func (l *Log) Value(id Identity) (v json.RawMessage, ok bool, err error) {
 		return nil, false, nil
 	}
 	return v, err == nil, err
+}
+
+// About returns the latest description and schema the data messages of
+// id gave, "" and nil when none did.
+func (l *Log) About(id Identity) (description string, schema json.RawMessage) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if v := l.views[id]; v != nil {
+		return v.description, v.schema
+	}
+	return "", nil
 }
 
 func (l *Log) lookup(kind, instance string, path ref.Path) (json.RawMessage, error) {

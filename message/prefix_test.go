@@ -116,6 +116,33 @@ func TestLogIdentityAt(t *testing.T) {
 	}
 }
 
+// TestLogAbout checks that About gives the latest description and schema
+// of an identity, each kept until a later message replaces it.
+func TestLogAbout(t *testing.T) {
+	l, err := NewLog(
+		Message{Type: TypeData, Kind: "user", Description: "who asks", Schema: json.RawMessage(`{"type":"object"}`)},
+		Data("user", json.RawMessage(`{"n":"x"}`)),
+		Message{Type: TypeData, Kind: "user", Instance: "u1", Description: "an instance", Data: json.RawMessage(`{}`)},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(id Identity, desc, schema string) {
+		t.Helper()
+		d, s := l.About(id)
+		if d != desc || string(s) != schema {
+			t.Errorf("About(%+v) = %q, %s; want %q, %s", id, d, s, desc, schema)
+		}
+	}
+	check(Identity{Kind: "user"}, "who asks", `{"type":"object"}`)
+	check(Identity{Kind: "user", Instance: "u1"}, "an instance", "")
+	check(Identity{Kind: "state"}, "", "")
+	if err := l.Append(Message{Type: TypeData, Kind: "user", Description: "the customer", Data: json.RawMessage(`{"n":"y"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	check(Identity{Kind: "user"}, "the customer", `{"type":"object"}`)
+}
+
 func TestLogUnknownKindError(t *testing.T) {
 	l, _ := NewLog(Text("x"))
 	_, err := l.Lookup("state", ref.Path{"a"})
