@@ -97,6 +97,10 @@ func TestAppendStamp(t *testing.T) {
 	for range 10000 {
 		times = append(times, time.Unix(rng.Int64N(400e9)-100e9, rng.Int64N(1e9)).In(time.FixedZone("y", rng.IntN(86400)-43200)))
 		times = append(times, time.Unix(rng.Int64N(4e9), rng.Int64N(1000)*1e6))
+		// The same second again, elsewhere and at other nanoseconds:
+		// what appendStamp keeps from the last stamp.
+		last := times[len(times)-1]
+		times = append(times, time.Unix(last.Unix(), rng.Int64N(1e9)).In(time.FixedZone("z", 3600)), time.Unix(last.Unix(), 0))
 	}
 	for _, tm := range times {
 		if got, want := string(appendStamp([]byte("x"), tm)), "x"+tm.UTC().Format(time.RFC3339Nano); got != want {
