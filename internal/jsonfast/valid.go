@@ -105,7 +105,11 @@ func validLiteral(data []byte, i int, lit string) (int, bool) {
 // validString checks the string at data[i] (a '"') and returns its end.
 func validString(data []byte, i int) (int, bool) {
 	for i++; i < len(data); i++ {
-		switch c := data[i]; {
+		c := data[i]
+		if plainByte[c] {
+			continue
+		}
+		switch {
 		case c == '"':
 			return i + 1, true
 		case c < 0x20:
@@ -133,6 +137,15 @@ func validString(data []byte, i int) (int, bool) {
 	}
 	return i, false
 }
+
+// plainByte tells the bytes a string holds as they are: one lookup per
+// byte where the checks would be three.
+var plainByte = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // validNumber checks the number at data[i:] and returns its end.
 func validNumber(data []byte, i int) (int, bool) {
@@ -244,13 +257,6 @@ func indentValue(dst, data []byte, i, depth int, indent string) ([]byte, int, bo
 	if i >= len(data) {
 		return dst, i, false
 	}
-	newline := func(dst []byte, depth int) []byte {
-		dst = append(dst, '\n')
-		for range depth {
-			dst = append(dst, indent...)
-		}
-		return dst
-	}
 	var ok bool
 	switch c := data[i]; {
 	case c == '{':
@@ -265,7 +271,7 @@ func indentValue(dst, data []byte, i, depth int, indent string) ([]byte, int, bo
 			if i >= len(data) || data[i] != '"' {
 				return dst, i, false
 			}
-			dst = newline(dst, depth+1)
+			dst = newline(dst, indent, depth+1)
 			start := i
 			if i, ok = validString(data, i); !ok {
 				return dst, i, false
@@ -283,7 +289,7 @@ func indentValue(dst, data []byte, i, depth int, indent string) ([]byte, int, bo
 			}
 			switch data[i] {
 			case '}':
-				return append(newline(dst, depth), '}'), i + 1, true
+				return append(newline(dst, indent, depth), '}'), i + 1, true
 			case ',':
 				dst = append(dst, ',')
 				i = space(data, i+1)
@@ -300,7 +306,7 @@ func indentValue(dst, data []byte, i, depth int, indent string) ([]byte, int, bo
 			return append(dst, ']'), i + 1, true
 		}
 		for {
-			dst = newline(dst, depth+1)
+			dst = newline(dst, indent, depth+1)
 			if dst, i, ok = indentValue(dst, data, i, depth+1, indent); !ok {
 				return dst, i, false
 			}
@@ -309,7 +315,7 @@ func indentValue(dst, data []byte, i, depth int, indent string) ([]byte, int, bo
 			}
 			switch data[i] {
 			case ']':
-				return append(newline(dst, depth), ']'), i + 1, true
+				return append(newline(dst, indent, depth), ']'), i + 1, true
 			case ',':
 				dst = append(dst, ',')
 				i = space(data, i+1)
@@ -317,6 +323,12 @@ func indentValue(dst, data []byte, i, depth int, indent string) ([]byte, int, bo
 				return dst, i, false
 			}
 		}
+	case c == '"':
+		end, ok := validString(data, i)
+		if !ok {
+			return dst, end, false
+		}
+		return append(dst, data[i:end]...), end, true
 	}
 	end, ok := validValue(data, i, depth) // a scalar
 	if !ok {
@@ -324,3 +336,19 @@ func indentValue(dst, data []byte, i, depth int, indent string) ([]byte, int, bo
 	}
 	return append(dst, data[i:end]...), end, true
 }
+
+// newline appends a line break and depth indents.
+func newline(dst []byte, indent string, depth int) []byte {
+	if n := 1 + depth*len(indent); indent == "  " && n <= len(spaced) {
+		return append(dst, spaced[:n]...)
+	}
+	dst = append(dst, '\n')
+	for range depth {
+		dst = append(dst, indent...)
+	}
+	return dst
+}
+
+// spaced is a line break and the indents of two spaces of the usual
+// depths, the indent rendering uses.
+const spaced = "\n                                                                "

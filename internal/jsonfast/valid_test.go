@@ -3,6 +3,7 @@ package jsonfast
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -90,5 +91,37 @@ func TestAppendIndentDepth(t *testing.T) {
 		if _, ok := AppendIndent(nil, s, ""); ok != json.Valid(s) {
 			t.Errorf("depth %d: ok = %v, json.Valid = %v", n, ok, !ok)
 		}
+	}
+}
+
+// TestAppendIndentIndents compares AppendIndent with json.Indent for
+// indents other than the two spaces the fuzzer uses, at depths past
+// what AppendIndent keeps ready.
+func TestAppendIndentIndents(t *testing.T) {
+	deep := strings.Repeat(`{"a":[`, 40) + `1,"†x"` + strings.Repeat(`]}`, 40)
+	for _, indent := range []string{"", " ", "  ", "\t", "    ", "--"} {
+		for _, s := range []string{`{"a": [1, {"b": []}, "x\"y"], "c": {}}`, deep, `[]`, `"s"`} {
+			got, ok := AppendIndent(nil, []byte(s), indent)
+			var want bytes.Buffer
+			if err := json.Indent(&want, []byte(s), "", indent); err != nil || !ok {
+				t.Fatal(err, ok)
+			}
+			if string(got) != want.String() {
+				t.Errorf("indent %q: AppendIndent(%.30q) = %q, want %q", indent, s, got, want.String())
+			}
+		}
+	}
+}
+
+func BenchmarkAppendIndent(b *testing.B) {
+	var calls []string
+	for i := range 10 {
+		calls = append(calls, fmt.Sprintf(`{"_tool":"t%d","x":%d,"_outputPath":"†state.r%d"}`, i, i, i))
+	}
+	plan := []byte("[" + strings.Join(calls, ",") + "]")
+	b.SetBytes(int64(len(plan)))
+	var buf []byte
+	for b.Loop() {
+		buf, _ = AppendIndent(buf[:0], plan, "  ")
 	}
 }
