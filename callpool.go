@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 
 	"github.com/augceo/agent/platform"
@@ -38,14 +39,23 @@ var callPools = sync.Pool{New: func() any { return &callPool{wake: make(chan str
 
 // job is a call to run.
 type job struct {
-	ctx context.Context
-	x   *executor
-	c   *Call
-	bg  bool
+	ctx    context.Context
+	x      *executor
+	c      *Call
+	bg     bool
+	direct bool // the run appends the result itself (see completion)
 }
 
 func (j *job) run() completion {
-	msgs, resp, err := j.x.runCall(j.ctx, j.c)
+	res, resp, err := j.x.invoke(j.ctx, j.c)
+	if j.direct && err == nil && res.Messages == nil && j.c.output != nil {
+		value := res.Value
+		if value == nil {
+			value = json.RawMessage("null")
+		}
+		return completion{call: j.c, resp: resp, bg: j.bg, direct: true, value: value, branch: res.Branch, date: platform.Now(j.ctx)}
+	}
+	msgs, resp, err := j.x.record(j.ctx, j.c, res, resp, err)
 	return completion{call: j.c, msgs: msgs, resp: resp, err: err, bg: j.bg}
 }
 

@@ -140,6 +140,11 @@ func (x *executor) prepare(log *message.Log, c *Call, object bool) (*Call, error
 // output messages, or an error message when it failed.
 func (x *executor) runCall(ctx context.Context, c *Call) ([]message.Message, *Response, error) {
 	res, resp, err := x.invoke(ctx, c)
+	return x.record(ctx, c, res, resp, err)
+}
+
+// record returns the messages that record what invoke returned for c.
+func (x *executor) record(ctx context.Context, c *Call, res *Result, resp *Response, err error) ([]message.Message, *Response, error) {
 	now := platform.Now(ctx)
 	if err != nil {
 		// A branching output path takes the error to its last branch.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/message"
@@ -98,6 +99,7 @@ type RunEvent struct {
 // output, running the calls of each solution as they stream in.
 func Run(ctx context.Context, cfg Config, schema json.RawMessage, msgs []message.Message) (*RunResult, error) {
 	var res *RunResult
+	cfg.quiet = true
 	for ev, err := range Events(ctx, cfg, schema, msgs) {
 		if err != nil {
 			var le *LimitError
@@ -152,6 +154,8 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 	}
 	r := &run{cfg: cfg, schema: schema, log: log, pool: newCallPool(conc), writes: map[string]int{}}
 	r.kick = r.pool.kick // made once, not at every step
+	r.wrote = func(kind string) { r.writes[kind]++ }
+	r.direct = cfg.quiet && cfg.Store == nil
 	if cfg.Store != nil {
 		j, err := openJournal(ctx, cfg, kindLoop, runSpec{Schema: schema}, msgs, cfg.resume != nil)
 		if err != nil {
@@ -180,6 +184,13 @@ type completion struct {
 	resp *Response
 	err  error
 	bg   bool // fire-and-forget: the step does not wait for it
+
+	// direct: the call's result, to append to the log as its output
+	// without messages made of it (see Config.quiet)
+	direct bool
+	value  json.RawMessage
+	branch message.Branch
+	date   time.Time
 }
 
 type run struct {
@@ -202,9 +213,11 @@ type run struct {
 
 	advice []Opinion // the last advisors' opinions
 
-	writes    map[string]int // data messages appended so far, by kind
-	blockedOn string         // the kind the last blocked call waits for
-	blockedAt *ref.Ref       // and the reference, when it alone blocks it
+	writes    map[string]int    // data messages appended so far, by kind
+	wrote     func(kind string) // counts one in writes
+	direct    bool              // no one reads EventMessage: see Config.quiet
+	blockedOn string            // the kind the last blocked call waits for
+	blockedAt *ref.Ref          // and the reference, when it alone blocks it
 }
 
 // waiting is a call whose references did not resolve yet.
@@ -596,7 +609,7 @@ func (r *run) launch(ctx context.Context, step int, w *waiting) (launched bool, 
 		r.bg++
 	}
 	// r.exec, not the next step's, runs it: background calls outlive the step.
-	r.pool.submit(job{ctx: ctx, x: r.exec, c: c, bg: bg})
+	r.pool.submit(job{ctx: ctx, x: r.exec, c: c, bg: bg, direct: r.direct})
 	return true, nil, true
 }
 
@@ -609,7 +622,12 @@ func (r *run) finish(step int, c completion, errs *[]message.Message) bool {
 	if c.resp != nil {
 		r.usage.Add(c.resp.Usage)
 	}
-	if !r.appendAll(step, c.msgs) {
+	if c.direct {
+		err := r.log.AppendOutput(c.call.output, c.call.Raw, c.call.Instance, c.value, c.branch, c.date, r.wrote)
+		if err != nil {
+			c.err = &CallError{Kind: Runtime, Tool: c.call.Tool, Err: err}
+		}
+	} else if !r.appendAll(step, c.msgs) {
 		return false
 	}
 	if c.err != nil {

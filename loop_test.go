@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -525,4 +526,83 @@ func TestRunUnblocksOnInstanceData(t *testing.T) {
 	if err != nil || string(v) != "7" {
 		t.Errorf("i1 state.got.v = %s, %v", v, err)
 	}
+}
+
+// TestRunLogMatchesEvents checks that Run, which appends call outputs to
+// its log directly, leaves the log Events leaves, where every output is
+// a message: single, branching and fanned-out paths, a branch chosen by
+// the activity, an instance, a result that is not JSON, messages an
+// activity appends itself, and a latent call.
+func TestRunLogMatchesEvents(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("t", json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}}}`))
+	reg.Activity("t", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		switch {
+		case strings.Contains(string(c.Params), `"x":2`):
+			return nil, errors.New("two is not allowed")
+		case strings.Contains(string(c.Params), `"x":3`):
+			return &agent.Result{Value: json.RawMessage(`{"why":"three"}`), Branch: 1}, nil
+		case strings.Contains(string(c.Params), `"x":4`):
+			return &agent.Result{Value: json.RawMessage(`{"y":`)}, nil
+		case strings.Contains(string(c.Params), `"x":5`):
+			return &agent.Result{Messages: []message.Message{message.Data("notes", json.RawMessage(`{"five":true}`))}}, nil
+		}
+		return &agent.Result{Value: json.RawMessage(`{"y":1}`)}, nil
+	}))
+	reg.Tool("guess", json.RawMessage(`{"type":"object","properties":{"_output":{"type":"integer"}}}`))
+	answers := []string{
+		`{"calls":[{"_tool":"t","x":1,"_outputPath":"†state.a"},{"_tool":"t","x":2,"_outputPath":"†state.ok || †state.failed"},
+			{"_tool":"t","x":3,"_outputPath":"†state.ok || †state.other"},{"_tool":"t","x":1,"_outputPath":"†state.b && †notes.b"},
+			{"_tool":"t","x":1,"_instance":"i1","_outputPath":"†state.c"},{"_tool":"t","x":4,"_outputPath":"†state.d"},
+			{"_tool":"t","x":5},{"_tool":"guess","_output":7,"_outputPath":"†state.g"}],"output":null}`,
+		`{"calls":[{"_tool":"t","x":1,"_outputPath":"†state.a.more"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`,
+	}
+	msgs := []message.Message{{Type: message.TypeTool, Tool: json.RawMessage(`"t"`)}, {Type: message.TypeTool, Tool: json.RawMessage(`"guess"`)},
+		message.Data("state", json.RawMessage(`{"start":1}`)), message.Text("go")}
+	out := json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}}}`)
+	cfg := agent.Config{Registry: reg, Clock: fixed, Concurrency: 1}
+	cfg.Provider = scripted.Solutions(answers...)
+	res, err := agent.Run(context.Background(), cfg, out, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Provider = scripted.Solutions(answers...)
+	var want *agent.RunResult
+	outputs := 0
+	for ev, err := range agent.Events(context.Background(), cfg, out, msgs) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == agent.EventMessage && ev.Message.OutputPath != "" {
+			outputs++
+		}
+		if ev.Kind == agent.EventDone {
+			want = ev.Result
+		}
+	}
+	got, wantMsgs := res.Log.Messages(), want.Log.Messages()
+	if !reflect.DeepEqual(got, wantMsgs) {
+		t.Errorf("Run's log:\n%s\nEvents' log:\n%s", marshalAll(got), marshalAll(wantMsgs))
+	}
+	if outputs < 7 {
+		t.Errorf("%d output messages, want at least 7", outputs)
+	}
+	for _, id := range []message.Identity{{Kind: "state"}, {Kind: "notes"}, {Kind: "state", Instance: "i1"}} {
+		g, _, _ := res.Log.Value(id)
+		w, _, _ := want.Log.Value(id)
+		if string(g) != string(w) {
+			t.Errorf("Value(%v) = %s, want %s", id, g, w)
+		}
+	}
+}
+
+func marshalAll(msgs []message.Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		j, _ := json.Marshal(m)
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }

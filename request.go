@@ -97,6 +97,10 @@ type Config struct {
 	// that is not its last: calls queued while reading it may start on
 	// workers, since the model has more to say.
 	chunkDone func()
+	// quiet, set by Run, says that no one reads EventMessage: the loop
+	// appends the outputs of calls to its log without making messages
+	// of them.
+	quiet bool
 }
 
 // Solution is one validated answer of the model.

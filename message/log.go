@@ -3,11 +3,14 @@ package message
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
+	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/ref"
 )
 
@@ -132,6 +135,60 @@ func (l *Log) Append(msgs ...Message) error {
 		}
 		if err := v.add(pos, ws[i]); err != nil {
 			return at(pos, err)
+		}
+	}
+	return nil
+}
+
+// AppendOutput appends the messages o.Messages(call, instance, result,
+// b, date) returns, as Append would, without making them: a loop appends
+// the output of every call it runs. wrote, when not nil, is told the
+// kind of each message appended.
+func (l *Log) AppendOutput(o *Output, call json.RawMessage, instance string, result json.RawMessage, b Branch, date time.Time, wrote func(kind string)) error {
+	if len(o.targets) == 0 {
+		return nil
+	}
+	if !jsonfast.Valid(result) {
+		return fmt.Errorf("message: result of call is not valid JSON")
+	}
+	targets, err := o.branch(b)
+	if err != nil || len(targets) == 0 {
+		return err
+	}
+	for i := range targets {
+		if k := targets[i].ref.Kind; !ref.KindValid(k) {
+			return at(l.Len(), fieldErr("kind", "%q is not a valid kind", k))
+		}
+	}
+	callc, resc := compactIfNeeded(call), compactIfNeeded(result)
+	buf, stamp := appendOutputStamp(make([]byte, 0, outputSize(targets, resc)), date)
+	method := o.Method
+	if method == "" {
+		method = ref.MethodSet
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range targets {
+		t := &targets[i]
+		var data, written []byte
+		buf, data, written = appendTarget(buf, t, resc)
+		pos := l.msgs.n
+		l.msgs.append(entry{typ: TypeData, kind: t.ref.Kind, instance: instance, data: data, call: callc, date: stamp,
+			method: o.Method, outputPath: t.text, written: written, target: t})
+		if l.views == nil {
+			l.views = map[Identity]*view{}
+		}
+		id := Identity{Kind: t.ref.Kind, Instance: instance}
+		v := l.views[id]
+		if v == nil {
+			v = &view{}
+			l.views[id] = v
+		}
+		if err := v.add(pos, write{path: t.ref.Path, method: method, value: written}); err != nil {
+			return at(pos, err)
+		}
+		if wrote != nil {
+			wrote(t.ref.Kind)
 		}
 	}
 	return nil

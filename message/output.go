@@ -227,24 +227,14 @@ func (o *Output) Messages(call json.RawMessage, instance string, result json.Raw
 }
 
 func (o *Output) messages(call json.RawMessage, instance string, result json.RawMessage, b Branch, date time.Time) ([]Message, error) {
-	var targets []target
-	switch {
-	case b == Failure && len(o.targets) < 2:
-		return nil, nil
-	case b == Failure:
-		targets = o.targets[len(o.targets)-1]
-	case int(b) < len(o.targets) && b >= 0:
-		targets = o.targets[b]
-	default:
-		return nil, fmt.Errorf("message: branch %d of %q, which has %d", b, o.Path.Text, len(o.targets))
+	targets, err := o.branch(b)
+	if err != nil || len(targets) == 0 {
+		return nil, err
 	}
 	callc, resc := compactIfNeeded(call), compactIfNeeded(result)
 	// The date and the data of every target go into one buffer, which
 	// for one small target shares the allocation of the message.
-	size := maxStamp
-	for i := range targets {
-		size += wrapLen(targets[i].ref.Path, resc)
-	}
+	size := outputSize(targets, resc)
 	var out []Message
 	var buf []byte
 	if len(targets) == 1 && size <= smallOutput {
@@ -256,16 +246,11 @@ func (o *Output) messages(call json.RawMessage, instance string, result json.Raw
 	} else {
 		out, buf = make([]Message, len(targets)), make([]byte, 0, size)
 	}
-	buf = appendStamp(buf, date)
-	// Safe: these bytes are never written again. Appends write past
-	// them, and the data slices below end before the next one starts.
-	stamp := unsafe.String(&buf[0], len(buf))
+	buf, stamp := appendOutputStamp(buf, date)
 	for i := range targets {
 		t := &targets[i]
-		start := len(buf)
-		buf = appendWrap(buf, t.ref.Path, resc)
-		data := buf[start:len(buf):len(buf)]
-		off := len(data) - len(t.ref.Path) - len(resc) // where the value starts: before one '}' per segment
+		var data, written []byte
+		buf, data, written = appendTarget(buf, t, resc)
 		out[i] = Message{
 			Type:       TypeData,
 			Kind:       t.ref.Kind,
@@ -275,11 +260,55 @@ func (o *Output) messages(call json.RawMessage, instance string, result json.Raw
 			Date:       stamp,
 			Method:     o.Method,
 			OutputPath: t.text,
-			written:    data[off : off+len(resc) : off+len(resc)],
+			written:    written,
 			target:     t,
 		}
 	}
 	return out, nil
+}
+
+// branch returns the targets of branch b: none when b is Failure and the
+// path does not branch.
+func (o *Output) branch(b Branch) ([]target, error) {
+	switch {
+	case b == Failure && len(o.targets) < 2:
+		return nil, nil
+	case b == Failure:
+		return o.targets[len(o.targets)-1], nil
+	case int(b) < len(o.targets) && b >= 0:
+		return o.targets[b], nil
+	}
+	return nil, fmt.Errorf("message: branch %d of %q, which has %d", b, o.Path.Text, len(o.targets))
+}
+
+// outputSize is the room the date and the data of targets take.
+func outputSize(targets []target, result json.RawMessage) int {
+	size := maxStamp
+	for i := range targets {
+		size += wrapLen(targets[i].ref.Path, result)
+	}
+	return size
+}
+
+// appendOutputStamp appends the date of an output and returns it as a
+// string sharing buf.
+func appendOutputStamp(buf []byte, date time.Time) ([]byte, string) {
+	start := len(buf)
+	buf = appendStamp(buf, date)
+	// Safe: these bytes are never written again. Appends write past
+	// them, and the data slices appendTarget returns end before the next
+	// one starts.
+	return buf, unsafe.String(&buf[start], len(buf)-start)
+}
+
+// appendTarget appends the data that writes result at t, and returns it
+// and the result within it.
+func appendTarget(buf []byte, t *target, result json.RawMessage) (_, data, written []byte) {
+	start := len(buf)
+	buf = appendWrap(buf, t.ref.Path, result)
+	data = buf[start:len(buf):len(buf)]
+	off := len(data) - len(t.ref.Path) - len(result) // where the value starts: before one '}' per segment
+	return buf, data, data[off : off+len(result) : off+len(result)]
 }
 
 // appendStamp appends t in UTC as time.RFC3339Nano formats it, without
@@ -362,7 +391,7 @@ func wrapRaw(path ref.Path, v json.RawMessage) json.RawMessage {
 func wrapLen(path ref.Path, v json.RawMessage) int {
 	n := len(v)
 	for _, seg := range path {
-		n += len(seg) + 4 // {"seg":}
+		n += len(seg) + 5 // {"seg":}
 	}
 	return n
 }

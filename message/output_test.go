@@ -117,3 +117,85 @@ func TestParseOutputAllocs(t *testing.T) {
 		t.Errorf("ParseOutput: %v allocations, want 1", n)
 	}
 }
+
+// TestLogAppendOutput checks that AppendOutput leaves a log as appending
+// the messages of Output.Messages does: the same messages, values and
+// errors, for single, branching and fanned-out paths, instances, methods
+// and results that clash with what is there.
+func TestLogAppendOutput(t *testing.T) {
+	date := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)
+	base := []Message{Data("state", json.RawMessage(`{"n":1,"s":"x"}`)), Text("go")}
+	for _, tt := range []struct {
+		path, method, instance, result string
+		b                              Branch
+	}{
+		{path: "†state.r", result: `{"y":1}`},
+		{path: "†state.r", result: ` { "y" : 1 } `},
+		{path: "†state.a.b.c", result: `[1,2]`, instance: "i1"},
+		{path: "†state.ok || †state.err", result: `1`},
+		{path: "†state.ok || †state.err", result: `{"error":"no"}`, b: Failure},
+		{path: "†state.ok || †state.err", result: `2`, b: 1},
+		{path: "†state.ok || †state.err", result: `2`, b: 2},
+		{path: "†state.r", result: `1`, b: Failure},
+		{path: "†state.a && †notes.b", result: `"v"`},
+		{path: "†state.s", method: "push", result: `"y"`},
+		{path: "†state.s.t", result: `1`}, // s is a string: a clash the log records
+		{path: "†state.n", method: "merge", result: `{"m":1}`},
+		{path: "†state", result: `{"whole":true}`},
+		{path: "†state.r", result: `{"y":`},
+	} {
+		o, err := ParseOutput(CallMeta{Tool: "t", OutputPath: tt.path, OutputMethod: tt.method, Instance: tt.instance})
+		if err != nil {
+			t.Fatal(tt.path, err)
+		}
+		call := json.RawMessage(`{"_tool":"t", "_outputPath":"` + tt.path + `"}`)
+		want, _ := NewLog(base...)
+		var wantErr error
+		msgs, err := o.Messages(call, tt.instance, json.RawMessage(tt.result), tt.b, date)
+		if err != nil {
+			wantErr = err
+		} else {
+			wantErr = want.Append(msgs...)
+		}
+		got, _ := NewLog(base...)
+		var kinds []string
+		err = got.AppendOutput(o, call, tt.instance, json.RawMessage(tt.result), tt.b, date, func(k string) { kinds = append(kinds, k) })
+		if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+			t.Errorf("%s %s: error %v, want %v", tt.path, tt.result, err, wantErr)
+			continue
+		}
+		if g, w := got.Messages(), want.Messages(); !reflect.DeepEqual(g, w) {
+			t.Errorf("%s %s: messages\n%+v\nwant\n%+v", tt.path, tt.result, g, w)
+		}
+		var wantKinds []string
+		for _, m := range msgs {
+			wantKinds = append(wantKinds, m.Kind)
+		}
+		if wantErr == nil && !reflect.DeepEqual(kinds, wantKinds) {
+			t.Errorf("%s: kinds %v, want %v", tt.path, kinds, wantKinds)
+		}
+		for _, id := range []Identity{{Kind: "state"}, {Kind: "notes"}, {Kind: "state", Instance: "i1"}} {
+			gv, gok, gerr := got.Value(id)
+			wv, wok, werr := want.Value(id)
+			if string(gv) != string(wv) || gok != wok || (gerr == nil) != (werr == nil) {
+				t.Errorf("%s: Value(%v) = %s %v %v, want %s %v %v", tt.path, id, gv, gok, gerr, wv, wok, werr)
+			}
+		}
+		for _, p := range []ref.Path{{"s", "t"}, {"r", "y"}, {"ok"}} {
+			gv, gerr := got.Lookup("state", p)
+			wv, werr := want.Lookup("state", p)
+			if string(gv) != string(wv) || (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
+				t.Errorf("%s: Lookup(%v) = %s %v, want %s %v", tt.path, p, gv, gerr, wv, werr)
+			}
+		}
+	}
+}
+
+func TestWrapLen(t *testing.T) {
+	for _, path := range []ref.Path{nil, {"a"}, {"r0", "y"}, {"long_segment", "b", "c"}} {
+		v := json.RawMessage(`{"y":1}`)
+		if got, want := len(appendWrap(nil, path, v)), wrapLen(path, v); got != want {
+			t.Errorf("%v: wrapped is %d bytes, wrapLen says %d", path, got, want)
+		}
+	}
+}
