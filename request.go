@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/augceo/agent/internal/jsonfast"
@@ -529,13 +530,25 @@ func (g *generation) chunk(c *provider.Chunk, err error) error {
 	if x := g.sols[c.Index].x; x != nil {
 		// A string's bytes never change: the chunk is read in place, and
 		// the calls whole in it share its bytes rather than copy them.
-		els, err := x.FeedShared(unsafe.Slice(unsafe.StringData(c.Text), len(c.Text)))
-		if !g.emit(c.Index, els, err) {
+		buf := elementBufs.Get().(*[]jsonstream.Element)
+		els, err := x.AppendShared((*buf)[:0], unsafe.Slice(unsafe.StringData(c.Text), len(c.Text)))
+		ok := g.emit(c.Index, els, err) // copies the elements: buf is free again
+		clear(els)
+		*buf = els[:0]
+		elementBufs.Put(buf)
+		if !ok {
 			return errStopped
 		}
 	}
 	return nil
 }
+
+// elementBufs holds buffers for the elements of a chunk: an answer that
+// comes in one chunk hands over all its calls at once.
+var elementBufs = sync.Pool{New: func() any {
+	b := make([]jsonstream.Element, 0, 16)
+	return &b
+}}
 
 // generation is the state of generate: the solutions as they arrive.
 type generation struct {

@@ -6,6 +6,8 @@ import (
 	"iter"
 	"strconv"
 	"strings"
+
+	"github.com/augceo/agent/internal/jsonfast"
 )
 
 // Element is a value handed over by an [Extractor]: an element of the array
@@ -61,6 +63,7 @@ type Extractor struct {
 	pending bool  // the scanner is inside a token that began in an earlier chunk
 
 	capturing bool
+	capFast   bool   // the captured container began in this chunk: try to check it whole
 	capDepth  int    // stack depth at which the captured value began
 	capIndex  int    // its Element.Index
 	from      int    // start in the current chunk of the captured bytes
@@ -128,28 +131,49 @@ func index(seg string) int {
 // On invalid input Feed returns the elements completed before the error
 // and a [*SyntaxError]; the error is sticky. Feed panics if called after
 // [Extractor.End].
-func (x *Extractor) Feed(p []byte) ([]Element, error) { return x.feed(p, false) }
+func (x *Extractor) Feed(p []byte) ([]Element, error) { return x.feed(nil, p, false) }
 
 // FeedShared is Feed for input that never changes, such as the bytes of
 // a string: an element that lies whole in p shares p's bytes instead of
 // being copied. An element begun in an earlier chunk is copied as Feed
 // copies it.
-func (x *Extractor) FeedShared(p []byte) ([]Element, error) { return x.feed(p, true) }
+func (x *Extractor) FeedShared(p []byte) ([]Element, error) { return x.feed(nil, p, true) }
 
-func (x *Extractor) feed(p []byte, shared bool) ([]Element, error) {
+// AppendShared is FeedShared that appends the elements to dst and
+// returns the extended slice, so that a caller can reuse one buffer for
+// the elements of every chunk.
+func (x *Extractor) AppendShared(dst []Element, p []byte) ([]Element, error) {
+	return x.feed(dst, p, true)
+}
+
+func (x *Extractor) feed(out []Element, p []byte, shared bool) ([]Element, error) {
 	if x.ended {
 		panic("jsonstream: Extractor.Feed after End")
 	}
 	if x.err != nil {
-		return nil, x.err
+		return out, x.err
 	}
-	var out []Element
+	n0 := len(out)
 	s := &x.s
 	s.off = x.off
 	x.from = 0
 	x.arena, x.rest = nil, len(x.buf)+len(p)
 	x.shared = shared
 	for i := 0; ; {
+		if x.capturing && x.capFast {
+			// An element that lies whole in the chunk, as most do when
+			// the answer comes in large chunks, is checked in one pass
+			// rather than token by token; any other goes the token way,
+			// which also says what is wrong with a bad one.
+			x.capFast = false
+			if end, ok := jsonfast.ValueEnd(p, x.from); ok {
+				s.close(x.capDepth)
+				x.pending = false
+				out = append(out, x.element(p[x.from:end]))
+				i = end
+				continue
+			}
+		}
 		if x.capturing {
 			// Inside an element nothing but its end matters.
 			end, done, err := s.skip(p, i, x.capDepth)
@@ -206,7 +230,7 @@ func (x *Extractor) feed(p []byte, shared bool) ([]Element, error) {
 	}
 	x.off += int64(len(p))
 	x.arena = nil
-	x.paths(out)
+	x.paths(out[n0:])
 	return out, x.err
 }
 
@@ -260,6 +284,7 @@ func (x *Extractor) begin(k kind, start int) {
 		case parent.target:
 			x.capturing, x.capDepth, x.capIndex, x.from = true, d, parent.index, start
 			x.capOff = x.off + int64(start)
+			x.capFast = k == kBeginObject || k == kBeginArray
 			return
 		case parent.obj:
 			if !parent.match {
@@ -282,6 +307,7 @@ func (x *Extractor) begin(k kind, start int) {
 	default:
 		x.capturing, x.capDepth, x.capIndex, x.from = true, d, -1, start
 		x.capOff = x.off + int64(start)
+		x.capFast = k == kBeginObject || k == kBeginArray
 	}
 }
 

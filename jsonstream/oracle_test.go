@@ -204,11 +204,15 @@ func extract(t testing.TB, path string, chunks [][]byte) result {
 		t.Fatal(err)
 	}
 	shared, _ := NewExtractor(path) // fed the same chunks with FeedShared: the same elements
-	var sharedEls []Element
+	app, _ := NewExtractor(path)    // and with AppendShared, onto one slice
+	var sharedEls, appended []Element
 	var r result
 	defer func() {
 		if !reflect.DeepEqual(sharedEls, r.Elements) {
 			t.Fatalf("FeedShared gives %v, Feed %v", sharedEls, r.Elements)
+		}
+		if !reflect.DeepEqual(appended, sharedEls) {
+			t.Fatalf("AppendShared gives %v, FeedShared %v", appended, sharedEls)
 		}
 		checkOffsets(t, x, bytes.Join(chunks, nil), r.Elements)
 	}()
@@ -216,6 +220,10 @@ func extract(t testing.TB, path string, chunks [][]byte) result {
 		els, err := x.Feed(c)
 		sels, serr := shared.FeedShared(c)
 		sharedEls = append(sharedEls, sels...)
+		var aerr error
+		if appended, aerr = app.AppendShared(appended, c); (aerr == nil) != (serr == nil) || aerr != nil && aerr.Error() != serr.Error() {
+			t.Fatalf("AppendShared error %v, FeedShared error %v", aerr, serr)
+		}
 		if (serr == nil) != (err == nil) {
 			t.Fatalf("FeedShared error %v, Feed error %v", serr, err)
 		}
@@ -231,6 +239,8 @@ func extract(t testing.TB, path string, chunks [][]byte) result {
 	els, err := x.End()
 	sels, _ := shared.End()
 	sharedEls = append(sharedEls, sels...)
+	aels, _ := app.End()
+	appended = append(appended, aels...)
 	r.Elements = append(r.Elements, els...)
 	r.Err = err
 	return r

@@ -16,6 +16,12 @@ func Valid(data []byte) bool {
 	return ok && space(data, i) == len(data)
 }
 
+// ValueEnd returns the end of the JSON value that starts at data[i], and
+// false when data holds no complete valid value there (it may end first,
+// or go on with what the value cannot hold): what a streaming scanner can
+// check at once when a whole value lies in the chunk it has.
+func ValueEnd(data []byte, i int) (int, bool) { return validValue(data, i, 0) }
+
 // validValue checks the value at data[i:] and returns its end.
 func validValue(data []byte, i, depth int) (int, bool) {
 	if i >= len(data) {
