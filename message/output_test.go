@@ -199,3 +199,41 @@ func TestWrapLen(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactIfNeeded checks that values with white space anywhere come
+// out compact and that others come back as they are, at every length
+// around the 8 bytes the scan reads at a time.
+func TestCompactIfNeeded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	pieces := []string{`1`, `"a b"`, `"\u0001"`, `"é"`, `[`, `]`, `true`}
+	for range 5000 {
+		var b bytes.Buffer
+		b.WriteByte('[')
+		for k := range rng.IntN(8) {
+			if k > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(pieces[rng.IntN(3)])
+		}
+		b.WriteByte(']')
+		v := b.Bytes()
+		if rng.IntN(2) == 0 { // white space at some place between tokens
+			at := 1 + rng.IntN(len(v)-1)
+			ws := []string{" ", "\t", "\n", "\r"}[rng.IntN(4)]
+			v = append(v[:at:at], append([]byte(ws), v[at:]...)...)
+		}
+		if !json.Valid(v) {
+			continue
+		}
+		var want bytes.Buffer
+		_ = json.Compact(&want, v)
+		got := compactIfNeeded(v)
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("compactIfNeeded(%q) = %q, want %q", v, got, want.Bytes())
+		}
+		spaced := bytes.ContainsAny(v, " \t\n\r")
+		if same := len(got) > 0 && &got[0] == &v[0]; same == spaced {
+			t.Fatalf("compactIfNeeded(%q): returned its input = %v", v, same)
+		}
+	}
+}

@@ -14,7 +14,7 @@ func TestScanStringUTF8(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 50000 {
 		s := "\""
-		for range r.IntN(8) {
+		for range r.IntN(24) { // past 8 bytes: the scan reads words
 			s += alphabet[r.IntN(len(alphabet))]
 		}
 		if r.IntN(8) > 0 {
@@ -32,6 +32,10 @@ func TestScanStringUTF8(t *testing.T) {
 		}
 		if json.Unmarshal([]byte(s[:end]), &v) != nil || string(body) != s[1:end-1] {
 			t.Fatalf("%q: body %q end %d", s, body, end)
+		}
+		// What follows the string does not change it.
+		if b2, e2, v2, end2, ok2 := ScanStringUTF8([]byte(s+`,"k":"\\é"}`), 0); !ok2 || string(b2) != string(body) || e2 != esc || v2 != valid || end2 != end {
+			t.Fatalf("%q with more after it: %q %v %v %d %v", s, b2, e2, v2, end2, ok2)
 		}
 		if valid != utf8.Valid(body) {
 			t.Fatalf("%q: valid = %v", s, valid)

@@ -1,7 +1,9 @@
 package jsonfast
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 )
 
 // maxDepth is encoding/json's nesting limit: deeper input is invalid.
@@ -229,18 +231,42 @@ func array(values []json.RawMessage, valid bool) json.RawMessage {
 // unchanged: no white space (a space inside a string only takes the slow
 // way), no <, > or &, and no U+2028 or U+2029 (UTF-8 E2 80 A8/A9).
 func plain(v []byte) bool {
-	for i, c := range v {
-		switch c {
-		case ' ', '\t', '\n', '\r', '<', '>', '&':
-			return false
-		case 0xE2:
-			if i+2 < len(v) && v[i+1] == 0x80 && (v[i+2] == 0xA8 || v[i+2] == 0xA9) {
-				return false
+	for i := 0; i < len(v); i++ {
+		// Skip 8 bytes at a time while none may matter: the high bit of a
+		// byte of m is set for the first that is below '!', '<', '>', '&'
+		// or not ASCII (and maybe for later ones).
+		for ; i+8 <= len(v); i += 8 {
+			w := binary.LittleEndian.Uint64(v[i:])
+			lt, gt, amp := w^(ones*'<'), w^(ones*'>'), w^(ones*'&')
+			if m := ((w-ones*'!')&^w | (lt-ones)&^lt | (gt-ones)&^gt | (amp-ones)&^amp | w) & high; m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
 			}
+		}
+		if i == len(v) {
+			break
+		}
+		if c := v[i]; unmarshalled[c] && (c != 0xE2 || i+2 < len(v) && v[i+1] == 0x80 && (v[i+2] == 0xA8 || v[i+2] == 0xA9)) {
+			return false
 		}
 	}
 	return true
 }
+
+// Constants for testing 8 bytes at a time.
+const (
+	ones = 0x0101010101010101
+	high = 0x8080808080808080
+)
+
+// unmarshalled tells the bytes that plain looks at: those json.Marshal
+// changes and the first byte of U+2028 and U+2029.
+var unmarshalled = func() (t [256]bool) {
+	for _, c := range []byte(" \t\n\r<>&\xE2") {
+		t[c] = true
+	}
+	return t
+}()
 
 // AppendIndent appends data indented as json.Indent(dst, data, "", indent)
 // does. It checks data as it indents it, in one pass, and returns dst

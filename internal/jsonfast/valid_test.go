@@ -40,6 +40,9 @@ func FuzzArray(f *testing.F) {
 	f.Add(`{}`, `x`, "\"\u2028\"")
 	f.Add(`1`, `"a b"`, `null`)
 	f.Add("\"\u2029\"", "\"\u20ac\"", "\"\u2027\"")
+	// Past the 8 bytes plain reads at a time:
+	f.Add(`{"_tool":"t0","x":0,"_outputPath":"†state.r0"}`, `{"text":"0123456789<"}`, "\"0123456789abcdef\u2028\"")
+	f.Add(`["abcdefgh", "ijklmnop"]`, `{"a":"0123456789&amp"}`, "\"0123456789\t\"")
 	f.Fuzz(func(t *testing.T, a, b, c string) {
 		for _, vs := range [][]json.RawMessage{nil, {}, {json.RawMessage(a)}, {json.RawMessage(a), json.RawMessage(b), json.RawMessage(c)}} {
 			want, _ := json.Marshal(vs)
