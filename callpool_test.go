@@ -11,7 +11,7 @@ import (
 // nothing can touch it: at release when no worker is alive, else when the
 // last worker leaves; and that it keeps no call of the finished run.
 func TestCallPoolRecycles(t *testing.T) {
-	x := &executor{}
+	x := &executor{cfg: &Config{}}
 	for _, workers := range []bool{false, true} {
 		p := newCallPool(4)
 		var ran sync.WaitGroup

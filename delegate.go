@@ -126,7 +126,7 @@ func (x *executor) delegate(ctx context.Context, c *Call, name string) (*Result,
 	}
 	msgs = append(msgs, message.Message{Type: message.TypeData, Kind: message.KindInput, Data: c.Args(), Schema: inputSchema})
 	msgs = append(msgs, c.scoped...)
-	cfg := x.cfg
+	cfg := *x.cfg
 	cfg.CallbackPath, cfg.N = "", 1
 	schema := idea.Schema
 	if schema == nil {

@@ -28,7 +28,7 @@ func (b *blocked) Unwrap() []error { return b.errs[:] } // no allocation: errors
 
 // executor runs calls against a log.
 type executor struct {
-	cfg   Config
+	cfg   *Config // shared: never written
 	reg   *Registry
 	build *Build
 }
@@ -184,7 +184,7 @@ func (x *executor) invoke(ctx context.Context, c *Call) (res *Result, resp *Resp
 			if p := recover(); p != nil {
 				// The model sees the panic value; the stack goes to the log
 				// only, since it differs from run to run.
-				logger(x.cfg).ErrorContext(ctx, "activity panicked", "tool", c.Tool, "panic", p, "stack", string(debug.Stack()))
+				logger(*x.cfg).ErrorContext(ctx, "activity panicked", "tool", c.Tool, "panic", p, "stack", string(debug.Stack()))
 				err = &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("panic: %v", p)}
 			}
 		}()
@@ -262,7 +262,7 @@ func (x *executor) latent(ctx context.Context, c *Call) (*Result, *Response, err
 		ctxMsgs = append(ctxMsgs, c.scoped...)
 	}
 	ctxMsgs = append(ctxMsgs, message.Message{Type: message.TypeData, Kind: message.KindInput, Data: c.Args()})
-	cfg := x.cfg
+	cfg := *x.cfg
 	cfg.CallbackPath, cfg.N = "", 1
 	resp, err := Request(ctx, cfg, out, ctxMsgs)
 	if err != nil {

@@ -216,6 +216,7 @@ type run struct {
 	writes    map[string]int    // data messages appended so far, by kind
 	wrote     func(kind string) // counts one in writes
 	direct    bool              // no one reads EventMessage: see Config.quiet
+	stepCfg   *Config           // the configuration calls run with
 	blockedOn string            // the kind the last blocked call waits for
 	blockedAt *ref.Ref          // and the reference, when it alone blocks it
 }
@@ -335,7 +336,11 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 		r.fail(err)
 		return nil, false
 	}
-	r.exec = &executor{cfg: cfg, reg: reg, build: p.build}
+	if r.stepCfg == nil { // the same at every step: shared by the steps' executors
+		c := cfg
+		r.stepCfg = &c
+	}
+	r.exec = &executor{cfg: r.stepCfg, reg: reg, build: p.build}
 	p.trust = !r.lazy // every call is checked against its tool as it streams in
 	t := &r.tick
 	*t = tick{r: r, ctx: ctx, step: step, pending: t.pending[:0], all: t.all[:0], maxCalls: r.cfg.MaxCallsPerStep}
@@ -365,7 +370,6 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	}
 	// The calls of this step are the plan of the next (012); errors of the
 	// tick come last.
-	var tail []message.Message
 	if len(t.all) > 0 || r.lazy {
 		plan := jsonfast.ArrayOfValid(t.all) // the stream's elements are valid JSON
 		if t.all == nil {
@@ -376,10 +380,11 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 			m.Extra = json.RawMessage(`{"mode":"lazy"}`)
 			r.planned = slices.Clone(t.all)
 		}
-		tail = append(tail, m)
+		if !r.appendOne(step, m) {
+			return nil, false
+		}
 	}
-	tail = append(tail, t.errs...)
-	if !r.appendAll(step, tail) {
+	if !r.appendAll(step, t.errs) {
 		return nil, false
 	}
 	return t.sol, true
@@ -635,6 +640,19 @@ func (r *run) finish(step int, c completion, errs *[]message.Message) bool {
 		return r.emit(RunEvent{Kind: EventCallFailed, Step: step, Call: c.call, Err: c.err})
 	}
 	return r.emit(RunEvent{Kind: EventCallFinished, Step: step, Call: c.call})
+}
+
+// appendOne is appendAll for one message that is not data; a quiet run
+// appends it without an event, and without moving it to the heap.
+func (r *run) appendOne(step int, m message.Message) bool {
+	if !r.direct {
+		return r.appendAll(step, []message.Message{m})
+	}
+	if err := r.log.Append(m); err != nil {
+		r.fail(fmt.Errorf("agent: append: %w", err))
+		return false
+	}
+	return true
 }
 
 func (r *run) appendAll(step int, msgs []message.Message) bool {

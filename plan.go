@@ -1087,7 +1087,7 @@ func planExecutor(ctx context.Context, cfg Config, log *message.Log) (*executor,
 		}
 	}
 	p.build.rendered = nil // a key per data identity
-	return &executor{cfg: cfg, reg: reg, build: p.build}, nil
+	return &executor{cfg: &cfg, reg: reg, build: p.build}, nil
 }
 
 func collectPlan(events iter.Seq2[RunEvent, error]) (*RunResult, error) {

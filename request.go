@@ -105,6 +105,9 @@ type Config struct {
 }
 
 // Solution is one validated answer of the model.
+//
+// Raw, Output and Calls may share the memory of the model's answer:
+// read them, do not write to them.
 type Solution struct {
 	// Raw is the whole solution object as the model wrote it.
 	Raw json.RawMessage
@@ -773,7 +776,8 @@ func parseTrusted(st *streamed, trusted *schema.Schema) *Solution {
 	if trusted.Validate(cut) != nil {
 		return nil
 	}
-	sol := &Solution{Raw: json.RawMessage(raw), Calls: st.calls}
+	// The text never changes, and the calls share it already.
+	sol := &Solution{Raw: unsafe.Slice(unsafe.StringData(raw), len(raw)), Calls: st.calls}
 	if sol.Calls == nil {
 		sol.Calls = noCalls
 	}
