@@ -320,7 +320,7 @@ func writeOf(m *Message) (write, error) {
 	var r ref.Ref
 	var err error
 	if t := m.target; t != nil && t.text == m.OutputPath {
-		r = t.ref // parsed by Outputs
+		r = *t.ref // parsed by Outputs
 	} else if r, err = singleRef(m.OutputPath); err != nil {
 		return write{}, fieldErr("_outputPath", "%v", err)
 	}

@@ -66,7 +66,7 @@ type Output struct {
 
 // target is one reference of an output path with its canonical text.
 type target struct {
-	ref  ref.Ref
+	ref  *ref.Ref // in the Output's Path
 	text string
 }
 
@@ -113,7 +113,7 @@ func ParseOutputIn(meta CallMeta, store *OutputStore) (*Output, error) {
 			targets [1][]target
 			target  [1]target
 		}{}
-		r := e.Alts[0][0]
+		r := &e.Alts[0][0]
 		text := meta.OutputPath
 		if r.Offset != 0 || len(text) != len(ref.Dagger)+len(r.Kind)+pathLen(r.Path) {
 			text = r.String()
@@ -127,8 +127,8 @@ func ParseOutputIn(meta CallMeta, store *OutputStore) (*Output, error) {
 	o.targets = make([][]target, len(e.Alts))
 	for i, alt := range e.Alts {
 		o.targets[i] = make([]target, len(alt))
-		for j, r := range alt {
-			o.targets[i][j] = target{ref: r, text: r.String()}
+		for j := range alt {
+			o.targets[i][j] = target{ref: &alt[j], text: alt[j].String()}
 		}
 	}
 	return o, nil
@@ -149,8 +149,10 @@ type plainOutput struct {
 // without an allocation of its own (see [ParseOutputIn]).
 type OutputStore struct{ plain plainOutput }
 
-// plainSegs is how many path segments parsePlainOutput keeps inline.
-const plainSegs = 4
+// plainSegs is how many path segments parsePlainOutput keeps inline:
+// enough for †state.result.field, and an OutputStore fits the call that
+// holds it in a smaller size class.
+const plainSegs = 3
 
 // parsePlainOutput parses the usual output path, one reference †kind.a.b
 // of at most plainSegs segments of printable ASCII with nothing around
@@ -189,8 +191,8 @@ func parsePlainOutput(s string, one *plainOutput) *Output {
 	if n > 0 {
 		r.Path = one.segs[:n:n]
 	}
-	one.target[0] = target{ref: r, text: s}
 	one.refs[0] = r
+	one.target[0] = target{ref: &one.refs[0], text: s}
 	one.alts[0] = one.refs[:]
 	one.targets[0] = one.target[:]
 	one.o = Output{Path: ref.Expr{Text: s, Alts: one.alts[:]}, targets: one.targets[:]}
