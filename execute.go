@@ -1,11 +1,13 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"unsafe"
 
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/platform"
@@ -43,6 +45,11 @@ func (x *executor) prepareCall(log *message.Log, raw json.RawMessage) (*Call, er
 // prepareRaw is prepareCall; with object, raw is known to be valid JSON,
 // as a streamed call is (see parseCall).
 func (x *executor) prepareRaw(log *message.Log, raw json.RawMessage, object bool) (*Call, error) {
+	if object {
+		if c := x.prepareChecked(raw); c != nil {
+			return c, nil
+		}
+	}
 	c, err := parseCall(raw, object)
 	if err != nil {
 		return nil, err
@@ -62,6 +69,109 @@ func (x *executor) prepareRaw(log *message.Log, raw json.RawMessage, object bool
 	}
 	c.output = out
 	return x.prepare(log, c, true) // ParseCallMeta found a valid object
+}
+
+// prepareChecked prepares the usual streamed call in one pass over it:
+// its tool named first, no reference among its parameters, and its tool's
+// check schema met, which the schema's fast path checks while it hands
+// over the meta-properties. It returns nil for any other call, which
+// prepareRaw then prepares step by step, and which reports what is wrong.
+func (x *executor) prepareChecked(raw json.RawMessage) *Call {
+	tool := leadingTool(raw)
+	if tool == "" || mayHoldRef(raw) {
+		return nil
+	}
+	sh := x.build.shape(tool)
+	if sh == nil || sh.scoped {
+		return nil
+	}
+	compiled, err := sh.compiledCheck(x.reg)
+	if err != nil {
+		return nil
+	}
+	var m message.CallMeta
+	other := false // a member that needs the step-by-step way
+	ok := compiled.AcceptsObject(raw, func(k, v []byte) {
+		if len(k) == 0 || k[0] != '_' {
+			// A dagger mayHoldRef let pass, as in {"a":{"_outputPath":"†x"}}.
+			other = other || bytes.Contains(v, []byte(ref.Dagger))
+			return
+		}
+		var dst *string
+		switch string(k) {
+		case "_tool":
+			dst = &m.Tool
+		case "_instance":
+			dst = &m.Instance
+		case "_outputPath":
+			dst = &m.OutputPath
+		case "_outputMethod":
+			dst = &m.OutputMethod
+		case "_scopes":
+			other = true
+			return
+		default:
+			return
+		}
+		if len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 {
+			other = true
+			return
+		}
+		// The call's bytes never change (see parseCall): share them.
+		*dst = unsafe.String(unsafe.SliceData(v[1:]), len(v)-2)
+	})
+	if !ok || other || m.Tool != tool {
+		return nil
+	}
+	p := &parsedCall{c: Call{Raw: raw, Params: raw, valid: raw, noRefs: true, Tool: m.Tool, Instance: m.Instance,
+		OutputPath: m.OutputPath, OutputMethod: m.OutputMethod, shape: sh, Schema: sh.def}}
+	c := &p.c
+	c.outStore = &p.out
+	out, err := message.ParseOutputIn(m, c.outStore)
+	if err != nil {
+		return nil
+	}
+	c.output = out
+	return c
+}
+
+// leadingTool returns the _tool of a call that names it first, as models
+// do, without escapes; "" for any other call.
+func leadingTool(raw json.RawMessage) string {
+	const lead = `{"_tool":"`
+	if !bytes.HasPrefix(raw, []byte(lead)) {
+		return ""
+	}
+	for i := len(lead); i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '"':
+			return unsafe.String(unsafe.SliceData(raw[len(lead):]), i-len(lead))
+		case c == '\\' || c < 0x20:
+			return ""
+		}
+	}
+	return ""
+}
+
+// mayHoldRef reports whether a parameter of raw may hold a reference:
+// it has a dagger other than at the start of its _outputPath, or an
+// escape. It may be wrong only the safe way (true for a call without
+// one), as with a dagger in a _instance.
+func mayHoldRef(raw json.RawMessage) bool {
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		return true
+	}
+	for rest, at := raw, 0; ; {
+		i := bytes.Index(rest, []byte(ref.Dagger))
+		if i < 0 {
+			return false
+		}
+		if !bytes.HasSuffix(raw[:at+i], []byte(`"_outputPath":"`)) {
+			return true
+		}
+		at += i + len(ref.Dagger)
+		rest = raw[at:]
+	}
 }
 
 // preparePlanned is prepareCall for a call of an analysed plan: its

@@ -433,6 +433,16 @@ func exactInt(s string, f float64) bool {
 	return !strings.ContainsAny(s, ".eE") && math.Abs(f) < 1<<53
 }
 
+// acceptsObject is accepts for an object whose members visit is given.
+func (n *fastNode) acceptsObject(data []byte, visit func(key, value []byte)) bool {
+	i := flatjson.SkipWS(data, 0)
+	if i >= len(data) || data[i] != '{' || n.never {
+		return false
+	}
+	end, ok := n.checkObject(data, i, 0, visit)
+	return ok && n.checkApplicators(data, i, 0) && flatjson.SkipWS(data, end) == len(data)
+}
+
 // accepts reports whether data is certainly valid. false means "ask the library".
 func (n *fastNode) accepts(data []byte) bool {
 	end, ok := n.check(data, flatjson.SkipWS(data, 0), 0)
@@ -450,7 +460,7 @@ func (n *fastNode) check(d []byte, i, depth int) (int, bool) {
 	var ok bool
 	switch c := d[i]; {
 	case c == '{':
-		end, ok = n.checkObject(d, i, depth)
+		end, ok = n.checkObject(d, i, depth, nil)
 	case c == '[':
 		end, ok = n.checkArray(d, i, depth)
 	case c == '"':
@@ -581,7 +591,9 @@ func (n *fastNode) prop(key []byte) (propRule, bool) {
 
 func (n *fastNode) allows(t uint8) bool { return n.types == 0 || n.types&t != 0 }
 
-func (n *fastNode) checkObject(d []byte, i, depth int) (int, bool) {
+// checkObject checks the object at d[i]; visit, when not nil, is given
+// each member once its value is checked.
+func (n *fastNode) checkObject(d []byte, i, depth int, visit func(key, value []byte)) (int, bool) {
 	if !n.allows(tObject) || n.consts != nil {
 		return 0, false
 	}
@@ -620,6 +632,9 @@ func (n *fastNode) checkObject(d []byte, i, depth int) (int, bool) {
 		}
 		if !ok {
 			return 0, false
+		}
+		if visit != nil {
+			visit(key, d[i:end])
 		}
 		i = flatjson.SkipWS(d, end)
 		if i < len(d) && d[i] == ',' {

@@ -2,6 +2,8 @@ package schema
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -137,6 +139,58 @@ func FuzzFastPath(f *testing.F) {
 					t.Fatalf("fast path accepts %q, the library does not", v)
 				}
 			}
+			checkAcceptsObject(t, s, v)
 		}
 	})
+}
+
+// checkAcceptsObject checks AcceptsObject on v against accepts and the
+// members of v: it accepts exactly the objects accepts does, and visits
+// each member once, in order, with its key unescaped.
+func checkAcceptsObject(t *testing.T, s *Schema, v string) {
+	t.Helper()
+	var got []string
+	ok := s.AcceptsObject([]byte(v), func(k, val []byte) { got = append(got, string(k)+"="+string(val)) })
+	isObject := json.Valid([]byte(v)) && strings.HasPrefix(strings.TrimLeft(v, " \t\r\n"), "{")
+	if ok != (isObject && s.fast.accepts([]byte(v))) {
+		t.Fatalf("AcceptsObject(%q) = %v; an object: %v, accepts: %v", v, ok, isObject, s.fast.accepts([]byte(v)))
+	}
+	if !ok {
+		return
+	}
+	var want []string
+	dec := json.NewDecoder(strings.NewReader(v))
+	dec.Token() // {
+	for dec.More() {
+		k, _ := dec.Token()
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, k.(string)+"="+string(val))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("AcceptsObject(%q) visits %q, want %q", v, got, want)
+	}
+}
+
+func TestAcceptsObject(t *testing.T) {
+	for _, tt := range fastSchemas {
+		s, err := Compile(raw(tt.schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range tt.values {
+			checkAcceptsObject(t, s, v)
+		}
+		checkAcceptsObject(t, s, ` {"_tool": "t", "x" : 1 , "y":[1, {"a":2}]} `)
+	}
+	s, _ := Compile(raw(`{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}`))
+	n := 0
+	if !s.AcceptsObject([]byte(`{"_tool":"t0","x":0,"_outputPath":"†state.r0"}`), func(k, v []byte) { n++ }) || n != 3 {
+		t.Errorf("a call to t0: visited %d members", n)
+	}
+	if s.AcceptsObject([]byte(`{"_tool":"t0","x":"0"}`), func(k, v []byte) {}) {
+		t.Error("a string x accepted")
+	}
 }

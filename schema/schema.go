@@ -33,6 +33,17 @@ func (s *Schema) Validate(data json.RawMessage) error {
 	return s.ValidateValue(v)
 }
 
+// AcceptsObject reports whether data is a JSON object that certainly
+// conforms to s, and calls visit with the key (unescaped: a key with an
+// escape is not accepted) and the raw value of each member, in order, as
+// it checks them: one pass where a caller that wants some members would
+// make two. false says nothing: data may be invalid, or s beyond what
+// the check knows, and members may have been visited; call Validate to
+// tell. visit must not keep key or value past the call.
+func (s *Schema) AcceptsObject(data []byte, visit func(key, value []byte)) bool {
+	return s.fast != nil && s.fast.acceptsObject(data, visit)
+}
+
 // ValidateValue is [Schema.Validate] for a value already decoded from JSON: nil, bool,
 // float64 or [json.Number], string, []any and map[string]any, as [json.Unmarshal]
 // produces into an any.
