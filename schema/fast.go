@@ -475,6 +475,9 @@ func (n *fastNode) check(d []byte, i, depth int) (int, bool) {
 	if !ok {
 		return 0, false
 	}
+	if n.ref == nil && n.allOf == nil && n.anyOf == nil && n.oneOf == nil { // most nodes: no call
+		return end, true
+	}
 	return end, n.checkApplicators(d, i, depth)
 }
 
