@@ -39,7 +39,7 @@ func (s *Schema) Validate(data json.RawMessage) error {
 // it checks them: one pass where a caller that wants some members would
 // make two. false says nothing: data may be invalid, or s beyond what
 // the check knows, and members may have been visited; call Validate to
-// tell. visit must not keep key or value past the call.
+// tell. key and value share data's bytes.
 func (s *Schema) AcceptsObject(data []byte, visit func(key, value []byte)) bool {
 	return s.fast != nil && s.fast.acceptsObject(data, visit)
 }
