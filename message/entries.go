@@ -4,29 +4,79 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/bits"
+	"unsafe"
 
 	"github.com/augceo/agent/ref"
 )
 
-// entry is a message as a Log keeps it, less than half the size of a
-// Message: data and output messages, and tool, plan, meta and text
+// entry is a message as a Log keeps it, under two fifths of the size of
+// a Message: data and output messages, and tool, plan, meta and text
 // messages that set nothing else, inline; any other message behind a
 // pointer. The fields an inline message does not use hold, by type:
 //
 //	tool, plan, meta: data is the Tool, Plan or Meta payload
 //	text:             kind is the Role, date the Text
+//
+// The type and the method are kept as small codes, and the written value
+// (always within the data) as its place there: a log's first chunk of
+// entries is its largest allocation.
 type entry struct {
-	typ        Type
 	kind       string
 	instance   string
 	data       json.RawMessage
 	call       json.RawMessage
 	date       string
-	method     ref.Method
 	outputPath string
-	written    json.RawMessage
 	target     *target
 	rest       *Message // the message, when it is not inline
+	wOff, wLen uint32   // written is data[wOff:wOff+wLen]; wLen 0: nil
+	typ        entryType
+	method     uint8 // an index in methods
+}
+
+// entryType codes the types of inline messages.
+type entryType uint8
+
+const (
+	eNone entryType = iota
+	eData
+	eTool
+	ePlan
+	eMeta
+	eText
+)
+
+// entryTypes are the types of the codes.
+var entryTypes = [...]Type{eNone: "", eData: TypeData, eTool: TypeTool, ePlan: TypePlan, eMeta: TypeMeta, eText: TypeText}
+
+// methods are the output methods an inline message can have.
+var methods = [...]ref.Method{"", ref.MethodSet, ref.MethodMerge, ref.MethodAssign, ref.MethodPush, ref.MethodConcat}
+
+// methodCode returns the index of m in methods.
+func methodCode(m ref.Method) (uint8, bool) {
+	for i, x := range methods {
+		if x == m {
+			return uint8(i), true
+		}
+	}
+	return 0, false
+}
+
+// writtenAt returns where written lies in data; ok is false when it
+// does not lie there.
+func writtenAt(data, written []byte) (off, n uint32, ok bool) {
+	if written == nil {
+		return 0, 0, true
+	}
+	if len(written) == 0 || len(data) == 0 || len(data) > 1<<31 {
+		return 0, 0, false
+	}
+	d := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+	w := uintptr(unsafe.Pointer(unsafe.SliceData(written)))
+	if w < d || w-d+uintptr(len(written)) > uintptr(len(data)) {
+		return 0, 0, false
+	}
+	return uint32(w - d), uint32(len(written)), true
 }
 
 // inline reports whether m fits an entry without rest.
@@ -38,6 +88,12 @@ func inline(m *Message) bool {
 		m.written == nil && m.target == nil
 	switch m.Type {
 	case TypeData:
+		if _, ok := methodCode(m.Method); !ok {
+			return false
+		}
+		if _, _, ok := writtenAt(m.Data, m.written); !ok {
+			return false
+		}
 		return m.Role == "" && m.Text == "" && m.Tool == nil && m.Plan == nil && m.Meta == nil
 	case TypeTool:
 		return noOutput && m.Role == "" && m.Text == "" && m.Plan == nil && m.Meta == nil
@@ -60,22 +116,32 @@ func pack(m *Message, rest *Message) entry {
 	}
 	switch m.Type {
 	case TypeTool:
-		return entry{typ: m.Type, instance: m.Instance, data: m.Tool}
+		return entry{typ: eTool, instance: m.Instance, data: m.Tool}
 	case TypePlan:
-		return entry{typ: m.Type, instance: m.Instance, data: m.Plan}
+		return entry{typ: ePlan, instance: m.Instance, data: m.Plan}
 	case TypeMeta:
-		return entry{typ: m.Type, instance: m.Instance, data: m.Meta}
+		return entry{typ: eMeta, instance: m.Instance, data: m.Meta}
 	case TypeText:
-		return entry{typ: m.Type, instance: m.Instance, kind: string(m.Role), date: m.Text}
+		return entry{typ: eText, instance: m.Instance, kind: string(m.Role), date: m.Text}
 	}
-	return entry{typ: m.Type, kind: m.Kind, instance: m.Instance, data: m.Data, call: m.Call, date: m.Date,
-		method: m.Method, outputPath: m.OutputPath, written: m.written, target: m.target}
+	method, _ := methodCode(m.Method)
+	off, n, _ := writtenAt(m.Data, m.written)
+	return entry{typ: eData, kind: m.Kind, instance: m.Instance, data: m.Data, call: m.Call, date: m.Date,
+		method: method, outputPath: m.OutputPath, wOff: off, wLen: n, target: m.target}
 }
 
 func (e *entry) message() Message {
 	var m Message
 	e.fill(&m)
 	return m
+}
+
+// written returns the written value of an inline data entry.
+func (e *entry) written() json.RawMessage {
+	if e.wLen == 0 {
+		return nil
+	}
+	return e.data[e.wOff : e.wOff+e.wLen : e.wOff+e.wLen]
 }
 
 // fill sets *m, a zero Message, to the message of e: in place, since a
@@ -85,19 +151,19 @@ func (e *entry) fill(m *Message) {
 		*m = *e.rest
 		return
 	}
-	m.Type, m.Instance = e.typ, e.instance
+	m.Type, m.Instance = entryTypes[e.typ], e.instance
 	switch e.typ {
-	case TypeTool:
+	case eTool:
 		m.Tool = e.data
-	case TypePlan:
+	case ePlan:
 		m.Plan = e.data
-	case TypeMeta:
+	case eMeta:
 		m.Meta = e.data
-	case TypeText:
+	case eText:
 		m.Role, m.Text = Role(e.kind), e.date
 	default:
 		m.Kind, m.Data, m.Call, m.Date, m.Method, m.OutputPath, m.written, m.target =
-			e.kind, e.data, e.call, e.date, e.method, e.outputPath, e.written, e.target
+			e.kind, e.data, e.call, e.date, methods[e.method], e.outputPath, e.written(), e.target
 	}
 }
 
@@ -105,7 +171,7 @@ func (e *entry) typeOf() Type {
 	if e.rest != nil {
 		return e.rest.Type
 	}
-	return e.typ
+	return entryTypes[e.typ]
 }
 
 func (e *entry) isData() bool { return e.typeOf() == TypeData }
@@ -114,7 +180,7 @@ func (e *entry) identity() Identity {
 	switch {
 	case e.rest != nil:
 		return e.rest.Identity()
-	case e.typ != TypeData:
+	case e.typ != eData:
 		return Identity{Instance: e.instance} // as Message.Identity: kind is not set
 	}
 	return Identity{Kind: e.kind, Instance: e.instance}

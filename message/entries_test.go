@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/augceo/agent/ref"
 )
 
 // TestEntries checks that positions fill the chunks in order, each to
@@ -77,6 +79,12 @@ func TestPackRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var rest Message
+	if e := pack(&outs[0], &rest); e.rest != nil {
+		t.Errorf("an output message is not kept inline")
+	}
+	moved := outs[0] // its Data replaced: what it wrote no longer lies in it
+	moved.Data = append(json.RawMessage(nil), moved.Data...)
 	msgs := []Message{
 		Text("hi"),
 		{Type: TypeText, Role: RoleSystem, Text: "sys", Instance: "i"},
@@ -102,6 +110,9 @@ func TestPackRoundTrip(t *testing.T) {
 		{Type: TypeData, Kind: "state", Data: raw, Text: "x"},
 		{Type: TypeData, Kind: "state", Data: raw, Tool: raw},
 		outs[0],
+		moved,
+		{Type: TypeData, Kind: "state", Data: raw, Method: "weird"},
+		{Type: TypeData, Kind: "state", Data: raw, Method: ref.MethodPush, OutputPath: "†state.a"},
 		{Type: "custom", Extra: raw},
 		{Type: "custom"},
 		{Type: "custom", Data: raw},

@@ -166,6 +166,10 @@ func (l *Log) AppendOutput(o *Output, call json.RawMessage, instance string, res
 	if method == "" {
 		method = ref.MethodSet
 	}
+	code, ok := methodCode(o.Method)
+	if !ok {
+		return fmt.Errorf("message: %w %q", ref.ErrMethod, o.Method)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i := range targets {
@@ -173,8 +177,9 @@ func (l *Log) AppendOutput(o *Output, call json.RawMessage, instance string, res
 		var data, written []byte
 		buf, data, written = appendTarget(buf, t, resc)
 		pos := l.msgs.n
-		l.msgs.append(entry{typ: TypeData, kind: t.ref.Kind, instance: instance, data: data, call: callc, date: stamp,
-			method: o.Method, outputPath: t.text, written: written, target: t})
+		off, n, _ := writtenAt(data, written) // within data: appendTarget made it so
+		l.msgs.append(entry{typ: eData, kind: t.ref.Kind, instance: instance, data: data, call: callc, date: stamp,
+			method: code, outputPath: t.text, wOff: off, wLen: n, target: t})
 		if l.views == nil {
 			l.views = map[Identity]*view{}
 		}
