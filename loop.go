@@ -347,7 +347,8 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	if t.maxCalls <= 0 {
 		t.maxCalls = DefaultMaxCallsPerStep
 	}
-	cfg.chunkDone = r.kick // calls read from a chunk start while the model goes on
+	cfg.chunkDone = r.kick  // calls read from a chunk start while the model goes on
+	cfg.lendElements = true // t.event keeps an element's value, not the element
 	p.stream(ctx, cfg, t.event)
 	if t.stop {
 		return nil, false

@@ -98,6 +98,10 @@ type Config struct {
 	// that is not its last: calls queued while reading it may start on
 	// workers, since the model has more to say.
 	chunkDone func()
+	// lendElements, set by a loop, says that the consumer reads each
+	// Element event during its yield only: the elements are handed over
+	// in one variable rather than each in its own.
+	lendElements bool
 	// quiet, set by Run, says that no one reads EventMessage: the loop
 	// appends the outputs of calls to its log without making messages
 	// of them.
@@ -475,7 +479,7 @@ type streamed struct {
 func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Response, yield func(Event, error) bool) ([]streamed, error) {
 	// The loop body below is a closure handed to the provider: what it
 	// uses lives in g, one allocation, rather than escaping one by one.
-	g := &generation{path: cfg.CallbackPath, yield: yield, req: req, resp: resp}
+	g := &generation{path: cfg.CallbackPath, yield: yield, req: req, resp: resp, lend: cfg.lendElements}
 	chunkDone := cfg.chunkDone // the loop body below would move all of cfg to the heap
 	for c, err := range cfg.Provider.Generate(ctx, req) {
 		if g.err = g.chunk(c, err); g.err != nil {
@@ -562,6 +566,8 @@ type generation struct {
 	sols  []solutionText
 	one   [1]solutionText // the first solution's, so that one solution allocates nothing more
 	err   error
+	lend  bool       // see Config.lendElements
+	lent  [1]Element // the element handed over, when lent
 }
 
 // solutionText is the text of one solution so far, with its extractor of
@@ -618,18 +624,29 @@ func (g *generation) grow(i int) error {
 // since validation reports it properly and repairs the solution.
 func (g *generation) emit(i int, els []jsonstream.Element, err error) bool {
 	if len(els) > 0 {
-		batch := make([]Element, len(els)) // one allocation for the chunk's elements
+		var batch []Element
+		if g.lend {
+			batch = g.lent[:]
+		} else {
+			batch = make([]Element, len(els)) // one allocation for the chunk's elements
+		}
 		st := &g.sols[i]
 		if st.calls == nil {
 			st.calls = make([]json.RawMessage, 0, max(len(els), 8))
 		}
 		for k, el := range els {
+			if g.lend {
+				k = 0
+			}
 			batch[k] = Element{Index: i, Element: el}
 			st.emitted++
 			st.calls = append(st.calls, el.Value)
 			if !g.yield(Event{Element: &batch[k]}, nil) {
 				return false
 			}
+		}
+		if g.lend {
+			g.lent[0] = Element{} // keep nothing of the chunk
 		}
 	}
 	if err != nil {

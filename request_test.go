@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"iter"
 	"os"
 	"path/filepath"
@@ -209,6 +210,33 @@ func TestRequestStreamsCallsEarly(t *testing.T) {
 	}
 	if !p.Requests()[0].Stream {
 		t.Error("the provider was not asked to stream")
+	}
+}
+
+// TestStreamElementsAreKept checks that a Stream consumer owns the
+// elements it is handed: each stays as it was after the stream goes on,
+// for elements of one chunk and of several.
+func TestStreamElementsAreKept(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("t", json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}}}`))
+	p := scripted.New(scripted.Response{Chunks: []string{`{"calls":[{"_tool":"t","x":1},{"_tool":"t","x":2},{"_to`, `ol":"t","x":3}],"output":null}`}})
+	var kept []*agent.Element
+	for ev, err := range agent.Stream(context.Background(), agent.Config{Provider: p, Registry: reg, CallbackPath: "calls"},
+		json.RawMessage(`{}`), ctxOf(t, `[{"type":"tool","tool":"t"},{"type":"text","text":"go"}]`)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Element != nil {
+			kept = append(kept, ev.Element)
+		}
+	}
+	if len(kept) != 3 {
+		t.Fatalf("%d elements, want 3", len(kept))
+	}
+	for i, el := range kept {
+		if want := fmt.Sprintf(`{"_tool":"t","x":%d}`, i+1); string(el.Value) != want || el.Path != fmt.Sprintf("calls.%d", i) {
+			t.Errorf("element %d is now %s %s, want %s", i, el.Path, el.Value, want)
+		}
 	}
 }
 
