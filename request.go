@@ -306,6 +306,11 @@ func prepareNext(ctx context.Context, cfg Config, userSchema json.RawMessage, lo
 	return prepareFrom(ctx, cfg, userSchema, log, false, true)
 }
 
+// scratchMessages hold a message for a handler while it runs: handlers
+// do not keep it, and a step's few new messages should not each move a
+// 392-byte Message to the heap.
+var scratchMessages = sync.Pool{New: func() any { return new(message.Message) }}
+
 // carries reports whether the handler of typ is a built-in one that a
 // loop can run on new messages only: not the advisor's, which looks at
 // the whole log.
@@ -328,7 +333,6 @@ func (p *prepared) extend(ctx context.Context, log *message.Log) (_ *prepared, o
 	// Data blocks rendered already show the merged value of all messages
 	// of their identity: render those that got new ones again.
 	var dirty []message.Identity
-	var m message.Message // one variable for all: handlers do not keep it
 	for i := p.n; i < n; i++ {
 		typ, id := log.IdentityAt(i)
 		if typ != message.TypeData {
@@ -357,8 +361,12 @@ func (p *prepared) extend(ctx context.Context, log *message.Log) (_ *prepared, o
 			// no need to copy the message out of the log.
 			continue
 		}
-		m = log.At(i)
-		if err := b.handle(ctx, i, &m); err != nil {
+		m := scratchMessages.Get().(*message.Message)
+		*m = log.At(i)
+		err := b.handle(ctx, i, m)
+		*m = message.Message{}
+		scratchMessages.Put(m)
+		if err != nil {
 			return nil, true, err
 		}
 	}
