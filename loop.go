@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/augceo/agent/internal/jsonfast"
@@ -152,9 +153,13 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 	if conc <= 0 {
 		conc = DefaultConcurrency
 	}
-	r := &run{cfg: cfg, schema: schema, log: log, pool: newCallPool(conc), writes: map[string]int{}}
+	r := runs.Get().(*run)
+	r.cfg, r.schema, r.log, r.pool = cfg, schema, log, newCallPool(conc)
+	if r.writes == nil {
+		r.writes = map[string]int{}
+		r.wrote = func(kind string) { r.writes[kind]++ }
+	}
 	r.kick = r.pool.kick // made once, not at every step
-	r.wrote = func(kind string) { r.writes[kind]++ }
 	r.direct = cfg.quiet && cfg.Store == nil
 	if cfg.Store != nil {
 		j, err := openJournal(ctx, cfg, kindLoop, runSpec{Schema: schema}, msgs, cfg.resume != nil)
@@ -173,8 +178,27 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 		cancel() // stop calls still running, then wait for them
 		r.wait()
 		r.pool.release()
+		if cfg.Store == nil { // else the journal's closures may still read r
+			r.recycle()
+		}
 	}()
 	r.loop(ctx, first)
+}
+
+// runs keeps the state of finished runs, with its buffers, for the next.
+var runs = sync.Pool{New: func() any { return new(run) }}
+
+// recycle puts r, whose run is over and whose calls have all returned,
+// in runs: nothing of the run is kept but empty buffers.
+func (r *run) recycle() {
+	writes, wrote := r.writes, r.wrote
+	clear(writes)
+	pending, all := r.tick.pending[:cap(r.tick.pending)], r.tick.all[:cap(r.tick.all)]
+	clear(pending)
+	clear(all)
+	*r = run{writes: writes, wrote: wrote}
+	r.tick.pending, r.tick.all = pending[:0], all[:0]
+	runs.Put(r)
 }
 
 // completion is a finished call.

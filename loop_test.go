@@ -606,3 +606,46 @@ func marshalAll(msgs []message.Message) string {
 	}
 	return b.String()
 }
+
+// TestRunRecycledStateIsClean checks that a run's state, which the next
+// run reuses, carries nothing over: runs that leave calls waiting, write
+// state or fail, in any order, each send the requests and leave the log
+// of a run on its own.
+func TestRunRecycledStateIsClean(t *testing.T) {
+	reg, msgs := func() (*agent.Registry, []message.Message) {
+		reg := agent.NewRegistry()
+		reg.Tool("t", json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}}}`))
+		reg.Activity("t", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+			return &agent.Result{Value: json.RawMessage(`{"y":1}`)}, nil
+		}))
+		return reg, []message.Message{{Type: message.TypeTool, Tool: json.RawMessage(`"t"`)}, message.Text("go")}
+	}()
+	out := json.RawMessage(`{"type":"object"}`)
+	scenarios := [][]string{
+		{`{"calls":[{"_tool":"t","x":1,"_outputPath":"†state.a"},{"_tool":"t","x":"†state.never","_outputPath":"†state.b"}],"output":null}`,
+			`{"calls":[],"output":{"done":true}}`},
+		{`{"calls":[{"_tool":"t","x":2,"_outputPath":"†notes.c"}],"output":null}`, `{"calls":[],"output":{"ok":1}}`},
+		{`{"calls":[{"_tool":"nope"}],"output":null}`, `not json`, `{"calls":[],"output":{}}`},
+	}
+	logOf := func(answers []string) string {
+		p := scripted.Solutions(answers...)
+		cfg := agent.Config{Provider: p, Registry: reg, Clock: fixed, Concurrency: 1}
+		res, err := agent.Run(context.Background(), cfg, out, msgs)
+		sent, _ := json.Marshal(p.Requests()) // what the model was asked, step by step
+		if err != nil {
+			return "error: " + err.Error() + "\n" + string(sent)
+		}
+		return marshalAll(res.Log.Messages()) + string(sent)
+	}
+	var alone []string
+	for _, s := range scenarios {
+		alone = append(alone, logOf(s))
+	}
+	for _, order := range [][]int{{0, 1, 2}, {2, 0, 1}, {1, 2, 0, 0, 2}} {
+		for _, i := range order {
+			if got := logOf(scenarios[i]); got != alone[i] {
+				t.Errorf("scenario %d after others:\n%s\nalone:\n%s", i, got, alone[i])
+			}
+		}
+	}
+}
