@@ -516,6 +516,8 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 		out[i] = streamed{text: st.text(), path: g.path, emitted: st.emitted, calls: st.calls}
 		if st.x != nil { // no syntax error
 			out[i].spans = st.x.Spans()
+			extractors.Put(st.x) // what it handed over stays as it is
+			st.x = nil
 		}
 	}
 	return out, nil
@@ -557,6 +559,10 @@ func (g *generation) chunk(c *provider.Chunk, err error) error {
 	}
 	return nil
 }
+
+// extractors keep the extractors of finished requests, with the room
+// their scanners grew, for the next.
+var extractors = sync.Pool{New: func() any { return new(jsonstream.Extractor) }}
 
 // elementBufs holds buffers for the elements of a chunk: an answer that
 // comes in one chunk hands over all its calls at once.
@@ -618,8 +624,8 @@ func (g *generation) grow(i int) error {
 	for len(g.sols) <= i {
 		var x *jsonstream.Extractor
 		if g.path != "" {
-			var err error
-			if x, err = jsonstream.NewExtractor(g.path); err != nil {
+			x = extractors.Get().(*jsonstream.Extractor)
+			if err := x.Reset(g.path); err != nil {
 				return fmt.Errorf("agent: callback path: %w", err)
 			}
 		}

@@ -87,9 +87,29 @@ type Extractor struct {
 // NewExtractor returns an Extractor for the value at path. It returns an
 // error wrapping [ErrInvalidPath] if a segment of path is empty.
 func NewExtractor(path string) (*Extractor, error) {
-	x := &Extractor{path: path}
+	x := &Extractor{}
+	if err := x.init(path); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Reset makes x an Extractor for path, as NewExtractor makes one, that
+// keeps the room x grew for its scanner: a caller that reads many inputs
+// in turn can reuse one Extractor. Elements and spans x handed over
+// before stay as they are.
+func (x *Extractor) Reset(path string) error {
+	stack, keys, buf := x.s.stack[:0], x.s.keys[:0], x.buf[:0]
+	*x = Extractor{}
+	x.s.stack, x.s.keys, x.buf = stack, keys, buf
+	return x.init(path)
+}
+
+// init sets up a zero x for path.
+func (x *Extractor) init(path string) error {
+	x.path = path
 	if path == "" {
-		return x, nil
+		return nil
 	}
 	x.segs = x.segsBuf[:0]
 	for seg := range strings.SplitSeq(path, ".") {
@@ -102,11 +122,11 @@ func NewExtractor(path string) (*Extractor, error) {
 	x.idx = x.idx[:len(x.segs)]
 	for i, seg := range x.segs {
 		if seg == "" {
-			return nil, fmt.Errorf("%w %q: empty segment", ErrInvalidPath, path)
+			return fmt.Errorf("%w %q: empty segment", ErrInvalidPath, path)
 		}
 		x.idx[i] = index(seg)
 	}
-	return x, nil
+	return nil
 }
 
 // index returns seg as an array index if it is a canonical decimal, else -1.

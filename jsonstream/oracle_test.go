@@ -205,7 +205,14 @@ func extract(t testing.TB, path string, chunks [][]byte) result {
 	}
 	shared, _ := NewExtractor(path) // fed the same chunks with FeedShared: the same elements
 	app, _ := NewExtractor(path)    // and with AppendShared, onto one slice
-	var sharedEls, appended []Element
+	// and, once Reset, by one that read other input before, to an error
+	reused, _ := NewExtractor("calls")
+	reused.Feed([]byte(`{"calls":[{"a":[1,{"b":"x`))
+	reused.Feed([]byte(`]]`))
+	if err := reused.Reset(path); err != nil {
+		t.Fatal(err)
+	}
+	var sharedEls, appended, again []Element
 	var r result
 	defer func() {
 		if !reflect.DeepEqual(sharedEls, r.Elements) {
@@ -214,12 +221,20 @@ func extract(t testing.TB, path string, chunks [][]byte) result {
 		if !reflect.DeepEqual(appended, sharedEls) {
 			t.Fatalf("AppendShared gives %v, FeedShared %v", appended, sharedEls)
 		}
+		if !reflect.DeepEqual(again, sharedEls) {
+			t.Fatalf("a Reset Extractor gives %v, a new one %v", again, sharedEls)
+		}
 		checkOffsets(t, x, bytes.Join(chunks, nil), r.Elements)
 	}()
 	for _, c := range chunks {
 		els, err := x.Feed(c)
 		sels, serr := shared.FeedShared(c)
 		sharedEls = append(sharedEls, sels...)
+		rels, rerr := reused.FeedShared(c)
+		again = append(again, rels...)
+		if (rerr == nil) != (serr == nil) || rerr != nil && rerr.Error() != serr.Error() {
+			t.Fatalf("a Reset Extractor's error %v, a new one's %v", rerr, serr)
+		}
 		var aerr error
 		if appended, aerr = app.AppendShared(appended, c); (aerr == nil) != (serr == nil) || aerr != nil && aerr.Error() != serr.Error() {
 			t.Fatalf("AppendShared error %v, FeedShared error %v", aerr, serr)
@@ -241,6 +256,8 @@ func extract(t testing.TB, path string, chunks [][]byte) result {
 	sharedEls = append(sharedEls, sels...)
 	aels, _ := app.End()
 	appended = append(appended, aels...)
+	rels, _ := reused.End()
+	again = append(again, rels...)
 	r.Elements = append(r.Elements, els...)
 	r.Err = err
 	return r
