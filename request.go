@@ -486,8 +486,14 @@ type streamed struct {
 // elements, and returns each solution.
 func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Response, yield func(Event, error) bool) ([]streamed, error) {
 	// The loop body below is a closure handed to the provider: what it
-	// uses lives in g, one allocation, rather than escaping one by one.
-	g := &generation{path: cfg.CallbackPath, yield: yield, req: req, resp: resp, lend: cfg.lendElements}
+	// uses lives in g, rather than escaping one by one, and g is reused
+	// by the next request once this one is over.
+	g := generations.Get().(*generation)
+	*g = generation{path: cfg.CallbackPath, yield: yield, req: req, resp: resp, lend: cfg.lendElements}
+	defer func() {
+		*g = generation{}
+		generations.Put(g)
+	}()
 	chunkDone := cfg.chunkDone // the loop body below would move all of cfg to the heap
 	for c, err := range cfg.Provider.Generate(ctx, req) {
 		if g.err = g.chunk(c, err); g.err != nil {
@@ -559,6 +565,9 @@ func (g *generation) chunk(c *provider.Chunk, err error) error {
 	}
 	return nil
 }
+
+// generations keep the state of finished provider calls for the next.
+var generations = sync.Pool{New: func() any { return new(generation) }}
 
 // extractors keep the extractors of finished requests, with the room
 // their scanners grew, for the next.
