@@ -144,9 +144,7 @@ func (d *Decoder) Decode(data []byte, v reflect.Value, skipMeta bool) (ok bool) 
 			}
 			i++
 			if skipMeta && len(s) > 0 && s[0] == '_' {
-				if i, ok = skipValue(data, i); !ok {
-					return false
-				}
+				i = jsonfast.Skip(data, i) // valid JSON: nothing to check on the way
 			} else {
 				k := -1
 				for j := range d.fields {

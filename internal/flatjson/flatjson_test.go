@@ -3,6 +3,8 @@ package flatjson
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"reflect"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -53,4 +55,37 @@ func containsByte(b []byte, c byte) bool {
 		}
 	}
 	return false
+}
+
+// TestDecodeSkipMeta checks that skipping meta-properties decodes as if
+// they were removed first, whatever their values hold.
+func TestDecodeSkipMeta(t *testing.T) {
+	type params struct {
+		X int    `json:"x"`
+		S string `json:"s,omitempty"`
+	}
+	d := New(reflect.TypeFor[params]())
+	if d == nil {
+		t.Fatal("no decoder")
+	}
+	metas := []string{`"_tool":"t"`, `"_outputPath":"†state.a"`, `"_o":{"a":[1,{"b":"}"}]}`, `"_e":"q\"}"`, `"_n":null`, `"_a" : [ ]`}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 2000 {
+		var with, without []string
+		for _, p := range []string{`"x":3`, `"s":"v,}"`} {
+			if rng.IntN(3) > 0 {
+				with, without = append(with, p), append(without, p)
+			}
+			if rng.IntN(2) == 0 {
+				with = append(with, metas[rng.IntN(len(metas))])
+			}
+		}
+		a, b := "{"+strings.Join(with, ",")+"}", "{"+strings.Join(without, ",")+"}"
+		var got, want params
+		okGot := d.Decode([]byte(a), reflect.ValueOf(&got).Elem(), true)
+		okWant := d.Decode([]byte(b), reflect.ValueOf(&want).Elem(), false)
+		if okGot != okWant || got != want {
+			t.Fatalf("%s with meta-properties skipped: %v %+v; %s: %v %+v", a, okGot, got, b, okWant, want)
+		}
+	}
 }
