@@ -242,43 +242,6 @@ func (ff *field) set(data []byte, i int, v reflect.Value) (int, bool) {
 	return j, true
 }
 
-// skipValue returns the offset past the value at or after d[i], which
-// must be valid JSON.
-func skipValue(d []byte, i int) (int, bool) {
-	i = SkipWS(d, i)
-	if i >= len(d) {
-		return i, false
-	}
-	switch d[i] {
-	case '"':
-		_, _, end, ok := ScanString(d, i)
-		return end, ok
-	case '{', '[':
-		depth := 0
-		for ; i < len(d); i++ {
-			switch d[i] {
-			case '"':
-				_, _, end, ok := ScanString(d, i)
-				if !ok {
-					return i, false
-				}
-				i = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1, true
-				}
-			}
-		}
-		return i, false
-	}
-	for i < len(d) && !strings.ContainsRune(",}] \t\r\n", rune(d[i])) {
-		i++
-	}
-	return i, true
-}
-
 // HasLiteral reports whether d holds lit at i.
 func HasLiteral(d []byte, i int, lit string) bool {
 	return len(d)-i >= len(lit) && string(d[i:i+len(lit)]) == lit
