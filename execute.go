@@ -97,20 +97,9 @@ func (x *executor) prepareChecked(raw json.RawMessage) *Call {
 			other = other || bytes.Contains(v, []byte(ref.Dagger))
 			return
 		}
-		var dst *string
-		switch string(k) {
-		case "_tool":
-			dst = &m.Tool
-		case "_instance":
-			dst = &m.Instance
-		case "_outputPath":
-			dst = &m.OutputPath
-		case "_outputMethod":
-			dst = &m.OutputMethod
-		case "_scopes":
-			other = true
-			return
-		default:
+		dst := m.Field(k)
+		if dst == nil {
+			other = other || string(k) == "_scopes"
 			return
 		}
 		if len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 {

@@ -20,6 +20,22 @@ type CallMeta struct {
 	OutputMethod string // _outputMethod
 }
 
+// Field returns the field of m that holds the meta-property key
+// (unquoted, as "_tool"), or nil when key is none of them.
+func (m *CallMeta) Field(key []byte) *string {
+	switch string(key) {
+	case "_tool":
+		return &m.Tool
+	case "_instance":
+		return &m.Instance
+	case "_outputPath":
+		return &m.OutputPath
+	case "_outputMethod":
+		return &m.OutputMethod
+	}
+	return nil
+}
+
 // ParseCallMeta reads the meta-properties of a call. The call must be a
 // JSON object, and each of these properties a string (or null, which
 // strict structured-output modes write for absent ones).
@@ -59,17 +75,8 @@ func parseCallMeta(call json.RawMessage, share, object bool) (m CallMeta, refs b
 			refs = refs || mayRef(v)
 			return true
 		}
-		var dst *string
-		switch string(k) {
-		case "_tool":
-			dst = &m.Tool
-		case "_instance":
-			dst = &m.Instance
-		case "_outputPath":
-			dst = &m.OutputPath
-		case "_outputMethod":
-			dst = &m.OutputMethod
-		default:
+		dst := m.Field(k)
+		if dst == nil {
 			return true
 		}
 		if len(v) > 0 && v[0] == '"' { // the common case, without boxing the string
