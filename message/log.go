@@ -23,9 +23,11 @@ import (
 //
 // A Log is safe for concurrent use. The zero Log is empty and ready.
 type Log struct {
-	mu    sync.RWMutex
-	msgs  entries
-	views map[Identity]*view
+	mu     sync.RWMutex
+	msgs   entries
+	views  map[Identity]*view
+	last   *view    // the view viewOf gave last
+	lastID Identity // and its identity
 }
 
 // view is the value of one identity. A view of few writes keeps them
@@ -115,15 +117,7 @@ func (l *Log) Append(msgs ...Message) error {
 		if m.Type != TypeData {
 			continue
 		}
-		if l.views == nil {
-			l.views = map[Identity]*view{}
-		}
-		id := m.Identity()
-		v := l.views[id]
-		if v == nil {
-			v = &view{}
-			l.views[id] = v
-		}
+		v := l.viewOf(m.Identity())
 		if m.Description != "" {
 			v.description = m.Description
 		}
@@ -180,15 +174,7 @@ func (l *Log) AppendOutput(o *Output, call json.RawMessage, instance string, res
 		off, n, _ := writtenAt(data, written) // within data: appendTarget made it so
 		l.msgs.append(entry{typ: eData, kind: t.ref.Kind, instance: instance, data: data, call: callc, date: stamp,
 			method: code, outputPath: t.text, wOff: off, wLen: n, target: t})
-		if l.views == nil {
-			l.views = map[Identity]*view{}
-		}
-		id := Identity{Kind: t.ref.Kind, Instance: instance}
-		v := l.views[id]
-		if v == nil {
-			v = &view{}
-			l.views[id] = v
-		}
+		v := l.viewOf(Identity{Kind: t.ref.Kind, Instance: instance})
 		if err := v.add(pos, write{path: t.ref.Path, method: method, value: written}); err != nil {
 			return at(pos, err)
 		}
@@ -197,6 +183,25 @@ func (l *Log) AppendOutput(o *Output, call json.RawMessage, instance string, res
 		}
 	}
 	return nil
+}
+
+// viewOf returns the view of id, made when there is none. The caller
+// holds l.mu for writing. The last one is kept at hand: a run writes to
+// one identity, its state, over and over.
+func (l *Log) viewOf(id Identity) *view {
+	if l.last != nil && l.lastID == id {
+		return l.last
+	}
+	if l.views == nil {
+		l.views = map[Identity]*view{}
+	}
+	v := l.views[id]
+	if v == nil {
+		v = &view{}
+		l.views[id] = v
+	}
+	l.last, l.lastID = v, id
+	return v
 }
 
 // add records w, the write of the message at pos.
