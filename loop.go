@@ -237,7 +237,7 @@ type run struct {
 
 	advice []Opinion // the last advisors' opinions
 
-	writes    map[string]int    // data messages appended so far, by kind
+	writes    map[string]int    // data messages appended while calls wait, by kind (see counting)
 	wrote     func(kind string) // counts one in writes
 	direct    bool              // no one reads EventMessage: see Config.quiet
 	stepCfg   *Config           // the configuration calls run with
@@ -653,7 +653,11 @@ func (r *run) finish(step int, c completion, errs *[]message.Message) bool {
 		r.usage.Add(c.resp.Usage)
 	}
 	if c.direct {
-		err := r.log.AppendOutput(c.call.output, c.call.Raw, c.call.Instance, c.value, c.branch, c.date, r.wrote)
+		var wrote func(string)
+		if r.counting() {
+			wrote = r.wrote
+		}
+		err := r.log.AppendOutput(c.call.output, c.call.Raw, c.call.Instance, c.value, c.branch, c.date, wrote)
 		if err != nil {
 			c.err = &CallError{Kind: Runtime, Tool: c.call.Tool, Err: err}
 		}
@@ -680,9 +684,14 @@ func (r *run) appendOne(step int, m message.Message) bool {
 	return true
 }
 
+// counting reports whether writes must be counted: only a waiting call
+// reads the counts, against what they were when it last tried, and a
+// call that starts to wait takes them as they are then.
+func (r *run) counting() bool { return len(r.tick.pending) > 0 }
+
 func (r *run) appendAll(step int, msgs []message.Message) bool {
 	for i := range msgs {
-		if msgs[i].Type == message.TypeData {
+		if msgs[i].Type == message.TypeData && r.counting() {
 			r.writes[msgs[i].Kind]++
 		}
 		if err := r.log.Append(msgs[i]); err != nil {
