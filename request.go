@@ -325,21 +325,28 @@ func (r *Registry) carries(typ message.Type) bool {
 func (p *prepared) extend(ctx context.Context, log *message.Log) (_ *prepared, ok bool, err error) {
 	b := p.build
 	n := log.Len()
+	// The new messages are mostly outputs, of one type and identity: each
+	// loop below asks about a type or an identity only when it changes.
+	var typ message.Type
 	for i := p.n; i < n; i++ {
-		if !b.Registry.carries(log.TypeAt(i)) {
-			return nil, false, nil
+		if t := log.TypeAt(i); i == p.n || t != typ {
+			if typ = t; !b.Registry.carries(typ) {
+				return nil, false, nil
+			}
 		}
 	}
 	// Data blocks rendered already show the merged value of all messages
 	// of their identity: render those that got new ones again.
 	var dirty []message.Identity
+	var last message.Identity
 	for i := p.n; i < n; i++ {
 		typ, id := log.IdentityAt(i)
-		if typ != message.TypeData {
+		if typ != message.TypeData || len(dirty) > 0 && id == last {
 			continue
 		}
 		if _, ok := b.blocks[id]; ok && !slices.Contains(dirty, id) {
 			dirty = append(dirty, id)
+			last = id
 		}
 	}
 	if len(dirty) > 0 {
@@ -354,11 +361,14 @@ func (p *prepared) extend(ctx context.Context, log *message.Log) (_ *prepared, o
 			b.messages[bl.msg].Text = text
 		}
 	}
+	var shown message.Identity // the last identity found rendered, if any
+	var some bool
 	for i := p.n; i < n; i++ {
-		if typ, id := log.IdentityAt(i); typ == message.TypeData && b.rendered[id] {
+		if typ, id := log.IdentityAt(i); typ == message.TypeData && (some && id == shown || b.rendered[id]) {
 			// The built-in handler (every message here has one) shows an
 			// identity once, where it first appears: nothing to do, and
 			// no need to copy the message out of the log.
+			shown, some = id, true
 			continue
 		}
 		m := scratchMessages.Get().(*message.Message)
