@@ -137,7 +137,7 @@ func (l *Log) Append(msgs ...Message) error {
 // AppendOutput appends the messages o.Messages(call, instance, result,
 // b, date) returns, as Append would, without making them: a loop appends
 // the output of every call it runs. wrote, when not nil, is told the
-// kind of each message appended.
+// kind of each message appended, once the log is unlocked.
 func (l *Log) AppendOutput(o *Output, call json.RawMessage, instance string, result json.RawMessage, b Branch, date time.Time, wrote func(kind string)) error {
 	if len(o.targets) == 0 {
 		return nil
@@ -164,25 +164,34 @@ func (l *Log) AppendOutput(o *Output, call json.RawMessage, instance string, res
 	if !ok {
 		return fmt.Errorf("message: %w %q", ref.ErrMethod, o.Method)
 	}
+	appended, err := l.appendTargets(targets, callc, instance, resc, stamp, buf, method, code)
+	if wrote != nil {
+		for i := range targets[:appended] {
+			wrote(targets[i].ref.Kind)
+		}
+	}
+	return err
+}
+
+// appendTargets is the locked part of AppendOutput: it appends the
+// message of each target and returns how many it appended.
+func (l *Log) appendTargets(targets []target, call json.RawMessage, instance string, result json.RawMessage, stamp string, buf []byte, method ref.Method, code uint8) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i := range targets {
 		t := &targets[i]
 		var data, written []byte
-		buf, data, written = appendTarget(buf, t, resc)
+		buf, data, written = appendTarget(buf, t, result)
 		pos := l.msgs.n
 		off, n, _ := writtenAt(data, written) // within data: appendTarget made it so
-		l.msgs.append(entry{typ: eData, kind: t.ref.Kind, instance: instance, data: data, call: callc, date: stamp,
+		l.msgs.append(entry{typ: eData, kind: t.ref.Kind, instance: instance, data: data, call: call, date: stamp,
 			method: code, outputPath: t.text, wOff: off, wLen: n, target: t})
 		v := l.viewOf(Identity{Kind: t.ref.Kind, Instance: instance})
 		if err := v.add(pos, write{path: t.ref.Path, method: method, value: written}); err != nil {
-			return at(pos, err)
-		}
-		if wrote != nil {
-			wrote(t.ref.Kind)
+			return i, at(pos, err)
 		}
 	}
-	return nil
+	return len(targets), nil
 }
 
 // viewOf returns the view of id, made when there is none. The caller
