@@ -599,8 +599,8 @@ type generation struct {
 	sols  []solutionText
 	one   [1]solutionText // the first solution's, so that one solution allocates nothing more
 	err   error
-	lend  bool       // see Config.lendElements
-	lent  [1]Element // the element handed over, when lent
+	lend  bool    // see Config.lendElements
+	lent  Element // the element handed over, when lent
 }
 
 // solutionText is the text of one solution so far, with its extractor of
@@ -657,30 +657,27 @@ func (g *generation) grow(i int) error {
 // since validation reports it properly and repairs the solution.
 func (g *generation) emit(i int, els []jsonstream.Element, err error) bool {
 	if len(els) > 0 {
-		var batch []Element
-		if g.lend {
-			batch = g.lent[:]
-		} else {
-			batch = make([]Element, len(els)) // one allocation for the chunk's elements
+		var batch []Element // one allocation for the chunk's elements, unless lent
+		if !g.lend {
+			batch = make([]Element, len(els))
 		}
 		st := &g.sols[i]
 		if st.calls == nil {
 			st.calls = make([]json.RawMessage, 0, max(len(els), 8))
 		}
 		for k, el := range els {
-			if g.lend {
-				k = 0
+			e := &g.lent
+			if batch != nil {
+				e = &batch[k]
 			}
-			batch[k] = Element{Index: i, Element: el}
+			*e = Element{Index: i, Element: el}
 			st.emitted++
 			st.calls = append(st.calls, el.Value)
-			if !g.yield(Event{Element: &batch[k]}, nil) {
+			if !g.yield(Event{Element: e}, nil) {
 				return false
 			}
 		}
-		if g.lend {
-			g.lent[0] = Element{} // keep nothing of the chunk
-		}
+		g.lent = Element{} // keep nothing of the chunk
 	}
 	if err != nil {
 		g.sols[i].x = nil
