@@ -2,10 +2,8 @@ package message
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math/bits"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -375,22 +373,8 @@ const smallOutput = 88
 // compactIfNeeded compacts valid JSON that has white space outside strings
 // could hold, and returns compact input as it is.
 func compactIfNeeded(v json.RawMessage) json.RawMessage {
-	for i := 0; i < len(v); i++ {
-		// Skip 8 bytes at a time while none is at most ' ': the high bit
-		// of a byte of m is set for the first such byte.
-		for ; i+8 <= len(v); i += 8 {
-			w := binary.LittleEndian.Uint64(v[i:])
-			if m := (w - 0x2121212121212121) &^ w & 0x8080808080808080; m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
-			}
-		}
-		if i == len(v) {
-			break
-		}
-		if c := v[i]; c == ' ' || c == '\t' || c == '\n' || c == '\r' {
-			return compact(v)
-		}
+	if jsonfast.HasSpace(v) {
+		return compact(v)
 	}
 	return v
 }

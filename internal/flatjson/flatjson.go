@@ -6,8 +6,6 @@
 package flatjson
 
 import (
-	"encoding/binary"
-	"math/bits"
 	"reflect"
 	"strconv"
 	"strings"
@@ -273,20 +271,7 @@ func ScanStringUTF8(d []byte, i int) (s []byte, esc, valid bool, end int, ok boo
 	start := i + 1
 	valid = true
 	for j := start; j < len(d); j++ {
-		// Skip plain ASCII 8 bytes at a time: the high bit of a byte of m
-		// is set for the first byte that is below 0x20, '"', '\\' or not
-		// ASCII (and maybe for later ones).
-		for ; j+8 <= len(d); j += 8 {
-			v := binary.LittleEndian.Uint64(d[j:])
-			q, b := v^(ones*'"'), v^(ones*'\\')
-			if m := ((v-ones*0x20)&^v | (q-ones)&^q | (b-ones)&^b | v) & high; m != 0 {
-				j += bits.TrailingZeros64(m) >> 3
-				break
-			}
-		}
-		for j < len(d) && plainASCII[d[j]] {
-			j++
-		}
+		j = jsonfast.PlainASCIIEnd(d, j)
 		if j >= len(d) {
 			break
 		}
@@ -326,20 +311,6 @@ func ScanStringUTF8(d []byte, i int) (s []byte, esc, valid bool, end int, ok boo
 	}
 	return nil, false, false, 0, false
 }
-
-// Constants for testing 8 bytes at a time.
-const (
-	ones = 0x0101010101010101
-	high = 0x8080808080808080
-)
-
-// plainASCII tells the bytes a string holds as they are that are ASCII.
-var plainASCII = func() (t [256]bool) {
-	for c := range t {
-		t[c] = c >= 0x20 && c < 0x80 && c != '"' && c != '\\'
-	}
-	return t
-}()
 
 func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'

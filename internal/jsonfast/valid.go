@@ -253,6 +253,55 @@ func plain(v []byte) bool {
 	return true
 }
 
+// PlainASCIIEnd returns the index of the first byte from d[j] on that a
+// JSON string does not hold as it is or that is not ASCII (below 0x20,
+// '"', '\\', 0x80 and up), or len(d): the bulk of a string body, read 8
+// bytes at a time.
+func PlainASCIIEnd(d []byte, j int) int {
+	// The high bit of a byte of m is set for the first such byte (and
+	// maybe for later ones).
+	for ; j+8 <= len(d); j += 8 {
+		v := binary.LittleEndian.Uint64(d[j:])
+		q, b := v^(ones*'"'), v^(ones*'\\')
+		if m := ((v-ones*0x20)&^v | (q-ones)&^q | (b-ones)&^b | v) & high; m != 0 {
+			return j + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for j < len(d) && plainASCII[d[j]] {
+		j++
+	}
+	return j
+}
+
+// plainASCII tells the bytes a string holds as they are that are ASCII.
+var plainASCII = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c < 0x80 && c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// HasSpace reports whether v holds a space, tab, line feed or carriage
+// return, looking 8 bytes at a time for any byte up to ' '.
+func HasSpace(v []byte) bool {
+	for i := 0; i < len(v); i++ {
+		for ; i+8 <= len(v); i += 8 {
+			w := binary.LittleEndian.Uint64(v[i:])
+			if m := (w - ones*'!') &^ w & high; m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+		}
+		if i == len(v) {
+			break
+		}
+		if c := v[i]; c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			return true
+		}
+	}
+	return false
+}
+
 // Constants for testing 8 bytes at a time.
 const (
 	ones = 0x0101010101010101
