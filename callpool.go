@@ -28,6 +28,13 @@ type callPool struct {
 	wake     chan struct{} // holds a token once a completion is ready
 	released bool          // the run is over: the last one out recycles p
 
+	// gen counts the runs p served. A worker is started for one run (see
+	// start); one that gets going only after that run released p, which
+	// on a busy or single-core machine is common, finds gen moved on and
+	// leaves without touching p, so the run need not wait for it to give
+	// p back.
+	gen uint64
+
 	// First backing arrays of queue and finished: a step of a few calls
 	// does not grow them.
 	queueBuf    [16]job
@@ -67,11 +74,17 @@ func newCallPool(limit int) *callPool {
 }
 
 // release gives p back for another run once nothing can touch it: no
-// call queued, running or unread, and no worker alive or starting. A
-// worker still on its way out gives it back as it leaves.
+// call queued, running or unread, and no worker alive. A worker started
+// but not yet going is let go (see gen); one still on its way out gives
+// p back as it leaves.
 func (p *callPool) release() {
 	p.mu.Lock()
 	p.released = true
+	if p.starting && p.head == len(p.queue) {
+		p.starting = false
+		p.workers--
+		p.gen++ // in this critical section: the worker cannot start in between
+	}
 	idle := p.idle()
 	p.mu.Unlock()
 	if idle {
@@ -91,7 +104,8 @@ func (p *callPool) recycle() {
 	case <-p.wake: // a token no one will wait for
 	default:
 	}
-	p.mu.Lock()          // no one else is here: the lock only orders the writes for whoever comes next
+	p.mu.Lock() // no one else is here but late workers, who see gen moved on
+	p.gen++
 	clear(p.queueBuf[:]) // keep no call of the run alive
 	clear(p.finishedBuf[:])
 	p.queue, p.finished, p.head, p.fhead, p.released = nil, nil, 0, 0, false
@@ -119,10 +133,10 @@ func (p *callPool) kick() {
 // unlockStarting releases p.mu, held by the caller, and starts a worker
 // if the queue needs one.
 func (p *callPool) unlockStarting() {
-	start := p.needWorker()
+	start, gen := p.needWorker(), p.gen
 	p.mu.Unlock()
 	if start {
-		platform.Go(p.work)
+		platform.Go(func() { p.work(gen) })
 	}
 }
 
@@ -152,9 +166,13 @@ func (p *callPool) take() (job, bool) {
 	return j, true
 }
 
-// work runs queued calls until none is left that it may start.
-func (p *callPool) work() {
+// work runs queued calls of run gen until none is left that it may start.
+func (p *callPool) work(gen uint64) {
 	p.mu.Lock()
+	if p.gen != gen { // let go at release: p is another run's by now
+		p.mu.Unlock()
+		return
+	}
 	p.starting = false
 	for {
 		j, ok := p.take()

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -56,5 +57,48 @@ func TestCallPoolRecycles(t *testing.T) {
 			}
 		}
 		p.mu.Unlock()
+	}
+}
+
+// TestCallPoolLetsLateWorkerGo checks that a run which did all its calls
+// itself while a worker it started never got going gives its pool back at
+// once, and that the worker, when it does get going, leaves the pool, by
+// then another run's, as it finds it.
+func TestCallPoolLetsLateWorkerGo(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // the worker cannot run until this goroutine waits
+	x := &executor{cfg: &Config{}}
+	p := newCallPool(4)
+	ran := 0
+	for range 2 {
+		p.submit(job{ctx: context.Background(), x: x, c: &Call{Tool: "t", resolved: true, activity: ActivityFunc(func(ctx context.Context, c *Call) (*Result, error) {
+			ran++
+			return &Result{}, nil
+		})}})
+	}
+	for range 2 {
+		if _, ok := p.next(true, helpAlways); !ok {
+			t.Fatal("no completion")
+		}
+	}
+	p.mu.Lock()
+	started := p.starting
+	p.mu.Unlock()
+	if !started || ran != 2 {
+		t.Fatalf("starting %v, ran %d: want a worker started for the second call, which the run ran itself", started, ran)
+	}
+	p.release()
+	p.mu.Lock()
+	recycled, gen := !p.released && p.queue == nil, p.gen
+	p.mu.Unlock()
+	if !recycled {
+		t.Fatal("the run waited for a worker that never got going")
+	}
+	// The pool serves another run; the late worker gets going now.
+	p.limit, p.queue = 4, p.queueBuf[:0]
+	time.Sleep(10 * time.Millisecond)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.workers != 0 || p.starting || p.gen != gen || p.released {
+		t.Errorf("the late worker touched the next run's pool: workers %d, starting %v, gen %d (was %d)", p.workers, p.starting, p.gen, gen)
 	}
 }
