@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/augceo/agent/internal/flatjson"
 	"github.com/augceo/agent/internal/jsonfast"
@@ -43,6 +44,10 @@ type Result struct {
 	Branch message.Branch
 	// Messages, when set, are appended as they are instead of Value.
 	Messages []message.Message
+
+	// lent is the frame that holds a bound function's Result, when the
+	// run lent it: the run gives it back once it copied Value.
+	lent interface{ giveBack() }
 }
 
 // Value returns a Result holding v encoded as JSON.
@@ -67,16 +72,18 @@ func Bind[P, R any](f func(ctx context.Context, params P) (R, error)) Activity {
 	if dec != nil && (dec.Meta() || dec.Schema() != string(schema.For[P]())) {
 		dec = nil
 	}
-	// One allocation holds the parameters, the result, its encoding and
-	// the Result: reflect needs them addressable, and small results fit.
-	type frame struct {
-		p   P
-		r   R
-		res Result
-		buf [64]byte
-	}
-	return ActivityFunc(func(ctx context.Context, call *Call) (*Result, error) {
-		fr := new(frame)
+	frames := &sync.Pool{}
+	return &bound{run: func(ctx context.Context, call *Call, lend bool) (*Result, error) {
+		// One allocation holds the parameters, the result, its encoding
+		// and the Result: reflect needs them addressable, and small
+		// results fit. A lent frame comes back (see bound) for the next.
+		var fr *bindFrame[P, R]
+		if lend {
+			fr, _ = frames.Get().(*bindFrame[P, R])
+		}
+		if fr == nil {
+			fr = &bindFrame[P, R]{pool: frames}
+		}
 		if dec == nil || !call.paramsValid() && !jsonfast.Valid(call.Params) || !dec.Decode(call.Params, reflect.ValueOf(&fr.p).Elem(), true) {
 			var err error
 			if fr.p, err = schema.Decode[P](call.Args()); err != nil {
@@ -94,11 +101,45 @@ func Bind[P, R any](f func(ctx context.Context, params P) (R, error)) Activity {
 				var p P
 				var r R
 				fr.p, fr.r, fr.res.Value = p, r, b
+				if lend {
+					fr.res.lent = fr
+				}
 				return &fr.res, nil
 			}
 		}
-		return Value(fr.r)
-	})
+		res, err := Value(fr.r)
+		if lend {
+			var p P
+			var r R
+			fr.p, fr.r = p, r
+			fr.giveBack()
+		}
+		return res, err
+	}}
+}
+
+// bound is the Activity of a function Bind made. It hands the function
+// the decoded parameters, never the Call (see keepsNoCall).
+type bound struct {
+	// run runs the call; with lend, the caller gives the Result back
+	// once it has copied the Value (see Result.lent).
+	run func(ctx context.Context, call *Call, lend bool) (*Result, error)
+}
+
+func (b *bound) Run(ctx context.Context, call *Call) (*Result, error) { return b.run(ctx, call, false) }
+
+// bindFrame is what one call of a bound function needs.
+type bindFrame[P, R any] struct {
+	p    P
+	r    R
+	res  Result
+	buf  [64]byte
+	pool *sync.Pool // of the Bind that made it
+}
+
+func (f *bindFrame[P, R]) giveBack() {
+	f.res = Result{}
+	f.pool.Put(f)
 }
 
 // flatEnc encodes a struct of integers, booleans and strings with plain

@@ -54,13 +54,13 @@ type job struct {
 }
 
 func (j *job) run() completion {
-	res, resp, err := j.x.invoke(j.ctx, j.c)
+	res, resp, err := j.x.invokeLending(j.ctx, j.c, j.direct)
 	if j.direct && err == nil && res.Messages == nil && j.c.output != nil {
 		value := res.Value
 		if value == nil {
 			value = json.RawMessage("null")
 		}
-		return completion{call: j.c, resp: resp, bg: j.bg, direct: true, value: value, branch: res.Branch, date: platform.Now(j.ctx)}
+		return completion{call: j.c, resp: resp, bg: j.bg, direct: true, value: value, branch: res.Branch, date: platform.Now(j.ctx), lent: res.lent}
 	}
 	msgs, resp, err := j.x.record(j.ctx, j.c, res, resp, err)
 	return completion{call: j.c, msgs: msgs, resp: resp, err: err, bg: j.bg}

@@ -33,6 +33,7 @@ type executor struct {
 	cfg   *Config // shared: never written
 	reg   *Registry
 	build *Build
+	calls *callSlab // where the usual streamed call is made, in a quiet run
 }
 
 // prepareCall parses raw, finds its tool, resolves its references against
@@ -112,10 +113,17 @@ func (x *executor) prepareChecked(raw json.RawMessage) *Call {
 	if !ok || other || m.Tool != tool {
 		return nil
 	}
-	p := &parsedCall{c: Call{Raw: raw, Params: raw, valid: raw, noRefs: true, Tool: m.Tool, Instance: m.Instance,
-		OutputPath: m.OutputPath, OutputMethod: m.OutputMethod, shape: sh, Schema: sh.def}}
-	c := &p.c
-	c.outStore = &p.out
+	var c *Call
+	if x.calls != nil {
+		c = x.calls.take()
+		c.outStore = new(message.OutputStore)
+	} else {
+		p := new(parsedCall)
+		c = &p.c
+		c.outStore = &p.out
+	}
+	*c = Call{Raw: raw, Params: raw, valid: raw, noRefs: true, Tool: m.Tool, Instance: m.Instance,
+		OutputPath: m.OutputPath, OutputMethod: m.OutputMethod, shape: sh, Schema: sh.def, outStore: c.outStore}
 	out, err := message.ParseOutputIn(m, c.outStore)
 	if err != nil {
 		return nil
@@ -268,6 +276,12 @@ func (x *executor) record(ctx context.Context, c *Call, res *Result, resp *Respo
 
 // invoke runs the activity, or produces the result latently (104).
 func (x *executor) invoke(ctx context.Context, c *Call) (res *Result, resp *Response, err error) {
+	return x.invokeLending(ctx, c, false)
+}
+
+// invokeLending is invoke; with lend, a bound function may lend its
+// Result, which the caller then gives back (see Result.lent).
+func (x *executor) invokeLending(ctx context.Context, c *Call, lend bool) (res *Result, resp *Response, err error) {
 	if name := c.delegate(); name != "" {
 		return x.delegate(ctx, c, name)
 	}
@@ -287,7 +301,11 @@ func (x *executor) invoke(ctx context.Context, c *Call) (res *Result, resp *Resp
 				err = &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("panic: %v", p)}
 			}
 		}()
-		res, err = a.Run(ctx, c)
+		if b, ok := a.(*bound); ok {
+			res, err = b.run(ctx, c, lend)
+		} else {
+			res, err = a.Run(ctx, c)
+		}
 		if err != nil {
 			var ce *CallError
 			if !errors.As(err, &ce) {

@@ -191,12 +191,13 @@ var runs = sync.Pool{New: func() any { return new(run) }}
 // recycle puts r, whose run is over and whose calls have all returned,
 // in runs: nothing of the run is kept but empty buffers.
 func (r *run) recycle() {
-	writes, wrote := r.writes, r.wrote
+	writes, wrote, slab := r.writes, r.wrote, r.slab
+	slab.reset()
 	clear(writes)
 	pending, all := r.tick.pending[:cap(r.tick.pending)], r.tick.all[:cap(r.tick.all)]
 	clear(pending)
 	clear(all)
-	*r = run{writes: writes, wrote: wrote}
+	*r = run{writes: writes, wrote: wrote, slab: slab}
 	r.tick.pending, r.tick.all = pending[:0], all[:0]
 	runs.Put(r)
 }
@@ -215,6 +216,7 @@ type completion struct {
 	value  json.RawMessage
 	branch message.Branch
 	date   time.Time
+	lent   interface{ giveBack() } // holds value: given back once it is copied
 }
 
 type run struct {
@@ -243,6 +245,7 @@ type run struct {
 	stepCfg   *Config           // the configuration calls run with
 	blockedOn string            // the kind the last blocked call waits for
 	blockedAt *ref.Ref          // and the reference, when it alone blocks it
+	slab      callSlab          // the calls of a quiet run, kept for the next
 }
 
 // waiting is a call whose references did not resolve yet.
@@ -365,6 +368,9 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 		r.stepCfg = &c
 	}
 	r.exec = &executor{cfg: r.stepCfg, reg: reg, build: p.build}
+	if r.direct && r.cfg.Confirm == nil { // no one else sees a call: see callSlab
+		r.exec.calls = &r.slab
+	}
 	p.trust = !r.lazy // every call is checked against its tool as it streams in
 	t := &r.tick
 	*t = tick{r: r, ctx: ctx, step: step, pending: t.pending[:0], all: t.all[:0], maxCalls: r.cfg.MaxCallsPerStep}
@@ -628,6 +634,9 @@ func (r *run) launch(ctx context.Context, step int, w *waiting) (launched bool, 
 	c.ID = w.id
 	a, explicit, err := c.resolveActivity(r.exec.reg)
 	c.activity, c.resolved = a, err == nil
+	if !keepsNoCall(c, a) {
+		r.slab.exposed = true
+	}
 	bg := c.OutputPath == "" && explicit != ""
 	// Started is yielded before the call runs: a durable run records it
 	// first.
@@ -658,6 +667,9 @@ func (r *run) finish(step int, c completion, errs *[]message.Message) bool {
 			wrote = r.wrote
 		}
 		err := r.log.AppendOutput(c.call.output, c.call.Raw, c.call.Instance, c.value, c.branch, c.date, wrote)
+		if c.lent != nil { // the log copied the value
+			c.lent.giveBack()
+		}
 		if err != nil {
 			c.err = &CallError{Kind: Runtime, Tool: c.call.Tool, Err: err}
 		}
