@@ -188,7 +188,10 @@ func ErrorMessage(call json.RawMessage, err error) message.Message {
 
 // parseCall reads the meta-properties of a raw call. With valid, raw is
 // known to be valid JSON, as the Extractor hands over.
-func parseCall(raw json.RawMessage, valid bool) (*Call, error) {
+func parseCall(raw json.RawMessage, valid bool) (*Call, error) { return parseCallIn(nil, raw, valid) }
+
+// parseCallIn is parseCall that takes the Call from s when s is not nil.
+func parseCallIn(s *callSlab, raw json.RawMessage, valid bool) (*Call, error) {
 	// A call's bytes never change once the run has them (a replacement
 	// from Confirm is copied): its meta-properties can share them.
 	m, refs, err := message.ParseCallMetaShared(raw, valid)
@@ -198,7 +201,20 @@ func parseCall(raw json.RawMessage, valid bool) (*Call, error) {
 	if m.Tool == "" {
 		return nil, &CallError{Kind: Structural, Err: errors.New("the call has no _tool")}
 	}
-	p := &parsedCall{c: Call{Raw: raw, Tool: m.Tool, Instance: m.Instance, OutputPath: m.OutputPath, OutputMethod: m.OutputMethod, noRefs: !refs}}
+	c := newCall(s)
+	*c = Call{Raw: raw, Tool: m.Tool, Instance: m.Instance, OutputPath: m.OutputPath, OutputMethod: m.OutputMethod, noRefs: !refs, outStore: c.outStore}
+	return c, nil
+}
+
+// newCall returns a zero Call with room for its output: taken from s
+// when s is not nil, else in one allocation with the room.
+func newCall(s *callSlab) *Call {
+	if s != nil {
+		c := s.take()
+		c.outStore = new(message.OutputStore) // the log keeps it: not in the slab
+		return c
+	}
+	p := new(parsedCall)
 	p.c.outStore = &p.out
-	return &p.c, nil
+	return &p.c
 }

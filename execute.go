@@ -51,7 +51,7 @@ func (x *executor) prepareRaw(log *message.Log, raw json.RawMessage, object bool
 			return c, nil
 		}
 	}
-	c, err := parseCall(raw, object)
+	c, err := parseCallIn(x.calls, raw, object)
 	if err != nil {
 		return nil, err
 	}
@@ -113,15 +113,7 @@ func (x *executor) prepareChecked(raw json.RawMessage) *Call {
 	if !ok || other || m.Tool != tool {
 		return nil
 	}
-	var c *Call
-	if x.calls != nil {
-		c = x.calls.take()
-		c.outStore = new(message.OutputStore)
-	} else {
-		p := new(parsedCall)
-		c = &p.c
-		c.outStore = &p.out
-	}
+	c := newCall(x.calls)
 	*c = Call{Raw: raw, Params: raw, valid: raw, noRefs: true, Tool: m.Tool, Instance: m.Instance,
 		OutputPath: m.OutputPath, OutputMethod: m.OutputMethod, shape: sh, Schema: sh.def, outStore: c.outStore}
 	out, err := message.ParseOutputIn(m, c.outStore)
