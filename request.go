@@ -324,13 +324,15 @@ func (r *Registry) carries(typ message.Type) bool {
 // false, with p unchanged, when one of them does not allow it.
 func (p *prepared) extend(ctx context.Context, log *message.Log) (_ *prepared, ok bool, err error) {
 	b := p.build
-	n := log.Len()
+	var buf [16]message.TypedIdentity // the usual step's messages
+	ids := log.IdentitiesFrom(buf[:0], p.n)
+	n := p.n + len(ids)
 	// The new messages are mostly outputs, of one type and identity: each
 	// loop below asks about a type or an identity only when it changes.
 	var typ message.Type
-	for i := p.n; i < n; i++ {
-		if t := log.TypeAt(i); i == p.n || t != typ {
-			if typ = t; !b.Registry.carries(typ) {
+	for i, ti := range ids {
+		if i == 0 || ti.Type != typ {
+			if typ = ti.Type; !b.Registry.carries(typ) {
 				return nil, false, nil
 			}
 		}
@@ -339,8 +341,8 @@ func (p *prepared) extend(ctx context.Context, log *message.Log) (_ *prepared, o
 	// of their identity: render those that got new ones again.
 	var dirty []message.Identity
 	var last message.Identity
-	for i := p.n; i < n; i++ {
-		typ, id := log.IdentityAt(i)
+	for _, ti := range ids {
+		typ, id := ti.Type, ti.Identity
 		if typ != message.TypeData || len(dirty) > 0 && id == last {
 			continue
 		}
@@ -364,7 +366,7 @@ func (p *prepared) extend(ctx context.Context, log *message.Log) (_ *prepared, o
 	var shown message.Identity // the last identity found rendered, if any
 	var some bool
 	for i := p.n; i < n; i++ {
-		if typ, id := log.IdentityAt(i); typ == message.TypeData && (some && id == shown || b.rendered[id]) {
+		if typ, id := ids[i-p.n].Type, ids[i-p.n].Identity; typ == message.TypeData && (some && id == shown || b.rendered[id]) {
 			// The built-in handler (every message here has one) shows an
 			// identity once, where it first appears: nothing to do, and
 			// no need to copy the message out of the log.

@@ -405,6 +405,26 @@ func (l *Log) IdentityAt(i int) (Type, Identity) {
 	return e.typeOf(), e.identity()
 }
 
+// TypedIdentity is the type and identity of a message, as IdentityAt gives
+// them.
+type TypedIdentity struct {
+	Type     Type
+	Identity Identity
+}
+
+// IdentitiesFrom appends to dst the type and identity of each message
+// from position from on, under one lock: a reader of the messages a step
+// appended asks about each of them.
+func (l *Log) IdentitiesFrom(dst []TypedIdentity, from int) []TypedIdentity {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for i := max(from, 0); i < l.msgs.n; i++ {
+		e := l.msgs.at(i)
+		dst = append(dst, TypedIdentity{e.typeOf(), e.identity()})
+	}
+	return dst
+}
+
 // Messages returns a copy of the messages.
 func (l *Log) Messages() []Message {
 	l.mu.RLock()

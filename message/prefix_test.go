@@ -114,6 +114,18 @@ func TestLogIdentityAt(t *testing.T) {
 			t.Errorf("%d: IdentityAt = %v, %+v; At gives %v, %+v", i, typ, id, m.Type, m.Identity())
 		}
 	}
+	for from := -1; from <= l.Len()+1; from++ {
+		got := l.IdentitiesFrom([]TypedIdentity{{Type: "kept"}}, from)
+		if len(got) != 1+max(0, l.Len()-max(from, 0)) || got[0].Type != "kept" {
+			t.Fatalf("IdentitiesFrom(%d) = %+v", from, got)
+		}
+		for k, ti := range got[1:] {
+			i := max(from, 0) + k
+			if typ, id := l.IdentityAt(i); ti.Type != typ || ti.Identity != id {
+				t.Errorf("IdentitiesFrom(%d)[%d] = %+v, IdentityAt gives %v, %+v", from, k, ti, typ, id)
+			}
+		}
+	}
 }
 
 // TestLogAbout checks that About gives the latest description and schema
