@@ -211,7 +211,7 @@ func parseCallIn(s *callSlab, raw json.RawMessage, valid bool) (*Call, error) {
 func newCall(s *callSlab) *Call {
 	if s != nil {
 		c := s.take()
-		c.outStore = new(message.OutputStore) // the log keeps it: not in the slab
+		c.outStore = s.store() // the log keeps it: not reused
 		return c
 	}
 	p := new(parsedCall)

@@ -1,6 +1,10 @@
 package agent
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/augceo/agent/message"
+)
 
 // TestCallSlab checks that a slab hands out distinct zero Calls, gives
 // the same memory to the next run when no Call left the package, and
@@ -23,6 +27,18 @@ func TestCallSlab(t *testing.T) {
 		if c := s.take(); c != want || c.Tool != "" || c.Raw != nil {
 			t.Fatalf("after reset, call %d: %p (tool %q), want %p cleared", i, c, c.Tool, want)
 		}
+	}
+	// Room for outputs is never handed out twice, even across runs.
+	stores := map[*message.OutputStore]bool{}
+	for range 3 {
+		for range 2*slabChunk + 3 {
+			o := s.store()
+			if stores[o] {
+				t.Fatal("an output's room was handed out twice")
+			}
+			stores[o] = true
+		}
+		s.reset()
 	}
 	s.exposed = true
 	s.reset()

@@ -28,6 +28,7 @@ type Log struct {
 	views  map[Identity]*view
 	last   *view    // the view viewOf gave last
 	lastID Identity // and its identity
+	arena  []byte   // room for the next outputs' bytes (see carve)
 }
 
 // view is the value of one identity. A view of few writes keeps them
@@ -155,7 +156,6 @@ func (l *Log) AppendOutput(o *Output, call json.RawMessage, instance string, res
 		}
 	}
 	callc, resc := compactIfNeeded(call), compactIfNeeded(result)
-	buf, stamp := appendOutputStamp(make([]byte, 0, outputSize(targets, resc)), date)
 	method := o.Method
 	if method == "" {
 		method = ref.MethodSet
@@ -164,7 +164,7 @@ func (l *Log) AppendOutput(o *Output, call json.RawMessage, instance string, res
 	if !ok {
 		return fmt.Errorf("message: %w %q", ref.ErrMethod, o.Method)
 	}
-	appended, err := l.appendTargets(targets, callc, instance, resc, stamp, buf, method, code)
+	appended, err := l.appendTargets(targets, callc, instance, resc, date, method, code)
 	if wrote != nil {
 		for i := range targets[:appended] {
 			wrote(targets[i].ref.Kind)
@@ -175,9 +175,10 @@ func (l *Log) AppendOutput(o *Output, call json.RawMessage, instance string, res
 
 // appendTargets is the locked part of AppendOutput: it appends the
 // message of each target and returns how many it appended.
-func (l *Log) appendTargets(targets []target, call json.RawMessage, instance string, result json.RawMessage, stamp string, buf []byte, method ref.Method, code uint8) (int, error) {
+func (l *Log) appendTargets(targets []target, call json.RawMessage, instance string, result json.RawMessage, date time.Time, method ref.Method, code uint8) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	buf, stamp := appendOutputStamp(l.carve(outputSize(targets, result)), date)
 	for i := range targets {
 		t := &targets[i]
 		var data, written []byte
@@ -192,6 +193,23 @@ func (l *Log) appendTargets(targets []target, call json.RawMessage, instance str
 		}
 	}
 	return len(targets), nil
+}
+
+// carve returns an empty buffer with room for n bytes, cut from memory
+// the log keeps for the outputs it appends: a run's outputs are many and
+// small, and live as long as the log. The caller holds l.mu for writing.
+func (l *Log) carve(n int) []byte {
+	const least, most = 1 << 10, 16 << 10
+	if n > most/4 {
+		return make([]byte, 0, n)
+	}
+	if cap(l.arena)-len(l.arena) < n {
+		l.arena = make([]byte, 0, min(max(least, 2*cap(l.arena)), most))
+	}
+	end := len(l.arena) + n
+	b := l.arena[len(l.arena):len(l.arena):end]
+	l.arena = l.arena[:end]
+	return b
 }
 
 // viewOf returns the view of id, made when there is none. The caller
