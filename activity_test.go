@@ -10,6 +10,8 @@ import (
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/internal/ojson"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider/scripted"
 	"github.com/augceo/agent/schema"
 )
 
@@ -99,4 +101,43 @@ func FuzzBind(f *testing.F) {
 			t.Fatalf("Run(%q) = %s, want %s", s, res.Value, want)
 		}
 	})
+}
+
+// TestActivityRegisteredLater checks that an activity registered after a
+// tool's calls ran takes the next calls: a tool's resolved activity is
+// kept only until the registry changes. The tool names its activity, so
+// the model sees it the same before and after.
+func TestActivityRegisteredLater(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("t", json.RawMessage(`{"type":"object","_activity":"impl","properties":{"x":{"type":"integer"}}}`))
+	msgs := []message.Message{{Type: message.TypeTool, Tool: json.RawMessage(`"t"`)}, message.Text("go")}
+	run := func() *message.Log {
+		p := scripted.Solutions(`{"calls":[{"_tool":"t","x":1,"_outputPath":"†state.a"}],"output":null}`, `{"calls":[],"output":{}}`)
+		res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"object"}`), msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Log
+	}
+	l := run()
+	if _, ok, _ := l.Value(message.Identity{Kind: "state"}); ok || !strings.Contains(marshal(t, l.Messages()), "not registered") {
+		t.Fatalf("before the activity was registered: %s", marshal(t, l.Messages()))
+	}
+	reg.Activity("impl", agent.Bind(func(ctx context.Context, p struct {
+		X int `json:"x"`
+	}) (map[string]int, error) {
+		return map[string]int{"y": 7}, nil
+	}))
+	if v, _, err := run().Value(message.Identity{Kind: "state"}); err != nil || string(v) != `{"a":{"y":7}}` {
+		t.Fatalf("after the activity was registered: state %s, %v", v, err)
+	}
+}
+
+func marshal(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -73,7 +73,7 @@ func (c *Call) paramsValid() bool {
 // resolveActivity resolves c's activity (003).
 func (c *Call) resolveActivity(r *Registry) (Activity, string, error) {
 	if c.shape != nil {
-		return r.activityNamed(c.Tool, c.shape.activity)
+		return c.shape.activityIn(r, c.Tool)
 	}
 	return r.resolveActivity(c.Tool, c.Schema)
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/internal/ojson"
@@ -91,6 +92,31 @@ type shaped struct {
 	checkOnce, resultOnce     sync.Once
 	checkSchema, resultSchema *schema.Schema
 	checkErr, resultErr       error
+
+	resolved atomic.Pointer[resolvedActivity] // the activity, as the registry last gave it
+}
+
+// resolvedActivity is the activity of a tool as a registry of a version
+// resolved it.
+type resolvedActivity struct {
+	reg     *Registry
+	version uint64
+	a       Activity
+	name    string
+	err     error
+}
+
+// activityIn resolves the activity of s, the shape of tool, in r: once
+// per registration, where every call of the tool would otherwise look it
+// up under the registry's lock.
+func (s *shaped) activityIn(r *Registry, tool string) (Activity, string, error) {
+	v := r.version.Load() // before the lookup: a registration after it makes this stale
+	if p := s.resolved.Load(); p != nil && p.reg == r && p.version == v {
+		return p.a, p.name, p.err
+	}
+	a, name, err := r.activityNamed(tool, s.activity)
+	s.resolved.Store(&resolvedActivity{reg: r, version: v, a: a, name: name, err: err})
+	return a, name, err
 }
 
 // compiledCheck returns the compiled check schema.
