@@ -48,6 +48,9 @@ type Result struct {
 	// lent is the frame that holds a bound function's Result, when the
 	// run lent it: the run gives it back once it copied Value.
 	lent interface{ giveBack() }
+	// enc is the encoder of a bound function that made Value, when one
+	// did: the tool's _output may hold for all it makes (see implies).
+	enc *flatEnc
 }
 
 // Value returns a Result holding v encoded as JSON.
@@ -100,7 +103,7 @@ func Bind[P, R any](f func(ctx context.Context, params P) (R, error)) Activity {
 				// what the parameters and the result point to.
 				var p P
 				var r R
-				fr.p, fr.r, fr.res.Value = p, r, b
+				fr.p, fr.r, fr.res.Value, fr.res.enc = p, r, b, enc
 				if lend {
 					fr.res.lent = fr
 				}
@@ -152,6 +155,7 @@ type flatEncField struct {
 	index     int
 	key       string // `"name":`
 	omitEmpty bool
+	jsonType  string // what its values are: "integer", "boolean" or "string"
 }
 
 // flatEncoder returns the encoder of t, or nil when t is not such a
@@ -178,14 +182,19 @@ func flatEncoder(t reflect.Type) *flatEnc {
 				return nil
 			}
 		}
+		var jsonType string
 		switch sf.Type.Kind() {
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
-			reflect.Bool, reflect.String:
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			jsonType = "integer"
+		case reflect.Bool:
+			jsonType = "boolean"
+		case reflect.String:
+			jsonType = "string"
 		default:
 			return nil
 		}
-		e.fields = append(e.fields, flatEncField{index: i, key: `"` + name + `":`, omitEmpty: opts == "omitempty"})
+		e.fields = append(e.fields, flatEncField{index: i, key: `"` + name + `":`, omitEmpty: opts == "omitempty", jsonType: jsonType})
 	}
 	return e
 }

@@ -324,7 +324,8 @@ func (x *executor) invokeLending(ctx context.Context, c *Call, lend bool) (res *
 // itself, are its own business.
 func (x *executor) checkResult(c *Call, res *Result) error {
 	sh := c.shape
-	if sh == nil || res.Value == nil || res.Messages != nil || res.Branch != message.Success {
+	if sh == nil || res.Value == nil || res.Messages != nil || res.Branch != message.Success ||
+		res.enc != nil && sh.resultImplied(res.enc) {
 		return nil
 	}
 	compiled, err := sh.compiledResult(x.reg)

@@ -203,3 +203,51 @@ func TestActivityResultMeetsOutputSchema(t *testing.T) {
 		t.Errorf("failure branch = %s", got)
 	}
 }
+
+func TestBoundResultMeetsOutputSchema(t *testing.T) {
+	// A bound function's result is validated against _output unless the
+	// schema holds for every value of its type; either way a result that
+	// breaks it is never written.
+	reg := agent.NewRegistry()
+	type out struct {
+		Cents int `json:"cents"`
+	}
+	reg.Tool("loose", json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"},
+		"_output":{"type":"object","properties":{"cents":{"type":"integer"}},"required":["cents"]}}}`))
+	reg.Tool("capped", json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"},
+		"_output":{"type":"object","properties":{"cents":{"type":"integer","maximum":100}}}}}`))
+	price := agent.Bind(func(ctx context.Context, p struct {
+		N int `json:"n"`
+	}) (out, error) {
+		return out{Cents: p.N}, nil
+	})
+	reg.Activity("loose", price)
+	reg.Activity("capped", price)
+	p := scripted.Solutions(`{"calls":[
+		{"_tool":"loose","n":500,"_outputPath":"†state.a"},
+		{"_tool":"capped","n":50,"_outputPath":"†state.b"},
+		{"_tool":"capped","n":500,"_outputPath":"†state.c"},
+		{"_tool":"loose","n":7,"_outputPath":"†state.d"}],"output":"x"}`)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"string"}`),
+		ctxOf(t, `[{"type":"tool","tool":"loose"},{"type":"tool","tool":"capped"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{"†state.a.cents": "500", "†state.b.cents": "50", "†state.d.cents": "7"} {
+		if got := lookup(t, res.Log, path); got != want {
+			t.Errorf("%s = %s, want %s", path, got, want)
+		}
+	}
+	if _, err := res.Log.Lookup("state", []string{"c"}); err == nil {
+		t.Error("a result above the tool's maximum was written")
+	}
+	var errs []string
+	for _, m := range res.Log.Messages() {
+		if m.Type == message.TypeError {
+			errs = append(errs, m.Error)
+		}
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0], "runtime error in capped: result does not match the tool's _output") {
+		t.Fatalf("error messages %q", errs)
+	}
+}

@@ -94,6 +94,7 @@ type shaped struct {
 	checkErr, resultErr       error
 
 	resolved atomic.Pointer[resolvedActivity] // the activity, as the registry last gave it
+	implied  atomic.Pointer[impliedResult]    // whether result holds for all a bound function returns
 }
 
 // resolvedActivity is the activity of a tool as a registry of a version
