@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"maps"
 	"slices"
 
 	"github.com/augceo/agent/internal/ojson"
@@ -45,15 +44,14 @@ type Build struct {
 	tools          ojson.Object // tool name → LLM-facing tool schema, last definition wins
 	shapeNames     []string     // tool names, as defined
 	shapes         []*shaped    // their definitions as given, with the schemas calls must meet
-	rendered       map[message.Identity]bool
+	shown          shown        // the data identities rendered
 	solutionChecks []func(solution json.RawMessage) error
 
 	toolsOnly bool // render nothing: only the tools are wanted
 
 	// A loop carries the Build from step to step (see prepared.extend):
-	carry  bool                       // keep blocks
-	blocks map[message.Identity]block // where each identity's data block was rendered
-	gen    int                        // bumped at every change of what compose reads
+	carry bool // keep where data blocks were rendered (see shown)
+	gen   int  // bumped at every change of what compose reads
 
 	// shared: props, tools and shapes are those of the Build this one was
 	// forked from (see fork), to be copied before a write in place.
@@ -117,7 +115,7 @@ func (b *Build) fork(log *message.Log) *Build {
 	f.shapeNames, f.shapes = slices.Clip(b.shapeNames), slices.Clip(b.shapes)
 	f.solutionChecks = slices.Clip(b.solutionChecks)
 	f.advisorItems, f.advisorsOnDemand = slices.Clip(b.advisorItems), slices.Clip(b.advisorsOnDemand)
-	f.rendered, f.blocks = cloneMap(b.rendered), cloneMap(b.blocks)
+	f.shown = b.shown.fork()
 	f.shared = true
 	return &f
 }
@@ -132,15 +130,6 @@ func (b *Build) own() {
 	b.props = ojson.Object{Keys: slices.Clone(b.props.Keys), Values: slices.Clone(b.props.Values)}
 	b.tools = ojson.Object{Keys: slices.Clone(b.tools.Keys), Values: slices.Clone(b.tools.Values)}
 	b.shapes = slices.Clone(b.shapes)
-}
-
-// cloneMap is maps.Clone, nil for an empty map: the maps of a Build are
-// made when first written.
-func cloneMap[K comparable, V any](m map[K]V) map[K]V {
-	if len(m) == 0 {
-		return nil
-	}
-	return maps.Clone(m)
 }
 
 // Definition returns the definition of a tool as given, before it was

@@ -1086,7 +1086,7 @@ func planExecutor(ctx context.Context, cfg Config, log *message.Log) (*executor,
 			return nil, fmt.Errorf("agent: %w", err)
 		}
 	}
-	p.build.rendered = nil // a key per data identity
+	p.build.shown = shown{} // an entry per data identity
 	return &executor{cfg: &cfg, reg: reg, build: p.build}, nil
 }
 

@@ -24,26 +24,18 @@ func renderText(_ context.Context, b *Build, m *message.Message) error {
 // object, not a pile of patches. Hidden metadata is never rendered.
 func renderData(_ context.Context, b *Build, m *message.Message) error {
 	id := m.Identity()
-	if b.rendered[id] {
+	if b.shown.has(id) {
 		return nil
 	}
-	if b.rendered == nil {
-		b.rendered = map[message.Identity]bool{}
-	}
-	b.rendered[id] = true
 	if b.toolsOnly {
+		b.shown.add(id, block{}, false)
 		_, _, err := b.Log.Value(id)
 		return err
 	}
 	text, err := b.dataBlock(id)
+	b.shown.add(id, block{msg: len(b.messages), index: b.Index}, b.carry && err == nil)
 	if err != nil {
 		return err
-	}
-	if b.carry {
-		if b.blocks == nil {
-			b.blocks = map[message.Identity]block{}
-		}
-		b.blocks[id] = block{msg: len(b.messages), index: b.Index}
 	}
 	b.Render(provider.RoleUser, text)
 	return nil

@@ -346,16 +346,20 @@ func (p *prepared) extend(ctx context.Context, log *message.Log) (_ *prepared, o
 		if typ != message.TypeData || len(dirty) > 0 && id == last {
 			continue
 		}
-		if _, ok := b.blocks[id]; ok && !slices.Contains(dirty, id) {
+		if _, ok := b.shown.blockOf(id); ok && !slices.Contains(dirty, id) {
 			dirty = append(dirty, id)
 			last = id
 		}
 	}
 	if len(dirty) > 0 {
-		slices.SortFunc(dirty, func(x, y message.Identity) int { return b.blocks[x].index - b.blocks[y].index })
+		slices.SortFunc(dirty, func(x, y message.Identity) int {
+			bx, _ := b.shown.blockOf(x)
+			by, _ := b.shown.blockOf(y)
+			return bx.index - by.index
+		})
 		b.messages = slices.Clone(b.messages) // the last request holds the old ones
 		for _, id := range dirty {
-			bl := b.blocks[id]
+			bl, _ := b.shown.blockOf(id)
 			text, err := b.dataBlock(id)
 			if err != nil {
 				return nil, true, &MessageError{Index: bl.index, Type: string(message.TypeData), Err: err}
@@ -366,7 +370,7 @@ func (p *prepared) extend(ctx context.Context, log *message.Log) (_ *prepared, o
 	var shown message.Identity // the last identity found rendered, if any
 	var some bool
 	for i := p.n; i < n; i++ {
-		if typ, id := ids[i-p.n].Type, ids[i-p.n].Identity; typ == message.TypeData && (some && id == shown || b.rendered[id]) {
+		if typ, id := ids[i-p.n].Type, ids[i-p.n].Identity; typ == message.TypeData && (some && id == shown || b.shown.has(id)) {
 			// The built-in handler (every message here has one) shows an
 			// identity once, where it first appears: nothing to do, and
 			// no need to copy the message out of the log.

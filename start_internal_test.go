@@ -13,7 +13,7 @@ import (
 
 // TestBuildForkIsolates checks that forks of one Build and the Build
 // itself never see each other's writes: appends, tools and properties
-// replaced in place, and map entries.
+// replaced in place, and data identities shown.
 func TestBuildForkIsolates(t *testing.T) {
 	reg := NewRegistry()
 	b := &Build{Registry: reg, LLM: &provider.Request{Model: "m"}, carry: true}
@@ -24,8 +24,9 @@ func TestBuildForkIsolates(t *testing.T) {
 	b.DefineTool("u", json.RawMessage(`{"v":1}`))
 	b.Property("p", json.RawMessage(`{"v":1}`), true)
 	b.setShape("t", &shaped{def: json.RawMessage("1")})
-	b.rendered = map[message.Identity]bool{{Kind: "state"}: true}
-	b.blocks = map[message.Identity]block{{Kind: "state"}: {msg: 1}}
+	b.shown.add(message.Identity{Kind: "state"}, block{msg: 1}, true)
+	b.shown.add(message.Identity{Kind: "log"}, block{msg: 2}, true)
+	b.shown.add(message.Identity{Kind: "notes"}, block{msg: 3}, true) // len 3, cap 4: an add in place would be shared
 	if cap(b.messages) == len(b.messages) {
 		t.Fatal("the test needs room past the rendered messages")
 	}
@@ -37,8 +38,8 @@ func TestBuildForkIsolates(t *testing.T) {
 	f.DefineTool("t", json.RawMessage(`{"v":2}`)) // replaces in place
 	g.Property("p", json.RawMessage(`{"v":3}`), true)
 	f.setShape("t", &shaped{def: json.RawMessage("2")}) // replaces in place
-	f.rendered[message.Identity{Kind: "x"}] = true
-	g.blocks[message.Identity{Kind: "state"}] = block{msg: 9}
+	f.shown.add(message.Identity{Kind: "x"}, block{}, false)
+	g.shown.add(message.Identity{Kind: "y"}, block{msg: 9}, true)
 	f.LLM.Model = "other"
 
 	texts := func(b *Build) []string {
@@ -54,11 +55,11 @@ func TestBuildForkIsolates(t *testing.T) {
 		last, tool string
 		prop       string
 		model      string
-		block      int
+		block      int // of y
 		renderedX  bool
 	}{
-		{"original", b, "three", `{"v":1}`, `{"v":1}`, "m", 1, false},
-		{"f", f, "f", `{"v":2}`, `{"v":1}`, "other", 1, true},
+		{"original", b, "three", `{"v":1}`, `{"v":1}`, "m", -1, false},
+		{"f", f, "f", `{"v":2}`, `{"v":1}`, "other", -1, true},
 		{"g", g, "g", `{"v":1}`, `{"v":3}`, "m", 9, false},
 	} {
 		if got := texts(c.b); got[len(got)-1] != c.last || !slices.Equal(got[:3], []string{"one", "two", "three"}) {
@@ -73,11 +74,17 @@ func TestBuildForkIsolates(t *testing.T) {
 		if c.b.LLM.Model != c.model {
 			t.Errorf("%s: model %q, want %q", c.name, c.b.LLM.Model, c.model)
 		}
-		if got := c.b.blocks[message.Identity{Kind: "state"}].msg; got != c.block {
-			t.Errorf("%s: block at %d, want %d", c.name, got, c.block)
+		if bl, ok := c.b.shown.blockOf(message.Identity{Kind: "y"}); ok != (c.block >= 0) || ok && bl.msg != c.block {
+			t.Errorf("%s: block of y at %d (%v), want %d", c.name, bl.msg, ok, c.block)
 		}
-		if c.b.rendered[message.Identity{Kind: "x"}] != c.renderedX {
+		if bl, ok := c.b.shown.blockOf(message.Identity{Kind: "state"}); !ok || bl.msg != 1 {
+			t.Errorf("%s: block of state at %d (%v), want 1", c.name, bl.msg, ok)
+		}
+		if c.b.shown.has(message.Identity{Kind: "x"}) != c.renderedX {
 			t.Errorf("%s: rendered x = %v", c.name, !c.renderedX)
+		}
+		if _, ok := c.b.shown.blockOf(message.Identity{Kind: "x"}); ok {
+			t.Errorf("%s: x, rendered without a block, has one", c.name)
 		}
 	}
 	if string(b.shape("t").def) != "1" || string(f.shape("t").def) != "2" || string(g.shape("t").def) != "1" ||
