@@ -99,8 +99,13 @@ type RunEvent struct {
 // Run runs the agent loop (010): it makes Requests until a solution has an
 // output, running the calls of each solution as they stream in.
 func Run(ctx context.Context, cfg Config, schema json.RawMessage, msgs []message.Message) (*RunResult, error) {
-	var res *RunResult
 	cfg.quiet = true
+	if cfg.Store == nil && cfg.Provider != nil {
+		// No one reads the events: the run keeps its outcome itself,
+		// without the closures of a stream.
+		return loopEvents(ctx, cfg, schema, msgs, 1, nil)
+	}
+	var res *RunResult
 	for ev, err := range Events(ctx, cfg, schema, msgs) {
 		if err != nil {
 			var le *LimitError
@@ -140,14 +145,19 @@ func Events(ctx context.Context, cfg Config, schema json.RawMessage, msgs []mess
 	}
 }
 
-// loopEvents runs the loop from step first.
-func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []message.Message, first int, yield func(RunEvent, error) bool) {
+// loopEvents runs the loop from step first. With a nil yield, which
+// needs a run without a Store, nothing is yielded: it returns what Run
+// does instead.
+func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []message.Message, first int, yield func(RunEvent, error) bool) (res *RunResult, err error) {
 	ctx, cancel := context.WithCancel(platform.WithClock(ctx, cfg.Clock))
 	defer cancel()
 	log, err := message.NewLog(msgs...)
 	if err != nil {
-		yield(RunEvent{}, fmt.Errorf("agent: context: %w", err))
-		return
+		err = fmt.Errorf("agent: context: %w", err)
+		if yield != nil {
+			yield(RunEvent{}, err)
+		}
+		return nil, err
 	}
 	conc := cfg.Concurrency
 	if conc <= 0 {
@@ -165,7 +175,7 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 		j, err := openJournal(ctx, cfg, kindLoop, runSpec{Schema: schema}, msgs, cfg.resume != nil)
 		if err != nil {
 			yield(RunEvent{}, err)
-			return
+			return nil, err
 		}
 		r.cfg.RunID = j.run.ID
 		j.result = func() *RunResult { return r.result(nil, 0) }
@@ -178,11 +188,13 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 		cancel() // stop calls still running, then wait for them
 		r.wait()
 		r.pool.release()
+		res, err = r.done, r.err
 		if cfg.Store == nil { // else the journal's closures may still read r
 			r.recycle()
 		}
 	}()
 	r.loop(ctx, first)
+	return nil, nil // set by the deferred function
 }
 
 // runs keeps the state of finished runs, with its buffers, for the next.
@@ -270,13 +282,22 @@ func refKind(r string) string {
 // stream is the consumer's side of a scheduler's events: it never
 // yields again once the consumer stopped or an error was yielded.
 type stream struct {
+	// yield, when nil, is Run's: done and err keep the outcome.
 	yield   func(RunEvent, error) bool
 	stopped bool
+	done    *RunResult
+	err     error
 }
 
 func (s *stream) emit(ev RunEvent) bool {
 	if s.stopped {
 		return false
+	}
+	if s.yield == nil {
+		if ev.Kind == EventDone {
+			s.done = ev.Result
+		}
+		return true
 	}
 	if !s.yield(ev, nil) {
 		s.stopped = true
@@ -286,10 +307,16 @@ func (s *stream) emit(ev RunEvent) bool {
 
 // end yields err, as a *LimitError holding res, and stops the stream.
 func (s *stream) end(err error, res *RunResult) {
-	if !s.stopped {
-		s.yield(RunEvent{}, &LimitError{Err: err, Result: res})
-		s.stopped = true
+	if s.stopped {
+		return
 	}
+	le := &LimitError{Err: err, Result: res}
+	if s.yield == nil {
+		s.done, s.err = res, le
+	} else {
+		s.yield(RunEvent{}, le)
+	}
+	s.stopped = true
 }
 
 func (r *run) fail(err error) { r.end(err, r.result(nil, 0)) }
