@@ -146,6 +146,11 @@ type Response struct {
 	// Sent is what the provider was first asked: rendered messages, the
 	// composed schema and the settings.
 	Sent *provider.Request
+
+	// sent and one are where Sent and the Solutions of a request for one
+	// solution live: the three take one allocation.
+	sent provider.Request
+	one  [1]Solution
 }
 
 // Event is one thing that happened during a streamed Request. Exactly
@@ -227,12 +232,13 @@ type prepared struct {
 
 // stream sends a prepared request and validates its solutions.
 func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, error) bool) {
-	req := *p.build.LLM
+	resp := &Response{sent: *p.build.LLM}
+	req := &resp.sent
 	req.Messages = p.build.messages
 	req.Schema = p.composed
 	req.SchemaName = "solution"
-	resp := &Response{Sent: &req}
-	sols, err := generate(ctx, cfg, &req, resp, yield)
+	resp.Sent = req
+	sols, err := generate(ctx, cfg, req, resp, yield)
 	if err != nil {
 		if err != errStopped {
 			yield(Event{}, err)
@@ -246,16 +252,19 @@ func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, err
 			return
 		}
 	}
-	resp.Solutions = make([]Solution, 0, len(sols))
+	resp.Solutions = resp.one[:0]
+	if len(sols) > 1 {
+		resp.Solutions = make([]Solution, 0, len(sols))
+	}
 	for i := range sols {
-		sol, err := repair(ctx, cfg, &req, p.compiled, trusted, &sols[i], p.build.solutionChecks, i, resp, yield)
+		resp.Solutions = append(resp.Solutions, Solution{})
+		err := repair(ctx, cfg, req, p.compiled, trusted, &sols[i], p.build.solutionChecks, i, resp, &resp.Solutions[i], yield)
 		if err != nil {
 			if err != errStopped {
 				yield(Event{}, err)
 			}
 			return
 		}
-		resp.Solutions = append(resp.Solutions, *sol)
 	}
 	yield(Event{Response: resp}, nil)
 }
@@ -691,11 +700,11 @@ func (g *generation) emit(i int, els []jsonstream.Element, err error) bool {
 	return true
 }
 
-// repair validates solution i and re-asks while it is invalid. When
-// trusted is set and every call of the solution was handed over as an
-// element (emitted), the calls were checked one by one already and the
-// solution is validated against trusted.
-func repair(ctx context.Context, cfg Config, req *provider.Request, compiled, trusted *schema.Schema, st *streamed, checks []func(json.RawMessage) error, i int, resp *Response, yield func(Event, error) bool) (*Solution, error) {
+// repair validates solution i, into *dst, and re-asks while it is
+// invalid. When trusted is set and every call of the solution was handed
+// over as an element (emitted), the calls were checked one by one already
+// and the solution is validated against trusted.
+func repair(ctx context.Context, cfg Config, req *provider.Request, compiled, trusted *schema.Schema, st *streamed, checks []func(json.RawMessage) error, i int, resp *Response, dst *Solution, yield func(Event, error) bool) error {
 	text, emitted := st.text, st.emitted
 	limit := cfg.MaxRepairs
 	if limit == 0 {
@@ -706,10 +715,10 @@ func repair(ctx context.Context, cfg Config, req *provider.Request, compiled, tr
 		var sol *Solution
 		var err error
 		if trusted != nil && attempt == 1 {
-			if sol = parseTrusted(st, trusted); sol == nil {
-				if sol, err = parseSolution(text, trusted, emitted); err != nil || len(sol.Calls) != emitted {
-					sol = nil
-				}
+			if parseTrusted(st, trusted, dst) {
+				sol = dst
+			} else if sol, err = parseSolution(text, trusted, emitted); err != nil || len(sol.Calls) != emitted {
+				sol = nil
 			}
 		}
 		if sol == nil {
@@ -723,14 +732,15 @@ func repair(ctx context.Context, cfg Config, req *provider.Request, compiled, tr
 			}
 		}
 		if err == nil {
-			return sol, nil
+			*dst = *sol
+			return nil
 		}
 		inv := &InvalidError{Index: i, Attempts: attempt, Raw: text, Err: err}
 		if attempt > limit {
-			return nil, inv
+			return inv
 		}
 		if !yield(Event{Repair: inv}, nil) {
-			return nil, errStopped
+			return errStopped
 		}
 		logger(cfg).DebugContext(ctx, "repairing an invalid solution", "index", i, "attempt", attempt, "error", err)
 		msgs = append(msgs[:len(msgs):len(msgs)],
@@ -740,7 +750,7 @@ func repair(ctx context.Context, cfg Config, req *provider.Request, compiled, tr
 		fix.Messages, fix.N = msgs, 1
 		sols, err := generate(ctx, Config{Provider: cfg.Provider}, &fix, resp, yield)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		text = sols[0].text
 	}
@@ -805,44 +815,57 @@ var noCalls = []json.RawMessage{}
 // composed schema whose calls are any objects. It returns nil when it
 // cannot tell (the array was not seen once whole, a call is not an
 // object, the text is fenced) or the rest is invalid: parseSolution
-// then checks the whole text and reports the error.
-func parseTrusted(st *streamed, trusted *schema.Schema) *Solution {
+// then checks the whole text and reports the error. It reads the
+// solution into *sol, and reports whether it did.
+func parseTrusted(st *streamed, trusted *schema.Schema, sol *Solution) bool {
 	if st.path != "calls" || len(st.spans) != 1 || st.spans[0].End < 0 || len(st.calls) != st.emitted {
-		return nil
+		return false
 	}
 	for _, c := range st.calls {
 		if c[0] != '{' { // elements are valid JSON, without white space around
-			return nil
+			return false
 		}
 	}
 	raw := strings.TrimSpace(st.text)
 	if stripFence(raw) != raw {
-		return nil
+		return false
 	}
 	lead := int64(len(st.text) - len(strings.TrimLeft(st.text, " \t\r\n")))
 	start, end := st.spans[0].Start-lead, st.spans[0].End-lead
 	if start < 0 || end > int64(len(raw)) {
-		return nil
+		return false
 	}
-	cut := make([]byte, 0, len(raw)-int(end-start)+2)
-	cut = append(append(append(cut, raw[:start]...), "[]"...), raw[end:]...)
+	bp := cuts.Get().(*[]byte)
+	defer cuts.Put(bp)
+	cut := append(append(append((*bp)[:0], raw[:start]...), "[]"...), raw[end:]...)
+	*bp = cut
 	if trusted.Validate(cut) != nil {
-		return nil
+		return false
 	}
 	// The text never changes, and the calls share it already.
-	sol := &Solution{Raw: unsafe.Slice(unsafe.StringData(raw), len(raw)), Calls: st.calls}
+	text := unsafe.Slice(unsafe.StringData(raw), len(raw))
+	*sol = Solution{Raw: text, Calls: st.calls}
 	if sol.Calls == nil {
 		sol.Calls = noCalls
 	}
 	jsonfast.RawMembers(cut, func(k, v []byte) bool {
 		isOutput := string(k) == `"output"` || bytes.IndexByte(k, '\\') >= 0 && jsonfast.Unquote(k) == "output"
 		if isOutput && string(v) != "null" { // as parseSolution reads it
-			sol.Output = v
+			// The same bytes in the text, which outlives cut: they come
+			// before the calls, or after them, shifted by the calls cut out.
+			at := int(uintptr(unsafe.Pointer(unsafe.SliceData(v))) - uintptr(unsafe.Pointer(unsafe.SliceData(cut))))
+			if at >= int(start) {
+				at += int(end-start) - 2
+			}
+			sol.Output = text[at : at+len(v) : at+len(v)]
 		}
 		return true
 	})
-	return sol
+	return true
 }
+
+// cuts holds the buffers parseTrusted cuts solutions into.
+var cuts = sync.Pool{New: func() any { return new([]byte) }}
 
 // stripFence removes a Markdown code fence some models wrap JSON in.
 func stripFence(s string) string {

@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/augceo/agent/jsonstream"
 	"github.com/augceo/agent/message"
@@ -140,13 +142,20 @@ func TestParseTrusted(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st := streamOf(c.text)
-			got := parseTrusted(st, trusted)
-			if (got != nil) != c.read {
-				t.Fatalf("read = %v, want %v", got != nil, c.read)
+			got := &Solution{}
+			if read := parseTrusted(st, trusted, got); read != c.read {
+				t.Fatalf("read = %v, want %v", read, c.read)
 			}
-			if got == nil {
+			if !c.read {
 				return
 			}
+			if len(got.Output) > 0 { // in the text, not in the buffer it was cut into
+				at := uintptr(unsafe.Pointer(unsafe.SliceData(got.Output))) - uintptr(unsafe.Pointer(unsafe.SliceData(got.Raw)))
+				if at >= uintptr(len(got.Raw)) || !bytes.Equal(got.Raw[at:int(at)+len(got.Output)], got.Output) {
+					t.Errorf("output %s is not in the text", got.Output)
+				}
+			}
+			parseTrusted(streamOf(`{"calls":[{"_tool":"a"}],"output":{"done":"overwritten"}}`), trusted, &Solution{})
 			want, err := parseSolution(c.text, trusted, st.emitted)
 			if err != nil {
 				t.Fatalf("parseSolution: %v", err)
@@ -160,7 +169,7 @@ func TestParseTrusted(t *testing.T) {
 	}
 	st := streamOf(`{"calls":[{"_tool":"a"}],"output":null}`)
 	st.emitted++ // a call the extractor handed over that the text does not show
-	if parseTrusted(st, trusted) != nil {
+	if parseTrusted(st, trusted, &Solution{}) {
 		t.Error("read a solution whose calls do not match what was handed over")
 	}
 }
