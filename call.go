@@ -210,9 +210,7 @@ func parseCallIn(s *callSlab, raw json.RawMessage, valid bool) (*Call, error) {
 // when s is not nil, else in one allocation with the room.
 func newCall(s *callSlab) *Call {
 	if s != nil {
-		c := s.take()
-		c.outStore = s.store() // the log keeps it: not reused
-		return c
+		return s.take()
 	}
 	p := new(parsedCall)
 	p.c.outStore = &p.out

@@ -8,53 +8,44 @@ import "github.com/augceo/agent/message"
 // or a latent run; a run with none of these is the only one that ever
 // holds its Calls, and once it is over they can serve the next run. A run
 // that handed one out marks the slab exposed, and the slab's Calls are
-// then left to the collector. The parsed outputs of the calls, which the
-// log keeps, are never reused: they come in blocks of their own, sized
-// after the last run's.
+// then left to the collector. Each Call has room for its parsed output
+// next to it, reused with it: the log keeps nothing of a parsed output
+// (see message.Log.AppendOutput).
 type callSlab struct {
 	chunks  [][]Call
-	n       int  // Calls taken, over the chunks in order
-	exposed bool // a Call may be held outside the package
-
-	stores []message.OutputStore // room for the next outputs
-	last   int                   // Calls the last run took
+	stores  [][]message.OutputStore // the outputs' room, chunk for chunk
+	n       int                     // Calls taken, over the chunks in order
+	exposed bool                    // a Call may be held outside the package
 }
 
 // slabChunk is how many Calls a chunk holds: a step of ten calls takes
 // one chunk.
 const slabChunk = 16
 
-// take returns a zero Call.
+// take returns a zero Call with room for its output.
 func (s *callSlab) take() *Call {
 	k, i := s.n/slabChunk, s.n%slabChunk
 	if k == len(s.chunks) {
 		s.chunks = append(s.chunks, make([]Call, slabChunk))
+		s.stores = append(s.stores, make([]message.OutputStore, slabChunk))
 	}
 	s.n++
-	return &s.chunks[k][i]
-}
-
-// store returns room for a call's output.
-func (s *callSlab) store() *message.OutputStore {
-	if len(s.stores) == 0 {
-		s.stores = make([]message.OutputStore, max(4, s.last-s.n))
-	}
-	o := &s.stores[0]
-	s.stores = s.stores[1:]
-	return o
+	c := &s.chunks[k][i]
+	c.outStore = &s.stores[k][i]
+	return c
 }
 
 // reset readies s for the next run, whose calls have all returned: the
-// Calls are cleared for reuse, or forgotten when one may be held
-// elsewhere. The run's log keeps the outputs' room.
+// Calls and their outputs' room are cleared for reuse, or forgotten when
+// a Call may be held elsewhere.
 func (s *callSlab) reset() {
 	if s.exposed {
-		*s = callSlab{last: s.n}
+		*s = callSlab{}
 		return
 	}
-	s.stores, s.last = nil, s.n
 	for k := 0; k*slabChunk < s.n; k++ {
 		clear(s.chunks[k])
+		clear(s.stores[k])
 	}
 	s.n = 0
 }

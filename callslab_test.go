@@ -1,14 +1,15 @@
 package agent
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/augceo/agent/message"
 )
 
-// TestCallSlab checks that a slab hands out distinct zero Calls, gives
-// the same memory to the next run when no Call left the package, and
-// fresh memory when one may have.
+// TestCallSlab checks that a slab hands out distinct zero Calls, each
+// with room of its own for its output, gives the same memory to the next
+// run when no Call left the package, and fresh memory when one may have.
 func TestCallSlab(t *testing.T) {
 	var s callSlab
 	seen := map[*Call]bool{}
@@ -22,23 +23,25 @@ func TestCallSlab(t *testing.T) {
 		c.Tool, c.Raw = "t", []byte(`{}`)
 		first = append(first, c)
 	}
-	s.reset()
-	for i, want := range first {
-		if c := s.take(); c != want || c.Tool != "" || c.Raw != nil {
-			t.Fatalf("after reset, call %d: %p (tool %q), want %p cleared", i, c, c.Tool, want)
+	stores := map[*message.OutputStore]*Call{}
+	for _, c := range first {
+		if c.outStore == nil || stores[c.outStore] != nil {
+			t.Fatal("a call has no room for its output, or shares another's")
+		}
+		stores[c.outStore] = c
+		if _, err := message.ParseOutputIn(message.CallMeta{Tool: "t", OutputPath: "†state.a.b"}, c.outStore); err != nil {
+			t.Fatal(err)
 		}
 	}
-	// Room for outputs is never handed out twice, even across runs.
-	stores := map[*message.OutputStore]bool{}
-	for range 3 {
-		for range 2*slabChunk + 3 {
-			o := s.store()
-			if stores[o] {
-				t.Fatal("an output's room was handed out twice")
-			}
-			stores[o] = true
+	s.reset()
+	for i, want := range first {
+		c := s.take()
+		if c != want || c.Tool != "" || c.Raw != nil {
+			t.Fatalf("after reset, call %d: %p (tool %q), want %p cleared", i, c, c.Tool, want)
 		}
-		s.reset()
+		if stores[c.outStore] != c || !reflect.ValueOf(*c.outStore).IsZero() {
+			t.Fatalf("after reset, call %d has room %p, not its own cleared", i, c.outStore)
+		}
 	}
 	s.exposed = true
 	s.reset()

@@ -27,7 +27,6 @@ type entry struct {
 	call       json.RawMessage
 	date       string
 	outputPath string
-	target     *target
 	rest       *Message // the message, when it is not inline
 	wOff, wLen uint32   // written is data[wOff:wOff+wLen]; wLen 0: nil
 	typ        entryType
@@ -112,6 +111,7 @@ func inline(m *Message) bool {
 func pack(m *Message, rest *Message) entry {
 	if !inline(m) {
 		*rest = *m
+		rest.target = nil // the log keeps nothing of a parsed output (see Log.Append)
 		return entry{rest: rest}
 	}
 	switch m.Type {
@@ -127,7 +127,7 @@ func pack(m *Message, rest *Message) entry {
 	method, _ := methodCode(m.Method)
 	off, n, _ := writtenAt(m.Data, m.written)
 	return entry{typ: eData, kind: m.Kind, instance: m.Instance, data: m.Data, call: m.Call, date: m.Date,
-		method: method, outputPath: m.OutputPath, wOff: off, wLen: n, target: m.target}
+		method: method, outputPath: m.OutputPath, wOff: off, wLen: n}
 }
 
 func (e *entry) message() Message {
@@ -162,8 +162,8 @@ func (e *entry) fill(m *Message) {
 	case eText:
 		m.Role, m.Text = Role(e.kind), e.date
 	default:
-		m.Kind, m.Data, m.Call, m.Date, m.Method, m.OutputPath, m.written, m.target =
-			e.kind, e.data, e.call, e.date, methods[e.method], e.outputPath, e.written(), e.target
+		m.Kind, m.Data, m.Call, m.Date, m.Method, m.OutputPath, m.written =
+			e.kind, e.data, e.call, e.date, methods[e.method], e.outputPath, e.written()
 	}
 }
 

@@ -138,7 +138,9 @@ func (l *Log) Append(msgs ...Message) error {
 // AppendOutput appends the messages o.Messages(call, instance, result,
 // b, date) returns, as Append would, without making them: a loop appends
 // the output of every call it runs. wrote, when not nil, is told the
-// kind of each message appended, once the log is unlocked.
+// kind of each message appended, once the log is unlocked. The log keeps
+// nothing of o: an OutputStore it was parsed into may take another once
+// AppendOutput returns.
 func (l *Log) AppendOutput(o *Output, call json.RawMessage, instance string, result json.RawMessage, b Branch, date time.Time, wrote func(kind string)) error {
 	if len(o.targets) == 0 {
 		return nil
@@ -186,7 +188,7 @@ func (l *Log) appendTargets(targets []target, call json.RawMessage, instance str
 		pos := l.msgs.n
 		off, n, _ := writtenAt(data, written) // within data: appendTarget made it so
 		l.msgs.append(entry{typ: eData, kind: t.ref.Kind, instance: instance, data: data, call: call, date: stamp,
-			method: code, outputPath: t.text, wOff: off, wLen: n, target: t})
+			method: code, outputPath: t.text, wOff: off, wLen: n})
 		v := l.viewOf(Identity{Kind: t.ref.Kind, Instance: instance})
 		if err := v.add(pos, write{path: t.ref.Path, method: method, value: written}); err != nil {
 			return i, at(pos, err)
@@ -249,6 +251,7 @@ func (v *view) add(pos int, w write) error {
 			if v.small == nil {
 				v.small = make([]write, 0, smallView)
 			}
+			w.path = slices.Clone(w.path) // it may be an Output's, which is not the log's
 			v.small = append(v.small, w)
 			return nil
 		}
@@ -282,7 +285,7 @@ func (v *view) apply(w write) error {
 	}
 	doc, err := ref.Apply(v.doc, v.present, w.path, w.method, val)
 	if err != nil {
-		v.clashes = append(v.clashes, w.path)
+		v.clashes = append(v.clashes, slices.Clone(w.path))
 		return nil
 	}
 	v.doc, v.present = doc, true
@@ -358,8 +361,10 @@ func writeOf(m *Message) (write, error) {
 	var err error
 	if t := m.target; t != nil && t.text == m.OutputPath {
 		r = *t.ref // parsed by Outputs
-	} else if r, err = singleRef(m.OutputPath); err != nil {
-		return write{}, fieldErr("_outputPath", "%v", err)
+	} else if r, err = plainRef(m.OutputPath); err != nil {
+		if r, err = singleRef(m.OutputPath); err != nil {
+			return write{}, fieldErr("_outputPath", "%v", err)
+		}
 	}
 	if r.Kind != m.Kind {
 		return write{}, fieldErr("_outputPath", "writes kind %q but the message has kind %q", r.Kind, m.Kind)

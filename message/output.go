@@ -3,6 +3,7 @@ package message
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -74,7 +75,8 @@ func ParseOutput(meta CallMeta) (*Output, error) { return ParseOutputIn(meta, ni
 
 // ParseOutputIn is [ParseOutput] that keeps the usual output, one plain
 // reference, in *store when store is not nil. The Output is valid while
-// *store is, and store must not be used for another.
+// *store is, and store must not be used for another meanwhile; a log it
+// was appended to keeps nothing of it.
 func ParseOutputIn(meta CallMeta, store *OutputStore) (*Output, error) {
 	if meta.OutputPath == "" {
 		if store != nil {
@@ -196,6 +198,48 @@ func parsePlainOutput(s string, one *plainOutput) *Output {
 	one.o = Output{Path: ref.Expr{Text: s, Alts: one.alts[:]}, targets: one.targets[:]}
 	return &one.o
 }
+
+// plainRef parses an output path that parsePlainOutput reads, of any
+// number of segments, as singleRef does but in one allocation: the log
+// parses again the paths of the outputs it re-reads, since it keeps none
+// of their parsed forms. Other paths are an error, for singleRef to read.
+func plainRef(s string) (ref.Ref, error) {
+	if !strings.HasPrefix(s, ref.Dagger) {
+		return ref.Ref{}, errNotPlain
+	}
+	i := len(ref.Dagger)
+	k := i
+	for k < len(s) && kindByte(s[k]) {
+		k++
+	}
+	if k == i {
+		return ref.Ref{}, errNotPlain
+	}
+	n := strings.Count(s[k:], ".")
+	if n == 0 {
+		if k != len(s) {
+			return ref.Ref{}, errNotPlain
+		}
+		return ref.Ref{Kind: s[i:k]}, nil
+	}
+	path := make(ref.Path, 0, n)
+	for j := k; j < len(s); {
+		if s[j] != '.' {
+			return ref.Ref{}, errNotPlain
+		}
+		start := j + 1
+		for j = start; j < len(s) && plainSegByte(s[j]); j++ {
+		}
+		if j == start {
+			return ref.Ref{}, errNotPlain
+		}
+		path = append(path, s[start:j])
+	}
+	return ref.Ref{Kind: s[i:k], Path: path}, nil
+}
+
+// errNotPlain is plainRef's answer for a path it does not read.
+var errNotPlain = errors.New("not a plain output path")
 
 func kindByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'

@@ -3,6 +3,7 @@ package message
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -235,5 +236,68 @@ func TestCompactIfNeeded(t *testing.T) {
 		if same := len(got) > 0 && &got[0] == &v[0]; same == spaced {
 			t.Fatalf("compactIfNeeded(%q): returned its input = %v", v, same)
 		}
+	}
+}
+
+// TestAppendOutputKeepsNoOutput parses every output into one store, as
+// a loop that reuses its calls does, and writes over the store after each
+// append: the log, its views (keyed, raw, materialised, with a clash) and
+// the messages it gives back must be those of a log whose outputs had
+// stores of their own.
+func TestAppendOutputKeepsNoOutput(t *testing.T) {
+	date := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	writes := []struct{ path, result string }{
+		{"†state.a", `1`}, {"†state.b", `{"x":1}`}, // keyed
+		{"†state.c.d", `2`}, {"†state.c.e.f", `3`}, {"†notes.n.m", `"x"`}, // raw
+		{"†state.a.z", `4`},                                             // a clash: a is a number
+		{"†state.g.h", `5`}, {"†state.g.i", `6`}, {"†state.j.k.l", `7`}, // materialised
+		{"†notes.n.o", `8`}, {"†state.b.x", `9`},
+	}
+	reused, _ := NewLog(Text("go"))
+	fresh, _ := NewLog(Text("go"))
+	var store OutputStore
+	for _, w := range writes {
+		call := json.RawMessage(`{"_tool":"t","_outputPath":"` + w.path + `"}`)
+		o, err := ParseOutputIn(CallMeta{Tool: "t", OutputPath: w.path}, &store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := reused.AppendOutput(o, call, "", json.RawMessage(w.result), Success, date, nil); err != nil {
+			t.Fatal(w.path, err)
+		}
+		if _, err := ParseOutputIn(CallMeta{Tool: "t", OutputPath: "†zz.q0.q1.q2"}, &store); err != nil {
+			t.Fatal(err)
+		}
+		o, _ = ParseOutput(CallMeta{Tool: "t", OutputPath: w.path})
+		if err := fresh.AppendOutput(o, call, "", json.RawMessage(w.result), Success, date, nil); err != nil {
+			t.Fatal(w.path, err)
+		}
+	}
+	if g, w := reused.Messages(), fresh.Messages(); !reflect.DeepEqual(g, w) {
+		t.Errorf("messages\n%+v\nwant\n%+v", g, w)
+	}
+	for _, kind := range []string{"state", "notes", "zz"} {
+		gv, gok, gerr := reused.Value(Identity{Kind: kind})
+		wv, wok, werr := fresh.Value(Identity{Kind: kind})
+		if string(gv) != string(wv) || gok != wok || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+			t.Errorf("Value(%s) = %s %v %v, want %s %v %v", kind, gv, gok, gerr, wv, wok, werr)
+		}
+	}
+	for _, p := range []ref.Path{{"a"}, {"a", "z"}, {"c", "e", "f"}, {"g"}, {"j", "k"}, {"b", "x"}, {"q0"}} {
+		gv, gerr := reused.Lookup("state", p)
+		wv, werr := fresh.Lookup("state", p)
+		if string(gv) != string(wv) || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+			t.Errorf("Lookup(%v) = %s %v, want %s %v", p, gv, gerr, wv, werr)
+		}
+	}
+	// The messages given back append as they were.
+	again, err := NewLog(reused.Messages()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gv, _, _ := again.Value(Identity{Kind: "state"})
+	wv, _, _ := fresh.Value(Identity{Kind: "state"})
+	if string(gv) != string(wv) {
+		t.Errorf("re-appended: %s, want %s", gv, wv)
 	}
 }

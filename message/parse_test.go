@@ -235,3 +235,22 @@ func FuzzParseOutput(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPlainRef checks that plainRef reads a path as singleRef does,
+// wherever it reads one.
+func FuzzPlainRef(f *testing.F) {
+	for _, s := range []string{"†state.r0", "†state", "†state.a.b.0", "†state.a.b.c.d.e", "†state.a || †state.b", " †state.a",
+		"†state.a ", "†state..a", "†state.a.", "†.a", "†state.é", "†state.a[0]", "†state.a~b", "state.a", "†st-ate_1.x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := plainRef(s)
+		if err != nil {
+			return
+		}
+		want, werr := singleRef(s)
+		if werr != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("plainRef(%q) = %#v, singleRef %#v, %v", s, got, want, werr)
+		}
+	})
+}
