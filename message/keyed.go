@@ -59,7 +59,7 @@ func (v *view) setKey(w write) {
 	if v.keyed == nil {
 		v.keyed = make([]keyed, 0, smallView)
 	}
-	v.keyed = slices.Insert(v.keyed, i, kv)
+	v.keyed = slices.Insert(roomForOne(v.keyed), i, kv)
 }
 
 // keyWrites returns the keyed values as writes, with room for n. They are

@@ -56,6 +56,20 @@ type view struct {
 // smallView is how many writes a view keeps raw before it materialises.
 const smallView = 4
 
+// roomForOne returns s with room for one more element. A view's lists
+// start at smallView and, once past it, grow four times over at first
+// rather than twice: an identity written more than a few times, as a
+// run's state is, is written many times.
+func roomForOne[T any](s []T) []T {
+	if len(s) < cap(s) {
+		return s
+	}
+	if len(s) <= smallView {
+		return slices.Grow(s, max(3*len(s), 1))
+	}
+	return slices.Grow(s, 1)
+}
+
 // write is what a data message does to its identity's value.
 type write struct {
 	path   ref.Path
@@ -238,7 +252,7 @@ func (v *view) add(pos int, w write) error {
 	if v.writes == nil {
 		v.writes = make([]int, 0, smallView)
 	}
-	v.writes = append(v.writes, pos)
+	v.writes = append(roomForOne(v.writes), pos)
 	if !v.full {
 		if v.small == nil && v.keyedWrite(w) {
 			v.setKey(w)
