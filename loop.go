@@ -497,8 +497,14 @@ func (t *tick) event(ev Event, err error) bool {
 		if r.lazy {
 			return true // lazy mode: the model only plans
 		}
-		t.pending = append(t.pending, waiting{raw: ev.Element.Value, id: callID(t.step, t.calls-1)})
-		if !t.tryRun() {
+		w := waiting{raw: ev.Element.Value, id: callID(t.step, t.calls-1)}
+		if len(t.pending) > 0 {
+			t.pending = append(t.pending, w)
+			if !t.tryRun() {
+				t.stop = true
+				return false
+			}
+		} else if !t.tryOne(&w) { // what tryRun would do, without the list
 			t.stop = true
 			return false
 		}
@@ -579,6 +585,25 @@ func (t *tick) tryRun() bool {
 		}
 		w.kind, w.at = r.blockedOn, r.blockedAt
 		w.seen = r.writes[w.kind]
+	}
+	return true
+}
+
+// tryOne is tryRun for a new call w when none is pending: w joins the
+// pending calls only if it waits for a reference.
+func (t *tick) tryOne(w *waiting) bool {
+	r := t.r
+	launched, errMsg, ok := r.launch(t.ctx, t.step, w)
+	if !ok {
+		return false
+	}
+	switch {
+	case errMsg != nil:
+		t.errs = append(t.errs, *errMsg)
+	case !launched:
+		w.kind, w.at = r.blockedOn, r.blockedAt
+		w.seen = r.writes[w.kind]
+		t.pending = append(t.pending, *w)
 	}
 	return true
 }
