@@ -59,6 +59,10 @@ func (v *view) setKey(w write) {
 	if v.keyed == nil {
 		v.keyed = make([]keyed, 0, smallView)
 	}
+	if i == len(v.keyed) { // keys often come in order: r0, r1...
+		v.keyed = append(roomForOne(v.keyed), kv)
+		return
+	}
 	v.keyed = slices.Insert(roomForOne(v.keyed), i, kv)
 }
 
