@@ -6,6 +6,7 @@ import (
 	"iter"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/augceo/agent/internal/jsonfast"
 )
@@ -383,7 +384,7 @@ func (x *Extractor) paths(els []Element) {
 			b = x.appendPath(b, els[i].Index)
 		}
 	}
-	all := string(b)
+	all := unsafe.String(unsafe.SliceData(b), len(b)) // b is not written again
 	var tmp [64]byte
 	from := 0
 	for i := range els {
