@@ -44,8 +44,9 @@ func (s *callSlab) reset() {
 		return
 	}
 	for k := 0; k*slabChunk < s.n; k++ {
-		clear(s.chunks[k])
-		clear(s.stores[k])
+		used := min(s.n-k*slabChunk, slabChunk) // clear no more than was taken
+		clear(s.chunks[k][:used])
+		clear(s.stores[k][:used])
 	}
 	s.n = 0
 }

@@ -113,9 +113,12 @@ func (x *executor) prepareChecked(raw json.RawMessage) *Call {
 	if !ok || other || m.Tool != tool {
 		return nil
 	}
+	// newCall's Call is zero: set its fields one by one, not as one
+	// struct, whose copy shades all its pointers while the collector marks.
 	c := newCall(x.calls)
-	*c = Call{Raw: raw, Params: raw, valid: raw, noRefs: true, Tool: m.Tool, Instance: m.Instance,
-		OutputPath: m.OutputPath, OutputMethod: m.OutputMethod, shape: sh, Schema: sh.def, outStore: c.outStore}
+	c.Raw, c.Params, c.valid, c.noRefs = raw, raw, raw, true
+	c.Tool, c.Instance, c.OutputPath, c.OutputMethod = m.Tool, m.Instance, m.OutputPath, m.OutputMethod
+	c.shape, c.Schema = sh, sh.def
 	out, err := message.ParseOutputIn(m, c.outStore)
 	if err != nil {
 		return nil

@@ -106,28 +106,32 @@ func inline(m *Message) bool {
 	return false
 }
 
-// pack returns the entry of m. A message that is not inline is copied to
-// *rest, which the entry then points to.
-func pack(m *Message, rest *Message) entry {
+// pack fills e, a zero entry, with m. A message that is not inline is
+// copied to *rest, which e then points to. It sets e's fields one by one:
+// copying a whole entry into the log would shade all its pointers while
+// the collector marks.
+func (e *entry) pack(m *Message, rest *Message) {
 	if !inline(m) {
 		*rest = *m
 		rest.target = nil // the log keeps nothing of a parsed output (see Log.Append)
-		return entry{rest: rest}
+		e.rest = rest
+		return
 	}
+	e.instance = m.Instance
 	switch m.Type {
 	case TypeTool:
-		return entry{typ: eTool, instance: m.Instance, data: m.Tool}
+		e.typ, e.data = eTool, m.Tool
 	case TypePlan:
-		return entry{typ: ePlan, instance: m.Instance, data: m.Plan}
+		e.typ, e.data = ePlan, m.Plan
 	case TypeMeta:
-		return entry{typ: eMeta, instance: m.Instance, data: m.Meta}
+		e.typ, e.data = eMeta, m.Meta
 	case TypeText:
-		return entry{typ: eText, instance: m.Instance, kind: string(m.Role), date: m.Text}
+		e.typ, e.kind, e.date = eText, string(m.Role), m.Text
+	default:
+		e.method, _ = methodCode(m.Method)
+		e.wOff, e.wLen, _ = writtenAt(m.Data, m.written)
+		e.typ, e.kind, e.data, e.call, e.date, e.outputPath = eData, m.Kind, m.Data, m.Call, m.Date, m.OutputPath
 	}
-	method, _ := methodCode(m.Method)
-	off, n, _ := writtenAt(m.Data, m.written)
-	return entry{typ: eData, kind: m.Kind, instance: m.Instance, data: m.Data, call: m.Call, date: m.Date,
-		method: method, outputPath: m.OutputPath, wOff: off, wLen: n}
 }
 
 func (e *entry) message() Message {
@@ -241,14 +245,14 @@ func restSize(k int) int {
 	return chunkMax
 }
 
-func (s *entries) append(e entry) {
+// push returns the next entry, zero, to be filled in place.
+func (s *entries) push() *entry {
 	if s.first == nil {
 		s.first = make([]entry, chunkMin)
 	}
 	if s.n < len(s.first) {
-		s.first[s.n] = e
 		s.n++
-		return
+		return &s.first[s.n-1]
 	}
 	k, off := locateRest(s.n - len(s.first))
 	if k == len(s.rest) {
@@ -257,8 +261,8 @@ func (s *entries) append(e entry) {
 		}
 		s.rest = append(s.rest, make([]entry, restSize(k)))
 	}
-	s.rest[k][off] = e
 	s.n++
+	return &s.rest[k][off]
 }
 
 func (s *entries) at(p int) *entry {

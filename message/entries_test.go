@@ -44,7 +44,7 @@ func TestEntries(t *testing.T) {
 					}
 				}
 			}
-			s.append(entry{kind: string(rune('a' + p%26))})
+			s.push().kind = string(rune('a' + p%26))
 		}
 		for p := range s.n {
 			if got := s.at(p).kind; got != string(rune('a'+p%26)) {
@@ -80,7 +80,8 @@ func TestPackRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rest Message
-	if e := pack(&outs[0], &rest); e.rest != nil {
+	var e entry
+	if e.pack(&outs[0], &rest); e.rest != nil {
 		t.Errorf("an output message is not kept inline")
 	}
 	moved := outs[0] // its Data replaced: what it wrote no longer lies in it
@@ -120,7 +121,8 @@ func TestPackRoundTrip(t *testing.T) {
 	}
 	for i, m := range msgs {
 		var rest Message
-		e := pack(&m, &rest)
+		var e entry
+		e.pack(&m, &rest)
 		want := m
 		want.target = nil // the parsed output is not kept (see Log.AppendOutput)
 		if got := e.message(); !reflect.DeepEqual(got, want) {

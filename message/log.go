@@ -23,12 +23,16 @@ import (
 //
 // A Log is safe for concurrent use. The zero Log is empty and ready.
 type Log struct {
-	mu     sync.RWMutex
-	msgs   entries
-	views  map[Identity]*view
-	last   *view    // the view viewOf gave last
-	lastID Identity // and its identity
-	arena  []byte   // room for the next outputs' bytes (see carve)
+	mu   sync.RWMutex
+	msgs entries
+	// The views of the identities written. The first lives in the log
+	// itself: a run's log mostly holds one, its state, and then needs no
+	// map.
+	first   view
+	firstID Identity
+	hasOne  bool
+	views   map[Identity]*view // the others
+	arena   []byte             // room for the next outputs' bytes (see carve)
 }
 
 // view is the value of one identity. A view of few writes keeps them
@@ -124,11 +128,10 @@ func (l *Log) Append(msgs ...Message) error {
 		if len(rests) > 0 {
 			rest = &rests[0]
 		}
-		e := pack(m, rest)
-		if e.rest != nil {
+		e := l.msgs.push()
+		if e.pack(m, rest); e.rest != nil {
 			rests = rests[1:]
 		}
-		l.msgs.append(e)
 		if m.Type != TypeData {
 			continue
 		}
@@ -201,8 +204,9 @@ func (l *Log) appendTargets(targets []target, call json.RawMessage, instance str
 		buf, data, written = appendTarget(buf, t, result)
 		pos := l.msgs.n
 		off, n, _ := writtenAt(data, written) // within data: appendTarget made it so
-		l.msgs.append(entry{typ: eData, kind: t.ref.Kind, instance: instance, data: data, call: call, date: stamp,
-			method: code, outputPath: t.text, wOff: off, wLen: n})
+		e := l.msgs.push()                    // zero: filled field by field, as entry.pack does
+		e.typ, e.kind, e.instance, e.data, e.call, e.date = eData, t.ref.Kind, instance, data, call, stamp
+		e.method, e.outputPath, e.wOff, e.wLen = code, t.text, off, n
 		v := l.viewOf(Identity{Kind: t.ref.Kind, Instance: instance})
 		if err := v.add(pos, write{path: t.ref.Path, method: method, value: written}); err != nil {
 			return i, at(pos, err)
@@ -229,22 +233,30 @@ func (l *Log) carve(n int) []byte {
 }
 
 // viewOf returns the view of id, made when there is none. The caller
-// holds l.mu for writing. The last one is kept at hand: a run writes to
-// one identity, its state, over and over.
+// holds l.mu for writing.
 func (l *Log) viewOf(id Identity) *view {
-	if l.last != nil && l.lastID == id {
-		return l.last
+	if v := l.view(id); v != nil {
+		return v
+	}
+	if !l.hasOne {
+		l.hasOne, l.firstID = true, id
+		return &l.first
 	}
 	if l.views == nil {
 		l.views = map[Identity]*view{}
 	}
-	v := l.views[id]
-	if v == nil {
-		v = &view{}
-		l.views[id] = v
-	}
-	l.last, l.lastID = v, id
+	v := &view{}
+	l.views[id] = v
 	return v
+}
+
+// view returns the view of id, nil when there is none. The caller holds
+// l.mu.
+func (l *Log) view(id Identity) *view {
+	if l.hasOne && l.firstID == id {
+		return &l.first
+	}
+	return l.views[id]
 }
 
 // add records w, the write of the message at pos.
@@ -322,7 +334,7 @@ func (l *Log) Check(m Message) error {
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	v := l.views[m.Identity()]
+	v := l.view(m.Identity())
 	if v == nil {
 		return nil
 	}
@@ -533,11 +545,11 @@ func (l *Log) Resolves(instance, kind string, path ref.Path) bool {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if instance != "" {
-		if v := l.views[Identity{kind, instance}]; v != nil && l.has(v, path) {
+		if v := l.view(Identity{kind, instance}); v != nil && l.has(v, path) {
 			return true
 		}
 	}
-	v := l.views[Identity{kind, ""}]
+	v := l.view(Identity{kind, ""})
 	return v != nil && l.has(v, path)
 }
 
@@ -557,7 +569,7 @@ func (l *Log) has(v *view, path ref.Path) bool {
 func (l *Log) Value(id Identity) (v json.RawMessage, ok bool, err error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	vw := l.views[id]
+	vw := l.view(id)
 	if vw == nil {
 		return nil, false, nil
 	}
@@ -573,7 +585,7 @@ func (l *Log) Value(id Identity) (v json.RawMessage, ok bool, err error) {
 func (l *Log) About(id Identity) (description string, schema json.RawMessage) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if v := l.views[id]; v != nil {
+	if v := l.view(id); v != nil {
 		return v.description, v.schema
 	}
 	return "", nil
@@ -584,7 +596,7 @@ func (l *Log) lookup(kind, instance string, path ref.Path) (json.RawMessage, err
 	defer l.mu.RUnlock()
 	var ierr error
 	if instance != "" {
-		if v := l.views[Identity{kind, instance}]; v != nil {
+		if v := l.view(Identity{kind, instance}); v != nil {
 			val, err := l.get(v, path)
 			if err == nil || !errors.Is(err, ref.ErrNotFound) {
 				return val, err
@@ -592,7 +604,7 @@ func (l *Log) lookup(kind, instance string, path ref.Path) (json.RawMessage, err
 			ierr = err
 		}
 	}
-	v := l.views[Identity{kind, ""}]
+	v := l.view(Identity{kind, ""})
 	if v == nil {
 		if ierr != nil {
 			return nil, ierr
