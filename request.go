@@ -99,8 +99,9 @@ type Config struct {
 	// workers, since the model has more to say.
 	chunkDone func()
 	// lendElements, set by a loop, says that the consumer reads each
-	// Element event during its yield only: the elements are handed over
-	// in one variable rather than each in its own.
+	// Element event during its yield only, and not its Path: the elements
+	// are handed over in one variable rather than each in its own, with
+	// no paths made.
 	lendElements bool
 	// quiet, set by Run, says that no one reads EventMessage: the loop
 	// appends the outputs of calls to its log without making messages
@@ -661,6 +662,9 @@ func (g *generation) grow(i int) error {
 			x = extractors.Get().(*jsonstream.Extractor)
 			if err := x.Reset(g.path); err != nil {
 				return fmt.Errorf("agent: callback path: %w", err)
+			}
+			if g.lend {
+				x.SkipPaths() // the loop reads an element's Index and Value only
 			}
 		}
 		g.sols = append(g.sols, solutionText{x: x})

@@ -72,8 +72,9 @@ type Extractor struct {
 	arena     []byte // where the elements of the current chunk are copied: one allocation per chunk
 	rest      int    // bytes of the current chunk and buf that an element may still copy
 
-	ended bool
-	err   error
+	ended  bool
+	err    error
+	noPath bool // see SkipPaths
 
 	shared   bool   // the chunk being fed never changes: elements may share it
 	spans    []Span // the arrays at the path, in order
@@ -364,8 +365,16 @@ func (x *Extractor) Spans() []Span { return x.spans }
 // arenaMax bounds what an element copy allocates beyond its own size.
 const arenaMax = 8 << 10
 
+// SkipPaths makes x leave the Path of the elements it hands over empty,
+// for a caller that needs only their Index: a chunk's paths otherwise
+// take an allocation. Reset undoes it.
+func (x *Extractor) SkipPaths() { x.noPath = true }
+
 // paths sets the Path of the elements of one chunk, all in one string.
 func (x *Extractor) paths(els []Element) {
+	if x.noPath {
+		return
+	}
 	size := 0
 	for i := range els {
 		if els[i].Index >= 0 {

@@ -404,3 +404,27 @@ func TestExtractorFeedShared(t *testing.T) {
 		t.Errorf("a spanning element shares a chunk: %s", els[0].Value)
 	}
 }
+
+func TestExtractorSkipPaths(t *testing.T) {
+	x, err := NewExtractor("calls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.SkipPaths()
+	in := `{"calls":[{"a":1},{"b":2}]}`
+	els, err := x.Feed([]byte(in[:18]))
+	if err != nil || len(els) != 1 || els[0].Path != "" || els[0].Index != 0 {
+		t.Fatalf("first chunk: %+v, %v", els, err)
+	}
+	els, err = x.Feed([]byte(in[18:]))
+	if err != nil || len(els) != 1 || els[0].Path != "" || els[0].Index != 1 || string(els[0].Value) != `{"b":2}` {
+		t.Fatalf("second chunk: %+v, %v", els, err)
+	}
+	if err := x.Reset("calls"); err != nil { // Reset makes paths again
+		t.Fatal(err)
+	}
+	els, err = x.Feed([]byte(in))
+	if err != nil || len(els) != 2 || els[1].Path != "calls.1" {
+		t.Fatalf("after Reset: %+v, %v", els, err)
+	}
+}
