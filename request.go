@@ -239,7 +239,8 @@ func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, err
 	req.Schema = p.composed
 	req.SchemaName = "solution"
 	resp.Sent = req
-	sols, err := generate(ctx, cfg, req, resp, yield)
+	var one [1]streamed
+	sols, err := generate(ctx, cfg, req, resp, yield, one[:0])
 	if err != nil {
 		if err != errStopped {
 			yield(Event{}, err)
@@ -505,37 +506,35 @@ type streamed struct {
 	path    string            // the callback path
 	emitted int               // the elements handed over
 	calls   []json.RawMessage // their values, in order
-	spans   []jsonstream.Span // where the arrays at path lie in text
+	span    jsonstream.Span   // where the array at path lies in text,
+	spanned bool              // when there was exactly one
 }
 
 // generate runs one provider call, streaming thinking and callback
-// elements, and returns each solution.
-func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Response, yield func(Event, error) bool) ([]streamed, error) {
-	// The loop body below is a closure handed to the provider: what it
-	// uses lives in g, rather than escaping one by one, and g is reused
-	// by the next request once this one is over.
+// elements, and returns each solution, appended to out.
+func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Response, yield func(Event, error) bool, out []streamed) ([]streamed, error) {
+	// The provider's stream is read by g.take, a function made once for
+	// each generation, which sync.Pool keeps for the next request, where
+	// a loop body would be a closure made at every request.
 	g := generations.Get().(*generation)
-	*g = generation{path: cfg.CallbackPath, yield: yield, req: req, resp: resp, lend: cfg.lendElements}
+	take := g.takeFn
+	if take == nil {
+		take = g.take
+	}
+	*g = generation{path: cfg.CallbackPath, yield: yield, req: req, resp: resp, lend: cfg.lendElements,
+		chunkDone: cfg.chunkDone, takeFn: take}
 	defer func() {
-		*g = generation{}
+		*g = generation{takeFn: take}
 		generations.Put(g)
 	}()
-	chunkDone := cfg.chunkDone // the loop body below would move all of cfg to the heap
-	for c, err := range cfg.Provider.Generate(ctx, req) {
-		if g.err = g.chunk(c, err); g.err != nil {
-			break
-		}
-		if chunkDone != nil && !c.Done {
-			chunkDone()
-		}
-	}
+	cfg.Provider.Generate(ctx, req)(take)
 	if g.err != nil {
 		return nil, g.err
 	}
 	if len(g.sols) == 0 {
 		return nil, fmt.Errorf("agent: provider: empty answer")
 	}
-	out := make([]streamed, len(g.sols))
+	out = slices.Grow(out[:0], len(g.sols))[:len(g.sols)]
 	for i := range g.sols {
 		st := &g.sols[i]
 		x := st.x
@@ -547,7 +546,9 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 		}
 		out[i] = streamed{text: st.text(), path: g.path, emitted: st.emitted, calls: st.calls}
 		if st.x != nil { // no syntax error
-			out[i].spans = st.x.Spans()
+			if sp := st.x.Spans(); len(sp) == 1 { // the extractor's: copied
+				out[i].span, out[i].spanned = sp[0], true
+			}
 			extractors.Put(st.x) // what it handed over stays as it is
 			st.x = nil
 		}
@@ -617,6 +618,27 @@ type generation struct {
 	err   error
 	lend  bool    // see Config.lendElements
 	lent  Element // the element handed over, when lent
+
+	chunkDone func()                            // see Config.chunkDone
+	ended     bool                              // take returned false
+	takeFn    func(*provider.Chunk, error) bool // take, made once
+}
+
+// take reads one item of the provider's stream, as the body of a range
+// over it would; it reports whether to go on. Past a false, it ignores
+// what a faulty provider still yields.
+func (g *generation) take(c *provider.Chunk, err error) bool {
+	if g.ended {
+		return false
+	}
+	if g.err = g.chunk(c, err); g.err != nil {
+		g.ended = true
+		return false
+	}
+	if g.chunkDone != nil && !c.Done {
+		g.chunkDone()
+	}
+	return true
 }
 
 // solutionText is the text of one solution so far, with its extractor of
@@ -752,7 +774,7 @@ func repair(ctx context.Context, cfg Config, req *provider.Request, compiled, tr
 			provider.Message{Role: provider.RoleUser, Text: repairPrompt(err)})
 		fix := *req
 		fix.Messages, fix.N = msgs, 1
-		sols, err := generate(ctx, Config{Provider: cfg.Provider}, &fix, resp, yield)
+		sols, err := generate(ctx, Config{Provider: cfg.Provider}, &fix, resp, yield, nil)
 		if err != nil {
 			return err
 		}
@@ -822,7 +844,7 @@ var noCalls = []json.RawMessage{}
 // then checks the whole text and reports the error. It reads the
 // solution into *sol, and reports whether it did.
 func parseTrusted(st *streamed, trusted *schema.Schema, sol *Solution) bool {
-	if st.path != "calls" || len(st.spans) != 1 || st.spans[0].End < 0 || len(st.calls) != st.emitted {
+	if st.path != "calls" || !st.spanned || st.span.End < 0 || len(st.calls) != st.emitted {
 		return false
 	}
 	for _, c := range st.calls {
@@ -835,7 +857,7 @@ func parseTrusted(st *streamed, trusted *schema.Schema, sol *Solution) bool {
 		return false
 	}
 	lead := int64(len(st.text) - len(strings.TrimLeft(st.text, " \t\r\n")))
-	start, end := st.spans[0].Start-lead, st.spans[0].End-lead
+	start, end := st.span.Start-lead, st.span.End-lead
 	if start < 0 || end > int64(len(raw)) {
 		return false
 	}

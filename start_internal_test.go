@@ -119,7 +119,9 @@ func TestParseTrusted(t *testing.T) {
 			st.emitted++
 		}
 		if ferr == nil && eerr == nil {
-			st.spans = x.Spans()
+			if sp := x.Spans(); len(sp) == 1 {
+				st.span, st.spanned = sp[0], true
+			}
 		}
 		return st
 	}

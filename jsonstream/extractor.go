@@ -98,12 +98,12 @@ func NewExtractor(path string) (*Extractor, error) {
 
 // Reset makes x an Extractor for path, as NewExtractor makes one, that
 // keeps the room x grew for its scanner: a caller that reads many inputs
-// in turn can reuse one Extractor. Elements and spans x handed over
-// before stay as they are.
+// in turn can reuse one Extractor. Elements x handed over before stay as
+// they are; the slice Spans returned is reused.
 func (x *Extractor) Reset(path string) error {
-	stack, keys, buf := x.s.stack[:0], x.s.keys[:0], x.buf[:0]
+	stack, keys, buf, spans := x.s.stack[:0], x.s.keys[:0], x.buf[:0], x.spans[:0]
 	*x = Extractor{}
-	x.s.stack, x.s.keys, x.buf = stack, keys, buf
+	x.s.stack, x.s.keys, x.buf, x.spans = stack, keys, buf, spans
 	return x.init(path)
 }
 
@@ -359,7 +359,7 @@ func (x *Extractor) element(tail []byte) Element {
 // Spans returns where the arrays at the path lie in the input so far,
 // in order: one unless the path repeats a key. A caller that has the
 // whole input can take the array out of it, or its elements by their
-// Offset, without scanning it again.
+// Offset, without scanning it again. The slice is x's until x is Reset.
 func (x *Extractor) Spans() []Span { return x.spans }
 
 // arenaMax bounds what an element copy allocates beyond its own size.
