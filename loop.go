@@ -105,6 +105,12 @@ func Run(ctx context.Context, cfg Config, schema json.RawMessage, msgs []message
 		// without the closures of a stream.
 		return loopEvents(ctx, cfg, schema, msgs, 1, nil)
 	}
+	return runStream(ctx, cfg, schema, msgs)
+}
+
+// runStream is Run reading the event stream: its variables, which the
+// loop's body shares, live on the heap, and a quiet run does without.
+func runStream(ctx context.Context, cfg Config, schema json.RawMessage, msgs []message.Message) (*RunResult, error) {
 	var res *RunResult
 	for ev, err := range Events(ctx, cfg, schema, msgs) {
 		if err != nil {
@@ -165,9 +171,10 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 	}
 	r := runs.Get().(*run)
 	r.cfg, r.schema, r.log, r.pool = cfg, schema, log, newCallPool(conc)
-	if r.writes == nil {
+	if r.writes == nil { // a new run: these stay with it when it is recycled
 		r.writes = map[string]int{}
 		r.wrote = func(kind string) { r.writes[kind]++ }
+		r.onEvent = r.tick.event
 	}
 	r.kick = r.pool.kick // made once, not at every step
 	r.direct = cfg.quiet && cfg.Store == nil
@@ -203,13 +210,13 @@ var runs = sync.Pool{New: func() any { return new(run) }}
 // recycle puts r, whose run is over and whose calls have all returned,
 // in runs: nothing of the run is kept but empty buffers.
 func (r *run) recycle() {
-	writes, wrote, slab := r.writes, r.wrote, r.slab
+	writes, wrote, onEvent, slab := r.writes, r.wrote, r.onEvent, r.slab
 	slab.reset()
 	clear(writes)
 	pending, all := r.tick.pending[:cap(r.tick.pending)], r.tick.all[:cap(r.tick.all)]
 	clear(pending)
 	clear(all)
-	*r = run{writes: writes, wrote: wrote, slab: slab}
+	*r = run{writes: writes, wrote: wrote, onEvent: onEvent, slab: slab}
 	r.tick.pending, r.tick.all = pending[:0], all[:0]
 	runs.Put(r)
 }
@@ -251,13 +258,17 @@ type run struct {
 
 	advice []Opinion // the last advisors' opinions
 
-	writes    map[string]int    // data messages appended while calls wait, by kind (see counting)
-	wrote     func(kind string) // counts one in writes
-	direct    bool              // no one reads EventMessage: see Config.quiet
-	stepCfg   *Config           // the configuration calls run with
-	blockedOn string            // the kind the last blocked call waits for
-	blockedAt *ref.Ref          // and the reference, when it alone blocks it
-	slab      callSlab          // the calls of a quiet run, kept for the next
+	writes    map[string]int          // data messages appended while calls wait, by kind (see counting)
+	wrote     func(kind string)       // counts one in writes
+	onEvent   func(Event, error) bool // tick.event, made once
+	direct    bool                    // no one reads EventMessage: see Config.quiet
+	stepCfg   *Config                 // the configuration calls run with
+	stepCfgs  Config                  // where stepCfg points
+	execs     [2]executor             // the executors of the first steps
+	firstStep int                     // the number of the first step
+	blockedOn string                  // the kind the last blocked call waits for
+	blockedAt *ref.Ref                // and the reference, when it alone blocks it
+	slab      callSlab                // the calls of a quiet run, kept for the next
 }
 
 // waiting is a call whose references did not resolve yet.
@@ -326,6 +337,7 @@ func (r *run) result(sol *Solution, steps int) *RunResult {
 }
 
 func (r *run) loop(ctx context.Context, first int) {
+	r.firstStep = first
 	maxSteps := r.cfg.MaxSteps
 	if maxSteps <= 0 {
 		maxSteps = DefaultMaxSteps
@@ -391,10 +403,17 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 		return nil, false
 	}
 	if r.stepCfg == nil { // the same at every step: shared by the steps' executors
-		c := cfg
-		r.stepCfg = &c
+		r.stepCfgs = cfg
+		r.stepCfg = &r.stepCfgs
 	}
-	r.exec = &executor{cfg: r.stepCfg, reg: reg, build: p.build}
+	// A step's executor serves its calls until they end, maybe past the
+	// step: the first steps' live in the run.
+	if k := step - r.firstStep; k >= 0 && k < len(r.execs) {
+		r.execs[k] = executor{cfg: r.stepCfg, reg: reg, build: p.build}
+		r.exec = &r.execs[k]
+	} else {
+		r.exec = &executor{cfg: r.stepCfg, reg: reg, build: p.build}
+	}
 	if r.direct && r.cfg.Confirm == nil { // no one else sees a call: see callSlab
 		r.exec.calls = &r.slab
 	}
@@ -406,7 +425,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	}
 	cfg.chunkDone = r.kick  // calls read from a chunk start while the model goes on
 	cfg.lendElements = true // t.event keeps an element's value, not the element
-	p.stream(ctx, cfg, t.event)
+	p.stream(ctx, cfg, r.onEvent)
 	if t.stop {
 		return nil, false
 	}
