@@ -334,3 +334,25 @@ func TestRequestAcceptsNullForOptional(t *testing.T) {
 		t.Fatalf("got %v, %v", resp, err)
 	}
 }
+
+// TestRequestFaultyProviderStops: a provider that goes on yielding after
+// it was told to stop is not read further: its error stands, and the text
+// it sends afterwards is not taken for a solution.
+func TestRequestFaultyProviderStops(t *testing.T) {
+	yields := 0
+	p := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		return func(yield func(*provider.Chunk, error) bool) {
+			yields++
+			yield(nil, &provider.Error{Provider: "x", Status: 502}) // ignores the false it gets
+			yield(&provider.Chunk{Text: `{"output":1}`, Done: true}, nil)
+		}
+	})
+	resp, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry()}, json.RawMessage(`{"type":"integer"}`), []message.Message{message.Text("x")})
+	var pe *provider.Error
+	if !errors.As(err, &pe) || pe.Status != 502 || resp != nil && len(resp.Solutions) > 0 {
+		t.Fatalf("got %+v, %v", resp, err)
+	}
+	if yields != 1 {
+		t.Errorf("the provider was called %d times", yields)
+	}
+}
