@@ -136,9 +136,12 @@ func (p *callPool) unlockStarting() {
 	start, gen := p.needWorker(), p.gen
 	p.mu.Unlock()
 	if start {
-		platform.Go(func() { p.work(gen) })
+		goWorker(func() { p.work(gen) })
 	}
 }
+
+// goWorker starts a worker; a test holds one back to make it late.
+var goWorker = platform.Go
 
 // needWorker reports whether to start a worker, and counts it: calls are
 // queued, no worker is on its way to them already, and there is room.

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -65,7 +64,9 @@ func TestCallPoolRecycles(t *testing.T) {
 // once, and that the worker, when it does get going, leaves the pool, by
 // then another run's, as it finds it.
 func TestCallPoolLetsLateWorkerGo(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // the worker cannot run until this goroutine waits
+	var late []func() // the workers started, held back until the test lets them go
+	defer func(g func(func())) { goWorker = g }(goWorker)
+	goWorker = func(f func()) { late = append(late, f) }
 	x := &executor{cfg: &Config{}}
 	p := newCallPool(4)
 	ran := 0
@@ -83,7 +84,7 @@ func TestCallPoolLetsLateWorkerGo(t *testing.T) {
 	p.mu.Lock()
 	started := p.starting
 	p.mu.Unlock()
-	if !started || ran != 2 {
+	if !started || ran != 2 || len(late) != 1 {
 		t.Fatalf("starting %v, ran %d: want a worker started for the second call, which the run ran itself", started, ran)
 	}
 	p.release()
@@ -95,7 +96,7 @@ func TestCallPoolLetsLateWorkerGo(t *testing.T) {
 	}
 	// The pool serves another run; the late worker gets going now.
 	p.limit, p.queue = 4, p.queueBuf[:0]
-	time.Sleep(10 * time.Millisecond)
+	late[0]()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.workers != 0 || p.starting || p.gen != gen || p.released {
