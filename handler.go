@@ -76,6 +76,11 @@ func (b *Build) Render(role provider.Role, text string) {
 	if b.toolsOnly {
 		return
 	}
+	if len(b.messages) == cap(b.messages) {
+		// A step renders a few messages past a fork's clipped list: make
+		// room for them at once rather than grow it for each.
+		b.messages = slices.Grow(b.messages, 4)
+	}
 	b.messages = append(b.messages, provider.Message{Role: role, Text: text})
 }
 

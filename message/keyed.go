@@ -57,7 +57,11 @@ func (v *view) setKey(w write) {
 		return
 	}
 	if v.keyed == nil {
-		v.keyed = make([]keyed, 0, smallView)
+		if v.spare != nil { // what the room held before is stale: never read
+			v.keyed = v.spare.keyed[:0]
+		} else {
+			v.keyed = make([]keyed, 0, smallView)
+		}
 	}
 	if i == len(v.keyed) { // keys often come in order: r0, r1...
 		v.keyed = append(roomForOne(v.keyed), kv)

@@ -28,11 +28,12 @@ type Log struct {
 	// The views of the identities written. The first lives in the log
 	// itself: a run's log mostly holds one, its state, and then needs no
 	// map.
-	first   view
-	firstID Identity
-	hasOne  bool
-	views   map[Identity]*view // the others
-	arena   []byte             // room for the next outputs' bytes (see carve)
+	first      view
+	firstID    Identity
+	hasOne     bool
+	firstSpare viewSpare          // the first view's lists, while short
+	views      map[Identity]*view // the others
+	arena      []byte             // room for the next outputs' bytes (see carve)
 }
 
 // view is the value of one identity. A view of few writes keeps them
@@ -55,6 +56,15 @@ type view struct {
 	// message by message.
 	description string
 	schema      json.RawMessage
+
+	spare *viewSpare // room for the first entries of its lists, if any
+}
+
+// viewSpare is room for a view's first writes and keys, in the log
+// itself for its first view: the lists then start without allocating.
+type viewSpare struct {
+	writes [smallView]int
+	keyed  [smallView]keyed
 }
 
 // smallView is how many writes a view keeps raw before it materialises.
@@ -240,6 +250,7 @@ func (l *Log) viewOf(id Identity) *view {
 	}
 	if !l.hasOne {
 		l.hasOne, l.firstID = true, id
+		l.first.spare = &l.firstSpare
 		return &l.first
 	}
 	if l.views == nil {
@@ -262,7 +273,11 @@ func (l *Log) view(id Identity) *view {
 // add records w, the write of the message at pos.
 func (v *view) add(pos int, w write) error {
 	if v.writes == nil {
-		v.writes = make([]int, 0, smallView)
+		if v.spare != nil {
+			v.writes = v.spare.writes[:0]
+		} else {
+			v.writes = make([]int, 0, smallView)
+		}
 	}
 	v.writes = append(roomForOne(v.writes), pos)
 	if !v.full {
