@@ -342,13 +342,9 @@ func (r *run) loop(ctx context.Context, first int) {
 	if maxSteps <= 0 {
 		maxSteps = DefaultMaxSteps
 	}
-	for i := r.log.Len() - 1; i >= 0; i-- { // LastPlan without copying the log
-		if r.log.TypeAt(i) == message.TypePlan {
-			m := r.log.At(i)
-			_, mode, ok := LastPlan([]message.Message{m})
-			r.lazy = ok && mode == PlanLazy
-			break
-		}
+	if i, _ := r.log.LastOf(message.TypePlan); i >= 0 { // LastPlan without copying the log
+		_, mode, ok := LastPlan([]message.Message{r.log.At(i)})
+		r.lazy = ok && mode == PlanLazy
 	}
 	for step := first; ; step++ {
 		if step > maxSteps {
@@ -448,7 +444,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	// The calls of this step are the plan of the next (012); errors of the
 	// tick come last.
 	if len(t.all) > 0 || r.lazy {
-		plan := jsonfast.ArrayOfValid(t.all) // the stream's elements are valid JSON
+		plan := jsonfast.CompactArray(t.all) // the stream's elements are valid JSON
 		if t.all == nil {
 			plan = json.RawMessage("[]")
 		}

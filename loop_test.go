@@ -187,6 +187,35 @@ func TestRunChainsCallsWithinAStep(t *testing.T) {
 	}
 }
 
+// TestRunPlanKeepsCallsAsWritten: the calls of a step become the plan of
+// the next (012) as the model wrote them, compacted: white space outside
+// strings goes, and <, > and & stay as they are, as in each output's _call.
+func TestRunPlanKeepsCallsAsWritten(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("note", json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`))
+	reg.Activity("note", &recorder{f: value(`true`)})
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"note","text":"a<b & c>d","_outputPath":"†state.a"}, { "_tool" : "note",
+			"text" : "x  y", "_outputPath":"†state.b" }],"output":null}`,
+		`{"calls":[],"output":{}}`,
+	)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, Clock: fixed}, json.RawMessage(`{"type":"object"}`),
+		ctxOf(t, `[{"type":"tool","tool":"note"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan json.RawMessage
+	for _, m := range res.Log.Messages() {
+		if m.Type == message.TypePlan {
+			plan = m.Plan
+		}
+	}
+	want := `[{"_tool":"note","text":"a<b & c>d","_outputPath":"†state.a"},{"_tool":"note","text":"x  y","_outputPath":"†state.b"}]`
+	if string(plan) != want {
+		t.Errorf("plan %s\nwant %s", plan, want)
+	}
+}
+
 func TestRunStartsCallsBeforeTheStreamEnds(t *testing.T) {
 	reg := agent.NewRegistry()
 	started := make(chan struct{})

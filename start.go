@@ -99,17 +99,11 @@ func (r *Registry) keep(p *prepared, prefix message.Prefix, version uint64, llm 
 // of its identity over the whole log, so a head is only cached when that
 // is the head's own. It returns 0 when there is no such head.
 func staticHead(log *message.Log) int {
-	head := 0
-	for i := log.Len() - 1; i >= 0; i-- {
-		typ := log.TypeAt(i)
-		if typ == message.TypeTool {
-			head = i + 1
-			break
-		}
-		if typ == message.TypeData {
-			return 0
-		}
+	i, typ := log.LastOf(message.TypeTool, message.TypeData)
+	if typ == message.TypeData {
+		return 0
 	}
+	head := i + 1 // 0 when there is no tool
 	if head == log.Len() {
 		return 0 // the whole context: cached as it is
 	}

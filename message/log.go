@@ -460,6 +460,20 @@ func (l *Log) TypeAt(i int) Type {
 	return l.msgs.at(i).typeOf()
 }
 
+// LastOf returns the position of the last message of one of types, and
+// its type; -1 and "" when there is none. It reads the log under one lock,
+// where TypeAt takes one per message.
+func (l *Log) LastOf(types ...Type) (int, Type) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for i := l.msgs.n - 1; i >= 0; i-- {
+		if t := l.msgs.at(i).typeOf(); slices.Contains(types, t) {
+			return i, t
+		}
+	}
+	return -1, ""
+}
+
 // IdentityAt returns the type and identity of the message at position i:
 // what At(i) gives, without copying the message.
 func (l *Log) IdentityAt(i int) (Type, Identity) {

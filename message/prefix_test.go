@@ -199,3 +199,33 @@ func TestLogResolves(t *testing.T) {
 		}
 	}
 }
+
+func TestLogLastOf(t *testing.T) {
+	l, err := NewLog(
+		Message{Type: TypeTool, Tool: json.RawMessage(`"a"`)},
+		Data("state", json.RawMessage(`{"x":1}`)),
+		Message{Type: TypePlan, Plan: json.RawMessage(`[]`)},
+		Text("hi"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		types []Type
+		at    int
+		typ   Type
+	}{
+		{[]Type{TypePlan}, 2, TypePlan},
+		{[]Type{TypeTool, TypeData}, 1, TypeData},
+		{[]Type{TypeTool}, 0, TypeTool},
+		{[]Type{TypeMeta}, -1, ""},
+		{nil, -1, ""},
+	} {
+		if at, typ := l.LastOf(tt.types...); at != tt.at || typ != tt.typ {
+			t.Errorf("LastOf(%v) = %d, %q, want %d, %q", tt.types, at, typ, tt.at, tt.typ)
+		}
+	}
+	if at, typ := (&Log{}).LastOf(TypeText); at != -1 || typ != "" {
+		t.Errorf("empty log: %d, %q", at, typ)
+	}
+}

@@ -1,6 +1,7 @@
 package jsonfast
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"math/bits"
@@ -205,30 +206,18 @@ func validNumber(data []byte, i int) (int, bool) {
 	return i, true
 }
 
-// Array is json.Marshal(values), which compacts each value and escapes
-// <, > and & in it: values that need neither (the usual case) are joined
-// as they are, without the encoder.
-func Array(values []json.RawMessage) json.RawMessage {
-	return array(values, false)
-}
-
-// ArrayOfValid is Array for values known to be valid JSON, such as the
-// elements a jsonstream.Extractor hands over: it does not check them again.
-func ArrayOfValid(values []json.RawMessage) json.RawMessage {
-	return array(values, true)
-}
-
-func array(values []json.RawMessage, valid bool) json.RawMessage {
-	n := 2
-	for _, v := range values {
-		if !valid && !Valid(v) || !plain(v) {
-			b, _ := json.Marshal(values)
-			return b
-		}
-		n += len(v) + 1
-	}
+// CompactArray joins values, each valid JSON, into a JSON array, each
+// compact: one with white space is compacted, the others (the usual case)
+// are copied as they are. The calls of a step become its plan this way,
+// each as the model wrote it: json.Marshal would also escape <, > and &,
+// and look at every byte that is not ASCII to do so. nil gives "null".
+func CompactArray(values []json.RawMessage) json.RawMessage {
 	if values == nil {
 		return json.RawMessage("null")
+	}
+	n := 2
+	for _, v := range values {
+		n += len(v) + 1
 	}
 	b := make([]byte, 0, n)
 	b = append(b, '[')
@@ -236,35 +225,17 @@ func array(values []json.RawMessage, valid bool) json.RawMessage {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, v...)
+		if !HasSpace(v) {
+			b = append(b, v...)
+			continue
+		}
+		buf := bytes.NewBuffer(b)
+		if err := json.Compact(buf, v); err != nil {
+			buf.Write(v) // not valid after all: kept as it is
+		}
+		b = buf.Bytes()
 	}
 	return append(b, ']')
-}
-
-// plain reports whether valid JSON v certainly comes out of json.Marshal
-// unchanged: no white space (a space inside a string only takes the slow
-// way), no <, > or &, and no U+2028 or U+2029 (UTF-8 E2 80 A8/A9).
-func plain(v []byte) bool {
-	for i := 0; i < len(v); i++ {
-		// Skip 8 bytes at a time while none may matter: the high bit of a
-		// byte of m is set for the first that is below '!', '<', '>', '&'
-		// or not ASCII (and maybe for later ones).
-		for ; i+8 <= len(v); i += 8 {
-			w := binary.LittleEndian.Uint64(v[i:])
-			lt, gt, amp := w^(ones*'<'), w^(ones*'>'), w^(ones*'&')
-			if m := ((w-ones*'!')&^w | (lt-ones)&^lt | (gt-ones)&^gt | (amp-ones)&^amp | w) & high; m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
-			}
-		}
-		if i == len(v) {
-			break
-		}
-		if c := v[i]; unmarshalled[c] && (c != 0xE2 || i+2 < len(v) && v[i+1] == 0x80 && (v[i+2] == 0xA8 || v[i+2] == 0xA9)) {
-			return false
-		}
-	}
-	return true
 }
 
 // PlainASCIIEnd returns the index of the first byte from d[j] on that a
@@ -321,15 +292,6 @@ const (
 	ones = 0x0101010101010101
 	high = 0x8080808080808080
 )
-
-// unmarshalled tells the bytes that plain looks at: those json.Marshal
-// changes and the first byte of U+2028 and U+2029.
-var unmarshalled = func() (t [256]bool) {
-	for _, c := range []byte(" \t\n\r<>&\xE2") {
-		t[c] = true
-	}
-	return t
-}()
 
 // AppendIndent appends data indented as json.Indent(dst, data, "", indent)
 // does. It checks data as it indents it, in one pass, and returns dst
