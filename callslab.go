@@ -36,8 +36,11 @@ func (s *callSlab) take() *Call {
 }
 
 // reset readies s for the next run, whose calls have all returned: the
-// Calls and their outputs' room are cleared for reuse, or forgotten when
-// a Call may be held elsewhere.
+// Calls are cleared for reuse, or forgotten when a Call may be held
+// elsewhere. The outputs' room is not cleared: parsing an output writes
+// all it reads of it, and clearing costs a write barrier per pointer
+// while the collector marks. What it still points to, until the next
+// run parses over it, is the text of this run's calls.
 func (s *callSlab) reset() {
 	if s.exposed {
 		*s = callSlab{}
@@ -46,7 +49,6 @@ func (s *callSlab) reset() {
 	for k := 0; k*slabChunk < s.n; k++ {
 		used := min(s.n-k*slabChunk, slabChunk) // clear no more than was taken
 		clear(s.chunks[k][:used])
-		clear(s.stores[k][:used])
 	}
 	s.n = 0
 }

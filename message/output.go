@@ -146,7 +146,9 @@ type plainOutput struct {
 
 // OutputStore holds a parsed output in place: a caller that keeps each
 // call in a struct of its own embeds one to parse the call's output
-// without an allocation of its own (see [ParseOutputIn]).
+// without an allocation of its own (see [ParseOutputIn]). ParseOutputIn
+// writes all of it that the Output it returns reads: a store can be
+// parsed into again without being cleared.
 type OutputStore struct{ plain plainOutput }
 
 // plainSegs is how many path segments parsePlainOutput keeps inline:

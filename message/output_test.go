@@ -301,3 +301,28 @@ func TestAppendOutputKeepsNoOutput(t *testing.T) {
 		t.Errorf("re-appended: %s, want %s", gv, wv)
 	}
 }
+
+// TestParseOutputInDirtyStore: a store parsed into before, never cleared,
+// gives the Output a fresh parse gives.
+func TestParseOutputInDirtyStore(t *testing.T) {
+	paths := []string{"", "†state.a", "†zz.q0.q1.q2", "†state", "†a.b || †c.d", "†a.b.c.d.e", "†state.x"}
+	for _, before := range paths {
+		for _, p := range paths {
+			var store OutputStore
+			if _, err := ParseOutputIn(CallMeta{Tool: "t", OutputPath: before, OutputMethod: "push"}, &store); err != nil {
+				t.Fatal(before, err)
+			}
+			got, err := ParseOutputIn(CallMeta{Tool: "t", OutputPath: p}, &store)
+			if err != nil {
+				t.Fatal(p, err)
+			}
+			want, err := ParseOutput(CallMeta{Tool: "t", OutputPath: p})
+			if err != nil {
+				t.Fatal(p, err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%q after %q: %+v, want %+v", p, before, got, want)
+			}
+		}
+	}
+}
