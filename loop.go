@@ -157,7 +157,11 @@ func Events(ctx context.Context, cfg Config, schema json.RawMessage, msgs []mess
 func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []message.Message, first int, yield func(RunEvent, error) bool) (res *RunResult, err error) {
 	ctx, cancel := context.WithCancel(platform.WithClock(ctx, cfg.Clock))
 	defer cancel()
-	log, err := message.NewLog(msgs...)
+	reg := cfg.Registry
+	if reg == nil {
+		reg = DefaultRegistry
+	}
+	log, err := reg.runLog(msgs)
 	if err != nil {
 		err = fmt.Errorf("agent: context: %w", err)
 		if yield != nil {

@@ -89,8 +89,33 @@ func prepareStart(ctx context.Context, cfg Config, userSchema json.RawMessage, l
 func (r *Registry) keep(p *prepared, prefix message.Prefix, version uint64, llm provider.Request, user json.RawMessage, log *message.Log) *prepared {
 	f := p.fork(log)
 	p.build.Log = nil // the loop's log: the cache holds its prefix only
-	r.keepStart(&start{prefix: prefix, version: version, llm: llm, user: user, p: p})
+	r.keepStart(&start{prefix: prefix.Freeze(), version: version, llm: llm, user: user, p: p})
 	return f
+}
+
+// runLog returns a log holding msgs for a run. When msgs starts with the
+// messages of a cached start, the longest such, the log shares them
+// rather than copy them (see message.Prefix.NewLog): the start's prefix
+// then also matches the log at a glance.
+func (r *Registry) runLog(msgs []message.Message) (*message.Log, error) {
+	r.startsMu.Lock()
+	cands := r.starts
+	r.startsMu.Unlock()
+	for {
+		k := -1 // the longest candidate left
+		for i, s := range cands {
+			if s != nil && s.prefix.Len() <= len(msgs) && (k < 0 || s.prefix.Len() > cands[k].prefix.Len()) {
+				k = i
+			}
+		}
+		if k < 0 {
+			return message.NewLog(msgs...)
+		}
+		if log, ok, err := cands[k].prefix.NewLog(msgs...); ok {
+			return log, err
+		}
+		cands[k] = nil
+	}
 }
 
 // staticHead returns how many messages of log make its head, what runs
@@ -116,14 +141,22 @@ func (r *Registry) startFor(version uint64, llm *provider.Request, user json.Raw
 	r.startsMu.Lock()
 	cands := r.starts // compared without the lock
 	r.startsMu.Unlock()
-	var best *start
-	for _, s := range cands {
-		if s != nil && s.matches(version, llm, user) && (best == nil || s.prefix.Len() > best.prefix.Len()) &&
-			s.prefix.Len() <= log.Len() && log.HasPrefix(s.prefix) {
-			best = s
+	n := log.Len()
+	for { // the longest first: the first that log starts with is the one
+		k := -1
+		for i, s := range cands {
+			if s != nil && s.prefix.Len() <= n && (k < 0 || s.prefix.Len() > cands[k].prefix.Len()) {
+				k = i
+			}
 		}
+		if k < 0 {
+			return nil
+		}
+		if s := cands[k]; s.matches(version, llm, user) && log.HasPrefix(s.prefix) {
+			return s
+		}
+		cands[k] = nil
 	}
-	return best
 }
 
 // keepStart caches s, replacing the oldest start.

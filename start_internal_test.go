@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"testing"
 	"unsafe"
@@ -214,6 +215,50 @@ func TestStartCacheKeepsTheHead(t *testing.T) {
 	}
 	if s := other.startFor(other.version.Load(), &llm, nil, logOf(tool, message.Text("b?"))); s != nil {
 		t.Fatalf("a head was kept though the rest held data: %d messages", s.prefix.Len())
+	}
+}
+
+// TestRunLogSharesTheStart checks that a run's log shares the messages of
+// the longest cached start its context begins with: made in one
+// allocation, it holds the context all the same, and a context that
+// begins with no start gets a log of its own.
+func TestRunLogSharesTheStart(t *testing.T) {
+	reg := NewRegistry()
+	reg.Tool("t", json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}}}`))
+	cfg := Config{Registry: reg}
+	system := message.Message{Type: message.TypeText, Role: message.RoleSystem, Text: "Be brief."}
+	tool := message.Message{Type: message.TypeTool, Tool: json.RawMessage(`"t"`)}
+	first := []message.Message{system, tool, message.Text("a?")}
+	log, err := reg.runLog(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prepareStart(t.Context(), cfg, nil, log); err != nil { // keeps the head and the whole context
+		t.Fatal(err)
+	}
+	for _, msgs := range [][]message.Message{first, {system, tool, message.Text("b?")}, {system, tool, message.Text("a?"), message.Text("more")}} {
+		log, err := reg.runLog(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := log.Messages(); !reflect.DeepEqual(got, msgs) {
+			t.Errorf("log %+v, want %+v", got, msgs)
+		}
+	}
+	// The whole first context is a start: its log is one allocation, where
+	// a log of its own is two, the log and its messages.
+	if allocs := testing.AllocsPerRun(10, func() {
+		if _, err := reg.runLog(first); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs != 1 {
+		t.Errorf("%v allocations: the start was not shared", allocs)
+	}
+	if _, err := reg.runLog([]message.Message{tool}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.runLog([]message.Message{system, tool, {Type: message.TypeData, Kind: "state", Data: json.RawMessage("{")}}); err == nil {
+		t.Error("a bad message past the start was taken")
 	}
 }
 

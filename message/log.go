@@ -34,6 +34,7 @@ type Log struct {
 	firstSpare viewSpare          // the first view's lists, while short
 	views      map[Identity]*view // the others
 	arena      []byte             // room for the next outputs' bytes (see carve)
+	restBuf    [4][]entry         // room for msgs.rest's first chunks (see newLog)
 }
 
 // view is the value of one identity. A view of few writes keeps them
@@ -91,9 +92,17 @@ type write struct {
 	value  json.RawMessage
 }
 
+// newLog returns an empty log whose list of chunks starts in the log: a
+// copy of the list (see entries) only reads the chunks it had.
+func newLog() *Log {
+	l := &Log{}
+	l.msgs.rest = l.restBuf[:0]
+	return l
+}
+
 // NewLog returns a log holding msgs.
 func NewLog(msgs ...Message) (*Log, error) {
-	l := &Log{}
+	l := newLog()
 	if err := l.Append(msgs...); err != nil {
 		return nil, err
 	}
@@ -145,17 +154,11 @@ func (l *Log) Append(msgs ...Message) error {
 		if m.Type != TypeData {
 			continue
 		}
-		v := l.viewOf(m.Identity())
-		if m.Description != "" {
-			v.description = m.Description
+		var w write
+		if ws != nil {
+			w = ws[i]
 		}
-		if m.Schema != nil {
-			v.schema = m.Schema
-		}
-		if ws == nil || ws[i].value == nil {
-			continue
-		}
-		if err := v.add(pos, ws[i]); err != nil {
+		if err := l.index(pos, m, w); err != nil {
 			return at(pos, err)
 		}
 	}
@@ -305,6 +308,22 @@ func (v *view) add(pos int, w write) error {
 		}
 	}
 	return v.apply(w)
+}
+
+// index records m, the data message at pos that makes write w, in the
+// view of its identity. The caller holds l.mu for writing.
+func (l *Log) index(pos int, m *Message, w write) error {
+	v := l.viewOf(m.Identity())
+	if m.Description != "" {
+		v.description = m.Description
+	}
+	if m.Schema != nil {
+		v.schema = m.Schema
+	}
+	if w.value == nil {
+		return nil
+	}
+	return v.add(pos, w)
 }
 
 // countRests returns how many of msgs an entry keeps behind a pointer.

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -228,4 +231,108 @@ func TestLogLastOf(t *testing.T) {
 	if at, typ := (&Log{}).LastOf(TypeText); at != -1 || typ != "" {
 		t.Errorf("empty log: %d, %q", at, typ)
 	}
+}
+
+// TestPrefixNewLog checks a log made from a frozen prefix: it holds what
+// NewLog gives for the same messages (values and views of the data in the
+// prefix included), it and the log the prefix came from grow apart
+// without writing over each other, and a context that does not start
+// with the prefix is refused.
+func TestPrefixNewLog(t *testing.T) {
+	tool := Message{Type: TypeTool, Tool: json.RawMessage(`"t"`)}
+	base := []Message{
+		tool,
+		{Type: TypeData, Kind: "state", Data: json.RawMessage(`{"x":1}`), Description: "the state"},
+		{Type: TypeText, Role: RoleSystem, Text: "sys", Description: "not inline"},
+		Text("hi"),
+	}
+	orig, err := NewLog(base...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := orig.Prefix().NewLog(base...); ok {
+		t.Error("a prefix that is not frozen made a log")
+	}
+	p := orig.Prefix().Freeze()
+	if p.Freeze().Len() != 4 || (Prefix{}).Freeze().Len() != 0 {
+		t.Error("Freeze changed the messages")
+	}
+	more := append(slices.Clone(base), Data("state", json.RawMessage(`{"y":2}`)))
+	got, ok, err := p.NewLog(more...)
+	if !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	want, _ := NewLog(more...)
+	if !reflect.DeepEqual(got.Messages(), want.Messages()) {
+		t.Errorf("messages\n%+v\nwant\n%+v", got.Messages(), want.Messages())
+	}
+	gv, _, _ := got.Value(Identity{Kind: "state"})
+	wv, _, _ := want.Value(Identity{Kind: "state"})
+	gd, _ := got.About(Identity{Kind: "state"})
+	if string(gv) != string(wv) || gd != "the state" {
+		t.Errorf("state %s %q, want %s", gv, gd, wv)
+	}
+	if !got.HasPrefix(p) || !got.HasPrefix(orig.Prefix()) {
+		t.Error("the log does not start with its prefix")
+	}
+	// Both logs grow; neither sees the other's messages.
+	for i := range 40 {
+		if err := orig.Append(Text(fmt.Sprint("o", i))); err != nil {
+			t.Fatal(err)
+		}
+		if err := got.Append(Text(fmt.Sprint("g", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m := orig.At(4); m.Text != "o0" {
+		t.Errorf("the original log's message 4 is %+v", m)
+	}
+	if m := got.At(5); m.Text != "g0" || got.Len() != 45 {
+		t.Errorf("the new log's message 5 is %+v", m)
+	}
+	if m := got.At(3); m.Text != "hi" {
+		t.Errorf("a shared message became %+v", m)
+	}
+	// Contexts that do not start with the prefix.
+	for _, msgs := range [][]Message{
+		base[:3],
+		{tool, base[1], base[2], Text("other")},
+		{{Type: TypeTool, Tool: json.RawMessage(`"t"`), Description: "d"}, base[1], base[2], base[3]},
+		{tool, base[1], {Type: TypeText, Role: RoleSystem, Text: "sys"}, base[3]},
+	} {
+		if l, ok, err := p.NewLog(msgs...); ok || l != nil || err != nil {
+			t.Errorf("%+v: ok %v, %v", msgs, ok, err)
+		}
+	}
+	// A bad message past the prefix is reported at its place.
+	if _, ok, err := p.NewLog(append(slices.Clone(base), Message{Type: TypeData, Kind: "state", Data: json.RawMessage(`{`)})...); !ok || err == nil || !strings.Contains(err.Error(), "4") {
+		t.Errorf("bad message: ok %v, %v", ok, err)
+	}
+}
+
+// TestPrefixNewLogConcurrent: logs sharing one frozen prefix grow at once.
+func TestPrefixNewLogConcurrent(t *testing.T) {
+	base := []Message{Text("a"), Data("state", json.RawMessage(`{"x":1}`))}
+	a, _ := NewLog(base...)
+	p := a.Prefix().Freeze()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			l, ok, err := p.NewLog(base...)
+			if !ok || err != nil {
+				t.Error(ok, err)
+				return
+			}
+			for i := range 50 {
+				if err := l.Append(Data("state", json.RawMessage(fmt.Sprintf(`{"g%d":%d}`, g, i)))); err != nil {
+					t.Error(err)
+				}
+			}
+			v, _, _ := l.Value(Identity{Kind: "state"})
+			if want := fmt.Sprintf(`{"g%d":49,"x":1}`, g); string(v) != want {
+				t.Errorf("state %s, want %s", v, want)
+			}
+		})
+	}
+	wg.Wait()
 }
