@@ -37,6 +37,9 @@ func (v *view) keyedWrite(w write) bool {
 // findKey returns where k is or would be in the sorted keys.
 func (v *view) findKey(k string) (int, bool) {
 	lo, hi := 0, len(v.keyed)
+	if hi > 0 && v.keyed[hi-1].key < k { // past the last: keys often come in order
+		return hi, false
+	}
 	for lo < hi { // a binary search written out: lookups run it often
 		m := int(uint(lo+hi) >> 1)
 		if v.keyed[m].key < k {

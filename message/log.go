@@ -62,11 +62,16 @@ type view struct {
 }
 
 // viewSpare is room for a view's first writes and keys, in the log
-// itself for its first view: the lists then start without allocating.
+// itself for its first view: the lists then start without allocating,
+// and a run's state, written a few times per call, grows them once
+// less.
 type viewSpare struct {
-	writes [smallView]int
-	keyed  [smallView]keyed
+	writes [spareView]int
+	keyed  [spareView]keyed
 }
+
+// spareView is how many writes and keys a viewSpare has room for.
+const spareView = 16
 
 // smallView is how many writes a view keeps raw before it materialises.
 const smallView = 4
