@@ -40,6 +40,27 @@ func TestNow(t *testing.T) {
 	}
 }
 
+// TestWallNow checks the wall clock read through its base: it keeps
+// pace with time.Now, never goes back, and takes a new base once the old
+// is a second old.
+func TestWallNow(t *testing.T) {
+	prev := wallNow()
+	for range 1000 {
+		before := time.Now()
+		got := wallNow()
+		after := time.Now()
+		if got.Before(prev) || got.Sub(before) < -time.Millisecond || got.Sub(after) > time.Millisecond {
+			t.Fatalf("wallNow %v, not within %v .. %v or before %v", got, before, after, prev)
+		}
+		prev = got
+	}
+	old := time.Now().Add(-2 * time.Second)
+	wallBase.Store(&old)
+	if got := wallNow(); got.Sub(old) < 2*time.Second-time.Millisecond || *wallBase.Load() == old {
+		t.Errorf("a stale base was kept: %v from %v", got, old)
+	}
+}
+
 func TestNewID(t *testing.T) {
 	ctx := context.Background()
 	a, b := NewID(ctx), NewID(ctx)
