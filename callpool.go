@@ -106,11 +106,23 @@ func (p *callPool) recycle() {
 	}
 	p.mu.Lock() // no one else is here but late workers, who see gen moved on
 	p.gen++
-	clear(p.queueBuf[:]) // keep no call of the run alive
-	clear(p.finishedBuf[:])
+	// Keep no call of the run alive. take and next clear what they hand
+	// over: only what was never taken is left, unless a list outgrew its
+	// first array, which then still holds what it had.
+	clearLeft(p.queue, p.head, p.queueBuf[:])
+	clearLeft(p.finished, p.fhead, p.finishedBuf[:])
 	p.queue, p.finished, p.head, p.fhead, p.released = nil, nil, 0, 0, false
 	p.mu.Unlock()
 	callPools.Put(p)
+}
+
+// clearLeft clears list from head on, and all of buf, its first backing
+// array, when list no longer lies in it.
+func clearLeft[T any](list []T, head int, buf []T) {
+	clear(list[head:])
+	if cap(list) > 0 && &list[:1][0] != &buf[0] {
+		clear(buf)
+	}
 }
 
 // submit queues a call. It starts nothing: while the answer streams, the

@@ -59,6 +59,49 @@ func TestCallPoolRecycles(t *testing.T) {
 	}
 }
 
+// TestCallPoolRecycleOutgrown: a run whose queue and finished list
+// outgrew their first arrays leaves nothing of its calls in them.
+func TestCallPoolRecycleOutgrown(t *testing.T) {
+	defer func(g func(func())) { goWorker = g }(goWorker)
+	goWorker = func(func()) {} // no worker: the run does all itself
+	x := &executor{cfg: &Config{}}
+	p := newCallPool(4)
+	act := ActivityFunc(func(ctx context.Context, c *Call) (*Result, error) { return &Result{}, nil })
+	n := len(p.queueBuf) + 4
+	for range n {
+		p.submit(job{ctx: context.Background(), x: x, c: &Call{Tool: "t", resolved: true, activity: act}})
+	}
+	p.mu.Lock()
+	for range len(p.finishedBuf) + 2 { // as if workers had finished calls
+		p.finished = append(p.finished, completion{call: &Call{Tool: "done"}})
+	}
+	p.mu.Unlock()
+	for range n + len(p.finishedBuf) + 2 {
+		if _, ok := p.next(true, helpAlways); !ok {
+			t.Fatal("no completion")
+		}
+	}
+	p.mu.Lock()
+	p.workers, p.starting = 0, false // the workers goWorker dropped
+	p.mu.Unlock()
+	p.release()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.queue != nil || p.released {
+		t.Fatal("the pool was not recycled")
+	}
+	for i := range p.queueBuf {
+		if p.queueBuf[i].c != nil {
+			t.Errorf("queue %d keeps a call", i)
+		}
+	}
+	for i := range p.finishedBuf {
+		if p.finishedBuf[i].call != nil {
+			t.Errorf("finished %d keeps a call", i)
+		}
+	}
+}
+
 // TestCallPoolLetsLateWorkerGo checks that a run which did all its calls
 // itself while a worker it started never got going gives its pool back at
 // once, and that the worker, when it does get going, leaves the pool, by

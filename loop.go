@@ -220,7 +220,11 @@ func (r *run) recycle() {
 	pending, all := r.tick.pending[:cap(r.tick.pending)], r.tick.all[:cap(r.tick.all)]
 	clear(pending)
 	clear(all)
-	*r = run{writes: writes, wrote: wrote, onEvent: onEvent, slab: slab}
+	// Cleared, then what is kept set again: clearing shades only the old
+	// pointers while the collector marks, where copying a whole new run
+	// over this one would shade the new ones too.
+	*r = run{}
+	r.writes, r.wrote, r.onEvent, r.slab = writes, wrote, onEvent, slab
 	r.tick.pending, r.tick.all = pending[:0], all[:0]
 	runs.Put(r)
 }
