@@ -23,14 +23,30 @@ import (
 type entry struct {
 	kind       string
 	instance   string
-	data       json.RawMessage
-	call       json.RawMessage
+	data       raw
+	call       raw
 	date       string
 	outputPath string
 	rest       *Message // the message, when it is not inline
 	wOff, wLen uint32   // written is data[wOff:wOff+wLen]; wLen 0: nil
 	typ        entryType
 	method     uint8 // an index in methods
+}
+
+// raw is a json.RawMessage as an entry keeps it: in two words, not three,
+// its capacity its length. nil stays nil, and empty empty.
+type raw struct {
+	p *byte
+	n int
+}
+
+func rawOf(b []byte) raw { return raw{unsafe.SliceData(b), len(b)} }
+
+func (r raw) get() json.RawMessage {
+	if r.p == nil {
+		return nil
+	}
+	return unsafe.Slice(r.p, r.n)
 }
 
 // entryType codes the types of inline messages.
@@ -120,17 +136,17 @@ func (e *entry) pack(m *Message, rest *Message) {
 	e.instance = m.Instance
 	switch m.Type {
 	case TypeTool:
-		e.typ, e.data = eTool, m.Tool
+		e.typ, e.data = eTool, rawOf(m.Tool)
 	case TypePlan:
-		e.typ, e.data = ePlan, m.Plan
+		e.typ, e.data = ePlan, rawOf(m.Plan)
 	case TypeMeta:
-		e.typ, e.data = eMeta, m.Meta
+		e.typ, e.data = eMeta, rawOf(m.Meta)
 	case TypeText:
 		e.typ, e.kind, e.date = eText, string(m.Role), m.Text
 	default:
 		e.method, _ = methodCode(m.Method)
 		e.wOff, e.wLen, _ = writtenAt(m.Data, m.written)
-		e.typ, e.kind, e.data, e.call, e.date, e.outputPath = eData, m.Kind, m.Data, m.Call, m.Date, m.OutputPath
+		e.typ, e.kind, e.data, e.call, e.date, e.outputPath = eData, m.Kind, rawOf(m.Data), rawOf(m.Call), m.Date, m.OutputPath
 	}
 }
 
@@ -145,7 +161,7 @@ func (e *entry) written() json.RawMessage {
 	if e.wLen == 0 {
 		return nil
 	}
-	return e.data[e.wOff : e.wOff+e.wLen : e.wOff+e.wLen]
+	return e.data.get()[e.wOff : e.wOff+e.wLen : e.wOff+e.wLen]
 }
 
 // fill sets *m, a zero Message, to the message of e: in place, since a
@@ -158,16 +174,16 @@ func (e *entry) fill(m *Message) {
 	m.Type, m.Instance = entryTypes[e.typ], e.instance
 	switch e.typ {
 	case eTool:
-		m.Tool = e.data
+		m.Tool = e.data.get()
 	case ePlan:
-		m.Plan = e.data
+		m.Plan = e.data.get()
 	case eMeta:
-		m.Meta = e.data
+		m.Meta = e.data.get()
 	case eText:
 		m.Role, m.Text = Role(e.kind), e.date
 	default:
 		m.Kind, m.Data, m.Call, m.Date, m.Method, m.OutputPath, m.written =
-			e.kind, e.data, e.call, e.date, methods[e.method], e.outputPath, e.written()
+			e.kind, e.data.get(), e.call.get(), e.date, methods[e.method], e.outputPath, e.written()
 	}
 }
 

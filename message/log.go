@@ -223,7 +223,7 @@ func (l *Log) appendTargets(targets []target, call json.RawMessage, instance str
 		pos := l.msgs.n
 		off, n, _ := writtenAt(data, written) // within data: appendTarget made it so
 		e := l.msgs.push()                    // zero: filled field by field, as entry.pack does
-		e.typ, e.kind, e.instance, e.data, e.call, e.date = eData, t.ref.Kind, instance, data, call, stamp
+		e.typ, e.kind, e.instance, e.data, e.call, e.date = eData, t.ref.Kind, instance, rawOf(data), rawOf(call), stamp
 		e.method, e.outputPath, e.wOff, e.wLen = code, t.text, off, n
 		v := l.viewOf(Identity{Kind: t.ref.Kind, Instance: instance})
 		if err := v.add(pos, write{path: t.ref.Path, method: method, value: written}); err != nil {

@@ -100,16 +100,16 @@ func holds(e *entry, m *Message) bool {
 	}
 	switch e.typ {
 	case eTool:
-		return sameRaw(e.data, m.Tool)
+		return sameRaw(e.data.get(), m.Tool)
 	case ePlan:
-		return sameRaw(e.data, m.Plan)
+		return sameRaw(e.data.get(), m.Plan)
 	case eMeta:
-		return sameRaw(e.data, m.Meta)
+		return sameRaw(e.data.get(), m.Meta)
 	case eText:
 		return e.kind == string(m.Role) && e.date == m.Text
 	}
 	return e.kind == m.Kind && e.date == m.Date && methods[e.method] == m.Method && e.outputPath == m.OutputPath &&
-		sameRaw(e.data, m.Data) && sameRaw(e.call, m.Call)
+		sameRaw(e.data.get(), m.Data) && sameRaw(e.call.get(), m.Call)
 }
 
 // Len returns the number of messages in p.
@@ -145,7 +145,7 @@ func sameEntry(a, b *entry) bool {
 	}
 	return a.typ == b.typ && a.kind == b.kind && a.instance == b.instance && a.date == b.date &&
 		a.method == b.method && a.outputPath == b.outputPath &&
-		sameRaw(a.data, b.data) && sameRaw(a.call, b.call)
+		sameRaw(a.data.get(), b.data.get()) && sameRaw(a.call.get(), b.call.get())
 }
 
 // sameMessage reports whether two messages are equal field by field.
