@@ -79,7 +79,7 @@ func (x *executor) prepareRaw(log *message.Log, raw json.RawMessage, object bool
 // prepareRaw then prepares step by step, and which reports what is wrong.
 func (x *executor) prepareChecked(raw json.RawMessage) *Call {
 	tool := leadingTool(raw)
-	if tool == "" || mayHoldRef(raw) {
+	if tool == "" {
 		return nil
 	}
 	sh := x.build.shape(tool)
@@ -92,18 +92,23 @@ func (x *executor) prepareChecked(raw json.RawMessage) *Call {
 	}
 	var m message.CallMeta
 	other := false // a member that needs the step-by-step way
+	// A parameter with a dagger or an escape (which may hide one) may hold
+	// a reference, and a meta-property other than the output path is taken
+	// as it is only without either: such a call goes the step-by-step way.
+	// A key with an escape fails AcceptsObject.
 	ok := compiled.AcceptsObject(raw, func(k, v []byte) {
 		if len(k) == 0 || k[0] != '_' {
-			// A dagger mayHoldRef let pass, as in {"a":{"_outputPath":"†x"}}.
-			other = other || bytes.Contains(v, []byte(ref.Dagger))
+			other = other || bytes.IndexByte(v, '\\') >= 0 || bytes.Contains(v, []byte(ref.Dagger)) ||
+				bytes.Contains(k, []byte(ref.Dagger))
 			return
 		}
 		dst := m.Field(k)
 		if dst == nil {
-			other = other || string(k) == "_scopes"
+			other = other || string(k) == "_scopes" || bytes.IndexByte(v, '\\') >= 0 || bytes.Contains(v, []byte(ref.Dagger))
 			return
 		}
-		if len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 {
+		if len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 ||
+			&m.OutputPath != dst && bytes.Contains(v, []byte(ref.Dagger)) {
 			other = true
 			return
 		}
@@ -143,27 +148,6 @@ func leadingTool(raw json.RawMessage) string {
 		}
 	}
 	return ""
-}
-
-// mayHoldRef reports whether a parameter of raw may hold a reference:
-// it has a dagger other than at the start of its _outputPath, or an
-// escape. It may be wrong only the safe way (true for a call without
-// one), as with a dagger in a _instance.
-func mayHoldRef(raw json.RawMessage) bool {
-	if bytes.IndexByte(raw, '\\') >= 0 {
-		return true
-	}
-	for rest, at := raw, 0; ; {
-		i := bytes.Index(rest, []byte(ref.Dagger))
-		if i < 0 {
-			return false
-		}
-		if !bytes.HasSuffix(raw[:at+i], []byte(`"_outputPath":"`)) {
-			return true
-		}
-		at += i + len(ref.Dagger)
-		rest = raw[at:]
-	}
 }
 
 // preparePlanned is prepareCall for a call of an analysed plan: its

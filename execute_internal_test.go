@@ -38,7 +38,12 @@ func TestPrepareChecked(t *testing.T) {
 		{`{"_tool":"t","x":1,"_outputPath":"†state.r"}`, true},
 		{`{"_tool":"t","x":1}`, true},
 		{`{"_tool":"t","x":1,"_instance":"i1","_outputPath":"†state.r","_outputMethod":"merge","_other":5}`, true},
-		{`{"_tool":"t","x":1,"_outputPath":"†state.r || †state.e"}`, false}, // a second dagger: step by step
+		{`{"_tool":"t","x":1,"_outputPath":"†state.r || †state.e"}`, true}, // two targets: the path parsed whole
+		{`{"_tool":"t","x":1,"_instance":"†state.n"}`, false},              // a dagger in another meta-property
+		{`{"_tool":"t","x":1,"_note":"†state.n"}`, false},                  // in one of no meaning
+		{`{"_tool":"t","x":1,"_note":"a\nb"}`, false},                      // an escape there
+		{`{"_tool":"t","x":1,"a":{"k":"a\nb"}}`, false},                    // an escape in a parameter
+		{`{"_tool":"t","x":1,"†k":1}`, false},                              // a dagger in a key
 		{`{"_tool":"t","x":1,"a":{"b":"c"},"_outputPath":"†state.a.b.c.d.e"}`, true},
 		{`{"_tool":"t","x":"†state.n","_outputPath":"†state.r"}`, false},               // a reference
 		{`{"_tool":"t","x":1,"a":{"_outputPath":"†state.n"}}`, false},                  // a dagger in a parameter
