@@ -174,24 +174,11 @@ func flatEncoder(t reflect.Type) *flatEnc {
 		if name == "" {
 			name = sf.Name
 		}
-		if name == "-" || (opts != "" && opts != "omitempty") {
+		if !flatjson.PlainName(name) || (opts != "" && opts != "omitempty") {
 			return nil
 		}
-		for _, c := range []byte(name) {
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
-				return nil
-			}
-		}
-		var jsonType string
-		switch sf.Type.Kind() {
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-			jsonType = "integer"
-		case reflect.Bool:
-			jsonType = "boolean"
-		case reflect.String:
-			jsonType = "string"
-		default:
+		jsonType := flatjson.JSONType(sf.Type.Kind())
+		if jsonType == "" {
 			return nil
 		}
 		e.fields = append(e.fields, flatEncField{index: i, key: `"` + name + `":`, omitEmpty: opts == "omitempty", jsonType: jsonType})

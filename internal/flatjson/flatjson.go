@@ -53,19 +53,11 @@ func New(t reflect.Type) *Decoder {
 		if name == "" {
 			name = sf.Name
 		}
-		if !plainName(name) || (opts != "" && opts != "omitempty") {
+		if !PlainName(name) || (opts != "" && opts != "omitempty") {
 			return nil
 		}
-		var typ string
-		switch sf.Type.Kind() {
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-			typ = "integer"
-		case reflect.Bool:
-			typ = "boolean"
-		case reflect.String:
-			typ = "string"
-		default:
+		typ := JSONType(sf.Type.Kind())
+		if typ == "" {
 			return nil
 		}
 		f := field{name: name, index: i, kind: sf.Type.Kind(), required: opts == ""}
@@ -100,9 +92,24 @@ func (d *Decoder) Meta() bool {
 	return false
 }
 
-// plainName reports whether a member name needs no escaping and is not
+// JSONType returns the JSON Schema type of a flat field of kind k,
+// "integer", "boolean" or "string", and "" for any other kind.
+func JSONType(k reflect.Kind) string {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "integer"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.String:
+		return "string"
+	}
+	return ""
+}
+
+// PlainName reports whether a member name needs no escaping and is not
 // one encoding/json treats specially.
-func plainName(s string) bool {
+func PlainName(s string) bool {
 	if s == "" || s == "-" {
 		return false
 	}
