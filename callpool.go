@@ -34,6 +34,12 @@ type callPool struct {
 	// leaves without touching p, so the run need not wait for it to give
 	// p back.
 	gen uint64
+	// late counts the workers let go at release that have not got going
+	// yet, and adopted those of them a later run of p counts as its
+	// starting worker (at most one): on a busy or single-core machine a
+	// worker may get going only after many runs, and each run would start
+	// a goroutine of its own while the last one still waits.
+	late, adopted int
 
 	// First backing arrays of queue and finished: a step of a few calls
 	// does not grow them.
@@ -84,6 +90,11 @@ func (p *callPool) release() {
 		p.starting = false
 		p.workers--
 		p.gen++ // in this critical section: the worker cannot start in between
+		if p.adopted > 0 {
+			p.adopted-- // a late one again, counted already
+		} else {
+			p.late++
+		}
 	}
 	idle := p.idle()
 	p.mu.Unlock()
@@ -164,6 +175,10 @@ func (p *callPool) needWorker() bool {
 	}
 	p.starting = true
 	p.workers++
+	if p.late > p.adopted { // one is on its way already: it will be this one
+		p.adopted++
+		return false
+	}
 	return true
 }
 
@@ -185,8 +200,12 @@ func (p *callPool) take() (job, bool) {
 func (p *callPool) work(gen uint64) {
 	p.mu.Lock()
 	if p.gen != gen { // let go at release: p is another run's by now
-		p.mu.Unlock()
-		return
+		p.late--
+		if p.adopted == 0 {
+			p.mu.Unlock()
+			return
+		}
+		p.adopted-- // the run's starting worker: go on as one
 	}
 	p.starting = false
 	for {
