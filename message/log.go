@@ -237,7 +237,7 @@ func (l *Log) appendTargets(targets []target, call json.RawMessage, instance str
 // the log keeps for the outputs it appends: a run's outputs are many and
 // small, and live as long as the log. The caller holds l.mu for writing.
 func (l *Log) carve(n int) []byte {
-	const least, most = 1 << 10, 16 << 10
+	const least, most = 512, 16 << 10
 	if n > most/4 {
 		return make([]byte, 0, n)
 	}
