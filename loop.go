@@ -157,10 +157,7 @@ func Events(ctx context.Context, cfg Config, schema json.RawMessage, msgs []mess
 func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []message.Message, first int, yield func(RunEvent, error) bool) (res *RunResult, err error) {
 	ctx, cancel := context.WithCancel(platform.WithClock(ctx, cfg.Clock))
 	defer cancel()
-	reg := cfg.Registry
-	if reg == nil {
-		reg = DefaultRegistry
-	}
+	reg := cfg.registry()
 	log, err := reg.runLog(msgs)
 	if err != nil {
 		err = fmt.Errorf("agent: context: %w", err)
@@ -396,10 +393,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	// Calls run as they stream in, so a solution cannot be re-asked
 	// quietly: an invalid one becomes an error message for the next step.
 	cfg.CallbackPath, cfg.N, cfg.MaxRepairs = "calls", 1, -1
-	reg := cfg.Registry
-	if reg == nil {
-		reg = DefaultRegistry
-	}
+	reg := cfg.registry()
 	p, err := prepareNext(ctx, cfg, r.schema, r.log, r.prep)
 	r.prep = p
 	if err != nil {

@@ -1063,10 +1063,7 @@ func (g *planGraph) executable(x *executor) {
 // defines them, and those registered in the registry that the context
 // does not define.
 func planExecutor(ctx context.Context, cfg Config, log *message.Log) (*executor, error) {
-	reg := cfg.Registry
-	if reg == nil {
-		reg = DefaultRegistry
-	}
+	reg := cfg.registry()
 	p, err := prepareBuild(ctx, cfg, nil, log, true)
 	if err != nil {
 		return nil, err

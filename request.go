@@ -109,6 +109,14 @@ type Config struct {
 	quiet bool
 }
 
+// registry returns the Registry c names, or DefaultRegistry.
+func (c *Config) registry() *Registry {
+	if c.Registry == nil {
+		return DefaultRegistry
+	}
+	return c.Registry
+}
+
 // Solution is one validated answer of the model.
 //
 // Raw, Output and Calls may share the memory of the model's answer:
@@ -459,10 +467,7 @@ func prepareFrom(ctx context.Context, cfg Config, userSchema json.RawMessage, lo
 
 // prepareUpTo is prepareFrom for the first n messages of log.
 func prepareUpTo(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, n int, toolsOnly, carry bool) (*prepared, error) {
-	reg := cfg.Registry
-	if reg == nil {
-		reg = DefaultRegistry
-	}
+	reg := cfg.registry()
 	llm := llmSettings(cfg)
 	b := &Build{
 		Log:       log,

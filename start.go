@@ -47,10 +47,7 @@ func sameSettings(a, b *provider.Request) bool {
 // prepareStart prepares the first request of a loop over log, from the
 // cached start that log extends the furthest when there is one.
 func prepareStart(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log) (*prepared, error) {
-	reg := cfg.Registry
-	if reg == nil {
-		reg = DefaultRegistry
-	}
+	reg := cfg.registry()
 	version := reg.version.Load()
 	llm := llmSettings(cfg)
 	if s := reg.startFor(version, &llm, userSchema, log); s != nil {
