@@ -520,7 +520,9 @@ type streamed struct {
 func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Response, yield func(Event, error) bool, out []streamed) ([]streamed, error) {
 	// The provider's stream is read by g.take, a function made once for
 	// each generation, which sync.Pool keeps for the next request, where
-	// a loop body would be a closure made at every request.
+	// a loop body would be a closure made at every request. A provider
+	// must not call it once its iterator has returned, as iter.Seq2
+	// requires (a range loop would panic): g may serve another request.
 	g := generations.Get().(*generation)
 	take := g.takeFn
 	if take == nil {
