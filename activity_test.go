@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/augceo/agent"
-	"github.com/augceo/agent/internal/jsonfast"
-	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider/scripted"
 	"github.com/augceo/agent/schema"
@@ -18,21 +16,29 @@ import (
 // naiveArgs is Call.Args as first written: every key unquoted and quoted
 // again.
 func naiveArgs(params json.RawMessage) json.RawMessage {
-	if !jsonfast.Valid(params) {
+	if !json.Valid(params) {
+		return params
+	}
+	dec := json.NewDecoder(bytes.NewReader(params))
+	if t, _ := dec.Token(); t != json.Delim('{') {
 		return params
 	}
 	b := []byte{'{'}
-	jsonfast.Members(params, func(k string, v []byte) bool {
-		if !strings.HasPrefix(k, "_") {
+	for dec.More() {
+		t, _ := dec.Token()
+		var v json.RawMessage
+		_ = dec.Decode(&v)
+		if k := t.(string); !strings.HasPrefix(k, "_") {
 			if len(b) > 1 {
 				b = append(b, ',')
 			}
-			b = ojson.AppendQuote(b, k)
-			b = append(b, ':')
-			b = append(b, v...)
+			var kb bytes.Buffer
+			enc := json.NewEncoder(&kb)
+			enc.SetEscapeHTML(false)
+			_ = enc.Encode(k)
+			b = append(append(append(b, bytes.TrimSpace(kb.Bytes())...), ':'), v...)
 		}
-		return true
-	})
+	}
 	return append(b, '}')
 }
 

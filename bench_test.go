@@ -11,6 +11,7 @@ import (
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/schema"
 )
 
 // replay is a zero-latency model: it answers request i with answers[i%len].
@@ -116,5 +117,95 @@ func BenchmarkRequest(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The parameters and result of the tools of BenchmarkAgentRunUser, as a
+// user writes them: described for the model.
+type lookupParams struct {
+	X    int    `json:"x" jsonschema:"description=The number to look up"`
+	Note string `json:"note,omitempty" jsonschema:"description=Why it is looked up, for the audit log"`
+}
+
+type lookupResult struct {
+	Y int `json:"y" jsonschema:"description=The number that follows x"`
+}
+
+// userTools registers ten tools as a user would: parameter and result
+// schemas from Go types, a description, and a bound function.
+func userTools(tb testing.TB) (*agent.Registry, []message.Message) {
+	reg := agent.NewRegistry()
+	var def map[string]any
+	if err := json.Unmarshal(schema.For[lookupParams](), &def); err != nil {
+		tb.Fatal(err)
+	}
+	var result any
+	if err := json.Unmarshal(schema.For[lookupResult](), &result); err != nil {
+		tb.Fatal(err)
+	}
+	def["properties"].(map[string]any)["_output"] = result
+	msgs := []message.Message{{Type: message.TypeText, Role: message.RoleSystem, Text: "You look numbers up with the tools and report what they return."}}
+	for i := range 10 {
+		name := fmt.Sprintf("t%d", i)
+		def["description"] = fmt.Sprintf("Looks up the number after x in table %d.", i)
+		b, err := json.Marshal(def)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		reg.Tool(name, b)
+		reg.Activity(name, agent.Bind(func(ctx context.Context, p lookupParams) (lookupResult, error) {
+			return lookupResult{Y: p.X + 1}, nil
+		}))
+		msgs = append(msgs, message.Message{Type: message.TypeTool, Tool: json.RawMessage(`"` + name + `"`)})
+	}
+	msgs = append(msgs, message.Text("Look up 0 to 9, one in each table, then say done."))
+	return reg, msgs
+}
+
+// streamed is a zero-latency model that streams its answers in chunks of
+// size bytes, usage with the last.
+func streamed(size int, answers ...string) provider.Provider {
+	i := 0
+	return provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		return func(yield func(*provider.Chunk, error) bool) {
+			a := answers[i%len(answers)]
+			i++
+			for len(a) > size {
+				if !yield(&provider.Chunk{Text: a[:size]}, nil) {
+					return
+				}
+				a = a[size:]
+			}
+			yield(&provider.Chunk{Text: a, Done: true, Usage: &provider.Usage{Input: 100, Output: 50}}, nil)
+		}
+	})
+}
+
+// BenchmarkAgentRunUser is BenchmarkAgentRun as a user writes it: tools
+// from Go types with descriptions, an Events consumer, and the answer
+// streamed in 8-byte chunks. It reports what a run costs the framework
+// beyond the model's own time.
+func BenchmarkAgentRunUser(b *testing.B) {
+	reg, msgs := userTools(b)
+	cfg := agent.Config{Provider: streamed(8, tenCalls(false), `{"calls":[],"output":{"done":true}}`), Registry: reg}
+	out := json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean","description":"Whether every number was looked up"}},"required":["done"]}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		finished := 0
+		var res *agent.RunResult
+		for ev, err := range agent.Events(context.Background(), cfg, out, msgs) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			switch ev.Kind {
+			case agent.EventCallFinished:
+				finished++
+			case agent.EventDone:
+				res = ev.Result
+			}
+		}
+		if finished != 10 || res == nil || res.Steps != 2 {
+			b.Fatalf("%d calls finished, result %+v", finished, res)
+		}
 	}
 }

@@ -36,24 +36,10 @@ type Call struct {
 	scoped []message.Message // what its _scopes let it see
 	output *message.Output   // its output path and method, parsed when prepared
 	shape  *shaped           // its tool, when prepared
-	valid  json.RawMessage   // Params as prepared: a valid JSON object
-	noRefs bool              // no parameter holds a dagger: Params is Raw
 
-	// The loop resolves the activity when it launches the call.
+	// The scheduler resolves the activity when it starts the call.
 	activity Activity
 	resolved bool
-
-	// Room for the parsed output of a streamed call, in the call's own
-	// allocation (see parseCall); nil for others.
-	outStore *message.OutputStore
-}
-
-// parsedCall is a Call read from its raw form with room for its output:
-// one allocation, where a planned call, whose output its plan parsed,
-// does not carry the room.
-type parsedCall struct {
-	c   Call
-	out message.OutputStore
 }
 
 // outputs returns the output messages that record result for c.
@@ -64,16 +50,10 @@ func (c *Call) outputs(result json.RawMessage, b message.Branch, date time.Time)
 	return c.output.Messages(c.Raw, c.Instance, result, b, date)
 }
 
-// paramsValid reports whether Params is still the valid JSON object
-// prepare made, so that it need not be checked again.
-func (c *Call) paramsValid() bool {
-	return len(c.Params) > 0 && len(c.valid) == len(c.Params) && &c.valid[0] == &c.Params[0]
-}
-
 // resolveActivity resolves c's activity (003).
 func (c *Call) resolveActivity(r *Registry) (Activity, string, error) {
 	if c.shape != nil {
-		return c.shape.activityIn(r, c.Tool)
+		return r.activityNamed(c.Tool, c.shape.activity)
 	}
 	return r.resolveActivity(c.Tool, c.Schema)
 }
@@ -91,60 +71,25 @@ func (c *Call) delegate() string {
 // nothing.
 func (c *Call) Context() []message.Message { return slices.Clone(c.scoped) }
 
-// Args returns the parameters without meta-properties.
+// Args returns the parameters without meta-properties, as written and
+// in their order. Parameters that are not a JSON object come back as
+// they are.
 func (c *Call) Args() json.RawMessage {
-	if !jsonfast.Valid(c.Params) {
-		return c.Params
+	if !jsonfast.Valid(c.Params) || bytes.TrimLeft(c.Params, " \t\r\n")[0] != '{' {
+		return bytes.Clone(c.Params)
 	}
-	b := make([]byte, 1, len(c.Params)) // no longer than the parameters, but for odd escapes
+	b := make([]byte, 1, len(c.Params)) // no longer, but for odd escapes
 	b[0] = '{'
-	if bytes.TrimLeft(c.Params, " \t\r\n")[0] != '{' { // not an object: as it always did
-		jsonfast.Members(c.Params, func(k string, v []byte) bool {
-			if !strings.HasPrefix(k, "_") {
-				if len(b) > 1 {
-					b = append(b, ',')
-				}
-				b = ojson.AppendQuote(b, k)
-				b = append(b, ':')
-				b = append(b, v...)
+	jsonfast.Members(c.Params, func(k string, v []byte) bool {
+		if !strings.HasPrefix(k, "_") {
+			if len(b) > 1 {
+				b = append(b, ',')
 			}
-			return true
-		})
-		return append(b, '}')
-	}
-	jsonfast.RawMembers(c.Params, func(lit, v []byte) bool {
-		plain := plainKey(lit)
-		var k string
-		if !plain {
-			k = jsonfast.Unquote(lit)
+			b = append(append(ojson.AppendQuote(b, k), ':'), v...)
 		}
-		if plain && len(lit) > 2 && lit[1] == '_' || !plain && strings.HasPrefix(k, "_") {
-			return true
-		}
-		if len(b) > 1 {
-			b = append(b, ',')
-		}
-		if plain {
-			b = append(b, lit...) // what AppendQuote would write again
-		} else {
-			b = ojson.AppendQuote(b, k)
-		}
-		b = append(b, ':')
-		b = append(b, v...)
 		return true
 	})
 	return append(b, '}')
-}
-
-// plainKey reports whether a key literal is its own quoting: printable
-// ASCII without escapes.
-func plainKey(lit []byte) bool {
-	for _, c := range lit[1 : len(lit)-1] {
-		if c < 0x20 || c == '\\' || c >= 0x80 {
-			return false
-		}
-	}
-	return true
 }
 
 // ErrorKind says whether a call failed before it ran or while running.
@@ -186,33 +131,14 @@ func ErrorMessage(call json.RawMessage, err error) message.Message {
 	return message.Message{Type: message.TypeError, Failed: call, Error: err.Error(), Extra: extra}
 }
 
-// parseCall reads the meta-properties of a raw call. With valid, raw is
-// known to be valid JSON, as the Extractor hands over.
-func parseCall(raw json.RawMessage, valid bool) (*Call, error) { return parseCallIn(nil, raw, valid) }
-
-// parseCallIn is parseCall that takes the Call from s when s is not nil.
-func parseCallIn(s *callSlab, raw json.RawMessage, valid bool) (*Call, error) {
-	// A call's bytes never change once the run has them (a replacement
-	// from Confirm is copied): its meta-properties can share them.
-	m, refs, err := message.ParseCallMetaShared(raw, valid)
+// parseCall reads the meta-properties of a raw call.
+func parseCall(raw json.RawMessage) (*Call, error) {
+	m, err := message.ParseCallMeta(raw)
 	if err != nil {
 		return nil, &CallError{Kind: Structural, Err: err}
 	}
 	if m.Tool == "" {
 		return nil, &CallError{Kind: Structural, Err: errors.New("the call has no _tool")}
 	}
-	c := newCall(s)
-	*c = Call{Raw: raw, Tool: m.Tool, Instance: m.Instance, OutputPath: m.OutputPath, OutputMethod: m.OutputMethod, noRefs: !refs, outStore: c.outStore}
-	return c, nil
-}
-
-// newCall returns a zero Call with room for its output: taken from s
-// when s is not nil, else in one allocation with the room.
-func newCall(s *callSlab) *Call {
-	if s != nil {
-		return s.take()
-	}
-	p := new(parsedCall)
-	p.c.outStore = &p.out
-	return &p.c
+	return &Call{Raw: raw, Tool: m.Tool, Instance: m.Instance, OutputPath: m.OutputPath, OutputMethod: m.OutputMethod}, nil
 }

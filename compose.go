@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/augceo/agent/internal/ojson"
-	"github.com/augceo/agent/schema"
 )
 
 // compose builds the schema the model answers with: the properties the
@@ -16,16 +15,12 @@ import (
 // schema as a nullable output. The model writes them in that order, so it
 // decides on actions before it commits to an output.
 //
-// With trustCalls, calls are any objects: a loop checks each call against
-// its own tool as it streams in (prepareCall), so its final check of the
-// whole solution need not do it again.
-func (b *Build) compose(user json.RawMessage, trustCalls bool) (json.RawMessage, error) {
-	output, err := nullable(user)
-	if err != nil {
-		return nil, fmt.Errorf("output schema: %w", err)
-	}
-	// Written by hand: the parts are compact JSON already, and this runs
-	// at every step of a loop.
+// With anyCalls, calls are any objects: what a loop validates a solution
+// against, since it checks each call against its own tool as it streams
+// in and reports a bad one as an error of that call, not of the answer.
+func (b *Build) compose(output json.RawMessage, anyCalls bool) (json.RawMessage, error) {
+	// Written by hand: the parts are compact JSON already, and their
+	// order is what the model sees.
 	size := 256 + len(output)
 	for _, v := range b.props.Values {
 		size += len(v) + 32
@@ -45,7 +40,7 @@ func (b *Build) compose(user json.RawMessage, trustCalls bool) (json.RawMessage,
 	}
 	if len(b.tools.Keys) > 0 {
 		s.WriteString(`"calls":{"type":"array","description":"Tool calls to make now, in order; empty when none is needed.","items":`)
-		if trustCalls {
+		if anyCalls {
 			s.WriteString(`{"type":"object"}`)
 		} else if len(b.tools.Keys) == 1 {
 			s.Write(b.tools.Values[0])
@@ -112,87 +107,12 @@ func nullable(s json.RawMessage) (json.RawMessage, error) {
 	return o.Bytes(), nil
 }
 
-// composeKey is what compose reads.
-type composeKey struct {
-	user     json.RawMessage
-	propKeys []string
-	props    []json.RawMessage
-	required []string
-	tools    []json.RawMessage
-}
-
-func (k *composeKey) equal(o *composeKey) bool {
-	return bytes.Equal(k.user, o.user) && slices.Equal(k.propKeys, o.propKeys) && slices.Equal(k.required, o.required) &&
-		slices.EqualFunc(k.props, o.props, rawEqual) && slices.EqualFunc(k.tools, o.tools, rawEqual)
+// sameSchema reports whether b composes what o does, for the same user
+// schema: the same properties, required ones and tools.
+func (b *Build) sameSchema(o *Build) bool {
+	return slices.Equal(b.props.Keys, o.props.Keys) && slices.EqualFunc(b.props.Values, o.props.Values, rawEqual) &&
+		slices.Equal(b.required, o.required) &&
+		slices.Equal(b.tools.Keys, o.tools.Keys) && slices.EqualFunc(b.tools.Values, o.tools.Values, rawEqual)
 }
 
 func rawEqual(a, b json.RawMessage) bool { return bytes.Equal(a, b) }
-
-// composed is a cached composed schema.
-type composed struct {
-	key      composeKey
-	composed json.RawMessage
-	compiled *schema.Schema
-	trusted  *schema.Schema // compiled with trustCalls, once a loop asked for it
-}
-
-// composedCacheSize bounds the composed schemas a Registry keeps.
-const composedCacheSize = 8
-
-// composedFor returns the cached composed schema for k, or nil.
-func (r *Registry) composedFor(k *composeKey) *composed {
-	r.composedMu.Lock()
-	defer r.composedMu.Unlock()
-	for _, e := range r.composed {
-		if e != nil && e.key.equal(k) {
-			return e
-		}
-	}
-	return nil
-}
-
-// keepComposed caches a composed schema, replacing the oldest.
-func (r *Registry) keepComposed(k *composeKey, s json.RawMessage, c *schema.Schema) *composed {
-	e := &composed{composed: s, compiled: c, key: composeKey{
-		user: k.user, propKeys: slices.Clone(k.propKeys), props: slices.Clone(k.props),
-		required: slices.Clone(k.required), tools: slices.Clone(k.tools),
-	}}
-	r.composedMu.Lock()
-	defer r.composedMu.Unlock()
-	r.composed[r.composedNext] = e
-	r.composedNext = (r.composedNext + 1) % composedCacheSize
-	return e
-}
-
-// trustedSchema returns p's composed schema compiled with trustCalls,
-// made once per cached composed schema.
-func (p *prepared) trustedSchema() (*schema.Schema, error) {
-	if p.trusted != nil {
-		return p.trusted, nil
-	}
-	reg := p.build.Registry
-	if e := p.cached; e != nil {
-		reg.composedMu.Lock()
-		t := e.trusted
-		reg.composedMu.Unlock()
-		if t != nil {
-			p.trusted = t
-			return t, nil
-		}
-	}
-	s, err := p.build.compose(p.user, true)
-	if err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
-	}
-	t, err := reg.compile(s)
-	if err != nil {
-		return nil, fmt.Errorf("agent: composed schema: %w", err)
-	}
-	p.trusted = t
-	if e := p.cached; e != nil {
-		reg.composedMu.Lock()
-		e.trusted = t
-		reg.composedMu.Unlock()
-	}
-	return t, nil
-}

@@ -42,7 +42,6 @@ func (r *Registry) Idea(name string, idea *Idea) {
 		panic(fmt.Sprintf("agent: idea %q is already registered", name))
 	}
 	r.ideas[name] = idea
-	r.version.Add(1)
 }
 
 // lookupIdea finds a delegate's Idea: registered by name, else a file in

@@ -512,10 +512,6 @@ func finishStep(ctx context.Context, cfg Config, rs *resumed, step int) ([]messa
 			errs = append(errs, ErrorMessage(raw, err))
 		}
 	}
-	b, err := json.Marshal(plan)
-	if err != nil {
-		return nil, fmt.Errorf("agent: resume: %w", err)
-	}
-	out = append(out, message.Message{Type: message.TypePlan, Plan: b})
+	out = append(out, message.Message{Type: message.TypePlan, Plan: planOf(plan)})
 	return append(out, errs...), nil
 }

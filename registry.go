@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/schema"
@@ -25,18 +24,8 @@ type Registry struct {
 
 	activities map[string]Activity
 	ideas      map[string]*Idea
-	shaped     sync.Map // tool name, definition and mode → the schemas the model and the checks see
 
-	composedMu   sync.Mutex
-	composed     [composedCacheSize]*composed // recent composed schemas of loops
-	composedNext int
-
-	// version counts the registrations: a cached first request of a loop
-	// (see starts) was prepared with the registry as it was then.
-	version  atomic.Uint64
-	startsMu sync.Mutex
-	starts   [startCacheSize]*start
-	startsAt int
+	shapes sync.Map // shapeKey → *shaped: the latest shaped definition of each tool
 }
 
 // NewRegistry returns a registry with the built-in handlers (text, data,
@@ -77,7 +66,6 @@ func (r *Registry) Handle(typ message.Type, h Handler) {
 	}
 	r.handlers[typ] = h
 	delete(r.builtin, typ)
-	r.version.Add(1)
 }
 
 // HandleFunc registers f for messages of type typ.
@@ -113,7 +101,6 @@ func (r *Registry) Tool(name string, s json.RawMessage) {
 		panic(fmt.Sprintf("agent: tool %q is already registered", name))
 	}
 	r.tools[name] = s
-	r.version.Add(1)
 }
 
 // LookupTool returns the registered definition of a tool.

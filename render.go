@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unsafe"
 
-	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
 )
@@ -24,16 +22,15 @@ func renderText(_ context.Context, b *Build, m *message.Message) error {
 // object, not a pile of patches. Hidden metadata is never rendered.
 func renderData(_ context.Context, b *Build, m *message.Message) error {
 	id := m.Identity()
-	if b.shown.has(id) {
+	if b.shown[id] {
 		return nil
 	}
+	b.shown[id] = true
 	if b.toolsOnly {
-		b.shown.add(id, block{}, false)
 		_, _, err := b.Log.Value(id)
 		return err
 	}
 	text, err := b.dataBlock(id)
-	b.shown.add(id, block{msg: len(b.messages), index: b.Index}, b.carry && err == nil)
 	if err != nil {
 		return err
 	}
@@ -62,7 +59,7 @@ func (b *Build) dataBlock(id message.Identity) (string, error) {
 // Input data is marked as a structured prompt (006); an instance is named
 // after the kind.
 func DataBlock(id message.Identity, value json.RawMessage, present bool, description string, schema json.RawMessage) string {
-	s := newText(64 + len(id.Kind) + len(id.Instance) + 2*len(value) + len(description) + 2*len(schema))
+	var s text
 	s.WriteString("## Data: ¶")
 	s.WriteString(id.Kind)
 	if id.Instance != "" {
@@ -94,26 +91,13 @@ func DataBlock(id message.Identity, value json.RawMessage, present bool, descrip
 	return strings.TrimRight(s.String(), "\n")
 }
 
-// text builds a rendered message in one buffer: JSON is indented into it
-// directly, and String hands the bytes over without a copy, as
-// strings.Builder does. A loop renders at every step.
-type text struct{ b []byte }
+// text builds a rendered message.
+type text struct{ strings.Builder }
 
-func newText(size int) *text { return &text{b: make([]byte, 0, size)} }
-
-func (t *text) WriteString(s string) { t.b = append(t.b, s...) }
-func (t *text) Byte(c byte)          { t.b = append(t.b, c) }
+func (t *text) Byte(c byte) { t.WriteByte(c) }
 
 // JSON writes raw indented by two spaces; invalid JSON as it is.
-func (t *text) JSON(raw json.RawMessage) {
-	var ok bool
-	if t.b, ok = jsonfast.AppendIndent(t.b, raw, "  "); !ok {
-		t.b = append(t.b, raw...)
-	}
-}
-
-// String returns the text; t must not be written to afterwards.
-func (t *text) String() string { return unsafe.String(unsafe.SliceData(t.b), len(t.b)) }
+func (t *text) JSON(raw json.RawMessage) { t.WriteString(indent(raw)) }
 
 // renderPlan shows the plan the calls of a previous step formed (012).
 func renderPlan(_ context.Context, b *Build, m *message.Message) error {
@@ -121,7 +105,7 @@ func renderPlan(_ context.Context, b *Build, m *message.Message) error {
 	if bytes.Contains(m.Extra, []byte(`"lazy"`)) {
 		intro = "Lazy mode: only plan. Give the whole plan as calls, keeping branching output paths; nothing runs until it is approved. The plan so far:"
 	}
-	t := newText(len(intro) + 16 + 2*len(m.Plan))
+	var t text
 	t.WriteString("## Plan\n")
 	t.WriteString(intro)
 	t.Byte('\n')
@@ -151,9 +135,9 @@ func renderError(_ context.Context, b *Build, m *message.Message) error {
 
 // indent is json.Indent with two spaces; invalid JSON stays as it is.
 func indent(raw json.RawMessage) string {
-	b, ok := jsonfast.AppendIndent(make([]byte, 0, 2*len(raw)), raw, "  ")
-	if !ok {
+	var b bytes.Buffer
+	if json.Indent(&b, raw, "", "  ") != nil {
 		return string(raw)
 	}
-	return string(b)
+	return b.String()
 }

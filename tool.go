@@ -7,10 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
-	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/schema"
@@ -20,8 +17,8 @@ import (
 // one schema with a _tool const, or the name of a registered tool. Later
 // definitions of a name replace earlier ones.
 func defineTools(_ context.Context, b *Build, m *message.Message) error {
-	if len(m.Tool) > 0 && m.Tool[0] == '"' {
-		name := jsonfast.Unquote(m.Tool[:jsonfast.Skip(m.Tool, 0)])
+	var name string
+	if json.Unmarshal(m.Tool, &name) == nil {
 		def, err := b.Registry.LookupTool(name)
 		if err != nil {
 			return err
@@ -67,64 +64,28 @@ func defineTool(b *Build, name string, def json.RawMessage) error {
 	if err != nil {
 		return fmt.Errorf("tool %q: %w", name, err)
 	}
-	if b.tools.Keys == nil { // most contexts define several tools
-		b.tools.Grow(8)
-	}
 	b.DefineTool(name, sh.llm)
 	b.setShape(name, sh)
 	return nil
 }
 
-// shaped is a tool definition prepared for requests, with its schemas
-// compiled once: every call of the tool is checked against them.
+// shaped is a tool definition prepared for requests: what the model sees,
+// what a call must meet, and how the tool runs.
 type shaped struct {
 	llm    json.RawMessage // what the model sees: parameters may be references
 	check  json.RawMessage // what a call must meet once its references are resolved
-	def    json.RawMessage // the definition they were made from
+	def    json.RawMessage // the definition they were made from: never written
 	result json.RawMessage // an explicit tool's _output: what its activity must return; nil when none
 
-	// Read from def once, not at every call:
 	activity string   // its _activity, if any
 	delegate string   // its _delegate, if any
 	scopes   []string // its provisioned _scopes const, if scoped
 	scoped   bool
-
-	checkOnce, resultOnce     sync.Once
-	checkSchema, resultSchema *schema.Schema
-	checkErr, resultErr       error
-
-	resolved atomic.Pointer[resolvedActivity] // the activity, as the registry last gave it
-	implied  atomic.Pointer[impliedResult]    // whether result holds for all a bound function returns
 }
 
-// resolvedActivity is the activity of a tool as a registry of a version
-// resolved it.
-type resolvedActivity struct {
-	reg     *Registry
-	version uint64
-	a       Activity
-	name    string
-	err     error
-}
-
-// activityIn resolves the activity of s, the shape of tool, in r: once
-// per registration, where every call of the tool would otherwise look it
-// up under the registry's lock.
-func (s *shaped) activityIn(r *Registry, tool string) (Activity, string, error) {
-	v := r.version.Load() // before the lookup: a registration after it makes this stale
-	if p := s.resolved.Load(); p != nil && p.reg == r && p.version == v {
-		return p.a, p.name, p.err
-	}
-	a, name, err := r.activityNamed(tool, s.activity)
-	s.resolved.Store(&resolvedActivity{reg: r, version: v, a: a, name: name, err: err})
-	return a, name, err
-}
-
-// compiledCheck returns the compiled check schema.
-func (s *shaped) compiledCheck(r *Registry) (*schema.Schema, error) {
-	s.checkOnce.Do(func() { s.checkSchema, s.checkErr = r.compile(s.check) })
-	return s.checkSchema, s.checkErr
-}
+// compiledCheck returns the compiled check schema; the registry's schemas
+// are compiled once per content.
+func (s *shaped) compiledCheck(r *Registry) (*schema.Schema, error) { return r.compile(s.check) }
 
 // compiledResult returns the compiled result schema, or nil when the tool
 // declares none.
@@ -132,19 +93,14 @@ func (s *shaped) compiledResult(r *Registry) (*schema.Schema, error) {
 	if s.result == nil {
 		return nil, nil
 	}
-	s.resultOnce.Do(func() { s.resultSchema, s.resultErr = r.compile(s.result) })
-	return s.resultSchema, s.resultErr
+	return r.compile(s.result)
 }
 
 // setShape records the shaped definition of a tool; the latest wins.
 func (b *Build) setShape(name string, sh *shaped) {
 	if i := slices.Index(b.shapeNames, name); i >= 0 {
-		b.own()
 		b.shapes[i] = sh
 		return
-	}
-	if b.shapeNames == nil {
-		b.shapeNames, b.shapes = make([]string, 0, 8), make([]*shaped, 0, 8)
 	}
 	b.shapeNames = append(b.shapeNames, name)
 	b.shapes = append(b.shapes, sh)
@@ -158,18 +114,21 @@ func (b *Build) shape(name string) *shaped {
 	return nil
 }
 
-// shapeKey keys the cache of shaped tools; the definition is compared on
-// lookup, so a changed definition replaces the entry.
+// shapeKey keys the registry's cache of shaped tools; the definition is
+// compared on lookup, so a changed definition replaces the entry.
 type shapeKey struct {
 	name     string
 	explicit bool
 }
 
-// shape prepares a tool definition, once per definition: a loop asks with
-// the same tools at every step.
+// shape prepares a tool definition for requests. A shaped tool is a pure
+// function of its name, definition and mode, and never changes: the
+// registry keeps the latest of each name, since a loop asks with the
+// same tools at every step (shaping ten tools takes longer than the rest
+// of a step's own work).
 func (r *Registry) shape(name string, def json.RawMessage, explicit bool) (*shaped, error) {
 	key := shapeKey{name, explicit}
-	if v, ok := r.shaped.Load(key); ok && bytes.Equal(v.(*shaped).def, def) {
+	if v, ok := r.shapes.Load(key); ok && bytes.Equal(v.(*shaped).def, def) {
 		return v.(*shaped), nil
 	}
 	s, result, err := llmTool(name, def, explicit)
@@ -178,7 +137,7 @@ func (r *Registry) shape(name string, def json.RawMessage, explicit bool) (*shap
 	}
 	sh := &shaped{llm: referable(s), check: s, def: def, result: result, activity: activityOf(def), delegate: delegateOf(def)}
 	sh.scopes, sh.scoped, _ = callScopes(def, nil)
-	r.shaped.Store(key, sh)
+	r.shapes.Store(key, sh)
 	return sh, nil
 }
 

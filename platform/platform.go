@@ -1,13 +1,13 @@
-// Package platform is the one place that reads the wall clock. Everything
-// else asks it through the context, so a test, a replay or a durable
-// engine can supply its own time.
+// Package platform is the one place that reads the wall clock, makes ids
+// and starts goroutines for calls. Everything else asks it through the
+// context, so a test, a replay or a durable engine can supply its own
+// time, ids and fan-out.
 package platform
 
 import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"sync/atomic"
 	"time"
 )
 
@@ -29,26 +29,8 @@ func Now(ctx context.Context) time.Time {
 	if c, ok := ctx.Value(clockKey{}).(Clock); ok {
 		return c()
 	}
-	return wallNow()
+	return time.Now()
 }
-
-// wallNow is time.Now read as the wall clock of at most a second ago plus
-// the monotonic time since: time.Now reads two clocks, time.Since one,
-// and a run stamps every output. A step of the wall clock shows within
-// a second.
-func wallNow() time.Time {
-	if b := wallBase.Load(); b != nil {
-		if d := time.Since(*b); d >= 0 && d < time.Second {
-			return b.Add(d)
-		}
-	}
-	t := time.Now()
-	wallBase.Store(&t)
-	return t
-}
-
-// wallBase is the last time wallNow read the wall clock.
-var wallBase atomic.Pointer[time.Time]
 
 type idKey struct{}
 

@@ -8,28 +8,6 @@ import (
 	"time"
 )
 
-func TestGo(t *testing.T) {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	n := 0
-	for range 1000 {
-		wg.Add(1)
-		Go(func() {
-			defer wg.Done()
-			mu.Lock()
-			n++
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	if n != 1000 {
-		t.Errorf("ran %d tasks, want 1000", n)
-	}
-	if got := idle.Load(); got > MaxIdleWorkers {
-		t.Errorf("%d idle workers, more than %d", got, MaxIdleWorkers)
-	}
-}
-
 func TestNow(t *testing.T) {
 	fixed := time.Date(2025, 10, 26, 12, 0, 0, 0, time.UTC)
 	if got := Now(WithClock(context.Background(), func() time.Time { return fixed })); !got.Equal(fixed) {
@@ -37,27 +15,6 @@ func TestNow(t *testing.T) {
 	}
 	if Now(context.Background()).IsZero() {
 		t.Error("the wall clock is zero")
-	}
-}
-
-// TestWallNow checks the wall clock read through its base: it keeps
-// pace with time.Now, never goes back, and takes a new base once the old
-// is a second old.
-func TestWallNow(t *testing.T) {
-	prev := wallNow()
-	for range 1000 {
-		before := time.Now()
-		got := wallNow()
-		after := time.Now()
-		if got.Before(prev) || got.Sub(before) < -time.Millisecond || got.Sub(after) > time.Millisecond {
-			t.Fatalf("wallNow %v, not within %v .. %v or before %v", got, before, after, prev)
-		}
-		prev = got
-	}
-	old := time.Now().Add(-2 * time.Second)
-	wallBase.Store(&old)
-	if got := wallNow(); got.Sub(old) < 2*time.Second-time.Millisecond || *wallBase.Load() == old {
-		t.Errorf("a stale base was kept: %v from %v", got, old)
 	}
 }
 
@@ -71,5 +28,24 @@ func TestNewID(t *testing.T) {
 	ctx = WithIDs(ctx, func() string { n++; return fmt.Sprint("run-", n) })
 	if got := NewID(ctx); got != "run-1" {
 		t.Fatalf("NewID with WithIDs = %q, want run-1", got)
+	}
+}
+
+func TestGoFanout(t *testing.T) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	Go(context.Background(), wg.Done) // a goroutine of its own
+	wg.Wait()
+
+	var ran []int
+	ctx := WithFanout(context.Background(), func(task func()) { task() }) // inline, in order
+	for i := range 3 {
+		Go(ctx, func() { ran = append(ran, i) })
+	}
+	if fmt.Sprint(ran) != "[0 1 2]" {
+		t.Errorf("the context's fan-out ran %v, want [0 1 2]", ran)
+	}
+	if WithFanout(context.Background(), nil) != context.Background() {
+		t.Error("WithFanout(nil) changed the context")
 	}
 }

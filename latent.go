@@ -1,0 +1,57 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/augceo/agent/message"
+)
+
+// latent produces a call's result with the model: the value the model
+// already wrote in the call's _output (eager), or a Request whose schema
+// is the tool's _output.
+func (x *executor) latent(ctx context.Context, c *Call) (*Result, *Response, error) {
+	var inline struct {
+		Output json.RawMessage `json:"_output"`
+	}
+	_ = json.Unmarshal(c.Params, &inline)
+	if inline.Output != nil {
+		return &Result{Value: inline.Output}, nil, nil
+	}
+	var def struct {
+		Description string `json:"description"`
+		Properties  struct {
+			Output json.RawMessage `json:"_output"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal(c.Schema, &def)
+	out := def.Properties.Output
+	if out == nil {
+		out = json.RawMessage(`{}`)
+	}
+	task := "Carry out the tool " + c.Tool + " for the input below and give its result as output."
+	if def.Description != "" {
+		task += "\nThe tool: " + def.Description
+	}
+	ctxMsgs := []message.Message{{Type: message.TypeText, Role: message.RoleSystem, Text: task}}
+	if len(c.scoped) > 0 {
+		// Scopes focus a latent call (015): the scoped data comes first,
+		// marked as what to attend to.
+		ctxMsgs = append(ctxMsgs, message.Text("Focus on the data below; it is what this call is about."))
+		ctxMsgs = append(ctxMsgs, c.scoped...)
+	}
+	ctxMsgs = append(ctxMsgs, message.Message{Type: message.TypeData, Kind: message.KindInput, Data: c.Args()})
+	cfg := *x.cfg
+	cfg.CallbackPath, cfg.N = "", 1
+	resp, err := Request(ctx, cfg, out, ctxMsgs)
+	if err != nil {
+		return nil, resp, &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("latent execution: %w", err)}
+	}
+	sol := resp.Solutions[0]
+	if sol.Output == nil {
+		return nil, resp, &CallError{Kind: Runtime, Tool: c.Tool, Err: errors.New("latent execution gave no output")}
+	}
+	return &Result{Value: sol.Output}, resp, nil
+}

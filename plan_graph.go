@@ -1,0 +1,523 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/augceo/agent/internal/ojson"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/ref"
+	"github.com/augceo/agent/schema"
+)
+
+// Plan analysis (012): what each call reads and writes, the dependencies
+// between calls, cycles, and the checks ValidatePlan makes.
+
+// planGraph is a plan analysed: its calls, what each reads and writes, and
+// the dependencies between them.
+type planGraph struct {
+	nodes    []*planNode // well-formed calls only, in plan order
+	byIndex  []*planNode // per call of the plan; nil for a malformed one
+	problems [][]PlanProblem
+}
+
+// planNode is one well-formed call of a plan.
+type planNode struct {
+	index  int
+	raw    json.RawMessage
+	call   message.CallMeta
+	out    *message.Output // shared by the instances of a template's call
+	reads  []planRead
+	writes []planWrite
+	deps   []planEdge // what this call reads that other calls (or itself) write
+	after  []int      // the calls it waits for: writers of what it reads, self excluded, sorted
+}
+
+// planRead is an expression in a parameter of a call.
+type planRead struct {
+	param string // JSON pointer
+	expr  ref.Expr
+}
+
+// planWrite is one target of an output path.
+type planWrite struct {
+	ref    ref.Ref
+	branch int // the alternative it belongs to
+}
+
+// planEdge is a reference of a call that another call's output path
+// writes.
+type planEdge struct {
+	from   int    // index of the writer
+	param  string // where the reader holds the reference
+	ref    ref.Ref
+	branch int // the writer's alternative
+}
+
+// analyse parses every call and links readers to writers.
+func analyse(plan []json.RawMessage) *planGraph {
+	g := &planGraph{problems: make([][]PlanProblem, len(plan)), byIndex: make([]*planNode, len(plan))}
+	type target struct {
+		node *planNode
+		planWrite
+	}
+	// Writers by kind and instance: a call sees the writes of its own
+	// instance and global ones, so a reader looks at two lists, not at
+	// every call of an instanced plan.
+	type key struct{ kind, instance string }
+	writers := map[key][]target{} // the targets of output paths, in plan order
+	for i, raw := range plan {
+		n, problems := parseNode(i, raw)
+		g.problems[i] = problems
+		if n == nil {
+			continue
+		}
+		g.nodes = append(g.nodes, n)
+		g.byIndex[i] = n
+		for _, t := range n.writes {
+			k := key{t.ref.Kind, n.call.Instance}
+			writers[k] = append(writers[k], target{n, t})
+		}
+	}
+	for _, r := range g.nodes {
+		for _, rd := range r.reads {
+			for _, x := range rd.expr.Refs() {
+				lists := [][]target{writers[key{x.Kind, ""}]}
+				if r.call.Instance != "" {
+					lists = append(lists, writers[key{x.Kind, r.call.Instance}])
+				}
+				for _, list := range lists {
+					for _, t := range list {
+						if t.ref.Path.Related(x.Path) {
+							r.deps = append(r.deps, planEdge{from: t.node.index, param: rd.param, ref: x, branch: t.branch})
+						}
+					}
+				}
+			}
+		}
+		for _, d := range r.deps {
+			if d.from != r.index {
+				r.after = append(r.after, d.from)
+			}
+		}
+		slices.Sort(r.after)
+		r.after = slices.Compact(r.after)
+	}
+	return g
+}
+
+// parseNode parses one call; a call whose meta-properties are malformed
+// gives no node.
+func parseNode(i int, raw json.RawMessage) (*planNode, []PlanProblem) {
+	pc, err := parseCall(raw)
+	if err != nil {
+		if e := metaError(raw); e != nil {
+			err = e
+		} else if ce, ok := errors.AsType[*CallError](err); ok {
+			err = ce.Err
+		}
+		return nil, []PlanProblem{{Call: i, Tool: planTool(raw), Err: fmt.Errorf("%w: %w", ErrInvalidCall, err)}}
+	}
+	c := message.CallMeta{Tool: pc.Tool, Instance: pc.Instance, OutputPath: pc.OutputPath, OutputMethod: pc.OutputMethod}
+	n := &planNode{index: i, raw: raw, call: c}
+	var problems []PlanProblem
+	add := func(param, r string, err error) {
+		problems = append(problems, PlanProblem{Call: i, Tool: c.Tool, Instance: c.Instance, Param: param, Ref: r, Err: err})
+	}
+	if c.OutputPath != "" {
+		e, err := ref.Parse(c.OutputPath)
+		if err != nil {
+			add("/_outputPath", c.OutputPath, err)
+		}
+		for b, alt := range e.Alts {
+			for _, t := range alt {
+				n.writes = append(n.writes, planWrite{ref: t, branch: b})
+			}
+		}
+	}
+	if c.OutputMethod != "" {
+		if _, err := ref.ParseMethod(c.OutputMethod); err != nil {
+			add("/_outputMethod", "", err)
+		}
+	}
+	var params map[string]any
+	if err := json.Unmarshal(raw, &params); err != nil {
+		add("", "", fmt.Errorf("%w: %w", ErrInvalidCall, err)) // cannot happen: parseCall decoded it
+	}
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		if !strings.HasPrefix(k, "_") {
+			n.collect(params[k], "/"+ref.PointerEscape(k), add)
+		}
+	}
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	n.out, _ = message.ParseOutput(c) // checked above
+	return n, nil
+}
+
+// collect records the expressions found in v, a parameter value at the
+// JSON pointer at, as ref.Substitute would read them.
+func (n *planNode) collect(v any, at string, add func(param, r string, err error)) {
+	switch c := v.(type) {
+	case string:
+		if !ref.IsExpression(c) {
+			return
+		}
+		e, err := ref.Parse(c)
+		if err != nil {
+			add(at, c, err)
+			return
+		}
+		n.reads = append(n.reads, planRead{param: at, expr: e})
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(c)) {
+			n.collect(c[k], at+"/"+ref.PointerEscape(k), add)
+		}
+	case []any:
+		for i, x := range c {
+			n.collect(x, at+"/"+strconv.Itoa(i), add)
+		}
+	}
+}
+
+// metaError says what is wrong with the shape of a call, in words, or
+// returns nil.
+func metaError(raw json.RawMessage) error {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("a call must be a JSON object, got %s", jsonKind(v))
+	}
+	for _, k := range []string{"_tool", "_instance", "_outputPath", "_outputMethod"} {
+		if x, ok := obj[k]; ok {
+			if _, ok := x.(string); !ok {
+				return fmt.Errorf("%s must be a string, got %s", k, jsonKind(x))
+			}
+		}
+	}
+	return nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	}
+	return "an object"
+}
+
+// planTool returns a call's _tool for messages about it, or "" when it
+// has none (or not a string).
+func planTool(raw json.RawMessage) string {
+	var t struct {
+		Tool any `json:"_tool"`
+	}
+	_ = json.Unmarshal(raw, &t)
+	s, _ := t.Tool.(string)
+	return s
+}
+
+func (g *planGraph) node(i int) *planNode { return g.byIndex[i] }
+
+func (g *planGraph) add(n *planNode, p PlanProblem) {
+	p.Call, p.Tool, p.Instance = n.index, n.call.Tool, n.call.Instance
+	g.problems[n.index] = append(g.problems[n.index], p)
+}
+
+// err returns the problems found as a *PlanError, or nil. With stride > 0
+// the plan is a template repeated per instance, and problems name the
+// template's call.
+func (g *planGraph) err(stride int) error {
+	var all []PlanProblem
+	seen := map[string]bool{}
+	for _, ps := range g.problems {
+		for _, p := range ps {
+			if stride > 0 {
+				p.Call %= stride
+				if ce, ok := p.Err.(*CycleError); ok {
+					c := &CycleError{Tools: ce.Tools}
+					for _, i := range ce.Calls {
+						c.Calls = append(c.Calls, i%stride)
+					}
+					p.Err = c
+				}
+				if seen[p.Error()] {
+					continue // a malformed template call, once per instance
+				}
+				seen[p.Error()] = true
+			}
+			all = append(all, p)
+		}
+	}
+	if all == nil {
+		return nil
+	}
+	return &PlanError{Problems: all}
+}
+
+// findCycles reports each dependency cycle once, at its first call, by
+// the reference that closes it.
+func (g *planGraph) findCycles() {
+	for _, scc := range g.components() {
+		s := scc[0]
+		in := map[int]bool{}
+		for _, i := range scc {
+			in[i] = true
+		}
+		// Breadth-first from s along the data flow (writer → reader) to
+		// the writer that s reads from: the shortest cycle through s.
+		readers := map[int][]int{}
+		for _, i := range scc {
+			for _, d := range g.node(i).deps {
+				if in[d.from] {
+					readers[d.from] = append(readers[d.from], i)
+				}
+			}
+		}
+		sn := g.node(s)
+		closes := map[int]planEdge{}
+		for _, d := range sn.deps {
+			if _, ok := closes[d.from]; !ok && in[d.from] {
+				closes[d.from] = d
+			}
+		}
+		parent := map[int]int{s: -1}
+		queue := []int{s}
+		last := -1
+		for len(queue) > 0 && last < 0 {
+			i := queue[0]
+			queue = queue[1:]
+			if _, ok := closes[i]; ok {
+				last = i
+				break
+			}
+			for _, j := range slices.Sorted(slices.Values(readers[i])) {
+				if _, ok := parent[j]; !ok {
+					parent[j] = i
+					queue = append(queue, j)
+				}
+			}
+		}
+		var path []int
+		for i := last; i >= 0; i = parent[i] {
+			path = append(path, i)
+		}
+		slices.Reverse(path)
+		path = append(path, s)
+		ce := &CycleError{Calls: path}
+		for _, i := range path {
+			ce.Tools = append(ce.Tools, g.node(i).call.Tool)
+		}
+		d := closes[last]
+		g.add(sn, PlanProblem{Param: d.param, Ref: d.ref.String(), Err: ce})
+	}
+}
+
+// components returns the strongly connected components of the
+// dependency graph that hold a cycle (more than one call, or a call that
+// reads its own output), each sorted, in order of their first call.
+func (g *planGraph) components() [][]int {
+	// Tarjan's algorithm over the edges reader → writer.
+	index := map[int]int{}
+	low := map[int]int{}
+	onStack := map[int]bool{}
+	var stack []int
+	var out [][]int
+	next := 0
+	var visit func(n *planNode)
+	visit = func(n *planNode) {
+		index[n.index], low[n.index] = next, next
+		next++
+		stack = append(stack, n.index)
+		onStack[n.index] = true
+		for _, d := range n.deps {
+			if _, ok := index[d.from]; !ok {
+				visit(g.node(d.from))
+				low[n.index] = min(low[n.index], low[d.from])
+			} else if onStack[d.from] {
+				low[n.index] = min(low[n.index], index[d.from])
+			}
+		}
+		if low[n.index] != index[n.index] {
+			return
+		}
+		var scc []int
+		for {
+			top := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			onStack[top] = false
+			scc = append(scc, top)
+			if top == n.index {
+				break
+			}
+		}
+		self := slices.ContainsFunc(n.deps, func(d planEdge) bool { return d.from == n.index })
+		if len(scc) > 1 || self {
+			slices.Sort(scc)
+			out = append(out, scc)
+		}
+	}
+	for _, n := range g.nodes {
+		if _, ok := index[n.index]; !ok {
+			visit(n)
+		}
+	}
+	slices.SortFunc(out, func(a, b []int) int { return a[0] - b[0] })
+	return out
+}
+
+// validate adds the problems that need the context: unknown tools,
+// literal parameters that do not fit, cycles and references nothing can
+// satisfy.
+func (g *planGraph) validate(x *executor, log *message.Log) {
+	g.checkTools(x)
+	g.findCycles()
+	for _, n := range g.nodes {
+		var src ref.Source = log
+		if n.call.Instance != "" {
+			src = log.Instance(n.call.Instance)
+		}
+		for _, rd := range n.reads {
+			if missing, ok := g.unsatisfied(n, rd, src); ok {
+				g.add(n, PlanProblem{Param: rd.param, Ref: missing.String(),
+					Err: fmt.Errorf("%w: no call writes it and the context has no value there", ErrUnsatisfiable)})
+			}
+		}
+	}
+}
+
+// checkTools adds the problems of unknown tools and of literal
+// parameters that do not fit their tool.
+func (g *planGraph) checkTools(x *executor) {
+	for _, n := range g.nodes {
+		if x.build.Definition(n.call.Tool) == nil {
+			tools := x.build.Tools()
+			g.add(n, PlanProblem{Err: fmt.Errorf("%w %q (tools: %s)", ErrUnknownTool, n.call.Tool, strings.Join(tools, ", "))})
+			continue
+		}
+		if err := literalCheck(x, n); err != nil {
+			g.add(n, PlanProblem{Err: fmt.Errorf("%w: %w", ErrInvalidCall, err)})
+		}
+	}
+}
+
+// literalCheck checks the literal parameters of a call against its
+// tool, as a call is checked once its references are resolved: the
+// parameters that hold an expression, at any depth, are left out, and so
+// is their place in the schema's required list.
+func literalCheck(x *executor, n *planNode) error {
+	call, s, err := literalParts(x, n)
+	if err != nil {
+		return err
+	}
+	return s.Validate(call)
+}
+
+// literalParts returns what literalCheck validates: the call without
+// the parameters that hold an expression, compact, and the tool's schema
+// without them in its required list.
+func literalParts(x *executor, n *planNode) (json.RawMessage, *schema.Schema, error) {
+	call, err := ojson.Parse(n.raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := ojson.Parse(x.build.shape(n.call.Tool).check)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tool schema: %w", err)
+	}
+	skip := map[string]bool{}
+	for _, rd := range n.reads {
+		top, _, _ := strings.Cut(rd.param[1:], "/")
+		skip[strings.NewReplacer("~1", "/", "~0", "~").Replace(top)] = true
+	}
+	if len(skip) > 0 {
+		for k := range skip {
+			call.Delete(k)
+		}
+		var required []string
+		if r := s.Get("required"); r != nil {
+			if err := json.Unmarshal(r, &required); err != nil {
+				return nil, nil, fmt.Errorf("tool schema: required: %w", err)
+			}
+		}
+		required = slices.DeleteFunc(required, func(k string) bool { return skip[k] })
+		rb, _ := json.Marshal(required)
+		s.Set("required", rb)
+	}
+	compiled, err := x.reg.compile(s.Bytes())
+	if err != nil {
+		return nil, nil, fmt.Errorf("tool schema: %w", err)
+	}
+	return call.Bytes(), compiled, nil
+}
+
+// unsatisfied returns the first reference of the first alternative of rd
+// that nothing can satisfy, when no alternative can be satisfied whole.
+func (g *planGraph) unsatisfied(n *planNode, rd planRead, src ref.Source) (ref.Ref, bool) {
+	var first *ref.Ref
+alts:
+	for _, alt := range rd.expr.Alts {
+		for _, x := range alt {
+			if !g.satisfiable(n, rd.param, x, src) {
+				if first == nil {
+					first = &x
+				}
+				continue alts
+			}
+		}
+		return ref.Ref{}, false
+	}
+	return *first, true
+}
+
+func (g *planGraph) satisfiable(n *planNode, param string, x ref.Ref, src ref.Source) bool {
+	for _, d := range n.deps {
+		if d.param == param && d.ref.Offset == x.Offset {
+			return true
+		}
+	}
+	_, err := src.Lookup(x.Kind, x.Path)
+	return err == nil || !errors.Is(err, ref.ErrNotFound)
+}
+
+// executable adds the problems that stop a valid plan from running: a
+// tool naming an activity that is not registered, and a latent call that
+// needs the model when there is no provider.
+func (g *planGraph) executable(x *executor) {
+	for _, n := range g.nodes {
+		def := x.build.Definition(n.call.Tool)
+		if def == nil {
+			continue // reported as an unknown tool
+		}
+		a, _, err := x.reg.resolveActivity(n.call.Tool, def)
+		switch {
+		case err != nil:
+			g.add(n, PlanProblem{Err: err})
+		case a == nil && x.cfg.Provider == nil:
+			var inline struct {
+				Output json.RawMessage `json:"_output"`
+			}
+			if json.Unmarshal(n.raw, &inline) == nil && inline.Output != nil {
+				continue // eager: the model already wrote the result
+			}
+			g.add(n, PlanProblem{Err: fmt.Errorf("%w: the tool has no activity and the call no _output, so the model must produce its result", ErrNoProvider)})
+		}
+	}
+}

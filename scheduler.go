@@ -1,0 +1,329 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/platform"
+	"github.com/augceo/agent/provider"
+)
+
+// scheduler runs the calls of a run: the loop's, step after step, and a
+// plan's. A call starts once its references resolve (a plan's call also
+// waits for the calls it reads to settle) and Config.Confirm approved it,
+// at most Concurrency at a time, through platform.Go. Each finished call
+// appends what it wrote to the log, which may let waiting calls start.
+// Only the goroutine of the run's event stream touches a scheduler;
+// calls report on done.
+type scheduler struct {
+	*stream // the consumer's events
+	confirm func(context.Context, *Call) (Decision, error)
+	log     *message.Log
+	conc    int
+	usage   *provider.Usage   // the run's, which finished calls add to
+	result  func() *RunResult // the run's result so far, for errors
+	step    int               // the loop's step, for events; 0 in a plan
+	// flush, when set, makes the starts of a round durable before any of
+	// them runs (a plan's journal writes them in one Append).
+	flush func(context.Context) error
+
+	waiting []*task // calls not started yet, in order
+	running int     // calls started and not finished, background ones included
+	bg      int     // of which fire-and-forget
+	done    chan finished
+	errs    []taskError // error messages of failed calls, in the order they failed
+}
+
+// task is a call on its way through the scheduler.
+type task struct {
+	raw      json.RawMessage
+	id       string // the call's ID
+	index    int    // its position in its plan or step
+	instance string // its _instance, when known before it is prepared
+	exec     *executor
+	// prepare resolves and validates the call against the log; nil means
+	// exec.prepareCall.
+	prepare func(*message.Log) (*Call, error)
+
+	// A plan's call:
+	left    int     // calls it reads that have not settled
+	readers []*task // calls that read it
+	// prior marks a call that settled in an earlier attempt of the run
+	// (Resume): it does not run again; errMsg is its error, if it failed.
+	prior  bool
+	errMsg *message.Message
+}
+
+// taskError is the error message of a failed call.
+type taskError struct {
+	index int
+	msg   message.Message
+}
+
+// finished is a call that returned.
+type finished struct {
+	t    *task
+	call *Call
+	bg   bool
+	msgs []message.Message
+	resp *Response
+	err  error
+}
+
+func newScheduler(s *stream, cfg *Config, log *message.Log, usage *provider.Usage, result func() *RunResult) *scheduler {
+	conc := cfg.Concurrency
+	if conc <= 0 {
+		conc = DefaultConcurrency
+	}
+	return &scheduler{stream: s, confirm: cfg.Confirm, log: log, conc: conc, usage: usage, result: result, done: make(chan finished)}
+}
+
+// fail ends the run with err.
+func (s *scheduler) fail(err error) { s.end(err, s.result()) }
+
+// add queues a call; start tries it.
+func (s *scheduler) add(t *task) { s.waiting = append(s.waiting, t) }
+
+// start starts every waiting call that is ready, in order, while there is
+// room. A call whose references do not resolve yet keeps waiting. It
+// reports false when the run ended.
+func (s *scheduler) start(ctx context.Context) bool {
+	var starts []func()
+	for i := 0; i < len(s.waiting) && s.running < s.conc; {
+		t := s.waiting[i]
+		if t.left > 0 {
+			i++
+			continue
+		}
+		if t.prior { // it ran before the run stopped
+			s.waiting = slices.Delete(s.waiting, i, i+1)
+			if t.errMsg != nil {
+				s.errs = append(s.errs, taskError{t.index, *t.errMsg})
+			}
+			s.settle(t)
+			i = 0 // settling may have made earlier calls ready
+			continue
+		}
+		c, err := s.prepare(t)
+		if errors.Is(err, errBlocked) {
+			i++
+			continue
+		}
+		s.waiting = slices.Delete(s.waiting, i, i+1)
+		if err == nil && s.confirm != nil {
+			d, cerr := s.confirm(ctx, c)
+			switch {
+			case cerr != nil:
+				s.fail(fmt.Errorf("agent: confirm: %w", cerr))
+				return false
+			case d.Reject != "":
+				err = &CallError{Kind: "rejected", Tool: c.Tool, Err: errors.New(d.Reject)}
+			case d.Replace != nil:
+				if c, err = t.exec.prepareCall(s.log, bytes.Clone(d.Replace)); err != nil {
+					c = &Call{Raw: d.Replace, Tool: planTool(d.Replace)}
+				}
+			}
+		}
+		if err != nil {
+			if c == nil {
+				c = &Call{Raw: t.raw, Tool: planTool(t.raw), Instance: t.instance}
+			}
+			c.ID = t.id
+			if !s.failed(t, c, err) {
+				return false
+			}
+			s.settle(t)
+			i = 0
+			continue
+		}
+		c.ID = t.id
+		a, explicit, aerr := c.resolveActivity(t.exec.reg)
+		c.activity, c.resolved = a, aerr == nil
+		// A call that writes nowhere and runs code is fire-and-forget: a
+		// step does not wait for it (010).
+		bg := c.OutputPath == "" && explicit != ""
+		// Started is yielded before the call runs: a durable run records
+		// it first.
+		if !s.emit(RunEvent{Kind: EventCallStarted, Step: s.step, Call: c}) {
+			return false
+		}
+		s.running++
+		if bg {
+			s.bg++
+		}
+		run := func() {
+			msgs, resp, err := t.exec.runCall(ctx, c)
+			s.done <- finished{t: t, call: c, bg: bg, msgs: msgs, resp: resp, err: err}
+		}
+		if s.flush == nil {
+			platform.Go(ctx, run) // nothing to make durable first
+			continue
+		}
+		starts = append(starts, run)
+	}
+	if s.flush != nil { // what settled since the last round goes too
+		if err := s.flush(ctx); err != nil {
+			s.running -= len(starts) // they never start
+			s.fail(err)
+			return false
+		}
+	}
+	for _, f := range starts {
+		platform.Go(ctx, f)
+	}
+	return true
+}
+
+// prepare prepares the call of t against the log.
+func (s *scheduler) prepare(t *task) (*Call, error) {
+	if t.prepare != nil {
+		return t.prepare(s.log)
+	}
+	return t.exec.prepareCall(s.log, t.raw)
+}
+
+// poll takes the calls that finished, without waiting, and starts what
+// they unblocked.
+func (s *scheduler) poll(ctx context.Context) bool {
+	for {
+		select {
+		case f := <-s.done:
+			if !s.finish(f) || !s.start(ctx) {
+				return false
+			}
+		default:
+			return true
+		}
+	}
+}
+
+// runDown starts and finishes calls until none the caller waits for runs
+// (with background, fire-and-forget calls too) and none can start. Calls
+// still waiting then never became ready: each fails, which settles it
+// (a plan's call that reads it through a fallback may then run).
+func (s *scheduler) runDown(ctx context.Context, background bool) bool {
+	for {
+		if ctx.Err() == nil && !s.start(ctx) {
+			return false
+		}
+		awaited := s.running
+		if !background {
+			awaited -= s.bg
+		}
+		if awaited == 0 && (s.running < s.conc || ctx.Err() != nil) {
+			if ctx.Err() != nil || !slices.ContainsFunc(s.waiting, func(t *task) bool { return t.left == 0 }) {
+				return true
+			}
+			if !s.neverReady() {
+				return false
+			}
+			continue
+		}
+		// Calls end soon once the run's context is cancelled.
+		if !s.finish(<-s.done) {
+			return false
+		}
+	}
+}
+
+// neverReady fails the waiting calls that wait for nothing but their
+// references: nothing runs that could write them.
+func (s *scheduler) neverReady() bool {
+	var blocked []*task
+	s.waiting = slices.DeleteFunc(s.waiting, func(t *task) bool {
+		if t.left == 0 {
+			blocked = append(blocked, t)
+			return true
+		}
+		return false
+	})
+	for _, t := range blocked {
+		_, err := s.prepare(t)
+		err = missing(err)
+		if err == nil {
+			err = errors.New("it was never run")
+		}
+		c := &Call{Raw: t.raw, Tool: planTool(t.raw), Instance: t.instance, ID: t.id}
+		if !s.failed(t, c, &CallError{Kind: Structural, Tool: c.Tool, Err: neverReady{err}}) {
+			return false
+		}
+		s.settle(t)
+	}
+	return true
+}
+
+// failed records the error of a call.
+func (s *scheduler) failed(t *task, c *Call, err error) bool {
+	s.errs = append(s.errs, taskError{t.index, ErrorMessage(c.Raw, err)})
+	return s.emit(RunEvent{Kind: EventCallFailed, Step: s.step, Call: c, Err: err})
+}
+
+// settle marks t finished, one way or another: the calls that read it
+// wait for one call fewer.
+func (s *scheduler) settle(t *task) {
+	for _, r := range t.readers {
+		r.left--
+	}
+}
+
+// finish records a finished call.
+func (s *scheduler) finish(f finished) bool {
+	s.running--
+	if f.bg {
+		s.bg--
+	}
+	if f.resp != nil {
+		s.usage.Add(f.resp.Usage)
+	}
+	if !s.appendAll(f.msgs) {
+		return false
+	}
+	if f.err != nil {
+		if !s.failed(f.t, f.call, f.err) {
+			return false
+		}
+	} else if !s.emit(RunEvent{Kind: EventCallFinished, Step: s.step, Call: f.call}) {
+		return false
+	}
+	s.settle(f.t)
+	return true
+}
+
+// appendAll appends messages to the log, each with its event.
+func (s *scheduler) appendAll(msgs []message.Message) bool {
+	for i := range msgs {
+		if err := s.log.Append(msgs[i]); err != nil {
+			s.fail(fmt.Errorf("agent: append: %w", err))
+			return false
+		}
+		if !s.emit(RunEvent{Kind: EventMessage, Step: s.step, Message: &msgs[i]}) {
+			return false
+		}
+	}
+	return true
+}
+
+// takeErrors returns the error messages of the calls that failed since
+// the last take.
+func (s *scheduler) takeErrors() []message.Message {
+	msgs := make([]message.Message, len(s.errs))
+	for i, e := range s.errs {
+		msgs[i] = e.msg
+	}
+	s.errs = nil
+	return msgs
+}
+
+// wait lets every started call return after the stream was abandoned:
+// the consumer was told each of them runs. The run's context is
+// cancelled by then, so they end soon.
+func (s *scheduler) wait() {
+	for ; s.running > 0; s.running-- {
+		<-s.done
+	}
+}
