@@ -23,7 +23,7 @@ func TestDependencies(t *testing.T) {
 		{"./ref", core},
 		{"./message", core},
 		{"./jsonstream", core},
-		{"./schema", append([]string{"github.com/augceo/agent/schema", "github.com/augceo/agent/internal/flatjson", "github.com/augceo/agent/internal/jsonfast"}, schemaLibs...)},
+		{"./schema", append([]string{"github.com/augceo/agent/schema", "github.com/augceo/agent/internal/jsonfast"}, schemaLibs...)},
 		{"./provider", []string{"github.com/augceo/agent/provider"}},
 		{"./store", []string{"github.com/augceo/agent/store", "github.com/augceo/agent/provider"}},
 		{".", append(append([]string{"github.com/augceo/agent", "github.com/augceo/agent/internal/", "github.com/augceo/agent/schema",

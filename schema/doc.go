@@ -36,11 +36,13 @@
 // LLM, one failure a line ("at /calls/0/amount: expected number, got string"), shows only
 // the closest alternatives of an anyOf, and is stable across runs and library versions.
 //
-// Validating raw JSON first tries a fast path that checks the bytes in one pass without
-// decoding; it handles the keywords tool schemas use (types, properties, required,
-// additionalProperties, items, enum, const, lengths, patterns, bounds, refs, anyOf
-// dispatched on a const such as "_tool") and never accepts what the library would
-// reject. Anything else, and every invalid value, goes to the library.
+// Validation first tries a fast path, which checks the decoded value against a plain
+// compiled form of the schema without building errors. Each schema in it answers valid,
+// invalid or unsure, and allOf, anyOf, oneOf, not, if and the other applicators combine
+// those answers exactly, so an alternative it cannot decide (a keyword such as "format"
+// or "unevaluatedProperties", a ref cycle) leaves the answer unsure wherever it could
+// change it. Only a certain "valid" is taken; everything else goes to the library, which
+// also produces the error.
 //
 // # Go types
 //

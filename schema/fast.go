@@ -1,381 +1,415 @@
 package schema
 
 import (
-	"bytes"
 	"encoding/json"
-	"math"
+	"math/big"
 	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/augceo/agent/internal/flatjson"
 )
 
-// This file is the fast path of validation. The library validates a decoded value, and
-// decoding plus validating a small tool call costs several microseconds. The fast path
-// checks the raw bytes in one pass, with no allocation in the common case, for the
-// keywords most tool and output schemas use.
+// This file is the fast path of validation. The library builds a detailed error for every
+// alternative it tries, so a valid call checked against the anyOf of ten tools costs it
+// far more than the check itself. The fast path evaluates the same decoded value against
+// a plain compiled form of the schema, and answers yes, no or unsure. Only yes is used:
+// on no or unsure the library decides, and produces the error.
 //
-// It only ever says "valid" when the value is valid: whenever it meets something it does
-// not decide exactly (malformed JSON, an escaped string compared with a pattern, a number
-// on the edge of a bound, a failure of any kind), it answers "not sure" and the library
-// decides, and produces the error. A schema with a keyword it does not know gets no fast
-// path at all. FuzzFastPath checks that the two agree.
+// Every node answers in three values, and every applicator combines them as logic with
+// "unknown" would: an alternative the fast path cannot decide (a keyword it does not
+// implement, such as format; a ref cycle; a number too large to compare) leaves anyOf,
+// oneOf, not and if unsure unless the answer is fixed without it. Values are compared as
+// the library compares them: numbers by exact value (1.0 and 1e0 are the integer 1),
+// strings after decoding, lengths in code points. FuzzFastPath and the JSON Schema test
+// suite (TestFastPathSuite) check that the two never disagree.
 
+// answer is what the fast path knows about a value: it conforms (yes), it does not (no),
+// or only the library can tell (unsure).
+type answer uint8
+
+const (
+	unsure answer = iota
+	yes
+	no
+)
+
+// and combines the answers for two conditions that must both hold.
+func and(a, b answer) answer {
+	switch {
+	case a == no || b == no:
+		return no
+	case a == unsure || b == unsure:
+		return unsure
+	}
+	return yes
+}
+
+// or combines the answers for two conditions of which one must hold.
+func or(a, b answer) answer { return negate(and(negate(a), negate(b))) }
+
+// is answers yes for true.
+func is(b bool) answer {
+	if b {
+		return yes
+	}
+	return no
+}
+
+func negate(a answer) answer {
+	switch a {
+	case yes:
+		return no
+	case no:
+		return yes
+	}
+	return unsure
+}
+
+// JSON types, as bits; tInteger only appears in a schema's type mask.
 const (
 	tNull uint8 = 1 << iota
 	tBool
-	tObject
-	tArray
 	tNumber
 	tString
-	tInteger // a number with no fraction; implied by tNumber
+	tArray
+	tObject
+	tInteger
 )
 
-// fastNode is one compiled schema of the fast path.
+// fastNode is one compiled schema of the fast path. A count of -1 is no constraint; a nil
+// node or number, no keyword.
 type fastNode struct {
-	never bool  // the false schema
-	types uint8 // 0: any type
+	never  bool // the false schema
+	opaque bool // has a keyword the fast path does not decide: never yes, maybe no
 
-	consts []constVal // enum, or const as a one-value enum; nil: no constraint
+	types uint8
+	enums [][]any // each enum, and const as a one-value enum: the value equals one of each
 
-	minLen, maxLen int // -1: none
-	pattern        *regexp.Regexp
-	prefix         string // when pattern is ^ and a literal: the literal, checked without the regexp
+	minLength, maxLength int
+	pattern              *regexp.Regexp
 
-	bounds []bound // minimum, maximum, exclusiveMinimum, exclusiveMaximum
+	minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf *big.Rat
 
-	props    map[string]propRule
-	plist    []propEntry // props, when few: a linear scan beats hashing the key
-	nreq     int         // required properties
-	addl     *fastNode   // additionalProperties schema, nil: any
-	addlNone bool        // additionalProperties: false
+	minProperties, maxProperties int
+	required                     []string
+	dependentRequired            map[string][]string
+	properties                   map[string]*fastNode
+	patternProperties            []patternNode
+	additionalProperties         *fastNode
+	propertyNames                *fastNode
+	dependentSchemas             map[string]*fastNode
 
-	items              *fastNode
-	minItems, maxItems int // -1: none
+	minItems, maxItems       int
+	uniqueItems              bool
+	prefixItems              []*fastNode
+	items                    *fastNode
+	contains                 *fastNode
+	minContains, maxContains int
 
-	allOf, anyOf, oneOf []*fastNode
 	ref                 *fastNode
-
-	// An anyOf whose every alternative is an object requiring property discProp with a
-	// distinct string const: the value of discProp picks the only possible alternative.
-	discProp string
-	disc     map[string]*fastNode
+	allOf, anyOf, oneOf []*fastNode
+	not                 *fastNode
+	cond, then, els     *fastNode // if, then, else
 }
 
-type propRule struct {
-	node     *fastNode // nil: any value
-	req      int       // bit index among the required properties, -1 if optional
-	declared bool      // listed in "properties", so additionalProperties does not apply
+type patternNode struct {
+	re   *regexp.Regexp
+	node *fastNode
 }
 
-type propEntry struct {
-	name string
-	rule propRule
+// buildFast compiles the fast path for the resource top, or returns nil when the
+// resources use a keyword that changes how refs resolve or which draft applies.
+func buildFast(resources map[string]any, top string) *fastNode {
+	for _, doc := range resources {
+		if !plainRefs(doc, true) {
+			return nil
+		}
+	}
+	b := &fastBuilder{resources: resources, nodes: map[string]*fastNode{}}
+	return b.at(top, "")
 }
 
-// maxPropList is the most properties looked up by linear scan.
-const maxPropList = 8
-
-type bound struct {
-	v         float64
-	exact     bool // v is an integer that float64 holds exactly
-	lower     bool // minimum or exclusiveMinimum
-	exclusive bool
+// plainRefs reports whether v, part of a schema document (root at its top), leaves refs
+// to resolve as JSON pointers in their document under draft 2020-12: no $id below a
+// root, no anchors, dynamic or recursive refs, vocabularies, or other draft. It looks at
+// every object, even inside enum values: a false alarm only costs the fast path.
+func plainRefs(v any, root bool) bool {
+	switch v := v.(type) {
+	case []any:
+		for _, e := range v {
+			if !plainRefs(e, false) {
+				return false
+			}
+		}
+	case *object:
+		for _, m := range v.members {
+			switch m.key {
+			case "$id":
+				if !root {
+					return false
+				}
+			case "$schema":
+				if m.val != "https://json-schema.org/draft/2020-12/schema" {
+					return false
+				}
+			case "$anchor", "$dynamicAnchor", "$dynamicRef", "$recursiveAnchor", "$recursiveRef", "$vocabulary":
+				return false
+			}
+			if !plainRefs(m.val, false) {
+				return false
+			}
+		}
+	}
+	return true
 }
-
-// constVal is one allowed value, for the types the fast path compares.
-type constVal struct {
-	typ uint8
-	s   string
-	f   float64 // exact integers only
-	b   bool
-}
-
-// fastKeywords are decided exactly by the fast path. Others that only annotate are
-// ignored; any other keyword disables the fast path for the whole schema.
-var (
-	fastKeywords = []string{"type", "enum", "const", "minLength", "maxLength", "pattern",
-		"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "properties", "required",
-		"additionalProperties", "items", "minItems", "maxItems", "allOf", "anyOf", "oneOf", "$ref"}
-	fastIgnored = []string{"$defs", "definitions", "title", "description", "default",
-		"examples", "$comment", "deprecated", "readOnly", "writeOnly", "propertyOrdering",
-		"contentEncoding", "contentMediaType", "contentSchema"}
-)
 
 type fastBuilder struct {
 	resources map[string]any
-	nodes     map[string]*fastNode
-	ok        bool
+	nodes     map[string]*fastNode // by resource URL and pointer
 }
 
-// buildFast compiles the fast path for the resource top, or returns nil.
-func buildFast(resources map[string]any, top string) *fastNode {
-	b := &fastBuilder{resources: resources, nodes: map[string]*fastNode{}, ok: true}
-	n := b.at(top, "")
-	if !b.ok {
-		return nil
-	}
-	n.finishDisc(map[*fastNode]bool{})
-	return n
-}
-
+// at returns the node of the schema at the JSON pointer ptr in the resource u.
 func (b *fastBuilder) at(u, ptr string) *fastNode {
 	key := u + "#" + ptr
 	if n, ok := b.nodes[key]; ok {
 		return n
 	}
-	doc, ok := b.resources[u]
-	if !ok {
-		b.ok = false
-		return nil
-	}
-	v, ok := lookupPointer(doc, ptr)
-	if !ok {
-		b.ok = false
-		return nil
-	}
-	n := &fastNode{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1}
-	b.nodes[key] = n
-	b.fill(n, v, u, ptr)
-	return n
-}
-
-func (b *fastBuilder) fail() { b.ok = false }
-
-func (b *fastBuilder) fill(n *fastNode, v any, u, ptr string) {
+	n := &fastNode{minLength: -1, maxLength: -1, minProperties: -1, maxProperties: -1,
+		minItems: -1, maxItems: -1, minContains: -1, maxContains: -1}
+	b.nodes[key] = n // before filling: a ref cycle comes back to n
+	v, _ := lookupPointer(b.resources[u], ptr)
 	switch v := v.(type) {
 	case bool:
 		n.never = !v
-		return
 	case *object:
-		b.fillObject(n, v, u, ptr)
+		b.fill(n, v, u, ptr)
 	default:
-		b.fail()
+		n.opaque = true // not found, or not a schema: the library reports it
 	}
+	return n
 }
 
-func (b *fastBuilder) fillObject(n *fastNode, o *object, u, ptr string) {
+// fastIgnored are the keywords that never change whether a value is valid: annotations,
+// containers of subschemas, content keywords (asserted only when a compiler asks), and
+// $id and $schema once plainRefs has vetted them.
+var fastIgnored = []string{"$id", "$schema", "$defs", "$comment", "definitions", "title",
+	"description", "default", "examples", "deprecated", "readOnly", "writeOnly",
+	"contentEncoding", "contentMediaType", "contentSchema"}
+
+func (b *fastBuilder) fill(n *fastNode, o *object, u, ptr string) {
+	sub := func(key string) *fastNode { return b.at(u, ptr+"/"+escapeToken(key)) }
+	subList := func(key string, v any) []*fastNode {
+		list, ok := v.([]any)
+		if !ok {
+			n.opaque = true
+			return nil
+		}
+		nodes := make([]*fastNode, len(list))
+		for i := range list {
+			nodes[i] = b.at(u, ptr+"/"+escapeToken(key)+"/"+strconv.Itoa(i))
+		}
+		return nodes
+	}
+	subMap := func(key string, v any) map[string]*fastNode {
+		mo, ok := v.(*object)
+		if !ok {
+			n.opaque = true
+			return nil
+		}
+		nodes := map[string]*fastNode{}
+		for _, m := range mo.members {
+			nodes[m.key] = b.at(u, ptr+"/"+escapeToken(key)+"/"+escapeToken(m.key))
+		}
+		return nodes
+	}
+	count := func(v any) int {
+		r, ok := exactValue(v)
+		if !ok || !r.IsInt() || r.Sign() < 0 || r.Num().BitLen() > 31 {
+			n.opaque = true
+			return -1
+		}
+		return int(r.Num().Int64())
+	}
+	number := func(v any) *big.Rat {
+		r, ok := exactValue(v)
+		if !ok {
+			n.opaque = true
+			return nil
+		}
+		return r
+	}
 	for _, m := range o.members {
-		if slices.Contains(fastIgnored, m.key) ||
-			m.key == "$schema" && m.val == "https://json-schema.org/draft/2020-12/schema" ||
-			m.key == "$id" && ptr == "" {
-			continue
-		}
-		if !slices.Contains(fastKeywords, m.key) {
-			if strings.HasPrefix(m.key, "$") || isKnownKeyword(m.key) {
-				b.fail() // a keyword we do not decide, or one that changes resolution
-				return
-			}
-			continue // an unknown keyword is an annotation in 2020-12
-		}
-		p := ptr + "/" + escapeToken(m.key)
 		switch m.key {
 		case "type":
-			n.types = typeMask(m.val, b)
-		case "enum":
-			list, _ := m.val.([]any)
-			n.consts = []constVal{}
-			for _, c := range list {
-				n.consts = append(n.consts, b.constOf(c))
+			n.types = typeMask(m.val)
+			if n.types == 0 {
+				n.opaque = true
 			}
 		case "const":
-			n.consts = []constVal{b.constOf(m.val)}
+			n.enums = append(n.enums, []any{plain(m.val)})
+		case "enum":
+			if list, ok := plain(m.val).([]any); ok {
+				n.enums = append(n.enums, list)
+			} else {
+				n.opaque = true
+			}
 		case "minLength":
-			n.minLen = b.count(m.val)
+			n.minLength = count(m.val)
 		case "maxLength":
-			n.maxLen = b.count(m.val)
-		case "minItems":
-			n.minItems = b.count(m.val)
-		case "maxItems":
-			n.maxItems = b.count(m.val)
+			n.maxLength = count(m.val)
 		case "pattern":
-			s, _ := m.val.(string)
-			re, err := regexp.Compile(s)
-			if err != nil {
-				b.fail()
-				return
+			n.pattern = b.regexp(n, m.val)
+		case "minimum":
+			n.minimum = number(m.val)
+		case "maximum":
+			n.maximum = number(m.val)
+		case "exclusiveMinimum":
+			n.exclusiveMinimum = number(m.val)
+		case "exclusiveMaximum":
+			n.exclusiveMaximum = number(m.val)
+		case "multipleOf":
+			if n.multipleOf = number(m.val); n.multipleOf != nil && n.multipleOf.Sign() <= 0 {
+				n.opaque, n.multipleOf = true, nil
 			}
-			n.pattern = re
-			if lit := strings.TrimPrefix(s, "^"); lit != s && lit != "" && regexp.QuoteMeta(lit) == lit {
-				n.prefix = lit // "^†" and the like, which tool schemas use for references
-			}
-		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
-			num, ok := m.val.(json.Number)
-			f, err := num.Float64()
-			if !ok || err != nil || math.IsInf(f, 0) {
-				b.fail()
-				return
-			}
-			n.bounds = append(n.bounds, bound{v: f, exact: exactInt(string(num), f),
-				lower: strings.HasSuffix(m.key, "inimum"), exclusive: strings.HasPrefix(m.key, "exclusive")})
-		case "properties":
-			po, _ := m.val.(*object)
-			if po == nil {
-				b.fail()
-				return
-			}
-			if n.props == nil {
-				n.props = map[string]propRule{}
-			}
-			for _, pm := range po.members {
-				r := n.props[pm.key]
-				r.node = b.at(u, p+"/"+escapeToken(pm.key))
-				r.declared = true
-				if _, seen := n.props[pm.key]; !seen {
-					r.req = -1
-				}
-				n.props[pm.key] = r
-			}
+		case "minProperties":
+			n.minProperties = count(m.val)
+		case "maxProperties":
+			n.maxProperties = count(m.val)
 		case "required":
-			list, _ := m.val.([]any)
-			if n.props == nil {
-				n.props = map[string]propRule{}
+			n.required = b.strings(n, m.val)
+		case "dependentRequired":
+			mo, ok := m.val.(*object)
+			if !ok {
+				n.opaque = true
+				continue
 			}
-			for _, e := range list {
-				s, ok := e.(string)
-				if !ok {
-					b.fail()
-					return
-				}
-				r, seen := n.props[s]
-				if seen && r.req >= 0 {
-					continue
-				}
-				if !seen {
-					r.node = nil
-				}
-				r.req = n.nreq
-				n.nreq++
-				n.props[s] = r
+			n.dependentRequired = map[string][]string{}
+			for _, dm := range mo.members {
+				n.dependentRequired[dm.key] = b.strings(n, dm.val)
 			}
-			if n.nreq > 64 {
-				b.fail()
-				return
+		case "properties":
+			n.properties = subMap(m.key, m.val)
+		case "patternProperties":
+			for name, node := range subMap(m.key, m.val) {
+				if re := b.regexp(n, name); re != nil {
+					n.patternProperties = append(n.patternProperties, patternNode{re, node})
+				}
 			}
 		case "additionalProperties":
-			if m.val == false {
-				n.addlNone = true
-			} else if m.val != true {
-				n.addl = b.at(u, p)
-			}
+			n.additionalProperties = sub(m.key)
+		case "propertyNames":
+			n.propertyNames = sub(m.key)
+		case "dependentSchemas":
+			n.dependentSchemas = subMap(m.key, m.val)
+		case "minItems":
+			n.minItems = count(m.val)
+		case "maxItems":
+			n.maxItems = count(m.val)
+		case "uniqueItems":
+			u, ok := m.val.(bool)
+			n.uniqueItems = u
+			n.opaque = n.opaque || !ok
+		case "prefixItems":
+			n.prefixItems = subList(m.key, m.val)
 		case "items":
-			if _, isList := m.val.([]any); isList {
-				b.fail() // draft-07 tuples
-				return
-			}
-			n.items = b.at(u, p)
-		case "allOf", "anyOf", "oneOf":
-			list, _ := m.val.([]any)
-			var subs []*fastNode
-			for i := range list {
-				subs = append(subs, b.at(u, p+"/"+strconv.Itoa(i)))
-			}
-			switch m.key {
-			case "allOf":
-				n.allOf = subs
-			case "anyOf":
-				n.anyOf = subs
-			case "oneOf":
-				n.oneOf = subs
-			}
+			n.items = sub(m.key)
+		case "contains":
+			n.contains = sub(m.key)
+		case "minContains":
+			n.minContains = count(m.val)
+		case "maxContains":
+			n.maxContains = count(m.val)
+		case "allOf":
+			n.allOf = subList(m.key, m.val)
+		case "anyOf":
+			n.anyOf = subList(m.key, m.val)
+		case "oneOf":
+			n.oneOf = subList(m.key, m.val)
+		case "not":
+			n.not = sub(m.key)
+		case "if":
+			n.cond = sub(m.key)
+		case "then":
+			n.then = sub(m.key)
+		case "else":
+			n.els = sub(m.key)
 		case "$ref":
-			ref, _ := m.val.(string)
-			target := ref
-			if strings.HasPrefix(ref, "#") {
-				target = u + ref
+			n.ref = b.ref(n, u, m.val)
+		default:
+			if slices.Contains(fastIgnored, m.key) {
+				continue
 			}
-			tu, frag, _ := strings.Cut(target, "#")
-			frag, err := url.PathUnescape(frag)
-			if err != nil || frag != "" && frag[0] != '/' {
-				b.fail()
-				return
+			if strings.HasPrefix(m.key, "$") || isLibraryKeyword(m.key) {
+				n.opaque = true // format, unevaluated*, draft-07 spellings and the like
 			}
-			n.ref = b.at(tu, frag)
-		}
-		if !b.ok {
-			return
+			// Any other key is an annotation in 2020-12.
 		}
 	}
 }
 
-// finishDisc finds discriminated anyOfs once every node is built.
-func (n *fastNode) finishDisc(seen map[*fastNode]bool) {
-	if n == nil || seen[n] {
-		return
-	}
-	seen[n] = true
-	if len(n.props) <= maxPropList {
-		for name, r := range n.props {
-			n.plist = append(n.plist, propEntry{name, r})
-		}
-	}
-	if len(n.anyOf) > 1 {
-		n.discProp, n.disc = discriminator(n.anyOf)
-	}
-	for _, r := range n.props {
-		r.node.finishDisc(seen)
-	}
-	for _, s := range [][]*fastNode{n.allOf, n.anyOf, n.oneOf, {n.addl, n.items, n.ref}} {
-		for _, c := range s {
-			c.finishDisc(seen)
-		}
-	}
-}
-
-func discriminator(alts []*fastNode) (string, map[string]*fastNode) {
-	var prop string
-	disc := map[string]*fastNode{}
-	for i, a := range alts {
-		if a.types != tObject || a.ref != nil || len(a.anyOf)+len(a.oneOf)+len(a.allOf) > 0 {
-			return "", nil
-		}
-		if i == 0 {
-			for name, r := range a.props {
-				if r.req >= 0 && r.node != nil && len(r.node.consts) == 1 && r.node.consts[0].typ == tString {
-					if prop == "" || name < prop {
-						prop = name
-					}
-				}
-			}
-			if prop == "" {
-				return "", nil
-			}
-		}
-		r, ok := a.props[prop]
-		if !ok || r.req < 0 || r.node == nil || len(r.node.consts) != 1 || r.node.consts[0].typ != tString {
-			return "", nil
-		}
-		v := r.node.consts[0].s
-		if _, dup := disc[v]; dup {
-			return "", nil
-		}
-		disc[v] = a
-	}
-	return prop, disc
-}
-
-func isKnownKeyword(k string) bool {
+// isLibraryKeyword reports the keywords the library may assert that the fast path does
+// not decide.
+func isLibraryKeyword(k string) bool {
 	switch k {
-	case "multipleOf", "uniqueItems", "maxContains", "minContains", "maxProperties", "minProperties",
-		"dependentRequired", "not", "if", "then", "else", "dependentSchemas", "prefixItems",
-		"contains", "patternProperties", "propertyNames", "unevaluatedItems",
-		"unevaluatedProperties", "format", "dependencies", "additionalItems", "nullable":
+	case "format", "unevaluatedItems", "unevaluatedProperties", "dependencies", "additionalItems":
 		return true
 	}
 	return false
 }
 
-func typeMask(v any, b *fastBuilder) uint8 {
-	var names []any
-	switch v := v.(type) {
-	case string:
+// ref resolves a $ref: "#<pointer>" in the same resource, or "<resource URL>#<pointer>"
+// as resolveNames writes refs to registered names.
+func (b *fastBuilder) ref(n *fastNode, u string, v any) *fastNode {
+	ref, ok := v.(string)
+	if !ok {
+		n.opaque = true
+		return nil
+	}
+	target, frag, _ := strings.Cut(ref, "#")
+	if target == "" {
+		target = u
+	}
+	frag, err := url.PathUnescape(frag)
+	if _, known := b.resources[target]; !known || err != nil || frag != "" && frag[0] != '/' {
+		n.opaque = true
+		return nil
+	}
+	return b.at(target, frag)
+}
+
+func (b *fastBuilder) regexp(n *fastNode, v any) *regexp.Regexp {
+	s, _ := v.(string)
+	re, err := regexp.Compile(s) // the library's default engine
+	if _, ok := v.(string); !ok || err != nil {
+		n.opaque = true
+		return nil
+	}
+	return re
+}
+
+func (b *fastBuilder) strings(n *fastNode, v any) []string {
+	list, _ := v.([]any)
+	out := []string{}
+	for _, e := range list {
+		s, ok := e.(string)
+		if !ok {
+			n.opaque = true
+		}
+		out = append(out, s)
+	}
+	if list == nil {
+		n.opaque = true
+	}
+	return out
+}
+
+// typeMask returns the mask of a "type" value, or 0 if it names an unknown type.
+func typeMask(v any) uint8 {
+	names, ok := v.([]any)
+	if !ok {
 		names = []any{v}
-	case []any:
-		names = v
 	}
 	var m uint8
 	for _, t := range names {
@@ -384,574 +418,412 @@ func typeMask(v any, b *fastBuilder) uint8 {
 			m |= tNull
 		case "boolean":
 			m |= tBool
-		case "object":
-			m |= tObject
-		case "array":
-			m |= tArray
 		case "number":
-			m |= tNumber | tInteger
-		case "string":
-			m |= tString
+			m |= tNumber
 		case "integer":
 			m |= tInteger
+		case "string":
+			m |= tString
+		case "array":
+			m |= tArray
+		case "object":
+			m |= tObject
 		default:
-			b.fail()
+			return 0
 		}
 	}
 	return m
 }
 
-func (b *fastBuilder) constOf(v any) constVal {
-	switch v := v.(type) {
-	case nil:
-		return constVal{typ: tNull}
-	case bool:
-		return constVal{typ: tBool, b: v}
-	case string:
-		return constVal{typ: tString, s: v}
-	case json.Number:
-		f, err := v.Float64()
-		if err == nil && exactInt(string(v), f) {
-			return constVal{typ: tNumber, f: f}
-		}
-	}
-	b.fail() // objects, arrays and fractions are compared by the library
-	return constVal{}
-}
-
-func (b *fastBuilder) count(v any) int {
-	num, _ := v.(json.Number)
-	n, err := strconv.Atoi(string(num))
-	if err != nil || n < 0 {
-		b.fail()
-	}
-	return n
-}
-
-// exactInt reports whether the literal s is an integer that f holds exactly.
-func exactInt(s string, f float64) bool {
-	return !strings.ContainsAny(s, ".eE") && math.Abs(f) < 1<<53
-}
-
-// acceptsObject is accepts for an object whose members visit is given.
-func (n *fastNode) acceptsObject(data []byte, visit func(key, value []byte)) bool {
-	i := flatjson.SkipWS(data, 0)
-	if i >= len(data) || data[i] != '{' || n.never {
-		return false
-	}
-	end, ok := n.checkObject(data, i, 0, visit)
-	return ok && n.checkApplicators(data, i, 0) && flatjson.SkipWS(data, end) == len(data)
-}
-
-// accepts reports whether data is certainly valid. false means "ask the library".
-func (n *fastNode) accepts(data []byte) bool {
-	end, ok := n.check(data, flatjson.SkipWS(data, 0), 0)
-	return ok && flatjson.SkipWS(data, end) == len(data)
-}
-
-const maxFastDepth = 200
-
-// check validates the value at data[i:] (i at its first byte) and returns its end.
-func (n *fastNode) check(d []byte, i, depth int) (int, bool) {
-	if i >= len(d) || depth > maxFastDepth || n.never {
-		return 0, false
-	}
-	var end int
-	var ok bool
-	switch c := d[i]; {
-	case c == '{':
-		end, ok = n.checkObject(d, i, depth, nil)
-	case c == '[':
-		end, ok = n.checkArray(d, i, depth)
-	case c == '"':
-		end, ok = n.checkString(d, i)
-	case c == '-' || c >= '0' && c <= '9':
-		end, ok = n.checkNumber(d, i)
-	case c == 't' || c == 'f':
-		end, ok = n.checkBool(d, i)
-	case c == 'n':
-		end, ok = n.checkNull(d, i)
-	}
+// exactValue returns the exact value of a JSON number, as the library computes it. Numbers
+// whose exponent is too large for that are not numbers here.
+func exactValue(v any) (*big.Rat, bool) {
+	num, ok := v.(json.Number)
 	if !ok {
-		return 0, false
+		return nil, false
 	}
-	if n.ref == nil && n.allOf == nil && n.anyOf == nil && n.oneOf == nil { // most nodes: no call
-		return end, true
-	}
-	return end, n.checkApplicators(d, i, depth)
+	return new(big.Rat).SetString(string(num))
 }
 
-func (n *fastNode) checkApplicators(d []byte, i, depth int) bool {
-	if n.ref != nil {
-		if _, ok := n.ref.check(d, i, depth+1); !ok {
-			return false
+// typeOf returns the JSON type of a value decoded by decode, or 0 for anything else.
+func typeOf(v any) uint8 {
+	switch v.(type) {
+	case nil:
+		return tNull
+	case bool:
+		return tBool
+	case json.Number:
+		return tNumber
+	case string:
+		return tString
+	case []any:
+		return tArray
+	case map[string]any:
+		return tObject
+	}
+	return 0
+}
+
+// accepts reports whether v, a value decoded by decode, certainly conforms.
+func (n *fastNode) accepts(v any) bool {
+	return n.eval(v, make([]*fastNode, 0, 32)) == yes
+}
+
+// eval answers whether v conforms to n. path holds the nodes entered for v itself,
+// through $ref and the in-place applicators: entering one again is a cycle, which the
+// library reports. A child value starts a new path after the end of path, reusing the
+// slice's spare capacity.
+func (n *fastNode) eval(v any, path []*fastNode) answer {
+	if n.never {
+		return no
+	}
+	t := typeOf(v)
+	if t == 0 || slices.Contains(path, n) {
+		return unsure
+	}
+	path = append(path, n)
+	a := n.evalType(v, t)
+	if n.opaque {
+		a = and(a, unsure)
+	}
+	if a != no {
+		a = and(a, n.evalEnums(v))
+	}
+	if a != no {
+		a = and(a, n.evalValue(v, path[len(path):]))
+	}
+	if a != no {
+		a = and(a, n.evalInPlace(v, path))
+	}
+	return a
+}
+
+func (n *fastNode) evalType(v any, t uint8) answer {
+	switch {
+	case n.types == 0 || n.types&t != 0:
+		return yes
+	case t == tNumber && n.types&tInteger != 0:
+		return isInteger(v.(json.Number))
+	}
+	return no
+}
+
+// isInteger answers whether num has no fraction: 1.0, 1e0 and 100e-2 are integers.
+func isInteger(num json.Number) answer {
+	if !strings.ContainsAny(string(num), ".eE") {
+		return yes
+	}
+	r, ok := exactValue(num)
+	if !ok {
+		return unsure
+	}
+	return is(r.IsInt())
+}
+
+func (n *fastNode) evalEnums(v any) answer {
+	a := yes
+	for _, list := range n.enums {
+		found := no
+		for _, e := range list {
+			if found = or(found, equal(v, e)); found == yes {
+				break
+			}
+		}
+		if a = and(a, found); a == no {
+			return no
 		}
 	}
-	for _, s := range n.allOf {
-		if _, ok := s.check(d, i, depth+1); !ok {
-			return false
+	return a
+}
+
+// equal answers whether two decoded values are equal as JSON Schema compares them:
+// numbers by value, objects whatever their order.
+func equal(x, y any) answer {
+	tx, ty := typeOf(x), typeOf(y)
+	switch {
+	case tx == 0 || ty == 0:
+		return unsure
+	case tx != ty:
+		return no
+	}
+	switch x := x.(type) {
+	case bool:
+		return is(x == y.(bool))
+	case string:
+		return is(x == y.(string))
+	case json.Number:
+		rx, okx := exactValue(x)
+		ry, oky := exactValue(y)
+		if !okx || !oky {
+			return unsure
+		}
+		return is(rx.Cmp(ry) == 0)
+	case []any:
+		y := y.([]any)
+		if len(x) != len(y) {
+			return no
+		}
+		a := yes
+		for i := range x {
+			if a = and(a, equal(x[i], y[i])); a == no {
+				return no
+			}
+		}
+		return a
+	case map[string]any:
+		y := y.(map[string]any)
+		if len(x) != len(y) {
+			return no
+		}
+		a := yes
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok {
+				return no
+			}
+			if a = and(a, equal(xv, yv)); a == no {
+				return no
+			}
+		}
+		return a
+	}
+	return yes // both null
+}
+
+// evalValue checks the keywords for v's own type. Its members or items are evaluated
+// with child as their path.
+func (n *fastNode) evalValue(v any, child []*fastNode) answer {
+	switch v := v.(type) {
+	case string:
+		return n.evalString(v)
+	case json.Number:
+		return n.evalNumber(v)
+	case []any:
+		return n.evalArray(v, child)
+	case map[string]any:
+		return n.evalObject(v, child)
+	}
+	return yes
+}
+
+func (n *fastNode) evalString(s string) answer {
+	if n.minLength >= 0 || n.maxLength >= 0 {
+		l := utf8.RuneCountInString(s) // code points, as the library counts
+		if l < n.minLength || n.maxLength >= 0 && l > n.maxLength {
+			return no
 		}
 	}
-	if n.anyOf != nil {
-		if n.disc != nil {
-			alt := n.pick(d, i)
-			if alt == nil {
-				return false
-			}
-			if _, ok := alt.check(d, i, depth+1); !ok {
-				return false
-			}
-		} else {
-			matched := false
-			for _, s := range n.anyOf {
-				if _, ok := s.check(d, i, depth+1); ok {
-					matched = true
-					break
+	if n.pattern != nil && !n.pattern.MatchString(s) {
+		return no
+	}
+	return yes
+}
+
+func (n *fastNode) evalNumber(num json.Number) answer {
+	if n.minimum == nil && n.maximum == nil && n.exclusiveMinimum == nil &&
+		n.exclusiveMaximum == nil && n.multipleOf == nil {
+		return yes
+	}
+	r, ok := exactValue(num)
+	if !ok {
+		return unsure
+	}
+	switch {
+	case n.minimum != nil && r.Cmp(n.minimum) < 0,
+		n.maximum != nil && r.Cmp(n.maximum) > 0,
+		n.exclusiveMinimum != nil && r.Cmp(n.exclusiveMinimum) <= 0,
+		n.exclusiveMaximum != nil && r.Cmp(n.exclusiveMaximum) >= 0,
+		n.multipleOf != nil && !new(big.Rat).Quo(r, n.multipleOf).IsInt():
+		return no
+	}
+	return yes
+}
+
+// maxUniqueItems is the longest array whose uniqueItems the fast path checks, pair by pair.
+const maxUniqueItems = 100
+
+func (n *fastNode) evalArray(arr []any, child []*fastNode) answer {
+	if len(arr) < n.minItems || n.maxItems >= 0 && len(arr) > n.maxItems {
+		return no
+	}
+	a := yes
+	switch {
+	case n.uniqueItems && len(arr) > maxUniqueItems:
+		a = unsure
+	case n.uniqueItems:
+		for i := range arr {
+			for j := range i {
+				if a = and(a, negate(equal(arr[i], arr[j]))); a == no {
+					return no
 				}
 			}
-			if !matched {
-				return false
-			}
 		}
 	}
-	if n.oneOf != nil {
-		matched := 0
-		for _, s := range n.oneOf {
-			if _, ok := s.check(d, i, depth+1); ok {
+	for i, e := range arr {
+		s := n.items
+		if i < len(n.prefixItems) {
+			s = n.prefixItems[i]
+		}
+		if s == nil {
+			continue
+		}
+		if a = and(a, s.eval(e, child)); a == no {
+			return no
+		}
+	}
+	if n.contains != nil {
+		matched, maybe := 0, 0
+		for _, e := range arr {
+			switch n.contains.eval(e, child) {
+			case yes:
 				matched++
+			case unsure:
+				maybe++
 			}
 		}
-		if matched != 1 {
-			return false // none, or several: either way the library reports it
+		least := n.minContains
+		if least < 0 {
+			least = 1
+		}
+		a = and(a, inRange(matched, matched+maybe, least, n.maxContains))
+	}
+	return a
+}
+
+func (n *fastNode) evalObject(obj map[string]any, child []*fastNode) answer {
+	if len(obj) < n.minProperties || n.maxProperties >= 0 && len(obj) > n.maxProperties {
+		return no
+	}
+	if !hasAll(obj, n.required) {
+		return no
+	}
+	for k, deps := range n.dependentRequired {
+		if _, ok := obj[k]; ok && !hasAll(obj, deps) {
+			return no
+		}
+	}
+	a := yes
+	member := func(s *fastNode, v any) bool { // reports a definite no
+		a = and(a, s.eval(v, child))
+		return a == no
+	}
+	for k, v := range obj {
+		declared := false
+		if s, ok := n.properties[k]; ok {
+			declared = true
+			if member(s, v) {
+				return no
+			}
+		}
+		for _, p := range n.patternProperties {
+			if p.re.MatchString(k) {
+				declared = true
+				if member(p.node, v) {
+					return no
+				}
+			}
+		}
+		if !declared && n.additionalProperties != nil && member(n.additionalProperties, v) {
+			return no
+		}
+		if n.propertyNames != nil && member(n.propertyNames, k) {
+			return no
+		}
+	}
+	return a
+}
+
+func hasAll(obj map[string]any, keys []string) bool {
+	for _, k := range keys {
+		if _, ok := obj[k]; !ok {
+			return false
 		}
 	}
 	return true
 }
 
-// pick returns the alternative named by the discriminator property of the object at
-// d[i], or nil.
-func (n *fastNode) pick(d []byte, i int) *fastNode {
-	if d[i] != '{' {
-		return nil
+// evalInPlace checks the applicators that apply to v itself: $ref, allOf, anyOf,
+// oneOf, not, if/then/else and dependentSchemas.
+func (n *fastNode) evalInPlace(v any, path []*fastNode) answer {
+	a := yes
+	must := func(b answer) bool { // reports a definite no
+		a = and(a, b)
+		return a == no
 	}
-	var found *fastNode
-	i = flatjson.SkipWS(d, i+1)
-	if i < len(d) && d[i] == '}' {
-		return nil
+	if n.ref != nil && must(n.ref.eval(v, path)) {
+		return no
 	}
-	for i < len(d) {
-		key, esc, end, ok := flatjson.ScanString(d, i)
-		if !ok || esc {
-			return nil
+	for _, s := range n.allOf {
+		if must(s.eval(v, path)) {
+			return no
 		}
-		i = flatjson.SkipWS(d, end)
-		if i >= len(d) || d[i] != ':' {
-			return nil
-		}
-		i = flatjson.SkipWS(d, i+1)
-		if string(key) == n.discProp {
-			if i >= len(d) || d[i] != '"' {
-				return nil
-			}
-			val, esc, vend, ok := flatjson.ScanString(d, i)
-			if !ok || esc {
-				return nil
-			}
-			found = n.disc[string(val)] // the last occurrence wins, as in decoding
-			i = vend
-		} else {
-			end, ok := skipValue(d, i, 0)
-			if !ok {
-				return nil
-			}
-			i = end
-		}
-		i = flatjson.SkipWS(d, i)
-		if i < len(d) && d[i] == ',' {
-			i = flatjson.SkipWS(d, i+1)
-			continue
-		}
-		break
 	}
-	return found
-}
-
-func (n *fastNode) prop(key []byte) (propRule, bool) {
-	if n.props == nil {
-		return propRule{}, false
-	}
-	if len(n.plist) > 0 {
-		for i := range n.plist {
-			if n.plist[i].name == string(key) {
-				return n.plist[i].rule, true
+	if obj, ok := v.(map[string]any); ok {
+		for k, s := range n.dependentSchemas {
+			if _, ok := obj[k]; ok && must(s.eval(v, path)) {
+				return no
 			}
 		}
-		return propRule{}, false
 	}
-	r, ok := n.props[string(key)]
-	return r, ok
-}
-
-func (n *fastNode) allows(t uint8) bool { return n.types == 0 || n.types&t != 0 }
-
-// checkObject checks the object at d[i]; visit, when not nil, is given
-// each member once its value is checked.
-func (n *fastNode) checkObject(d []byte, i, depth int, visit func(key, value []byte)) (int, bool) {
-	if !n.allows(tObject) || n.consts != nil {
-		return 0, false
-	}
-	var seen uint64
-	i = flatjson.SkipWS(d, i+1)
-	if i < len(d) && d[i] == '}' {
-		return i + 1, n.nreq == 0
-	}
-	for i < len(d) {
-		key, esc, valid, end, ok := flatjson.ScanStringUTF8(d, i)
-		if !ok || esc || !valid { // decoding would change the key
-			return 0, false
+	if len(n.anyOf) > 0 {
+		some := no
+		for _, s := range n.anyOf {
+			if some = or(some, s.eval(v, path)); some == yes {
+				break
+			}
 		}
-		i = flatjson.SkipWS(d, end)
-		if i >= len(d) || d[i] != ':' {
-			return 0, false
+		if must(some) {
+			return no
 		}
-		i = flatjson.SkipWS(d, i+1)
-		var sub *fastNode
-		r, found := n.prop(key)
-		if found && r.req >= 0 {
-			seen |= 1 << r.req
+	}
+	if len(n.oneOf) > 0 {
+		matched, maybe := 0, 0
+		for _, s := range n.oneOf {
+			switch s.eval(v, path) {
+			case yes:
+				matched++
+			case unsure:
+				maybe++
+			}
+		}
+		if must(inRange(matched, matched+maybe, 1, 1)) {
+			return no
+		}
+	}
+	if n.not != nil && must(negate(n.not.eval(v, path))) {
+		return no
+	}
+	if n.cond != nil {
+		c := n.cond.eval(v, path)
+		then, els := yes, yes
+		if n.then != nil && c != no {
+			then = n.then.eval(v, path)
+		}
+		if n.els != nil && c != yes {
+			els = n.els.eval(v, path)
 		}
 		switch {
-		case found && r.declared:
-			sub = r.node
-		case n.addlNone:
-			return 0, false
+		case c == yes:
+			must(then)
+		case c == no:
+			must(els)
+		case then == els:
+			must(then) // either way
 		default:
-			sub = n.addl
+			must(unsure)
 		}
-		if sub != nil {
-			end, ok = sub.check(d, i, depth+1)
-		} else {
-			end, ok = skipValue(d, i, depth+1)
-		}
-		if !ok {
-			return 0, false
-		}
-		if visit != nil {
-			visit(key, d[i:end])
-		}
-		i = flatjson.SkipWS(d, end)
-		if i < len(d) && d[i] == ',' {
-			i = flatjson.SkipWS(d, i+1)
-			continue
-		}
-		if i < len(d) && d[i] == '}' {
-			if n.nreq > 0 && seen != 1<<n.nreq-1 {
-				return 0, false
-			}
-			return i + 1, true
-		}
-		return 0, false
 	}
-	return 0, false
+	return a
 }
 
-func (n *fastNode) checkArray(d []byte, i, depth int) (int, bool) {
-	if !n.allows(tArray) || n.consts != nil {
-		return 0, false
-	}
-	count := 0
-	i = flatjson.SkipWS(d, i+1)
-	if i < len(d) && d[i] == ']' {
-		return i + 1, n.minItems <= 0
-	}
-	for i < len(d) {
-		var end int
-		var ok bool
-		if n.items != nil {
-			end, ok = n.items.check(d, i, depth+1)
-		} else {
-			end, ok = skipValue(d, i, depth+1)
-		}
-		if !ok {
-			return 0, false
-		}
-		count++
-		i = flatjson.SkipWS(d, end)
-		if i < len(d) && d[i] == ',' {
-			i = flatjson.SkipWS(d, i+1)
-			continue
-		}
-		if i < len(d) && d[i] == ']' {
-			if count < n.minItems || n.maxItems >= 0 && count > n.maxItems {
-				return 0, false
-			}
-			return i + 1, true
-		}
-		return 0, false
-	}
-	return 0, false
-}
-
-func (n *fastNode) checkString(d []byte, i int) (int, bool) {
-	if !n.allows(tString) {
-		return 0, false
-	}
-	s, esc, valid, end, ok := flatjson.ScanStringUTF8(d, i)
-	if !ok {
-		return 0, false
-	}
-	if esc && (n.consts != nil || n.pattern != nil || n.minLen >= 0 || n.maxLen >= 0) {
-		return 0, false // compare decoded strings in the library
-	}
-	if n.minLen >= 0 || n.maxLen >= 0 || n.pattern != nil {
-		if !valid {
-			return 0, false
-		}
-		if n.minLen >= 0 || n.maxLen >= 0 {
-			l := utf8.RuneCount(s)
-			if l < n.minLen || n.maxLen >= 0 && l > n.maxLen {
-				return 0, false
-			}
-		}
-		switch {
-		case n.prefix != "":
-			if !bytes.HasPrefix(s, []byte(n.prefix)) {
-				return 0, false
-			}
-		case n.pattern != nil:
-			if !n.pattern.Match(s) {
-				return 0, false
-			}
-		}
-	}
-	if n.consts != nil {
-		found := false
-		for _, c := range n.consts {
-			if c.typ == tString && c.s == string(s) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return 0, false
-		}
-	}
-	return end, true
-}
-
-func (n *fastNode) checkNumber(d []byte, i int) (int, bool) {
-	end, isInt, ok := scanNumber(d, i)
-	if !ok {
-		return 0, false
-	}
-	if n.types != 0 && n.types&tNumber == 0 && (n.types&tInteger == 0 || !isInt) {
-		return 0, false // an integer type wants a number without fraction (1.0 goes to the library)
-	}
-	if n.bounds == nil && n.consts == nil {
-		return end, true
-	}
-	lit := d[i:end]
-	f, exact := parseNumber(lit, isInt)
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return 0, false
-	}
-	for _, b := range n.bounds {
-		switch {
-		case f == b.v && !(exact && b.exact):
-			return 0, false // too close to call with floats
-		case b.lower && (f < b.v || b.exclusive && f == b.v):
-			return 0, false
-		case !b.lower && (f > b.v || b.exclusive && f == b.v):
-			return 0, false
-		}
-	}
-	if n.consts != nil {
-		if !exact {
-			return 0, false
-		}
-		found := false
-		for _, c := range n.consts {
-			if c.typ == tNumber && c.f == f {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return 0, false
-		}
-	}
-	return end, true
-}
-
-// parseNumber converts a number literal; exact reports an integer that f holds exactly.
-func parseNumber(lit []byte, isInt bool) (f float64, exact bool) {
-	if isInt && len(lit) <= 16 {
-		var v int64
-		neg := lit[0] == '-'
-		digits := lit
-		if neg {
-			digits = lit[1:]
-		}
-		for _, c := range digits {
-			v = v*10 + int64(c-'0')
-		}
-		if neg {
-			v = -v
-		}
-		if v < 1<<53 && v > -(1<<53) {
-			return float64(v), true
-		}
-	}
-	f, err := strconv.ParseFloat(string(lit), 64)
-	if err != nil {
-		return math.NaN(), false
-	}
-	return f, false
-}
-
-func (n *fastNode) checkBool(d []byte, i int) (int, bool) {
-	var end int
-	var v bool
+// inRange answers whether a count known to lie in [lo, hi] lies in [least, most]; most
+// -1 is no limit.
+func inRange(lo, hi, least, most int) answer {
 	switch {
-	case flatjson.HasLiteral(d, i, "true"):
-		end, v = i+4, true
-	case flatjson.HasLiteral(d, i, "false"):
-		end, v = i+5, false
-	default:
-		return 0, false
+	case hi < least, most >= 0 && lo > most:
+		return no
+	case lo < least, most >= 0 && hi > most:
+		return unsure
 	}
-	if !n.allows(tBool) {
-		return 0, false
-	}
-	if n.consts != nil {
-		found := false
-		for _, c := range n.consts {
-			if c.typ == tBool && c.b == v {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return 0, false
-		}
-	}
-	return end, true
-}
-
-func (n *fastNode) checkNull(d []byte, i int) (int, bool) {
-	if !flatjson.HasLiteral(d, i, "null") || !n.allows(tNull) {
-		return 0, false
-	}
-	if n.consts != nil {
-		found := false
-		for _, c := range n.consts {
-			found = found || c.typ == tNull
-		}
-		if !found {
-			return 0, false
-		}
-	}
-	return i + 4, true
-}
-
-// scanNumber scans a JSON number; isInt reports a literal with no fraction or exponent.
-func scanNumber(d []byte, i int) (end int, isInt, ok bool) {
-	j := i
-	if j < len(d) && d[j] == '-' {
-		j++
-	}
-	switch {
-	case j < len(d) && d[j] == '0':
-		j++
-	case j < len(d) && d[j] >= '1' && d[j] <= '9':
-		for j < len(d) && d[j] >= '0' && d[j] <= '9' {
-			j++
-		}
-	default:
-		return 0, false, false
-	}
-	isInt = true
-	if j < len(d) && d[j] == '.' {
-		isInt = false
-		j++
-		k := j
-		for j < len(d) && d[j] >= '0' && d[j] <= '9' {
-			j++
-		}
-		if j == k {
-			return 0, false, false
-		}
-	}
-	if j < len(d) && (d[j] == 'e' || d[j] == 'E') {
-		isInt = false
-		j++
-		if j < len(d) && (d[j] == '+' || d[j] == '-') {
-			j++
-		}
-		k := j
-		for j < len(d) && d[j] >= '0' && d[j] <= '9' {
-			j++
-		}
-		if j == k {
-			return 0, false, false
-		}
-	}
-	return j, isInt, true
-}
-
-// skipValue checks the syntax of the value at d[i] and returns its end.
-func skipValue(d []byte, i, depth int) (int, bool) {
-	if i >= len(d) || depth > maxFastDepth {
-		return 0, false
-	}
-	switch c := d[i]; {
-	case c == '"':
-		_, _, end, ok := flatjson.ScanString(d, i)
-		return end, ok
-	case c == '-' || c >= '0' && c <= '9':
-		end, _, ok := scanNumber(d, i)
-		return end, ok
-	case c == 't':
-		return i + 4, flatjson.HasLiteral(d, i, "true")
-	case c == 'f':
-		return i + 5, flatjson.HasLiteral(d, i, "false")
-	case c == 'n':
-		return i + 4, flatjson.HasLiteral(d, i, "null")
-	case c == '{' || c == '[':
-		closing := byte('}')
-		if c == '[' {
-			closing = ']'
-		}
-		i = flatjson.SkipWS(d, i+1)
-		if i < len(d) && d[i] == closing {
-			return i + 1, true
-		}
-		for i < len(d) {
-			if c == '{' {
-				_, _, end, ok := flatjson.ScanString(d, i)
-				if !ok {
-					return 0, false
-				}
-				i = flatjson.SkipWS(d, end)
-				if i >= len(d) || d[i] != ':' {
-					return 0, false
-				}
-				i = flatjson.SkipWS(d, i+1)
-			}
-			end, ok := skipValue(d, i, depth+1)
-			if !ok {
-				return 0, false
-			}
-			i = flatjson.SkipWS(d, end)
-			if i < len(d) && d[i] == ',' {
-				i = flatjson.SkipWS(d, i+1)
-				continue
-			}
-			if i < len(d) && d[i] == closing {
-				return i + 1, true
-			}
-			return 0, false
-		}
-	}
-	return 0, false
+	return yes
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/augceo/agent/internal/flatjson"
 	"github.com/invopop/jsonschema"
 )
 
@@ -22,7 +21,6 @@ type typeSchema struct {
 	raw      json.RawMessage
 	compiled *Schema
 	err      error
-	flat     *flatjson.Decoder // nil unless T is a struct of plain fields and raw its plain schema
 }
 
 // For returns the JSON Schema of the Go type T, so a Go type can be the single source of
@@ -49,9 +47,6 @@ func typeSchemaOf(t reflect.Type) *typeSchema {
 	raw := reflectSchema(t)
 	ts := &typeSchema{raw: raw}
 	ts.compiled, ts.err = Compile(raw)
-	if d := flatjson.New(t); d != nil && d.Schema() == string(raw) {
-		ts.flat = d
-	}
 	v, _ := typeCache.LoadOrStore(t, ts)
 	return v.(*typeSchema)
 }
@@ -155,12 +150,6 @@ func Decode[T any](data json.RawMessage) (T, error) {
 	ts := typeSchemaOf(reflect.TypeFor[T]())
 	if ts.err != nil {
 		return v, fmt.Errorf("schema of %v: %w", reflect.TypeFor[T](), ts.err)
-	}
-	if ts.flat != nil {
-		if ts.flat.Decode(data, reflect.ValueOf(&v).Elem(), false) {
-			return v, nil
-		}
-		v = *new(T) // partly set: start again
 	}
 	if err := ts.compiled.Validate(data); err != nil {
 		return v, err

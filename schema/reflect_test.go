@@ -109,6 +109,19 @@ func TestDecode(t *testing.T) {
 			}
 			return ""
 		}},
+		{"integer written 1.0", `{"_tool":"issueRefund","customerId":"c1","amount":1,"small":1.0}`, func(err error) string {
+			// Valid (1.0 is an integer), but encoding/json does not put 1.0 in an int8.
+			if de, ok := errors.AsType[*DecodeError](err); !ok || de.InstancePath != "/small" {
+				return fmt.Sprintf("want a DecodeError at /small, got %v", err)
+			}
+			return ""
+		}},
+		{"trailing data", `{"_tool":"issueRefund","customerId":"c1","amount":1}x`, func(err error) string {
+			if !errors.Is(err, ErrInvalidJSON) {
+				return fmt.Sprintf("want ErrInvalidJSON, got %v", err)
+			}
+			return ""
+		}},
 		{"syntax", `{"_tool":`, func(err error) string {
 			if !errors.Is(err, ErrInvalidJSON) {
 				return fmt.Sprintf("want ErrInvalidJSON, got %v", err)
