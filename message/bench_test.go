@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
@@ -85,7 +86,7 @@ func benchLog(tb testing.TB, n int) (*Log, []Message, []ref.Expr) {
 // growing length; the indexed Log must stay flat. The naive sub-benchmarks
 // are the reference scan, for scale.
 func BenchmarkResolve(b *testing.B) {
-	for _, n := range []int{1000, 10000, 100000} {
+	for _, n := range []int{100, 1000, 10000, 100000} {
 		log, msgs, exprs := benchLog(b, n)
 		b.Run(fmt.Sprintf("log=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
@@ -123,6 +124,36 @@ func BenchmarkAppend(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	}
+}
+
+// BenchmarkAppendTo measures appending one message to a log of about
+// n messages (it grows by a tenth, then starts again); the cost must not
+// grow with n.
+func BenchmarkAppendTo(b *testing.B) {
+	for _, n := range []int{100, 10000} {
+		_, msgs, _ := benchLog(b, n+max(n/10, 100))
+		b.Run(fmt.Sprintf("log=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			var log *Log
+			i := len(msgs)
+			for b.Loop() {
+				if i == len(msgs) {
+					b.StopTimer()
+					var err error
+					if log, err = NewLog(msgs[:n]...); err != nil {
+						b.Fatal(err)
+					}
+					i = n
+					runtime.GC() // not the rebuild's garbage: the appends'
+					b.StartTimer()
+				}
+				if err := log.Append(msgs[i]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 	}
 }
 

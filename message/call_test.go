@@ -5,52 +5,36 @@ import (
 	"testing"
 )
 
-// TestParseCallMetaShared checks that the sharing variant reads what
-// ParseCallMeta reads, and fails where it fails, however call is written.
-func TestParseCallMetaShared(t *testing.T) {
-	for _, call := range []string{
-		`{"_tool":"t0","x":0,"_outputPath":"†state.r0"}`,
-		`  {"_tool":"t","_instance":"i1","_outputPath":"†a.b || †c","_outputMethod":"push"}`,
-		`{"_tool":"t\u0031","_outputPath":"\u2020state.x"}`, // escapes are decoded, not shared
-		`{"_tool":"t\"q","_outputPath":null}`,
-		"{\"_tool\":\"bad\xff\"}", // invalid UTF-8 becomes U+FFFD
-		`{"\u005ftool":"escaped key"}`,
-		`{"x":1}`,
-		`{"_tool":1}`,
-		`[{"_tool":"t"}]`,
-		`"_tool"`,
-		`{"_tool":"t"`,
-		``,
+func TestParseCallMeta(t *testing.T) {
+	for _, tt := range []struct {
+		call string
+		want CallMeta
+		err  string
+	}{
+		{call: `{"_tool":"t0","x":0,"_outputPath":"†state.r0"}`, want: CallMeta{Tool: "t0", OutputPath: "†state.r0"}},
+		{call: `  {"_tool":"t","_instance":"i1","_outputPath":"†a.b || †c","_outputMethod":"push"}`,
+			want: CallMeta{Tool: "t", Instance: "i1", OutputPath: "†a.b || †c", OutputMethod: "push"}},
+		{call: `{"_tool":"t\u0031","_outputPath":"\u2020state.x"}`, want: CallMeta{Tool: "t1", OutputPath: "†state.x"}},
+		{call: `{"_tool":"t\"q","_outputPath":null}`, want: CallMeta{Tool: `t"q`}},
+		{call: "{\"_tool\":\"bad\xff\"}", want: CallMeta{Tool: "bad\uFFFD"}},
+		{call: `{"\u005ftool":"escaped key"}`, want: CallMeta{Tool: "escaped key"}},
+		{call: `{"x":1}`},
+		{call: `{"_tool":1}`, err: "_tool must be a string, got 1"},
+		{call: `{"_tool":"t","_outputPath":{"a": 1}}`, err: `_outputPath must be a string, got {"a": 1}`},
+		{call: `[{"_tool":"t"}]`, err: "a call must be a JSON object"},
+		{call: `"_tool"`, err: "a call must be a JSON object"},
+		{call: `{"_tool":"t"`, err: "a call must be a JSON object"},
+		{call: ``, err: "a call must be a JSON object"},
 	} {
-		want, werr := ParseCallMeta(json.RawMessage(call))
-		for _, object := range []bool{false, true} {
-			if object && !json.Valid([]byte(call)) {
-				continue // object promises valid JSON
+		got, err := ParseCallMeta(json.RawMessage(tt.call))
+		if tt.err != "" {
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("%s: got %+v, %v; want error %q", tt.call, got, err, tt.err)
 			}
-			got, _, err := ParseCallMetaShared(json.RawMessage(call), object)
-			if got != want || (err == nil) != (werr == nil) {
-				t.Errorf("%s (object %v): got %+v, %v; want %+v, %v", call, object, got, err, want, werr)
-			}
+			continue
 		}
-	}
-}
-
-// TestParseCallMetaRefs checks which calls may hold a reference in a
-// parameter, which must then be substituted.
-func TestParseCallMetaRefs(t *testing.T) {
-	for call, want := range map[string]bool{
-		`{"_tool":"t","x":1,"_outputPath":"†state.a"}`:           false, // the dagger is in a meta-property
-		`{"_tool":"t","x":"†state.a.y"}`:                         true,
-		`{"_tool":"t","x":{"deep":["†input.q"]}}`:                true,
-		`{"_tool":"t","x":"\u2020state.a"}`:                      true,  // an escaped dagger
-		`{"_tool":"t","\u0078":"†state.a"}`:                      true,  // an escaped parameter key
-		`{"_tool":"t","\u005fnote":"†state.a"}`:                  false, // an escaped meta-property
-		`{"_tool":"t","_outputPath":"†a || †b","_instance":"i"}`: false,
-		`{"_tool":"t","text":"a dagger † in prose"}`:             true, // may: substitution decides
-	} {
-		_, refs, err := ParseCallMetaShared(json.RawMessage(call), true)
-		if err != nil || refs != want {
-			t.Errorf("%s: refs = %v, %v; want %v", call, refs, err, want)
+		if err != nil || got != tt.want {
+			t.Errorf("%s: got %+v, %v; want %+v", tt.call, got, err, tt.want)
 		}
 	}
 }

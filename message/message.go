@@ -39,8 +39,9 @@ const (
 )
 
 // Message is one entry of a context, in canonical form. Which fields are
-// set depends on Type. Raw JSON fields are compact and owned by the message;
-// treat a Message as immutable once it is in a Log.
+// set depends on Type. Raw JSON fields are compact. A [Log] keeps copies
+// of the messages appended to it and hands out copies, so a Message is
+// always its holder's to change.
 type Message struct {
 	Type Type
 	Role Role   // text: who speaks (user when unset)
@@ -68,12 +69,6 @@ type Message struct {
 	// Extra holds every other field as a JSON object with sorted keys, so
 	// custom message types and unknown fields survive a round trip.
 	Extra json.RawMessage
-
-	// written is the value at OutputPath, kept by Outputs so the log need
-	// not dig it out of Data again.
-	written json.RawMessage
-	// target is the parsed OutputPath, kept by Outputs with written.
-	target *target
 }
 
 // Advisor is the definition carried by an advisor message (017).

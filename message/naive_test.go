@@ -45,11 +45,11 @@ func (n naive) scan(kind, instance string, path ref.Path) (json.RawMessage, erro
 			continue
 		}
 		known = true
-		w, err := writeOf(m)
+		w, _, err := writeOf(m)
 		if err != nil {
 			panic(err)
 		}
-		if w.value != nil {
+		if w.data != nil {
 			ws = append(ws, w)
 		}
 	}

@@ -352,7 +352,7 @@ func (m *Message) parseHidden(f fields) error {
 	if m.Data == nil {
 		return fieldErr("data", "missing in an output message")
 	}
-	if _, err := unwrap(m.Data, r.Path); err != nil {
+	if _, err := valueAt(m.Data, r.Path); err != nil {
 		return fieldErr("data", "does not hold the value at %s: %v", m.OutputPath, err)
 	}
 	return nil
@@ -377,7 +377,7 @@ func inferOutputPath(m *Message) string {
 		if r.Kind != m.Kind {
 			continue
 		}
-		if _, err := unwrap(m.Data, r.Path); err == nil {
+		if _, err := valueAt(m.Data, r.Path); err == nil || len(r.Path) == 0 { // a root path holds any data, even none
 			if found != "" && found != r.String() {
 				return ""
 			}
@@ -398,21 +398,23 @@ func singleRef(s string) (ref.Ref, error) {
 	return e.Alts[0][0], nil
 }
 
-// unwrap returns the raw value that data holds at path, reading path
-// segments as object keys (the shape written by Outputs).
-func unwrap(data json.RawMessage, path ref.Path) (json.RawMessage, error) {
+// valueAt decodes data and returns the value it holds at path, reading
+// path segments as object keys (the shape written by Outputs).
+func valueAt(data json.RawMessage, path ref.Path) (any, error) {
+	x, err := ref.Decode(data)
+	if err != nil {
+		return nil, err
+	}
 	for i, seg := range path {
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(data, &obj); err != nil || obj == nil {
+		obj, ok := x.(map[string]any)
+		if !ok {
 			return nil, fmt.Errorf("%s is not an object", path[:i].String())
 		}
-		v, ok := obj[seg]
-		if !ok {
+		if x, ok = obj[seg]; !ok {
 			return nil, fmt.Errorf("no key %q at %q", seg, path[:i].String())
 		}
-		data = v
 	}
-	return data, nil
+	return x, nil
 }
 
 func required(f fields, k string, types ...string) (json.RawMessage, error) {

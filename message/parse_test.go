@@ -3,7 +3,6 @@ package message
 import (
 	"encoding/json"
 	"errors"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -201,56 +200,4 @@ func TestOutputRetargeted(t *testing.T) {
 	if _, err := NewLog(m); err == nil || !strings.Contains(err.Error(), `writes kind "other"`) {
 		t.Errorf("got %v, want a kind mismatch", err)
 	}
-}
-
-// FuzzParseOutput checks that each target's text is its reference in
-// canonical spelling, however the output path is written.
-func FuzzParseOutput(f *testing.F) {
-	for _, s := range []string{"†state.r0", " †state.r0", "†state.r0 ", "†state", "†state.a.b.0", "†state.a || †state.b",
-		"†state.a && †input.b", "†state.a\t", "†state.é.x", "†state..a", "state.a",
-		"†state.a.b.c.d", "†state.a.b.c.d.e", "†state.a|b", "†state.a.", "†", "†.a", "†state.a~b"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if s == "" {
-			return // no output
-		}
-		o, err := ParseOutput(CallMeta{OutputPath: s})
-		e, werr := ref.Parse(s)
-		if (err == nil) != (werr == nil) {
-			t.Fatalf("ParseOutput(%q) error %v, ref.Parse %v", s, err, werr)
-		}
-		if err != nil {
-			return
-		}
-		if !reflect.DeepEqual(o.Path, e) {
-			t.Fatalf("ParseOutput(%q) path %#v, ref.Parse %#v", s, o.Path, e)
-		}
-		for i, alt := range e.Alts {
-			for j, r := range alt {
-				if got, want := o.targets[i][j].text, r.String(); got != want {
-					t.Fatalf("ParseOutput(%q) target %d.%d = %q, want %q", s, i, j, got, want)
-				}
-			}
-		}
-	})
-}
-
-// FuzzPlainRef checks that plainRef reads a path as singleRef does,
-// wherever it reads one.
-func FuzzPlainRef(f *testing.F) {
-	for _, s := range []string{"†state.r0", "†state", "†state.a.b.0", "†state.a.b.c.d.e", "†state.a || †state.b", " †state.a",
-		"†state.a ", "†state..a", "†state.a.", "†.a", "†state.é", "†state.a[0]", "†state.a~b", "state.a", "†st-ate_1.x"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got, err := plainRef(s)
-		if err != nil {
-			return
-		}
-		want, werr := singleRef(s)
-		if werr != nil || !reflect.DeepEqual(got, want) {
-			t.Fatalf("plainRef(%q) = %#v, singleRef %#v, %v", s, got, want, werr)
-		}
-	})
 }
