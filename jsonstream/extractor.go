@@ -6,13 +6,12 @@ import (
 	"iter"
 	"strconv"
 	"strings"
-	"unsafe"
-
-	"github.com/augceo/agent/internal/jsonfast"
 )
 
 // Element is a value handed over by an [Extractor]: an element of the array
 // at the extraction path, or the value at that path when it is not an array.
+// Its Path and Value are its own: they share no memory with the input or
+// with any other Element, and the Extractor never touches them again.
 type Element struct {
 	// Index is the position of the element in the array at the extraction
 	// path, or -1 when the value at the path is not an array and Value is
@@ -23,17 +22,9 @@ type Element struct {
 	Path string
 	// Value holds the bytes of the element exactly as they appear in the
 	// input (inner white space included). It is a copy that the caller
-	// owns.
+	// owns and may keep or modify.
 	Value json.RawMessage
-	// Offset is where Value starts in the input, counted in bytes from
-	// the first byte fed.
-	Offset int64
 }
-
-// Span is where an array at the extraction path lies in the input: from
-// its '[' to just past its ']', in bytes from the first byte fed. End is
-// -1 while the array is open.
-type Span struct{ Start, End int64 }
 
 // Extractor hands over the elements of the array at a dot path of a JSON
 // value that arrives in chunks, each as soon as its last byte has been fed.
@@ -64,71 +55,31 @@ type Extractor struct {
 	pending bool  // the scanner is inside a token that began in an earlier chunk
 
 	capturing bool
-	capFast   bool   // the captured container began in this chunk: try to check it whole
 	capDepth  int    // stack depth at which the captured value began
 	capIndex  int    // its Element.Index
 	from      int    // start in the current chunk of the captured bytes
 	buf       []byte // captured bytes from earlier chunks
-	arena     []byte // where the elements of the current chunk are copied: one allocation per chunk
-	rest      int    // bytes of the current chunk and buf that an element may still copy
 
-	ended  bool
-	err    error
-	noPath bool // see SkipPaths
-
-	shared   bool   // the chunk being fed never changes: elements may share it
-	spans    []Span // the arrays at the path, in order
-	spanDeep int    // the depth of the open one's elements, 0 when none is open
-	capOff   int64  // the offset of the captured value
-
-	// Room for the segments of a short path, as "calls" is.
-	segsBuf [2]string
-	idxBuf  [2]int
+	ended bool
+	err   error
 }
 
 // NewExtractor returns an Extractor for the value at path. It returns an
 // error wrapping [ErrInvalidPath] if a segment of path is empty.
 func NewExtractor(path string) (*Extractor, error) {
-	x := &Extractor{}
-	if err := x.init(path); err != nil {
-		return nil, err
-	}
-	return x, nil
-}
-
-// Reset makes x an Extractor for path, as NewExtractor makes one, that
-// keeps the room x grew for its scanner: a caller that reads many inputs
-// in turn can reuse one Extractor. Elements x handed over before stay as
-// they are; the slice Spans returned is reused.
-func (x *Extractor) Reset(path string) error {
-	stack, keys, buf, spans := x.s.stack[:0], x.s.keys[:0], x.buf[:0], x.spans[:0]
-	*x = Extractor{}
-	x.s.stack, x.s.keys, x.buf, x.spans = stack, keys, buf, spans
-	return x.init(path)
-}
-
-// init sets up a zero x for path.
-func (x *Extractor) init(path string) error {
-	x.path = path
+	x := &Extractor{path: path}
 	if path == "" {
-		return nil
+		return x, nil
 	}
-	x.segs = x.segsBuf[:0]
-	for seg := range strings.SplitSeq(path, ".") {
-		x.segs = append(x.segs, seg)
-	}
-	x.idx = x.idxBuf[:0]
-	if len(x.segs) > len(x.idxBuf) {
-		x.idx = make([]int, 0, len(x.segs))
-	}
-	x.idx = x.idx[:len(x.segs)]
+	x.segs = strings.Split(path, ".")
+	x.idx = make([]int, len(x.segs))
 	for i, seg := range x.segs {
 		if seg == "" {
-			return fmt.Errorf("%w %q: empty segment", ErrInvalidPath, path)
+			return nil, fmt.Errorf("%w %q: empty segment", ErrInvalidPath, path)
 		}
 		x.idx[i] = index(seg)
 	}
-	return nil
+	return x, nil
 }
 
 // index returns seg as an array index if it is a canonical decimal, else -1.
@@ -148,54 +99,24 @@ func index(seg string) int {
 }
 
 // Feed scans the next chunk of input and returns the elements it
-// completed, in order. The Extractor does not keep p.
+// completed, in order. The Extractor does not keep p: the caller may
+// reuse or modify it once Feed returns.
 //
 // On invalid input Feed returns the elements completed before the error
 // and a [*SyntaxError]; the error is sticky. Feed panics if called after
 // [Extractor.End].
-func (x *Extractor) Feed(p []byte) ([]Element, error) { return x.feed(nil, p, false) }
-
-// FeedShared is Feed for input that never changes, such as the bytes of
-// a string: an element that lies whole in p shares p's bytes instead of
-// being copied. An element begun in an earlier chunk is copied as Feed
-// copies it.
-func (x *Extractor) FeedShared(p []byte) ([]Element, error) { return x.feed(nil, p, true) }
-
-// AppendShared is FeedShared that appends the elements to dst and
-// returns the extended slice, so that a caller can reuse one buffer for
-// the elements of every chunk.
-func (x *Extractor) AppendShared(dst []Element, p []byte) ([]Element, error) {
-	return x.feed(dst, p, true)
-}
-
-func (x *Extractor) feed(out []Element, p []byte, shared bool) ([]Element, error) {
+func (x *Extractor) Feed(p []byte) ([]Element, error) {
 	if x.ended {
 		panic("jsonstream: Extractor.Feed after End")
 	}
 	if x.err != nil {
-		return out, x.err
+		return nil, x.err
 	}
-	n0 := len(out)
+	var out []Element
 	s := &x.s
 	s.off = x.off
 	x.from = 0
-	x.arena, x.rest = nil, len(x.buf)+len(p)
-	x.shared = shared
 	for i := 0; ; {
-		if x.capturing && x.capFast {
-			// An element that lies whole in the chunk, as most do when
-			// the answer comes in large chunks, is checked in one pass
-			// rather than token by token; any other goes the token way,
-			// which also says what is wrong with a bad one.
-			x.capFast = false
-			if end, ok := jsonfast.ValueEnd(p, x.from); ok {
-				s.close(x.capDepth)
-				x.pending = false
-				out = append(out, x.element(p[x.from:end]))
-				i = end
-				continue
-			}
-		}
 		if x.capturing {
 			// Inside an element nothing but its end matters.
 			end, done, err := s.skip(p, i, x.capDepth)
@@ -231,11 +152,6 @@ func (x *Extractor) feed(out []Element, p []byte, shared bool) ([]Element, error
 		x.pending = false
 		i = end
 		switch k {
-		case kEndArray:
-			if x.spanDeep > 0 && len(s.stack) == x.spanDeep-1 {
-				x.spans[len(x.spans)-1].End = x.off + int64(end)
-				x.spanDeep = 0
-			}
 		case kKey:
 			n := len(s.stack) - 1
 			if top := &s.stack[n]; top.on {
@@ -251,8 +167,6 @@ func (x *Extractor) feed(out []Element, p []byte, shared bool) ([]Element, error
 		x.buf = append(x.buf, p[x.from:]...)
 	}
 	x.off += int64(len(p))
-	x.arena = nil
-	x.paths(out[n0:])
 	return out, x.err
 }
 
@@ -268,17 +182,14 @@ func (x *Extractor) End() ([]Element, error) {
 	}
 	x.ended = true
 	x.s.off = x.off
-	x.arena, x.rest, x.shared = nil, len(x.buf), false
 	var out []Element
 	for {
 		k, err := x.s.end()
 		if err != nil {
 			x.err = err
-			x.paths(out)
 			return out, err
 		}
 		if k == kEOF {
-			x.paths(out)
 			return out, nil
 		}
 		if x.capturing && len(x.s.stack) == x.capDepth { // a number
@@ -305,8 +216,6 @@ func (x *Extractor) begin(k kind, start int) {
 			return
 		case parent.target:
 			x.capturing, x.capDepth, x.capIndex, x.from = true, d, parent.index, start
-			x.capOff = x.off + int64(start)
-			x.capFast = k == kBeginObject || k == kBeginArray
 			return
 		case parent.obj:
 			if !parent.match {
@@ -324,94 +233,39 @@ func (x *Extractor) begin(k kind, start int) {
 		}
 	case k == kBeginArray:
 		stack[d].on, stack[d].target = true, true
-		x.spans = append(x.spans, Span{Start: x.off + int64(start), End: -1})
-		x.spanDeep = d + 1
 	default:
 		x.capturing, x.capDepth, x.capIndex, x.from = true, d, -1, start
-		x.capOff = x.off + int64(start)
-		x.capFast = k == kBeginObject || k == kBeginArray
 	}
 }
 
-// element ends the capture with the bytes tail and returns the element.
-// Its Path is set by paths once the chunk is done.
+// element ends the capture with the bytes tail, the part of the value in
+// the current chunk, and returns the element. Its Value and Path are
+// new allocations of their own.
 func (x *Extractor) element(tail []byte) Element {
-	if x.shared && len(x.buf) == 0 {
-		x.capturing = false
-		return Element{Index: x.capIndex, Value: tail[:len(tail):len(tail)], Offset: x.capOff}
-	}
-	n := len(x.buf) + len(tail)
-	if cap(x.arena)-len(x.arena) < n {
-		// Room for the elements the rest of the chunk can hold, up to a
-		// bound: the elements of a chunk share an allocation or a few.
-		x.arena = make([]byte, 0, max(n, min(x.rest, arenaMax)))
-	}
-	start := len(x.arena)
-	x.arena = append(append(x.arena, x.buf...), tail...)
-	x.rest -= n
+	v := make([]byte, 0, len(x.buf)+len(tail))
+	v = append(append(v, x.buf...), tail...)
 	x.buf = x.buf[:0]
 	x.capturing = false
-	// The capacity ends with the value: appending to it cannot reach the
-	// next element.
-	return Element{Index: x.capIndex, Value: x.arena[start:len(x.arena):len(x.arena)], Offset: x.capOff}
+	return Element{Index: x.capIndex, Path: x.elementPath(x.capIndex), Value: v}
 }
 
-// Spans returns where the arrays at the path lie in the input so far,
-// in order: one unless the path repeats a key. A caller that has the
-// whole input can take the array out of it, or its elements by their
-// Offset, without scanning it again. The slice is x's until x is Reset.
-func (x *Extractor) Spans() []Span { return x.spans }
-
-// arenaMax bounds what an element copy allocates beyond its own size.
-const arenaMax = 8 << 10
-
-// SkipPaths makes x leave the Path of the elements it hands over empty,
-// for a caller that needs only their Index: a chunk's paths otherwise
-// take an allocation. Reset undoes it.
-func (x *Extractor) SkipPaths() { x.noPath = true }
-
-// paths sets the Path of the elements of one chunk, all in one string.
-func (x *Extractor) paths(els []Element) {
-	if x.noPath {
-		return
+// elementPath returns the path of the element at index i, or of the
+// value at the path when i is -1, in a new allocation of its own
+// (string(b) would not do: it returns static memory for one byte).
+func (x *Extractor) elementPath(i int) string {
+	if i < 0 {
+		return strings.Clone(x.path)
 	}
-	size := 0
-	for i := range els {
-		if els[i].Index >= 0 {
-			size += len(x.path) + 21
-		}
-	}
-	if size == 0 {
-		for i := range els {
-			els[i].Path = x.path
-		}
-		return
-	}
-	b := make([]byte, 0, size)
-	for i := range els {
-		if els[i].Index >= 0 {
-			b = x.appendPath(b, els[i].Index)
-		}
-	}
-	all := unsafe.String(unsafe.SliceData(b), len(b)) // b is not written again
-	var tmp [64]byte
-	from := 0
-	for i := range els {
-		if els[i].Index < 0 {
-			els[i].Path = x.path
-			continue
-		}
-		n := len(x.appendPath(tmp[:0], els[i].Index))
-		els[i].Path = all[from : from+n]
-		from += n
-	}
-}
-
-func (x *Extractor) appendPath(b []byte, i int) []byte {
+	var room [20]byte
+	digits := strconv.AppendInt(room[:0], int64(i), 10)
+	var b strings.Builder
+	b.Grow(len(x.path) + 1 + len(digits))
 	if x.path != "" {
-		b = append(append(b, x.path...), '.')
+		b.WriteString(x.path)
+		b.WriteByte('.')
 	}
-	return strconv.AppendInt(b, int64(i), 10)
+	b.Write(digits)
+	return b.String()
 }
 
 // keyIs reports whether the raw key (quotes included) decodes to seg.

@@ -14,7 +14,8 @@ var fuzzPaths = []string{"", "calls", "output", "output.items", "calls.0", "call
 // whole input: the same inputs are valid (once a code fence is taken
 // off), the elements at the path are the values json.Unmarshal finds
 // there, the tokens are those of json.Decoder, errors have encoding/json's
-// offset and message, and the chunking changes nothing.
+// offset and message, the chunking changes nothing, and every element
+// owns its memory (see extract).
 func FuzzStreamParse(f *testing.F) {
 	for _, tt := range cases {
 		f.Add([]byte(tt.in), []byte{3, 1, 4, 1, 5}, uint8(1))

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -194,55 +193,44 @@ func chunk(data, cuts []byte) [][]byte {
 	return out
 }
 
-// extract runs an Extractor for path over chunks. It checks each
-// element's Offset and the Spans against the input, then clears the
-// offsets so that results compare by value.
+// extract runs an Extractor for path over chunks the way a caller that
+// owns what it is handed may: each chunk is fed from one read buffer that
+// is overwritten after every Feed, and each element is overwritten (see
+// scribble) as soon as it has been recorded. At the end every element
+// must still hold what was written into it. The result holds copies
+// taken when the elements were handed over.
 func extract(t testing.TB, path string, chunks [][]byte) result {
 	t.Helper()
 	x, err := NewExtractor(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	shared, _ := NewExtractor(path) // fed the same chunks with FeedShared: the same elements
-	app, _ := NewExtractor(path)    // and with AppendShared, onto one slice
-	// and, once Reset, by one that read other input before, to an error
-	reused, _ := NewExtractor("calls")
-	reused.Feed([]byte(`{"calls":[{"a":[1,{"b":"x`))
-	reused.Feed([]byte(`]]`))
-	if err := reused.Reset(path); err != nil {
-		t.Fatal(err)
-	}
-	var sharedEls, appended, again []Element
 	var r result
+	var handed []Element
+	take := func(els []Element) {
+		for _, e := range els {
+			r.Elements = append(r.Elements, Element{Index: e.Index, Path: strings.Clone(e.Path), Value: bytes.Clone(e.Value)})
+		}
+		for _, e := range els {
+			scribble(e, mark(len(handed)))
+			handed = append(handed, e)
+		}
+	}
 	defer func() {
-		if !reflect.DeepEqual(sharedEls, r.Elements) {
-			t.Fatalf("FeedShared gives %v, Feed %v", sharedEls, r.Elements)
+		for k, e := range handed {
+			if !scribbled(e, mark(k)) {
+				t.Fatalf("element %d (%s) was changed after it was handed over: Path %q, Value %q", k, r.Elements[k].Value, e.Path, e.Value)
+			}
 		}
-		if !reflect.DeepEqual(appended, sharedEls) {
-			t.Fatalf("AppendShared gives %v, FeedShared %v", appended, sharedEls)
-		}
-		if !reflect.DeepEqual(again, sharedEls) {
-			t.Fatalf("a Reset Extractor gives %v, a new one %v", again, sharedEls)
-		}
-		checkOffsets(t, x, bytes.Join(chunks, nil), r.Elements)
 	}()
+	var in []byte
 	for _, c := range chunks {
-		els, err := x.Feed(c)
-		sels, serr := shared.FeedShared(c)
-		sharedEls = append(sharedEls, sels...)
-		rels, rerr := reused.FeedShared(c)
-		again = append(again, rels...)
-		if (rerr == nil) != (serr == nil) || rerr != nil && rerr.Error() != serr.Error() {
-			t.Fatalf("a Reset Extractor's error %v, a new one's %v", rerr, serr)
+		in = append(in[:0], c...)
+		els, err := x.Feed(in)
+		for i := range in {
+			in[i] = '#'
 		}
-		var aerr error
-		if appended, aerr = app.AppendShared(appended, c); (aerr == nil) != (serr == nil) || aerr != nil && aerr.Error() != serr.Error() {
-			t.Fatalf("AppendShared error %v, FeedShared error %v", aerr, serr)
-		}
-		if (serr == nil) != (err == nil) {
-			t.Fatalf("FeedShared error %v, Feed error %v", serr, err)
-		}
-		r.Elements = append(r.Elements, els...)
+		take(els)
 		if err != nil {
 			if els2, err2 := x.End(); len(els2) != 0 || err2 != err {
 				t.Fatalf("End after a Feed error = %v, %v; want nil, the same error", els2, err2)
@@ -252,47 +240,25 @@ func extract(t testing.TB, path string, chunks [][]byte) result {
 		}
 	}
 	els, err := x.End()
-	sels, _ := shared.End()
-	sharedEls = append(sharedEls, sels...)
-	aels, _ := app.End()
-	appended = append(appended, aels...)
-	rels, _ := reused.End()
-	again = append(again, rels...)
-	r.Elements = append(r.Elements, els...)
+	take(els)
 	r.Err = err
 	return r
 }
 
-// checkOffsets checks that each element is at its Offset in input and
-// each array element inside a span, that spans hold arrays in order, and
-// clears the offsets.
-func checkOffsets(t testing.TB, x *Extractor, input []byte, els []Element) {
-	t.Helper()
-	spans := x.Spans()
-	for i, s := range spans {
-		if s.Start < 0 || s.Start >= int64(len(input)) || input[s.Start] != '[' {
-			t.Fatalf("span %d %+v does not start at a '[' of %q", i, s, input)
-		}
-		if s.End >= 0 && (s.End <= s.Start || input[s.End-1] != ']') || s.End < 0 && i < len(spans)-1 {
-			t.Fatalf("span %d %+v does not end after a ']' of %q", i, s, input)
-		}
-		if i > 0 && (spans[i-1].End < 0 || spans[i-1].End > s.Start) {
-			t.Fatalf("spans %+v overlap", spans)
-		}
+// mark is the byte scribble writes into the k-th element handed over.
+func mark(k int) byte { return byte(k%255 + 1) }
+
+// scribble overwrites every byte of e's Value with m. Path is a string,
+// which no caller can write into, so only Value is checked.
+func scribble(e Element, m byte) {
+	for i := range e.Value {
+		e.Value[i] = m
 	}
-	for i := range els {
-		e := &els[i]
-		end := e.Offset + int64(len(e.Value))
-		if e.Offset < 0 || end > int64(len(input)) || !bytes.Equal(input[e.Offset:end], e.Value) {
-			t.Fatalf("element %d %q is not at offset %d of %q", i, e.Value, e.Offset, input)
-		}
-		if e.Index >= 0 && !slices.ContainsFunc(spans, func(s Span) bool {
-			return s.Start < e.Offset && (s.End < 0 || end < s.End)
-		}) {
-			t.Fatalf("element %d at %d is in no span of %+v", i, e.Offset, spans)
-		}
-		e.Offset = 0
-	}
+}
+
+// scribbled reports whether every byte of e's Value is m.
+func scribbled(e Element, m byte) bool {
+	return bytes.Count(e.Value, []byte{m}) == len(e.Value)
 }
 
 // tokens pulls every token from a Decoder fed with chunks, recording each

@@ -276,15 +276,6 @@ func (s *scanner) skip(p []byte, i, depth int) (int, bool, error) {
 	}
 }
 
-// close sets the scanner as it is after the last token of a container
-// that it began at depth, scanned without it: the container and all in
-// it are closed.
-func (s *scanner) close(depth int) {
-	s.keys = s.keys[:s.stack[depth].keyStart]
-	s.stack = s.stack[:depth]
-	s.endValue()
-}
-
 // beginValue notes that a value starts in the innermost container.
 func (s *scanner) beginValue() {
 	if n := len(s.stack); n > 0 && !s.stack[n-1].obj {
