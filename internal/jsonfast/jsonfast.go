@@ -1,20 +1,22 @@
-// Package jsonfast decodes and walks JSON that is already known to be
-// valid. encoding/json's Decoder allocates a buffer per value and its
-// Unmarshal cannot keep numbers exact; these run once per call and per
-// output message in the agent loop, so they are written by hand. Callers
-// check validity first, with [Valid].
+// Package jsonfast holds a few allocation-light helpers over JSON that is
+// known to be valid: [Members] and [RawMembers] walk an object, [Decode]
+// decodes a value and [Unquote] a string literal, without the buffers
+// encoding/json's Decoder allocates per value, and keeping numbers exact.
+// Callers check validity first with [Valid], which is json.Valid without
+// its state machine. They run several times per call in the agent loop,
+// which is why they are written by hand; each is fuzzed against
+// encoding/json.
 package jsonfast
 
 import (
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
-	"unsafe"
 )
 
-// Skip returns the offset just past the JSON value that starts at or after
+// skip returns the offset just past the JSON value that starts at or after
 // data[i] (after white space). data must be valid JSON.
-func Skip(data []byte, i int) int {
+func skip(data []byte, i int) int {
 	i = space(data, i)
 	if i >= len(data) {
 		return i
@@ -73,7 +75,7 @@ func skipString(data []byte, i int) int {
 // Members calls f with each key and raw value of the object in data, in
 // order, until f returns false. data must be a valid JSON object.
 func Members(data []byte, f func(key string, value []byte) bool) {
-	RawMembers(data, func(key, value []byte) bool { return f(unquote(key), value) })
+	RawMembers(data, func(key, value []byte) bool { return f(Unquote(key), value) })
 }
 
 // RawMembers is Members with each key as it is written, a JSON string
@@ -94,7 +96,7 @@ func RawMembers(data []byte, f func(key, value []byte) bool) {
 		key := data[i:end]
 		i = space(data, end) + 1 // past ':'
 		start := space(data, i)
-		i = Skip(data, start)
+		i = skip(data, start)
 		if !f(key, data[start:i]) {
 			return
 		}
@@ -124,7 +126,7 @@ func decode(data []byte, i int) (any, int) {
 				continue
 			}
 			end := skipString(data, i)
-			key := unquote(data[i:end])
+			key := Unquote(data[i:end])
 			i = space(data, end) + 1
 			var v any
 			v, i = decode(data, i)
@@ -148,7 +150,7 @@ func decode(data []byte, i int) (any, int) {
 		}
 	case c == '"':
 		end := skipString(data, i)
-		return unquote(data[i:end]), end
+		return Unquote(data[i:end]), end
 	case c == 't':
 		return true, i + 4
 	case c == 'f':
@@ -156,60 +158,14 @@ func decode(data []byte, i int) (any, int) {
 	case c == 'n':
 		return nil, i + 4
 	default:
-		end := Skip(data, i)
+		end := skip(data, i)
 		return json.Number(data[i:end]), end
 	}
 }
 
 // Unquote decodes a JSON string literal, quotes included. Invalid UTF-8
 // becomes U+FFFD, as encoding/json decodes it.
-func Unquote(lit []byte) string { return unquote(lit) }
-
-// UnquoteShared is Unquote whose result shares the bytes of lit when
-// nothing needs decoding: lit must never change.
-func UnquoteShared(lit []byte) string {
-	body := lit[1 : len(lit)-1]
-	for j := 0; j < len(body); j++ {
-		switch c := body[j]; {
-		case c == '\\' || c < 0x20:
-			return unquote(lit)
-		case c >= 0x80:
-			n := RuneLen(body, j)
-			if n == 0 {
-				return unquote(lit) // invalid UTF-8: decoded to U+FFFD
-			}
-			j += n - 1
-		}
-	}
-	return unsafe.String(unsafe.SliceData(body), len(body))
-}
-
-// RuneLen returns the length of the valid UTF-8 sequence that starts at
-// d[j], a byte of 0x80 or more, or 0 when there is none. The 2- and
-// 3-byte forms (the dagger † is one) are checked here, the others by
-// utf8.DecodeRune: string scanners call it as they go, instead of a
-// second pass of utf8.Valid over the whole string.
-func RuneLen(d []byte, j int) int {
-	switch c := d[j]; {
-	case c >= 0xC2 && c <= 0xDF:
-		if j+1 < len(d) && d[j+1]&0xC0 == 0x80 {
-			return 2
-		}
-		return 0
-	case c >= 0xE0 && c <= 0xEF:
-		if j+2 < len(d) && d[j+1]&0xC0 == 0x80 && d[j+2]&0xC0 == 0x80 &&
-			(c != 0xE0 || d[j+1] >= 0xA0) && (c != 0xED || d[j+1] < 0xA0) { // no overlong form, no surrogate
-			return 3
-		}
-		return 0
-	}
-	if r, n := utf8.DecodeRune(d[j:]); r != utf8.RuneError || n > 1 {
-		return n
-	}
-	return 0
-}
-
-func unquote(lit []byte) string {
+func Unquote(lit []byte) string {
 	body := lit[1 : len(lit)-1]
 	plain := true
 	for _, c := range body {
@@ -226,25 +182,4 @@ func unquote(lit []byte) string {
 		return strings.ToValidUTF8(string(body), "\uFFFD")
 	}
 	return s
-}
-
-// Elements calls f with each raw element of the array in data, in order,
-// until f returns false. data must be a valid JSON array.
-func Elements(data []byte, f func(value []byte) bool) {
-	i := space(data, 0) + 1 // past '['
-	for {
-		i = space(data, i)
-		if i >= len(data) || data[i] == ']' {
-			return
-		}
-		if data[i] == ',' {
-			i++
-			continue
-		}
-		start := i
-		i = Skip(data, start)
-		if !f(data[start:i]) {
-			return
-		}
-	}
 }
