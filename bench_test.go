@@ -50,34 +50,44 @@ func tenTools() (*agent.Registry, []message.Message) {
 	return reg, msgs
 }
 
-func tenCalls(wired bool) string {
+func tenCalls(wired bool) string { return nCalls(10, wired) }
+
+// nCalls is an answer with n calls to the tools of tenTools, each
+// writing its own state key; wired, each reads the one before.
+func nCalls(n int, wired bool) string {
 	var calls []string
-	for i := range 10 {
+	for i := range n {
 		x := fmt.Sprint(i)
 		if wired && i > 0 {
 			x = fmt.Sprintf(`"†state.r%d.y"`, i-1)
 		}
-		calls = append(calls, fmt.Sprintf(`{"_tool":"t%d","x":%s,"_outputPath":"†state.r%d"}`, i, x, i))
+		calls = append(calls, fmt.Sprintf(`{"_tool":"t%d","x":%s,"_outputPath":"†state.r%d"}`, i%10, x, i))
 	}
 	return `{"calls":[` + strings.Join(calls, ",") + `],"output":null}`
 }
 
 // BenchmarkAgentRun is a whole run with a zero-latency model: ten calls to
 // code tools, each result written to state, then the output.
+//
+// calls=1 and calls=100 price a step and a call apart: a call costs
+// (calls=100 - calls=1) / 99, and the two steps of calls=1 cost about
+// what that run does less one call.
 func BenchmarkAgentRun(b *testing.B) {
-	b.Run("calls=10", func(b *testing.B) {
-		reg, msgs := tenTools()
-		r := &replay{answers: []string{tenCalls(false), `{"calls":[],"output":{"done":true}}`}}
-		cfg := agent.Config{Provider: r.provider(), Registry: reg}
-		schema := json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}}}`)
-		b.ReportAllocs()
-		for b.Loop() {
-			res, err := agent.Run(context.Background(), cfg, schema, msgs)
-			if err != nil || res.Steps != 2 {
-				b.Fatal(err)
+	for _, n := range []int{1, 10, 100} {
+		b.Run(fmt.Sprint("calls=", n), func(b *testing.B) {
+			reg, msgs := tenTools()
+			r := &replay{answers: []string{nCalls(n, false), `{"calls":[],"output":{"done":true}}`}}
+			cfg := agent.Config{Provider: r.provider(), Registry: reg}
+			schema := json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}}}`)
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := agent.Run(context.Background(), cfg, schema, msgs)
+				if err != nil || res.Steps != 2 {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
+		})
+	}
 }
 
 // BenchmarkLoopStep is one step: ten code calls wired by references, each

@@ -1,0 +1,148 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider/scripted"
+	"github.com/google/go-cmp/cmp"
+)
+
+// scribble overwrites every byte of b: what a caller that owns b may do.
+func scribble(b []byte) {
+	for i := range b {
+		b[i] = 'x'
+	}
+}
+
+// TestStreamElementsAreTheCallers writes over every element a Stream
+// hands over as it arrives: the elements after it and the final solution
+// must be as the model wrote them.
+func TestStreamElementsAreTheCallers(t *testing.T) {
+	calls := []string{`{"_tool":"a","x":1}`, `{"_tool":"a","x":"two"}`, `{"_tool":"a","x":[3]}`}
+	answer := `{"calls":[` + calls[0] + `,` + calls[1] + `,` + calls[2] + `],"output":{"ok":true}}`
+	reg := agent.NewRegistry()
+	reg.Tool("a", json.RawMessage(`{"type":"object"}`))
+	cfg := agent.Config{Provider: scripted.Solutions(answer), Registry: reg, CallbackPath: "calls"}
+	var got []string
+	var resp *agent.Response
+	for ev, err := range agent.Stream(context.Background(), cfg, json.RawMessage(`{"type":"object"}`), ctxOf(t, `[{"type":"tool","tool":"a"}]`)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Element != nil {
+			got = append(got, string(ev.Element.Value))
+			scribble(ev.Element.Value)
+		}
+		if ev.Response != nil {
+			resp = ev.Response
+		}
+	}
+	if d := cmp.Diff(got, calls); d != "" {
+		t.Errorf("elements (-got +want):\n%s", d)
+	}
+	sol := resp.Solutions[0]
+	if string(sol.Raw) != answer || len(sol.Calls) != 3 || string(sol.Calls[1]) != calls[1] {
+		t.Errorf("the solution changed with the elements: %s, calls %s", sol.Raw, sol.Calls)
+	}
+}
+
+// TestSolutionPartsAreTheCallers writes over each part of a solution in
+// turn: the others must not change.
+func TestSolutionPartsAreTheCallers(t *testing.T) {
+	answer := `{"calls":[{"_tool":"a","x":1}],"output":{"ok":true}}`
+	reg := agent.NewRegistry()
+	reg.Tool("a", json.RawMessage(`{"type":"object"}`))
+	request := func() agent.Solution {
+		resp, err := agent.Request(context.Background(), agent.Config{Provider: scripted.Solutions(answer), Registry: reg},
+			json.RawMessage(`{"type":"object"}`), ctxOf(t, `[{"type":"tool","tool":"a"}]`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Solutions[0]
+	}
+	sol := request()
+	scribble(sol.Output)
+	scribble(sol.Calls[0])
+	if string(sol.Raw) != answer {
+		t.Errorf("Raw changed with Output and Calls: %s", sol.Raw)
+	}
+	sol = request()
+	scribble(sol.Raw)
+	if string(sol.Output) != `{"ok":true}` || string(sol.Calls[0]) != `{"_tool":"a","x":1}` {
+		t.Errorf("Output or Calls changed with Raw: %s, %s", sol.Output, sol.Calls[0])
+	}
+}
+
+// TestRunValuesAreTheCallers runs the same agent twice, the second time
+// writing over every message, solution and log entry handed out: the
+// logs must be the same.
+func TestRunValuesAreTheCallers(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("inc", json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}`))
+	reg.Activity("inc", agent.Bind(func(ctx context.Context, p struct {
+		X int `json:"x"`
+	}) (map[string]int, error) {
+		return map[string]int{"y": p.X + 1}, nil
+	}))
+	clock := func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
+	run := func(scribbling bool) []message.Message {
+		p := scripted.Solutions(
+			`{"calls":[{"_tool":"inc","x":1,"_outputPath":"†state.a"},{"_tool":"inc","x":"†state.a.y","_outputPath":"†state.b"}],"output":null}`,
+			`{"calls":[],"output":3}`)
+		cfg := agent.Config{Provider: p, Registry: reg, Clock: clock}
+		msgs := ctxOf(t, `[{"type":"tool","tool":"inc"},{"type":"state","seen":[1]}]`)
+		var res *agent.RunResult
+		for ev, err := range agent.Events(context.Background(), cfg, json.RawMessage(`{"type":"integer"}`), msgs) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m := ev.Message; m != nil && scribbling {
+				scribble(m.Data)
+				scribble(m.Call)
+				scribble(m.Plan)
+				scribble(m.Failed)
+			}
+			if ev.Kind == agent.EventDone {
+				res = ev.Result
+			}
+		}
+		if scribbling {
+			scribble(res.Solution.Raw)
+			scribble(res.Solution.Output)
+			for i := range res.Log.Len() {
+				m := res.Log.At(i)
+				scribble(m.Data)
+				scribble(m.Call)
+				scribble(m.Plan)
+				scribble(m.Tool)
+			}
+			for _, m := range res.Log.Messages() {
+				scribble(m.Data)
+			}
+			if v, ok, err := res.Log.Value(message.Identity{Kind: "state"}); err != nil || !ok {
+				t.Fatalf("state: %v", err)
+			} else {
+				scribble(v)
+			}
+			if v, err := res.Log.Lookup("state", []string{"a"}); err != nil {
+				t.Fatalf("state.a: %v", err)
+			} else {
+				scribble(v)
+			}
+		}
+		if got := lookup(t, res.Log, "†state.b.y"); got != "3" {
+			t.Errorf("state.b.y = %s", got)
+		}
+		return res.Log.Messages()
+	}
+	want, got := run(false), run(true)
+	if !slices.EqualFunc(got, want, func(a, b message.Message) bool { return cmp.Equal(a, b) }) {
+		t.Errorf("the log changed with what was handed out (-got +want):\n%s", cmp.Diff(got, want))
+	}
+}
