@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/platform"
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/ref"
 )
 
 // scheduler runs the calls of a run: the loop's, step after step, and a
@@ -32,9 +34,10 @@ type scheduler struct {
 	// them runs (a plan's journal writes them in one Append).
 	flush func(context.Context) error
 
-	waiting []*task // calls not started yet, in order
-	running int     // calls started and not finished, background ones included
-	bg      int     // of which fire-and-forget
+	waiting []*task        // calls not started yet, in order
+	writes  map[string]int // data messages appended, by kind: a blocked call waits for one of its kind
+	running int            // calls started and not finished, background ones included
+	bg      int            // of which fire-and-forget
 	done    chan finished
 	errs    []taskError // error messages of failed calls, in the order they failed
 }
@@ -53,6 +56,13 @@ type task struct {
 	// A plan's call:
 	left    int     // calls it reads that have not settled
 	readers []*task // calls that read it
+	// A call blocked on a reference of one kind is tried again only once
+	// data of that kind was appended since (waitKind "" means at every
+	// chance: an expression with a fallback may resolve through another).
+	blocked  bool
+	waitKind string
+	seen     int
+
 	// prior marks a call that settled in an earlier attempt of the run
 	// (Resume): it does not run again; errMsg is its error, if it failed.
 	prior  bool
@@ -96,7 +106,7 @@ func (s *scheduler) start(ctx context.Context) bool {
 	var starts []func()
 	for i := 0; i < len(s.waiting) && s.running < s.conc; {
 		t := s.waiting[i]
-		if t.left > 0 {
+		if t.left > 0 || t.blocked && t.waitKind != "" && s.writes[t.waitKind] == t.seen {
 			i++
 			continue
 		}
@@ -111,6 +121,11 @@ func (s *scheduler) start(ctx context.Context) bool {
 		}
 		c, err := s.prepare(t)
 		if errors.Is(err, errBlocked) {
+			t.blocked, t.waitKind = true, ""
+			if re, ok := errors.AsType[*ref.Error](err); ok && !strings.Contains(re.Expr, "||") {
+				t.waitKind = refKind(re.Ref)
+			}
+			t.seen = s.writes[t.waitKind]
 			i++
 			continue
 		}
@@ -177,6 +192,13 @@ func (s *scheduler) start(ctx context.Context) bool {
 		platform.Go(ctx, f)
 	}
 	return true
+}
+
+// refKind returns the kind of a reference such as "†state.a.b".
+func refKind(r string) string {
+	r = strings.TrimPrefix(r, ref.Dagger)
+	kind, _, _ := strings.Cut(r, ".")
+	return kind
 }
 
 // prepare prepares the call of t against the log.
@@ -300,6 +322,16 @@ func (s *scheduler) appendAll(msgs []message.Message) bool {
 		if err := s.log.Append(msgs[i]); err != nil {
 			s.fail(fmt.Errorf("agent: append: %w", err))
 			return false
+		}
+		if msgs[i].Type == message.TypeData {
+			if s.writes == nil {
+				s.writes = map[string]int{}
+			}
+			kind := msgs[i].Kind
+			if kind == "" {
+				kind = message.KindData
+			}
+			s.writes[kind]++
 		}
 		if !s.emit(RunEvent{Kind: EventMessage, Step: s.step, Message: &msgs[i]}) {
 			return false
