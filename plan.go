@@ -351,7 +351,9 @@ func planEvents(ctx context.Context, cfg Config, plan []json.RawMessage, in *ins
 			s.wait()
 		}()
 		for _, t := range planTasks(g, x, cfg.resume) {
-			s.add(t)
+			if t.left == 0 { // the others join as what they read settles
+				s.add(t)
+			}
 		}
 		if !s.runDown(ctx, true) {
 			return

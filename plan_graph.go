@@ -406,13 +406,16 @@ func (g *planGraph) validate(x *executor, log *message.Log) {
 // checkTools adds the problems of unknown tools and of literal
 // parameters that do not fit their tool.
 func (g *planGraph) checkTools(x *executor) {
+	// The copies of an instanced plan's call leave out the same
+	// parameters of the same tool: each such schema is made once.
+	schemas := map[string]*schema.Schema{}
 	for _, n := range g.nodes {
 		if x.build.Definition(n.call.Tool) == nil {
 			tools := x.build.Tools()
 			g.add(n, PlanProblem{Err: fmt.Errorf("%w %q (tools: %s)", ErrUnknownTool, n.call.Tool, strings.Join(tools, ", "))})
 			continue
 		}
-		if err := literalCheck(x, n); err != nil {
+		if err := literalCheck(x, n, schemas); err != nil {
 			g.add(n, PlanProblem{Err: fmt.Errorf("%w: %w", ErrInvalidCall, err)})
 		}
 	}
@@ -422,50 +425,55 @@ func (g *planGraph) checkTools(x *executor) {
 // tool, as a call is checked once its references are resolved: the
 // parameters that hold an expression, at any depth, are left out, and so
 // is their place in the schema's required list.
-func literalCheck(x *executor, n *planNode) error {
-	call, s, err := literalParts(x, n)
+func literalCheck(x *executor, n *planNode, schemas map[string]*schema.Schema) error {
+	call, err := ojson.Parse(n.raw)
 	if err != nil {
 		return err
 	}
-	return s.Validate(call)
-}
-
-// literalParts returns what literalCheck validates: the call without
-// the parameters that hold an expression, compact, and the tool's schema
-// without them in its required list.
-func literalParts(x *executor, n *planNode) (json.RawMessage, *schema.Schema, error) {
-	call, err := ojson.Parse(n.raw)
-	if err != nil {
-		return nil, nil, err
-	}
-	s, err := ojson.Parse(x.build.shape(n.call.Tool).check)
-	if err != nil {
-		return nil, nil, fmt.Errorf("tool schema: %w", err)
-	}
-	skip := map[string]bool{}
+	var skip []string
 	for _, rd := range n.reads {
 		top, _, _ := strings.Cut(rd.param[1:], "/")
-		skip[strings.NewReplacer("~1", "/", "~0", "~").Replace(top)] = true
+		skip = append(skip, strings.NewReplacer("~1", "/", "~0", "~").Replace(top))
+	}
+	slices.Sort(skip)
+	skip = slices.Compact(skip)
+	for _, k := range skip {
+		call.Delete(k)
+	}
+	key := n.call.Tool + "\x00" + strings.Join(skip, "\x00")
+	s, ok := schemas[key]
+	if !ok {
+		if s, err = literalSchema(x, n.call.Tool, skip); err != nil {
+			return err
+		}
+		schemas[key] = s
+	}
+	return s.Validate(call.Bytes())
+}
+
+// literalSchema returns the check schema of tool without the parameters
+// of skip in its required list.
+func literalSchema(x *executor, tool string, skip []string) (*schema.Schema, error) {
+	s, err := ojson.Parse(x.build.shape(tool).check)
+	if err != nil {
+		return nil, fmt.Errorf("tool schema: %w", err)
 	}
 	if len(skip) > 0 {
-		for k := range skip {
-			call.Delete(k)
-		}
 		var required []string
 		if r := s.Get("required"); r != nil {
 			if err := json.Unmarshal(r, &required); err != nil {
-				return nil, nil, fmt.Errorf("tool schema: required: %w", err)
+				return nil, fmt.Errorf("tool schema: required: %w", err)
 			}
 		}
-		required = slices.DeleteFunc(required, func(k string) bool { return skip[k] })
+		required = slices.DeleteFunc(required, func(k string) bool { return slices.Contains(skip, k) })
 		rb, _ := json.Marshal(required)
 		s.Set("required", rb)
 	}
 	compiled, err := x.reg.compile(s.Bytes())
 	if err != nil {
-		return nil, nil, fmt.Errorf("tool schema: %w", err)
+		return nil, fmt.Errorf("tool schema: %w", err)
 	}
-	return call.Bytes(), compiled, nil
+	return compiled, nil
 }
 
 // unsatisfied returns the first reference of the first alternative of rd

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,7 +35,7 @@ type scheduler struct {
 	// them runs (a plan's journal writes them in one Append).
 	flush func(context.Context) error
 
-	waiting []*task        // calls not started yet, in order
+	waiting queue          // calls not started yet
 	writes  map[string]int // data messages appended, by kind: a blocked call waits for one of its kind
 	running int            // calls started and not finished, background ones included
 	bg      int            // of which fire-and-forget
@@ -54,7 +55,7 @@ type task struct {
 	prepare func(*message.Log) (*Call, error)
 
 	// A plan's call:
-	left    int     // calls it reads that have not settled
+	left    int     // calls it reads that have not settled: it waits until none is left
 	readers []*task // calls that read it
 	// A call blocked on a reference of one kind is tried again only once
 	// data of that kind was appended since (waitKind "" means at every
@@ -96,27 +97,47 @@ func newScheduler(s *stream, cfg *Config, log *message.Log, usage *provider.Usag
 // fail ends the run with err.
 func (s *scheduler) fail(err error) { s.end(err, s.result()) }
 
-// add queues a call; start tries it.
-func (s *scheduler) add(t *task) { s.waiting = append(s.waiting, t) }
+// queue holds the calls that wait to start, the first in plan or step
+// order on top: a min-heap by index (container/heap).
+type queue []*task
 
-// start starts every waiting call that is ready, in order, while there is
-// room. A call whose references do not resolve yet keeps waiting. It
+func (q queue) Len() int           { return len(q) }
+func (q queue) Less(i, j int) bool { return q[i].index < q[j].index }
+func (q queue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *queue) Push(x any)        { *q = append(*q, x.(*task)) }
+func (q *queue) Pop() any {
+	old := *q
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	return t
+}
+
+// add queues a call that waits for no other call; start tries it.
+func (s *scheduler) add(t *task) { heap.Push(&s.waiting, t) }
+
+// start starts the waiting calls that are ready, in order, while there
+// is room. A call whose references do not resolve yet keeps waiting. It
 // reports false when the run ended.
 func (s *scheduler) start(ctx context.Context) bool {
 	var starts []func()
-	for i := 0; i < len(s.waiting) && s.running < s.conc; {
-		t := s.waiting[i]
-		if t.left > 0 || t.blocked && t.waitKind != "" && s.writes[t.waitKind] == t.seen {
-			i++
+	var kept []*task // calls passed over, still blocked
+	defer func() {
+		for _, t := range kept {
+			heap.Push(&s.waiting, t)
+		}
+	}()
+	for len(s.waiting) > 0 && s.running < s.conc {
+		t := heap.Pop(&s.waiting).(*task)
+		if t.blocked && t.waitKind != "" && s.writes[t.waitKind] == t.seen {
+			kept = append(kept, t) // nothing it waits for was written since
 			continue
 		}
 		if t.prior { // it ran before the run stopped
-			s.waiting = slices.Delete(s.waiting, i, i+1)
 			if t.errMsg != nil {
 				s.errs = append(s.errs, taskError{t.index, *t.errMsg})
 			}
 			s.settle(t)
-			i = 0 // settling may have made earlier calls ready
 			continue
 		}
 		c, err := s.prepare(t)
@@ -126,10 +147,9 @@ func (s *scheduler) start(ctx context.Context) bool {
 				t.waitKind = refKind(re.Ref)
 			}
 			t.seen = s.writes[t.waitKind]
-			i++
+			kept = append(kept, t)
 			continue
 		}
-		s.waiting = slices.Delete(s.waiting, i, i+1)
 		if err == nil && s.confirm != nil {
 			d, cerr := s.confirm(ctx, c)
 			switch {
@@ -153,7 +173,6 @@ func (s *scheduler) start(ctx context.Context) bool {
 				return false
 			}
 			s.settle(t)
-			i = 0
 			continue
 		}
 		c.ID = t.id
@@ -238,7 +257,7 @@ func (s *scheduler) runDown(ctx context.Context, background bool) bool {
 			awaited -= s.bg
 		}
 		if awaited == 0 && (s.running < s.conc || ctx.Err() != nil) {
-			if ctx.Err() != nil || !slices.ContainsFunc(s.waiting, func(t *task) bool { return t.left == 0 }) {
+			if ctx.Err() != nil || len(s.waiting) == 0 {
 				return true
 			}
 			if !s.neverReady() {
@@ -253,17 +272,11 @@ func (s *scheduler) runDown(ctx context.Context, background bool) bool {
 	}
 }
 
-// neverReady fails the waiting calls that wait for nothing but their
-// references: nothing runs that could write them.
+// neverReady fails the waiting calls: nothing runs that could write
+// what they wait for.
 func (s *scheduler) neverReady() bool {
-	var blocked []*task
-	s.waiting = slices.DeleteFunc(s.waiting, func(t *task) bool {
-		if t.left == 0 {
-			blocked = append(blocked, t)
-			return true
-		}
-		return false
-	})
+	blocked := slices.SortedFunc(slices.Values(s.waiting), func(a, b *task) int { return a.index - b.index })
+	s.waiting = nil
 	for _, t := range blocked {
 		_, err := s.prepare(t)
 		err = missing(err)
@@ -286,10 +299,13 @@ func (s *scheduler) failed(t *task, c *Call, err error) bool {
 }
 
 // settle marks t finished, one way or another: the calls that read it
-// wait for one call fewer.
+// wait for one call fewer, and those that waited for it last join the
+// waiting calls.
 func (s *scheduler) settle(t *task) {
 	for _, r := range t.readers {
-		r.left--
+		if r.left--; r.left == 0 {
+			heap.Push(&s.waiting, r)
+		}
 	}
 }
 
