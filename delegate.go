@@ -95,16 +95,10 @@ func (x *executor) delegate(ctx context.Context, c *Call, name string) (*Result,
 	}
 	var idea *Idea
 	if name == Anonymous {
-		var def struct {
-			Description string `json:"description"`
-			Properties  struct {
-				Output json.RawMessage `json:"_output"`
-			} `json:"properties"`
-		}
-		_ = json.Unmarshal(c.Schema, &def)
-		idea = &Idea{Schema: def.Properties.Output}
-		if def.Description != "" {
-			idea.Context = []message.Message{{Type: message.TypeText, Role: message.RoleSystem, Text: def.Description}}
+		description, out := toolResult(c.Schema)
+		idea = &Idea{Schema: out}
+		if description != "" {
+			idea.Context = []message.Message{{Type: message.TypeText, Role: message.RoleSystem, Text: description}}
 		}
 	} else {
 		var err error

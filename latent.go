@@ -20,20 +20,13 @@ func (x *executor) latent(ctx context.Context, c *Call) (*Result, *Response, err
 	if inline.Output != nil {
 		return &Result{Value: inline.Output}, nil, nil
 	}
-	var def struct {
-		Description string `json:"description"`
-		Properties  struct {
-			Output json.RawMessage `json:"_output"`
-		} `json:"properties"`
-	}
-	_ = json.Unmarshal(c.Schema, &def)
-	out := def.Properties.Output
+	description, out := toolResult(c.Schema)
 	if out == nil {
 		out = json.RawMessage(`{}`)
 	}
 	task := "Carry out the tool " + c.Tool + " for the input below and give its result as output."
-	if def.Description != "" {
-		task += "\nThe tool: " + def.Description
+	if description != "" {
+		task += "\nThe tool: " + description
 	}
 	ctxMsgs := []message.Message{{Type: message.TypeText, Role: message.RoleSystem, Text: task}}
 	if len(c.scoped) > 0 {

@@ -220,3 +220,16 @@ func llmTool(name string, def json.RawMessage, explicit bool) (_, result json.Ra
 	o.Set("required", rb)
 	return o.Bytes(), result, nil
 }
+
+// toolResult returns a tool definition's description and _output: what a
+// latent call or an anonymous delegate is asked to produce.
+func toolResult(def json.RawMessage) (description string, output json.RawMessage) {
+	var d struct {
+		Description string `json:"description"`
+		Properties  struct {
+			Output json.RawMessage `json:"_output"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal(def, &d)
+	return d.Description, d.Properties.Output
+}
