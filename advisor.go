@@ -49,7 +49,7 @@ func renderAdvisor(_ context.Context, b *Build, m *message.Message) error {
 	}
 	desc.WriteString("Give its opinion in advisors before any call; put its votes for tools in calls as inline JSON, e.g. {\"deploy\": 10, \"delay\": 90}.")
 	b.Render(provider.RoleUser, desc.String())
-	item, err := advisorItem(a, m.Schema, instanceIDs(b.Log))
+	item, err := advisorItem(a, m.Schema, InstanceIDs(b.Log.Messages()))
 	if err != nil {
 		return fmt.Errorf("advisor %q: %w", a.ID, err)
 	}
@@ -122,17 +122,6 @@ func (b *Build) defineConsult() {
 		`"_output":{"type":"object","properties":{"opinion":{"type":"string"},"calls":{"type":"string","description":"Votes for tools as inline JSON."}},"required":["opinion"]}},` +
 		`"required":["advisor","question"]}`)
 	_ = defineTool(b, ConsultAdvisor, def)
-}
-
-// instanceIDs lists the instances of a log's data, in order of appearance.
-func instanceIDs(log *message.Log) []string {
-	var ids []string
-	for _, id := range log.Identities() {
-		if id.Instance != "" && !slices.Contains(ids, id.Instance) {
-			ids = append(ids, id.Instance)
-		}
-	}
-	return ids
 }
 
 // Opinion is one advisor's entry in a solution.

@@ -17,4 +17,20 @@
 // Handlers, tools, activities and schemas live in a [Registry];
 // [DefaultRegistry] holds the built-in handlers and is used when a Config
 // names none, like http.DefaultServeMux.
+//
+// # Where each act lives
+//
+//   - Request (001): request.go, with compose.go (the solution schema),
+//     handler.go (the Build handlers write to) and render.go.
+//   - Tool (002): tool.go. Activity (003): activity.go. Latent (104): latent.go.
+//   - Call (004): call.go; preparing and running one: execute.go.
+//   - Data, Input, State (005, 006, 009): data.go; the log and its
+//     merged views are package message, references package ref.
+//   - Loop (010): loop.go; its calls and a plan's share scheduler.go.
+//   - Plan (012): plan.go (running one), plan_graph.go (analysis and
+//     validation), plan_mermaid.go (PlanGraph).
+//   - Instancing (013): instancing.go. Delegate (014) and Ideators (103):
+//     delegate.go, idea.go. Scopes (015): scopes.go. Meta (016): meta.go.
+//     Advisor (017): advisor.go.
+//   - Durable runs: durable.go; the stores are package store.
 package agent
