@@ -52,12 +52,20 @@ type Request struct {
 	// default, a negative value turns thinking off where that is possible.
 	// Each adapter maps it onto its own setting.
 	Thinking int
+	// CacheKey names the group of requests that share a prefix, for
+	// providers that route requests to their prompt cache by a key
+	// (OpenAI's prompt_cache_key); empty sends none.
+	CacheKey string
 }
 
 // Message is one rendered message.
 type Message struct {
 	Role Role
 	Text string
+	// Stable marks a message that ends a prefix the rest of the run will
+	// send again unchanged: a provider with explicit cache breakpoints
+	// (Anthropic's cache_control) puts one after it.
+	Stable bool
 }
 
 // Role is who speaks a message.
@@ -106,6 +114,16 @@ func (u *Usage) Add(u2 Usage) {
 	u.Thinking += u2.Thinking
 	u.CacheRead += u2.CacheRead
 	u.CacheWrite += u2.CacheWrite
+}
+
+// CacheHitRate returns the share of the input read from the prompt
+// cache: CacheRead over everything read; 0 when nothing was read.
+func (u Usage) CacheHitRate() float64 {
+	read := u.Input + u.CacheRead + u.CacheWrite
+	if read == 0 {
+		return 0
+	}
+	return float64(u.CacheRead) / float64(read)
 }
 
 // Total returns every token read and generated.

@@ -167,3 +167,19 @@ func TestRetryAfterHeader(t *testing.T) {
 		}
 	}
 }
+
+func TestCacheHitRate(t *testing.T) {
+	for _, tt := range []struct {
+		u    provider.Usage
+		want float64
+	}{
+		{provider.Usage{}, 0},
+		{provider.Usage{Input: 100, Output: 7}, 0},
+		{provider.Usage{Input: 10, CacheRead: 80, CacheWrite: 10, Output: 5}, 0.8},
+		{provider.Usage{CacheRead: 50}, 1},
+	} {
+		if got := tt.u.CacheHitRate(); got != tt.want {
+			t.Errorf("%+v: CacheHitRate() = %v, want %v", tt.u, got, tt.want)
+		}
+	}
+}
