@@ -34,6 +34,16 @@
 // of several text blocks, since the API wants the roles to alternate. The
 // Request is never modified.
 //
+// # Prompt caching
+//
+// A request carries cache_control {type: "ephemeral"} breakpoints, at most
+// three of the API's four: on the last block of the system parameter, on
+// the forced tool with [Config.ToolOutput], and on the text block of the
+// last message marked [provider.Message.Stable] (earlier Stable messages
+// get none; the API reads their entries back from the later breakpoint).
+// A request with no Stable message has only the system and tool ones. The
+// cache counts come back in [provider.Usage] (see Usage below).
+//
 // # Several solutions
 //
 // The API has no n: Request.N > 1 sends N identical requests concurrently.

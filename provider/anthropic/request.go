@@ -78,6 +78,9 @@ func (p *Provider) newCall(req *provider.Request) (*call, error) {
 				// The raw schema keeps its property order, which a map
 				// would lose; the order is the one the model writes in.
 				InputSchema: param.Override[sdk.ToolInputSchemaParam](adapted),
+				// The tools come first in the cached prefix; see
+				// convertMessages for the other breakpoints.
+				CacheControl: sdk.NewCacheControlEphemeralParam(),
 			}}}
 			if req.Thinking > 0 {
 				// The API refuses a forced tool with thinking on.
@@ -102,14 +105,34 @@ func (p *Provider) newCall(req *provider.Request) (*call, error) {
 // convertMessages splits off the system messages, which go to the system
 // parameter in order, and merges consecutive messages of one role into one
 // message of several text blocks, as the API requires alternating roles.
+// Each message becomes one text block.
+//
+// It also places cache_control breakpoints. The cached prefix is the
+// tools, then the system parameter, then the messages, and a breakpoint
+// caches everything before it. A request gets at most three, below the
+// API's limit of four: one on the forced tool in tool mode (set by
+// newCall), one on the last system block, and one on the block of the last
+// message marked Stable. Earlier Stable messages get none: the API finds
+// an entry written at an earlier breakpoint from a later one (looking back
+// up to 20 blocks), so one at the end of the stable prefix is enough.
 func convertMessages(msgs []provider.Message) ([]sdk.TextBlockParam, []sdk.MessageParam, error) {
+	stable := -1 // the index in msgs of the last Stable message
+	for i, m := range msgs {
+		if m.Stable {
+			stable = i
+		}
+	}
 	var system []sdk.TextBlockParam
 	var out []sdk.MessageParam
 	for i, m := range msgs {
 		var role sdk.MessageParamRole
 		switch m.Role {
 		case provider.RoleSystem:
-			system = append(system, sdk.TextBlockParam{Text: m.Text})
+			block := sdk.TextBlockParam{Text: m.Text}
+			if i == stable {
+				block.CacheControl = sdk.NewCacheControlEphemeralParam()
+			}
+			system = append(system, block)
 			continue
 		case provider.RoleUser:
 			role = sdk.MessageParamRoleUser
@@ -119,11 +142,20 @@ func convertMessages(msgs []provider.Message) ([]sdk.TextBlockParam, []sdk.Messa
 			return nil, nil, fmt.Errorf("anthropic: message %d: unknown role %q", i, m.Role)
 		}
 		block := sdk.NewTextBlock(m.Text)
+		if i == stable {
+			block.OfText.CacheControl = sdk.NewCacheControlEphemeralParam()
+		}
 		if n := len(out); n > 0 && out[n-1].Role == role {
 			out[n-1].Content = append(out[n-1].Content, block)
 			continue
 		}
 		out = append(out, sdk.MessageParam{Role: role, Content: []sdk.ContentBlockParamUnion{block}})
+	}
+	if n := len(system); n > 0 {
+		// When the last Stable message is a system message, it has the
+		// breakpoint already or this one is a second in the system and the
+		// messages have none: at most three in all either way.
+		system[n-1].CacheControl = sdk.NewCacheControlEphemeralParam()
 	}
 	return system, out, nil
 }

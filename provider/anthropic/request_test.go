@@ -84,6 +84,16 @@ func TestRequestBody(t *testing.T) {
 			Messages: []provider.Message{{Role: provider.RoleUser, Text: "Stream it."}},
 			Schema:   orderedSchema, Stream: true,
 		}},
+		{"stable", Config{ToolOutput: true}, provider.Request{
+			Messages: []provider.Message{
+				{Role: provider.RoleSystem, Text: "You are terse."},
+				{Role: provider.RoleUser, Text: "What is the capital of France?", Stable: true},
+				{Role: provider.RoleAssistant, Text: `{"output":null}`},
+				{Role: provider.RoleUser, Text: "lookup: Paris", Stable: true},
+				{Role: provider.RoleUser, Text: "Answer now."},
+			},
+			Schema: orderedSchema, SchemaName: "answer",
+		}},
 		{"long plain", Config{}, provider.Request{
 			Messages:  []provider.Message{{Role: provider.RoleUser, Text: "Write at length."}},
 			MaxTokens: 64000,

@@ -75,6 +75,17 @@
 // is candidatesTokenCount and Thinking is thoughtsTokenCount. Gemini reports
 // no cache writes.
 //
+// # Prompt caching
+//
+// Gemini caches repeated prompt prefixes implicitly, with nothing to mark
+// in the request, so Message.Stable and Request.CacheKey are not sent. The
+// body depends only on the request: contents keep the messages' order, the
+// SDK writes object keys sorted, and systemInstruction, which the model
+// reads before the contents, holds the system messages. A request that
+// appends messages to an earlier one therefore repeats its prefix byte for
+// byte and can hit the cache; cachedContentTokenCount comes back as
+// Usage.CacheRead. The explicit cachedContents API is not used.
+//
 // # Errors
 //
 // An error answer of the API, as an HTTP status or as an error event inside

@@ -35,6 +35,10 @@
 //     "low"; up to [MediumEffortMax] (8192) "medium"; above that "high".
 //   - stream: true and stream_options {"include_usage":true} when
 //     Request.Stream is set.
+//   - prompt_cache_key: Request.CacheKey, when not empty, unless
+//     [Config.NoPromptCacheKey]. OpenAI caches prompt prefixes by itself;
+//     the key routes the requests that share one to the same cache.
+//     Message.Stable changes nothing: there are no breakpoints to place.
 //
 // # Answers
 //

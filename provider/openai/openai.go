@@ -67,6 +67,10 @@ type Config struct {
 	// for models that accept it (GPT-5.1 and later, which reject
 	// "minimal"), or to "low" for o-series models.
 	ThinkingOff string
+	// NoPromptCacheKey leaves out prompt_cache_key (Request.CacheKey), for
+	// compatible servers that reject fields they do not know; OpenAI,
+	// Ollama and vLLM take it or ignore it.
+	NoPromptCacheKey bool
 }
 
 // Provider is an OpenAI Chat Completions client that implements

@@ -80,6 +80,10 @@ func (p *Provider) params(req *provider.Request) (openai.ChatCompletionNewParams
 	if req.Stream {
 		params.StreamOptions.IncludeUsage = openai.Bool(true)
 	}
+	if req.CacheKey != "" && !p.cfg.NoPromptCacheKey {
+		// Routes the requests that share a prefix to the same cache.
+		params.PromptCacheKey = openai.String(req.CacheKey)
+	}
 	return params, nil
 }
 

@@ -80,6 +80,11 @@ func TestRequestBody(t *testing.T) {
 			req:  provider.Request{Messages: conversation()[1:], Schema: []byte(testSchema), Stream: true},
 		},
 		{
+			name: "cache_key",
+			cfg:  Config{Model: "gpt-5-mini"},
+			req:  provider.Request{Messages: conversation(), Schema: []byte(testSchema), CacheKey: "run-01JD8X4Q6N"},
+		},
+		{
 			name: "free_text",
 			cfg:  Config{Model: "gpt-4o"},
 			req:  provider.Request{Messages: conversation()[1:2]},
