@@ -435,3 +435,21 @@ scan:
 	}
 	return ref.Encode(x)
 }
+
+// Write returns what data message m does to its identity's value: the
+// path it writes (empty for the root), the method, and the value written
+// there. ok is false when m writes nothing: it is not data, or it only
+// declares a schema or a description.
+func (m *Message) Write() (path ref.Path, method ref.Method, value json.RawMessage, ok bool, err error) {
+	if m.Type != TypeData {
+		return nil, "", nil, false, nil
+	}
+	w, val, err := writeOf(m)
+	if err != nil || w.data == nil {
+		return nil, "", nil, false, err
+	}
+	if value, err = ref.Encode(val); err != nil {
+		return nil, "", nil, false, err
+	}
+	return w.path, w.method, value, true, nil
+}

@@ -204,3 +204,27 @@ func TestLogLastOf(t *testing.T) {
 		t.Errorf("empty log: %d, %q", at, typ)
 	}
 }
+
+func TestMessageWrite(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		m      Message
+		path   string
+		method ref.Method
+		value  string
+		ok     bool
+	}{
+		{"plain data merges at the root", Message{Type: TypeData, Kind: "state", Data: json.RawMessage(`{"a":1}`)}, "", ref.MethodMerge, `{"a":1}`, true},
+		{"an output sets its path", Message{Type: TypeData, Kind: "state", OutputPath: "†state.r.x", Data: json.RawMessage(`{"r":{"x":[1,2]}}`)}, "r.x", ref.MethodSet, `[1,2]`, true},
+		{"a push", Message{Type: TypeData, Kind: "state", OutputPath: "†state.items", Method: ref.MethodPush, Data: json.RawMessage(`{"items":"z"}`)}, "items", ref.MethodPush, `"z"`, true},
+		{"a schema only", Message{Type: TypeData, Kind: "input", Schema: json.RawMessage(`{}`)}, "", "", "", false},
+		{"not data", Message{Type: TypeText, Text: "hi"}, "", "", "", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path, method, value, ok, err := tt.m.Write()
+			if err != nil || ok != tt.ok || path.String() != tt.path || method != tt.method || string(value) != tt.value {
+				t.Errorf("Write() = %q, %q, %s, %v, %v; want %q, %q, %s, %v", path, method, value, ok, err, tt.path, tt.method, tt.value, tt.ok)
+			}
+		})
+	}
+}
