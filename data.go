@@ -3,10 +3,12 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/ref"
 )
 
 // Data (005), Input (006) and State (009) are data messages: a kind, an
@@ -15,10 +17,44 @@ import (
 // what calls write with _outputPath (008). The log (package message)
 // merges each identity's messages; this file renders them for the model.
 
-// renderData renders each data identity once, where it first appears, as
-// the merged value of all its messages (005): the model sees one coherent
-// object, not a pile of patches. Hidden metadata is never rendered.
+// Rendering is how a run shows its data to the model.
+type Rendering string
+
+// The renderings.
+const (
+	// RenderCached, the default, renders each message once, as the log
+	// stood when it was appended, and never again differently: every
+	// request starts with the bytes of the one before, which a provider's
+	// prompt cache serves at a fraction of the price. The first message
+	// of a data identity shows its value then; each later one shows what
+	// it changed (the method, the path and the value written), so the
+	// model always knows the current value.
+	RenderCached Rendering = "cached"
+	// RenderSnapshot renders each data identity once, where it first
+	// appears, as its merged value over the whole log: one coherent
+	// object, at the cost of an early message changing at every write
+	// (and every byte after it missing the cache). For short runs and
+	// weak models.
+	RenderSnapshot Rendering = "snapshot"
+)
+
+// Check reports a rendering that is none of the above, as an error
+// wrapping ErrRendering ("" is the default).
+func (r Rendering) Check() error {
+	switch r {
+	case "", RenderCached, RenderSnapshot:
+		return nil
+	}
+	return fmt.Errorf("%w %q (use %q or %q)", ErrRendering, string(r), RenderCached, RenderSnapshot)
+}
+
+// renderData renders a data message (005): by default as the log stood
+// when it was appended (RenderCached), or each identity once as its
+// merged value (RenderSnapshot). Hidden metadata is never rendered.
 func renderData(_ context.Context, b *Build, m *message.Message) error {
+	if b.rendering != RenderSnapshot {
+		return b.renderCached(m)
+	}
 	id := m.Identity()
 	if b.shown[id] {
 		return nil
@@ -34,6 +70,83 @@ func renderData(_ context.Context, b *Build, m *message.Message) error {
 	}
 	b.Render(provider.RoleUser, text)
 	return nil
+}
+
+// renderCached renders m with what the messages before it say: the
+// identity's value when m is its first message, else what m changed.
+// A change is what the model needs to keep the value current: after a
+// write at a path, the value holds what was written there, so the whole
+// value would never be shorter (but for a few bytes of header), and
+// reading it would cost a step more as the run's data grows.
+func (b *Build) renderCached(m *message.Message) error {
+	id := m.Identity()
+	first := !b.shown[id]
+	if !first {
+		// A write that does not combine with the value it lands on fails
+		// here, as reading the value would under RenderSnapshot.
+		if err := b.seen.Check(*m); err != nil {
+			return err
+		}
+	}
+	if err := b.seen.Append(*m); err != nil {
+		return err
+	}
+	b.shown[id] = true
+	if !first {
+		if !b.toolsOnly {
+			b.Render(provider.RoleUser, UpdateBlock(m))
+		}
+		return nil
+	}
+	value, present, err := b.seen.Value(id)
+	if err != nil || b.toolsOnly {
+		return err
+	}
+	description, schema := b.seen.About(id)
+	b.Render(provider.RoleUser, DataBlock(id, value, present, description, schema))
+	return nil
+}
+
+// UpdateBlock renders a later message of a data identity the way the
+// model sees it under RenderCached: what it wrote, where and how,
+//
+//	## Data update: ¶state
+//	set †state.user.name: "Ada"
+//
+// then a description or schema the message gives.
+func UpdateBlock(m *message.Message) string {
+	id := m.Identity()
+	var s text
+	s.WriteString("## Data update: ¶")
+	s.WriteString(id.Kind)
+	if id.Instance != "" {
+		s.WriteString(" (_instance: ")
+		s.WriteString(id.Instance)
+		s.Byte(')')
+	}
+	s.Byte('\n')
+	if path, method, value, ok, err := m.Write(); err == nil && ok {
+		s.WriteString(string(method))
+		s.WriteString(" " + ref.Dagger + id.Kind)
+		if len(path) > 0 {
+			s.WriteString("." + path.String())
+		}
+		s.WriteString(": ")
+		s.WriteString(compact(value))
+		s.Byte('\n')
+	}
+	if m.Description != "" {
+		s.WriteString(m.Description)
+		s.Byte('\n')
+	}
+	if m.Schema != nil {
+		s.WriteString("Schema for ¶")
+		s.WriteString(id.Kind)
+		s.WriteString(":\n")
+		s.JSON(m.Schema)
+		s.Byte('\n')
+	}
+	return strings.TrimRight(s.String(), "\n")
 }
 
 // dataBlock renders the merged value of an identity.

@@ -13,6 +13,8 @@ var (
 	ErrUnknownType = errors.New("agent: no handler for message type")
 	// ErrUnknownTool reports a reference to a tool that is not defined.
 	ErrUnknownTool = errors.New("agent: unknown tool")
+	// ErrRendering reports a Rendering that is not one of the renderings.
+	ErrRendering = errors.New("unknown rendering")
 )
 
 // Plan errors. A *PlanError lists its problems; errors.Is finds these

@@ -129,7 +129,7 @@ func TestRunPetFriendlyReplanning(t *testing.T) {
 	for _, m := range p.Requests()[0].Messages {
 		text.WriteString(m.Text)
 	}
-	if !strings.Contains(text.String(), "## Plan") || !strings.Contains(text.String(), `"_tool": "bookHotel"`) {
+	if !strings.Contains(text.String(), "## Plan") || !strings.Contains(text.String(), `"bookHotel"`) {
 		t.Errorf("the plan was not shown:\n%s", text.String())
 	}
 	if lookup(t, res.Log, "†state.hotel.ok") != "true" {

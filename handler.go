@@ -30,20 +30,29 @@ type Build struct {
 	// Log is the whole context; views such as merged data come from it.
 	Log *message.Log
 	// Index is the position of the message being handled.
-	Index int
+	planIntro string // the intro of the last plan rendered
+	Index     int
 	// LLM holds the settings sent to the provider; handlers may change
 	// them (a message may pick the model or the temperature).
 	LLM *provider.Request
 	// Registry is the registry of the Request.
 	Registry *Registry
 
-	messages       []provider.Message
-	props          ojson.Object // extra solution properties, in order of first appearance
-	required       []string
-	tools          ojson.Object              // tool name → LLM-facing tool schema, last definition wins
-	shapeNames     []string                  // tool names, as defined
-	shapes         []*shaped                 // their definitions as given, with the schemas calls must meet
-	shown          map[message.Identity]bool // the data identities rendered
+	messages   []provider.Message
+	props      ojson.Object // extra solution properties, in order of first appearance
+	required   []string
+	tools      ojson.Object              // tool name → LLM-facing tool schema, last definition wins
+	shapeNames []string                  // tool names, as defined
+	shapes     []*shaped                 // their definitions as given, with the schemas calls must meet
+	shown      map[message.Identity]bool // the data identities rendered
+	rendering  Rendering                 // how data is rendered
+	seen       *message.Log              // the messages handled so far (RenderCached)
+	handled    int                       // the messages of Log handled
+	// fresh: a message was handled whose rendering may change as the log
+	// grows (an advisor's, which turns on and off with the run, or one of
+	// a handler of the user's): each request then handles the whole log.
+	fresh          bool
+	changed        bool // a tool or a property changed since the schema was composed
 	solutionChecks []func(solution json.RawMessage) error
 
 	toolsOnly bool // render nothing: only the tools are wanted
@@ -73,6 +82,7 @@ func (b *Build) Property(name string, s json.RawMessage, required bool) {
 		b.required = append(b.required, name)
 	}
 	b.props.Set(name, s)
+	b.changed = true
 }
 
 // DefineTool adds a tool to the calls the model may make, replacing an
@@ -80,6 +90,7 @@ func (b *Build) Property(name string, s json.RawMessage, required bool) {
 func (b *Build) DefineTool(name string, s json.RawMessage) {
 	b.tools.Delete(name)
 	b.tools.Set(name, s)
+	b.changed = true
 }
 
 // Definition returns the definition of a tool as given, before it was

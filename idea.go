@@ -14,15 +14,19 @@ type Idea struct {
 	Schema   json.RawMessage   `json:"schema"`
 	Context  []message.Message `json:"context"`
 	Solution json.RawMessage   `json:"solution,omitempty"`
+	// Rendering is how its runs show data to the model (Config.Rendering);
+	// empty means the default, RenderCached.
+	Rendering Rendering `json:"rendering,omitempty"`
 }
 
 // ParseIdea reads an Idea file's JSON. Errors name the field and, for the
 // context, the message.
 func ParseIdea(data []byte) (*Idea, error) {
 	var raw struct {
-		Schema   json.RawMessage `json:"schema"`
-		Context  json.RawMessage `json:"context"`
-		Solution json.RawMessage `json:"solution"`
+		Schema    json.RawMessage `json:"schema"`
+		Context   json.RawMessage `json:"context"`
+		Solution  json.RawMessage `json:"solution"`
+		Rendering Rendering       `json:"rendering"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		var te *json.UnmarshalTypeError
@@ -34,7 +38,10 @@ func ParseIdea(data []byte) (*Idea, error) {
 	if raw.Schema == nil {
 		return nil, fmt.Errorf("agent: idea: field \"schema\" is missing")
 	}
-	idea := &Idea{Schema: raw.Schema, Solution: raw.Solution}
+	if err := raw.Rendering.Check(); err != nil {
+		return nil, fmt.Errorf("agent: idea: %w", err)
+	}
+	idea := &Idea{Schema: raw.Schema, Solution: raw.Solution, Rendering: raw.Rendering}
 	if raw.Context != nil {
 		msgs, err := message.ParseContext(raw.Context)
 		if err != nil {

@@ -67,3 +67,21 @@ func TestIdeaSaveWithSolution(t *testing.T) {
 		t.Error("an Idea with no schema saved")
 	}
 }
+
+func TestIdeaRendering(t *testing.T) {
+	idea, err := agent.ParseIdea([]byte(`{"schema":{},"context":[],"rendering":"snapshot"}`))
+	if err != nil || idea.Rendering != agent.RenderSnapshot {
+		t.Fatalf("rendering %q, %v", idea.Rendering, err)
+	}
+	b, err := idea.Marshal()
+	if err != nil || !strings.Contains(string(b), `"rendering": "snapshot"`) {
+		t.Errorf("marshalled %s, %v", b, err)
+	}
+	if _, err := agent.ParseIdea([]byte(`{"schema":{},"rendering":"fancy"}`)); !errors.Is(err, agent.ErrRendering) {
+		t.Errorf("an unknown rendering: %v", err)
+	}
+	_, err = agent.Request(context.Background(), agent.Config{Provider: scripted.Solutions(`{"output":1}`), Rendering: "fancy"}, json.RawMessage(`{}`), nil)
+	if !errors.Is(err, agent.ErrRendering) {
+		t.Errorf("a Config with an unknown rendering: %v", err)
+	}
+}

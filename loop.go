@@ -280,7 +280,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	// Each call is checked against its tool as it streams in, and a bad
 	// one is an error of that call: the solution is checked with calls as
 	// any objects (a lazy run's plan is checked whole).
-	p, err := prepareBuild(ctx, cfg, r.schema, r.log, false, !r.lazy, r.last)
+	p, err := prepareNext(ctx, cfg, r.schema, r.log, !r.lazy, r.last)
 	if err != nil {
 		r.fail(err)
 		return nil, false

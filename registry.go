@@ -68,6 +68,16 @@ func (r *Registry) Handle(typ message.Type, h Handler) {
 	delete(r.builtin, typ)
 }
 
+// extends reports whether the handler of typ renders a message from it
+// and the messages before it alone, so a loop may handle only the
+// messages new since its last step: the built-in handlers but the
+// advisor's, whose advisors turn on and off as the run goes.
+func (r *Registry) extends(typ message.Type) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.builtin[typ] && typ != message.TypeAdvisor
+}
+
 // HandleFunc registers f for messages of type typ.
 func (r *Registry) HandleFunc(typ message.Type, f HandlerFunc) { r.Handle(typ, f) }
 

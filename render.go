@@ -33,11 +33,50 @@ func renderPlan(_ context.Context, b *Build, m *message.Message) error {
 	}
 	var t text
 	t.WriteString("## Plan\n")
-	t.WriteString(intro)
-	t.Byte('\n')
-	t.JSON(m.Plan)
+	switch {
+	case b.rendering == RenderSnapshot:
+		t.WriteString(intro)
+		t.Byte('\n')
+		t.JSON(m.Plan)
+	default:
+		// Each step's calls become a plan message: the intro is said once
+		// (and again when it changes), the calls a line each.
+		if intro != b.planIntro {
+			t.WriteString(intro)
+			t.Byte('\n')
+			b.planIntro = intro
+		}
+		t.WriteString(compactLines(m.Plan))
+	}
 	b.Render(provider.RoleUser, t.String())
 	return nil
+}
+
+// compactLines writes a JSON array compactly, an element per line: what a
+// run renders at every step, in fewer tokens than indented JSON. Anything
+// else is compacted whole; invalid JSON stays as it is.
+func compactLines(raw json.RawMessage) string {
+	var elems []json.RawMessage
+	if json.Unmarshal(raw, &elems) != nil || len(elems) == 0 {
+		return compact(raw)
+	}
+	var t text
+	for i, e := range elems {
+		t.Byte("[,"[min(i, 1)])
+		t.WriteString(compact(e))
+		t.Byte('\n')
+	}
+	t.Byte(']')
+	return t.String()
+}
+
+// compact is json.Compact; invalid JSON stays as it is.
+func compact(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
 }
 
 // renderMeta shows the current identity and version and asks for the

@@ -3,6 +3,8 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,6 +93,16 @@ type Config struct {
 	// Fanout starts the calls of a run (see platform.Fanout); nil means a
 	// goroutine per call.
 	Fanout platform.Fanout
+
+	// Rendering is how data reaches the model: RenderCached when empty
+	// (every message rendered once, so requests share their prefix with
+	// the provider's prompt cache) or RenderSnapshot.
+	Rendering Rendering
+	// CacheKey names the requests that share a prefix for providers that
+	// route by it (provider.Request.CacheKey); empty means a key made from
+	// the run's first message and composed schema, so runs of one agent
+	// share it.
+	CacheKey string
 
 	resume *resumed // set by Resume: the journal of the earlier attempt
 }
@@ -210,6 +222,7 @@ type prepared struct {
 	build    *Build
 	composed json.RawMessage
 	compiled *schema.Schema
+	cacheKey string
 }
 
 // stream sends a prepared request and validates its solutions.
@@ -219,6 +232,12 @@ func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, err
 	req.Messages = p.build.messages
 	req.Schema = p.composed
 	req.SchemaName = "solution"
+	req.CacheKey = p.cacheKey
+	if n := len(req.Messages); n > 0 && p.build.rendering != RenderSnapshot && !p.build.fresh {
+		// Every message rendered so far is sent again unchanged by the
+		// next request of a run, or the next turn of a chat.
+		req.Messages[n-1].Stable = true
+	}
 	resp := &Response{Sent: req}
 	texts, err := generate(ctx, cfg, req, resp, yield)
 	if err != nil {
@@ -260,31 +279,76 @@ func prepare(ctx context.Context, cfg Config, userSchema json.RawMessage, log *m
 // are the same, so are the schemas, which are kept rather than composed
 // again.
 func prepareBuild(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, toolsOnly, anyCalls bool, prev *prepared) (*prepared, error) {
+	if err := cfg.Rendering.Check(); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	llm := llmSettings(cfg)
-	b := &Build{Log: log, Registry: cfg.registry(), LLM: &llm, toolsOnly: toolsOnly, shown: map[message.Identity]bool{}}
-	for i, m := range log.All() {
-		if err := b.handle(ctx, i, &m); err != nil {
-			return nil, err
-		}
+	b := &Build{Log: log, Registry: cfg.registry(), LLM: &llm, toolsOnly: toolsOnly, shown: map[message.Identity]bool{},
+		rendering: cfg.Rendering, seen: &message.Log{}}
+	if err := b.handleNew(ctx); err != nil {
+		return nil, err
 	}
 	p := &prepared{build: b}
 	if prev != nil && prev.build.sameSchema(b) {
-		p.composed, p.compiled = prev.composed, prev.compiled
+		p.composed, p.compiled, p.cacheKey = prev.composed, prev.compiled, prev.cacheKey
 		return p, nil
 	}
+	return p, p.compose(cfg, userSchema, anyCalls)
+}
+
+// prepareNext prepares the next request of a loop whose last request was
+// prev. Under RenderCached, a message renders the same whatever follows
+// it, so prev's Build goes on: only the messages appended since are
+// handled, and the schema is composed again only when a tool or property
+// changed. A Build that handled a message whose rendering may change
+// (see Build.fresh) is prepared afresh.
+func prepareNext(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, anyCalls bool, prev *prepared) (*prepared, error) {
+	if prev == nil || prev.build.fresh || prev.build.rendering == RenderSnapshot {
+		return prepareBuild(ctx, cfg, userSchema, log, false, anyCalls, prev)
+	}
+	b := prev.build
+	b.changed = false
+	if err := b.handleNew(ctx); err != nil {
+		return nil, err
+	}
+	if b.fresh { // a message that does not allow it arrived
+		return prepareBuild(ctx, cfg, userSchema, log, false, anyCalls, nil)
+	}
+	p := &prepared{build: b, composed: prev.composed, compiled: prev.compiled, cacheKey: prev.cacheKey}
+	if !b.changed {
+		return p, nil
+	}
+	return p, p.compose(cfg, userSchema, anyCalls)
+}
+
+// compose composes and compiles p's schemas: the one sent, and the one
+// solutions are validated against (with anyCalls, calls as any objects).
+func (p *prepared) compose(cfg Config, userSchema json.RawMessage, anyCalls bool) error {
+	b := p.build
 	output, err := nullable(userSchema)
 	if err != nil {
-		return nil, fmt.Errorf("agent: output schema: %w", err)
+		return fmt.Errorf("agent: output schema: %w", err)
 	}
 	if p.composed, p.compiled, err = b.solutionSchema(output, false); err != nil {
-		return nil, err
+		return err
 	}
 	if anyCalls && len(b.tools.Keys) > 0 {
 		if _, p.compiled, err = b.solutionSchema(output, true); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return p, nil
+	p.cacheKey = cfg.CacheKey
+	if p.cacheKey == "" {
+		// Runs of one agent start alike: their first message and their
+		// schema name the prefix they share.
+		h := sha256.New()
+		if len(b.messages) > 0 {
+			h.Write([]byte(b.messages[0].Text))
+		}
+		h.Write(p.composed)
+		p.cacheKey = hex.EncodeToString(h.Sum(nil)[:8])
+	}
+	return nil
 }
 
 // solutionSchema composes the schema of a solution and compiles it.
@@ -300,12 +364,25 @@ func (b *Build) solutionSchema(output json.RawMessage, anyCalls bool) (json.RawM
 	return composed, compiled, nil
 }
 
+// handleNew runs the handlers of the messages of the log not handled yet.
+func (b *Build) handleNew(ctx context.Context) error {
+	for i := b.handled; i < b.Log.Len(); i++ {
+		m := b.Log.At(i)
+		if err := b.handle(ctx, i, &m); err != nil {
+			return err
+		}
+		b.handled = i + 1
+	}
+	return nil
+}
+
 // handle runs the handler of m, message i of the log.
 func (b *Build) handle(ctx context.Context, i int, m *message.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	h, err := b.Registry.handler(m.Type)
+	b.fresh = b.fresh || !b.Registry.extends(m.Type)
 	if err == nil {
 		b.Index = i
 		err = h.Handle(ctx, b, m)

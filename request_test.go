@@ -71,16 +71,24 @@ func TestRequestRendersData(t *testing.T) {
 		 "schema": {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "number"}, "city": {"type": "string"}}}},
 		{"type": "data", "kind": "user", "data": {"age": 30}}
 	]`)
-	p := scripted.Solutions(`{"output":{"city":"Austin"}}`)
-	resp, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry()},
-		json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`), msgs)
-	if err != nil {
-		t.Fatal(err)
+	for _, rendering := range []agent.Rendering{agent.RenderSnapshot, agent.RenderCached} {
+		p := scripted.Solutions(`{"output":{"city":"Austin"}}`)
+		resp, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), Rendering: rendering},
+			json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`), msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(resp.Solutions[0].Output) != `{"city":"Austin"}` || !resp.Solutions[0].Done() {
+			t.Errorf("output %s", resp.Solutions[0].Output)
+		}
+		// A snapshot shows the page's one merged block; the default shows
+		// the second message as an update where it comes.
+		name := "005_data.txt"
+		if rendering == agent.RenderCached {
+			name = "005_data_cached.txt"
+		}
+		golden(t, name, sent(t, p.Requests()[0]))
 	}
-	if string(resp.Solutions[0].Output) != `{"city":"Austin"}` || !resp.Solutions[0].Done() {
-		t.Errorf("output %s", resp.Solutions[0].Output)
-	}
-	golden(t, "005_data.txt", sent(t, p.Requests()[0]))
 }
 
 func TestRequestRendersInput(t *testing.T) {

@@ -26,9 +26,9 @@ import (
 
 // runFlags are the flags run and resume share.
 type runFlags struct {
-	model, baseURL, store, progress string
-	concurrency                     int
-	json                            bool
+	model, baseURL, store, progress, rendering string
+	concurrency                                int
+	json                                       bool
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -38,6 +38,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.progress, "progress", "auto", "progress bar on standard error: auto (when a terminal), always, never")
 	fs.IntVar(&f.concurrency, "concurrency", 0, "calls running at once (0: the default)")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object for scripts")
+	fs.StringVar(&f.rendering, "rendering", "", "how data reaches the model: cached (each message rendered once, so requests share their prefix with the prompt cache) or snapshot (each identity's merged value); default: the Idea's, else cached")
 }
 
 // runCmd runs an Idea durably: acts run IDEA.json [--input ...].
@@ -79,6 +80,9 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Rendering == "" {
+		cfg.Rendering = idea.Rendering
+	}
 	events, total, kind := chooseRun(ctx, cfg, idea.Schema, msgs)
 	if kind == "loop" && cfg.Provider == nil {
 		return fmt.Errorf("%w: %s has no plan to run offline; the agent loop needs --model (or ACTS_MODEL)", errUsage, pos[0])
@@ -110,7 +114,10 @@ func instanced(plan []json.RawMessage) bool {
 
 // config builds the agent configuration of a run.
 func (f *runFlags) config(env *Env, st store.Store, id, model string) (agent.Config, error) {
-	cfg := agent.Config{Registry: env.Registry, Store: st, RunID: id, Concurrency: f.concurrency}
+	cfg := agent.Config{Registry: env.Registry, Store: st, RunID: id, Concurrency: f.concurrency, Rendering: agent.Rendering(f.rendering)}
+	if err := agent.Rendering(f.rendering).Check(); err != nil {
+		return cfg, fmt.Errorf("%w: --rendering: %w", errUsage, err)
+	}
 	if model != "" {
 		p, name, err := NewProvider(model, f.baseURL)
 		if err != nil {
