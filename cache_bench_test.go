@@ -3,8 +3,10 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,12 +15,26 @@ import (
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/scripted"
 	"github.com/augceo/agent/ref"
+	"github.com/augceo/agent/store"
+	"github.com/google/go-cmp/cmp"
 )
 
 // cacheRun is a run of steps steps, each with two calls that write state
 // (a set of a new key, a push onto a list), then the output: the
 // scenario of BenchmarkCachePrefix.
 func cacheRun(tb testing.TB, steps int, rendering agent.Rendering) []provider.Request {
+	reg, answers := cacheAgent(steps)
+	p := scripted.Solutions(answers...)
+	cfg := agent.Config{Provider: p, Registry: reg, Rendering: rendering, MaxSteps: steps, Clock: fixed}
+	res, err := agent.Run(context.Background(), cfg, json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}}}`), cacheContext())
+	if err != nil || res.Steps != steps {
+		tb.Fatalf("run: %v", err)
+	}
+	return p.Requests()
+}
+
+// cacheAgent is the registry and the model's answers of cacheRun.
+func cacheAgent(steps int) (*agent.Registry, []string) {
 	reg := agent.NewRegistry()
 	reg.Tool("note", json.RawMessage(`{"type":"object","description":"Writes a note: v, and its square, where _outputPath says.","properties":{"v":{"type":"integer","description":"What to write"}},"required":["v"]}`))
 	reg.Tool("lookup", json.RawMessage(`{"type":"object","description":"Looks a customer up by id in the CRM and returns their name, plan, region and open tickets.","properties":{"id":{"type":"string","description":"The customer id, e.g. C-1042"},"fields":{"type":"array","items":{"enum":["name","plan","region","tickets"]},"description":"Which fields to return; all when absent"}},"required":["id"]}`))
@@ -34,8 +50,12 @@ func cacheRun(tb testing.TB, steps int, rendering agent.Rendering) []provider.Re
 			`{"_tool":"note","v":%d,"_outputPath":"†state.items","_outputMethod":"push"}],"output":null}`, i, i, i))
 	}
 	answers = append(answers, `{"calls":[],"output":{"done":true}}`)
-	p := scripted.Solutions(answers...)
-	msgs := []message.Message{
+	return reg, answers
+}
+
+// cacheContext is the context of cacheRun.
+func cacheContext() []message.Message {
+	return []message.Message{
 		{Type: message.TypeText, Role: message.RoleSystem, Text: systemPrompt},
 		{Type: message.TypeTool, Tool: json.RawMessage(`"note"`)},
 		{Type: message.TypeTool, Tool: json.RawMessage(`"lookup"`)},
@@ -43,12 +63,6 @@ func cacheRun(tb testing.TB, steps int, rendering agent.Rendering) []provider.Re
 		{Type: message.TypeData, Kind: "state", Data: json.RawMessage(`{"items":[]}`), Description: "The notes so far."},
 		message.Text("Write a note per step until told to stop."),
 	}
-	cfg := agent.Config{Provider: p, Registry: reg, Rendering: rendering, MaxSteps: steps, Clock: fixed}
-	res, err := agent.Run(context.Background(), cfg, json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}}}`), msgs)
-	if err != nil || res.Steps != steps {
-		tb.Fatalf("run: %v", err)
-	}
-	return p.Requests()
 }
 
 // systemPrompt is the instructions of BenchmarkCachePrefix's agent, of
@@ -271,5 +285,109 @@ func BenchmarkLoopGrowth(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/perStep, "ns/step")
 			b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/perStep, "B/step")
 		})
+	}
+}
+
+// compactingRun is cacheRun with a small CompactAt, its events and its
+// requests.
+func compactingRun(t *testing.T, cfg agent.Config, steps int) (*agent.RunResult, []agent.RunEvent) {
+	t.Helper()
+	var events []agent.RunEvent
+	var res *agent.RunResult
+	for ev, err := range agent.Events(context.Background(), cfg, json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}}}`), cacheContext()) {
+		if err != nil {
+			if le, ok := errors.AsType[*agent.LimitError](err); ok {
+				return le.Result, events
+			}
+			t.Fatal(err)
+		}
+		events = append(events, ev)
+		if ev.Kind == agent.EventDone {
+			res = ev.Result
+		}
+	}
+	return res, events
+}
+
+func TestCompaction(t *testing.T) {
+	reg, answers := cacheAgent(20)
+	p := scripted.Solutions(answers...)
+	res, events := compactingRun(t, agent.Config{Provider: p, Registry: reg, MaxSteps: 20, Clock: fixed, CompactAt: 1600}, 20)
+	compacted := 0
+	for _, ev := range events {
+		if ev.Kind == agent.EventCompacted {
+			compacted++
+		}
+	}
+	reqs := p.Requests()
+	first := slices.IndexFunc(reqs, func(r provider.Request) bool {
+		return slices.ContainsFunc(r.Messages, func(m provider.Message) bool { return strings.HasPrefix(m.Text, "## Compacted") })
+	})
+	if compacted == 0 || first < 1 {
+		t.Fatalf("%d compactions; first compacted request %d", compacted, first)
+	}
+	if len(sentBytes(reqs[first])) >= len(sentBytes(reqs[first-1])) {
+		t.Errorf("the compacted request (%d bytes) is no smaller than the one before (%d)", len(sentBytes(reqs[first])), len(sentBytes(reqs[first-1])))
+	}
+	// The cache misses once, at the compaction; the requests after it
+	// extend it until the next.
+	for i := first + 1; i < len(reqs); i++ {
+		prev, cur := sentBytes(unmarked(reqs[i-1])), sentBytes(unmarked(reqs[i]))
+		if !strings.HasPrefix(cur, prev) && !strings.Contains(cur[len(cur)-min(len(cur), 4000):], "## Compacted") {
+			t.Errorf("request %d does not extend request %d", i+1, i)
+		}
+	}
+	// Nothing is lost from the log: every output, and the markers.
+	outputs, markers := 0, 0
+	for _, m := range res.Log.Messages() {
+		switch {
+		case m.Type == message.TypeData && m.OutputPath != "":
+			outputs++
+		case m.Type == message.TypeCompaction:
+			markers++
+		}
+	}
+	if outputs != 2*19 || markers != compacted {
+		t.Errorf("%d outputs and %d compaction messages in the log, want %d and %d", outputs, markers, 2*19, compacted)
+	}
+	items, err := res.Log.Lookup("state", []string{"items"})
+	if err != nil || strings.Count(string(items), `"v"`) != 19 {
+		t.Errorf("state.items after compactions: %s, %v", items, err)
+	}
+}
+
+// TestCompactionResume interrupts a run after it compacted and resumes
+// it: the requests after the resume are those of the run that was not
+// interrupted, compaction included.
+func TestCompactionResume(t *testing.T) {
+	reg, answers := cacheAgent(20)
+	whole := scripted.Solutions(answers...)
+	cfg := agent.Config{Provider: whole, Registry: reg, MaxSteps: 20, Clock: fixedClock, CompactAt: 1600, Store: store.NewMemory(), RunID: "whole", Concurrency: 1}
+	if res, _ := compactingRun(t, cfg, 20); res == nil || res.Steps != 20 {
+		t.Fatalf("the whole run: %+v", res)
+	}
+	st := store.NewMemory()
+	cut := scripted.Solutions(answers[:12]...) // the model fails at step 13
+	cfg.Provider, cfg.Store, cfg.RunID = cut, st, "cut"
+	compactingRun(t, cfg, 20)
+	if !slices.ContainsFunc(cut.Requests(), func(r provider.Request) bool {
+		return strings.Contains(fmt.Sprint(r.Messages), "## Compacted")
+	}) {
+		t.Fatal("the interrupted run did not compact before it stopped")
+	}
+	rest := scripted.Solutions(answers[12:]...)
+	cfg.Provider, cfg.RunID = rest, ""
+	res, err := agent.Resume(context.Background(), cfg, "cut")
+	if err != nil || res.Steps != 20 {
+		t.Fatalf("resume: %v, %+v", err, res)
+	}
+	want, got := whole.Requests()[12:], rest.Requests()
+	if len(got) != len(want) {
+		t.Fatalf("%d requests after the resume, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if g, w := sentBytes(unmarked(got[i])), sentBytes(unmarked(want[i])); g != w {
+			t.Errorf("request %d after the resume differs from the whole run's:\n%s", i+13, cmp.Diff(strings.Split(g, "\x00"), strings.Split(w, "\x00")))
+		}
 	}
 }

@@ -31,6 +31,7 @@ type Build struct {
 	Log *message.Log
 	// Index is the position of the message being handled.
 	planIntro string // the intro of the last plan rendered
+	compacted int    // the estimated tokens of the messages the last compaction left
 	Index     int
 	// LLM holds the settings sent to the provider; handlers may change
 	// them (a message may pick the model or the temperature).

@@ -73,6 +73,7 @@ const (
 	EventUsage        EventKind = "usage"         // usage of a finished request
 	EventAdvice       EventKind = "advice"        // the advisors' opinions of a solution (017)
 	EventDone         EventKind = "done"          // the run ended with an output
+	EventCompacted    EventKind = "compacted"     // the rendered context was compacted; Text says from and to what size
 )
 
 // RunEvent is one thing that happened during a run.
@@ -277,10 +278,16 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	// Calls run as they stream in, so a solution cannot be re-asked
 	// quietly: an invalid one becomes an error message for the next step.
 	cfg.CallbackPath, cfg.N, cfg.MaxRepairs = "calls", 1, -1
+	r.sched.step = step
 	// Each call is checked against its tool as it streams in, and a bad
 	// one is an error of that call: the solution is checked with calls as
 	// any objects (a lazy run's plan is checked whole).
 	p, err := prepareNext(ctx, cfg, r.schema, r.log, !r.lazy, r.last)
+	// Compact past the limit, unless the last compaction left the context
+	// near it already: then compacting again would gain little.
+	if limit := compactAt(&r.cfg); err == nil && limit > 0 && estimateTokens(p) > limit && estimateTokens(p)-p.build.compacted > limit/2 {
+		p, err = r.compact(ctx, cfg, step, p)
+	}
 	if err != nil {
 		r.fail(err)
 		return nil, false
@@ -350,6 +357,24 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 		return nil, false
 	}
 	return sol, true
+}
+
+// compact appends a compaction message (see compaction.go) and prepares
+// the step's request again: its Build handles the one new message.
+func (r *run) compact(ctx context.Context, cfg Config, step int, p *prepared) (*prepared, error) {
+	before := estimateTokens(p)
+	if !r.sched.appendAll([]message.Message{{Type: message.TypeCompaction}}) {
+		return nil, errStopped
+	}
+	p, err := prepareNext(ctx, cfg, r.schema, r.log, !r.lazy, p)
+	if err != nil {
+		return nil, err
+	}
+	text := fmt.Sprintf("compacted the rendered context from ~%d to ~%d tokens", before, estimateTokens(p))
+	if !r.emit(RunEvent{Kind: EventCompacted, Step: step, Text: text}) {
+		return nil, errStopped
+	}
+	return p, nil
 }
 
 // answered takes the step's response: its usage and, when an advisor is

@@ -44,6 +44,7 @@ func NewRegistry() *Registry {
 	r.Handle(message.TypeMeta, HandlerFunc(renderMeta))
 	r.Handle(message.TypeError, HandlerFunc(renderError))
 	r.Handle(message.TypeAdvisor, HandlerFunc(renderAdvisor))
+	r.Handle(message.TypeCompaction, HandlerFunc(renderCompaction))
 	for t := range r.handlers {
 		r.builtin[t] = true
 	}

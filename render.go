@@ -26,8 +26,11 @@ func (t *text) Byte(c byte) { t.WriteByte(c) }
 func (t *text) JSON(raw json.RawMessage) { t.WriteString(indent(raw)) }
 
 // renderPlan shows the plan the calls of a previous step formed (012).
+// planIntro introduces a plan the model made and runs.
+const planIntro = "The plan so far; follow it unless the data shows it no longer fits:"
+
 func renderPlan(_ context.Context, b *Build, m *message.Message) error {
-	intro := "The plan so far; follow it unless the data shows it no longer fits:"
+	intro := planIntro
 	if bytes.Contains(m.Extra, []byte(`"lazy"`)) {
 		intro = "Lazy mode: only plan. Give the whole plan as calls, keeping branching output paths; nothing runs until it is approved. The plan so far:"
 	}
@@ -90,12 +93,16 @@ func renderMeta(_ context.Context, b *Build, m *message.Message) error {
 
 // renderError feeds a failed call back to the model so it can correct it.
 func renderError(_ context.Context, b *Build, m *message.Message) error {
-	text := "## Error\n" + m.Error
-	if m.Failed != nil {
-		text = fmt.Sprintf("## Error\nThe call\n%s\nfailed: %s", indent(m.Failed), m.Error)
-	}
-	b.Render(provider.RoleUser, text)
+	b.Render(provider.RoleUser, errorText(m))
 	return nil
+}
+
+// errorText is how the model sees an error message.
+func errorText(m *message.Message) string {
+	if m.Failed != nil {
+		return fmt.Sprintf("## Error\nThe call\n%s\nfailed: %s", indent(m.Failed), m.Error)
+	}
+	return "## Error\n" + m.Error
 }
 
 // indent is json.Indent with two spaces; invalid JSON stays as it is.

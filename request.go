@@ -98,6 +98,10 @@ type Config struct {
 	// (every message rendered once, so requests share their prefix with
 	// the provider's prompt cache) or RenderSnapshot.
 	Rendering Rendering
+	// CompactAt is the estimated size of a run's rendered context, in
+	// tokens, past which the loop compacts it (see compaction.go): 0 means
+	// DefaultCompactAt, negative never. RenderSnapshot never compacts.
+	CompactAt int
 	// CacheKey names the requests that share a prefix for providers that
 	// route by it (provider.Request.CacheKey); empty means a key made from
 	// the run's first message and composed schema, so runs of one agent

@@ -261,7 +261,8 @@ func trace(ctx context.Context, w io.Writer, st runStore, run store.Run) error {
 	}
 	bw.printf("%d messages, %d calls started, %d failed\n", n, calls, failed)
 	u := run.Usage
-	bw.printf("usage: %d input tokens (%d read from cache), %d output tokens (%d thinking)", u.Input, u.CacheRead, u.Output, u.Thinking)
+	bw.printf("usage: %d input tokens, %d read from the cache and %d written to it (hit rate %.0f%%), %d output tokens (%d thinking)",
+		u.Input, u.CacheRead, u.CacheWrite, 100*u.CacheHitRate(), u.Output, u.Thinking)
 	if c, ok := cost(run.Model, u); ok {
 		bw.printf("; cost $%.4f\n", c)
 	} else if u.Total() > 0 {
@@ -299,6 +300,8 @@ func describe(m *message.Message) string {
 		return fmt.Sprintf("plan of %d calls", len(calls))
 	case message.TypeError:
 		return "error: " + clip(m.Error, 200)
+	case message.TypeCompaction:
+		return "compaction: the model sees what comes before as a snapshot (the log keeps it all)"
 	}
 	return string(m.Type)
 }

@@ -274,8 +274,18 @@ func TestRunLoop(t *testing.T) {
 	}
 	_, out, _ = acts(context.Background(), agent.NewRegistry(), "log", "l", "--store", db)
 	if !strings.Contains(out, "run l  loop  done") || !strings.Contains(out, "model openai:gpt-test") || !strings.Contains(out, "cost unknown") ||
+		!strings.Contains(out, "(hit rate ") ||
 		!strings.Contains(out, "── step 1\n       call 1.0 started: lookup {\"_tool\":\"lookup\",\"q\":\"France\"") || !strings.Contains(out, "call 1.0 done") {
 		t.Errorf("log:\n%s", out)
+	}
+}
+
+func TestRunRenderingFlag(t *testing.T) {
+	idea := writeIdea(t)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	code, _, errOut := acts(context.Background(), agent.NewRegistry(), "run", idea, "--model", "openai:gpt-test", "--store", db, "--rendering", "fancy")
+	if code != 2 || !strings.Contains(errOut, `--rendering: unknown rendering "fancy"`) {
+		t.Errorf("exit %d: %s", code, errOut)
 	}
 }
 

@@ -19,6 +19,11 @@ const (
 	TypeMeta    Type = "meta"
 	TypeAdvisor Type = "advisor"
 	TypeError   Type = "error"
+	// TypeCompaction marks where a run's rendered context was folded
+	// into a snapshot: what comes before it is rendered as the current
+	// value of each identity, the last plan and its errors. It holds
+	// nothing else; the messages before it stay in the log.
+	TypeCompaction Type = "compaction"
 )
 
 // Role is the speaker of a text message.
