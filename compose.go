@@ -40,13 +40,17 @@ func (b *Build) compose(output json.RawMessage, anyCalls bool) (json.RawMessage,
 	}
 	if len(b.tools.Keys) > 0 {
 		s.WriteString(`"calls":{"type":"array","description":"Tool calls to make now, in order; empty when none is needed.","items":`)
+		tools := b.tools.Values
+		if !anyCalls {
+			tools = withInstances(tools, b.instances)
+		}
 		if anyCalls {
 			s.WriteString(`{"type":"object"}`)
-		} else if len(b.tools.Keys) == 1 {
-			s.Write(b.tools.Values[0])
+		} else if len(tools) == 1 {
+			s.Write(tools[0])
 		} else {
 			s.WriteString(`{"anyOf":[`)
-			for i, v := range b.tools.Values {
+			for i, v := range tools {
 				if i > 0 {
 					s.WriteByte(',')
 				}
@@ -116,3 +120,38 @@ func (b *Build) sameSchema(o *Build) bool {
 }
 
 func rawEqual(a, b json.RawMessage) bool { return bytes.Equal(a, b) }
+
+// instanceAny is the _instance every shaped tool offers until a request
+// knows the instances of its context (see withInstances).
+const instanceAny = `{"type":"string"}`
+
+// withInstances offers the instances of the context as the _instance of
+// each tool (013): an enum of them, or no _instance when there are none.
+// A tool that declares its own _instance keeps it.
+func withInstances(tools []json.RawMessage, instances []string) []json.RawMessage {
+	var enum json.RawMessage
+	if len(instances) > 0 {
+		ids, _ := json.Marshal(instances)
+		enum = json.RawMessage(`{"enum":` + string(ids) + `,"description":"The instance whose data the call reads and writes; leave it out for the global data."}`)
+	}
+	out := make([]json.RawMessage, len(tools))
+	for i, t := range tools {
+		out[i] = t
+		o, err := ojson.Parse(t)
+		if err != nil {
+			continue
+		}
+		props, err := ojson.Parse(o.Get("properties"))
+		if err != nil || string(props.Get("_instance")) != instanceAny {
+			continue
+		}
+		if enum == nil {
+			props.Delete("_instance")
+		} else {
+			props.Set("_instance", enum)
+		}
+		o.Set("properties", props.Bytes())
+		out[i] = o.Bytes()
+	}
+	return out
+}

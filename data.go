@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/augceo/agent/message"
@@ -52,6 +53,10 @@ func (r Rendering) Check() error {
 // when it was appended (RenderCached), or each identity once as its
 // merged value (RenderSnapshot). Hidden metadata is never rendered.
 func renderData(_ context.Context, b *Build, m *message.Message) error {
+	if m.Instance != "" && !slices.Contains(b.instances, m.Instance) {
+		b.instances = append(b.instances, m.Instance) // calls may now name it
+		b.changed = true
+	}
 	if b.rendering != RenderSnapshot {
 		return b.renderCached(m)
 	}

@@ -56,7 +56,9 @@ type Build struct {
 	changed        bool // a tool or a property changed since the schema was composed
 	solutionChecks []func(solution json.RawMessage) error
 
-	toolsOnly bool // render nothing: only the tools are wanted
+	toolsOnly bool     // render nothing: only the tools are wanted
+	lazy      bool     // only plan: no tool offers an _output (see Config.lazy)
+	instances []string // the instances of the data handled, in order: what a call's _instance may name
 
 	advisorItems     []json.RawMessage // the active advisors' entry schemas
 	advisorsOnDemand []string          // ids of advisors reached through ConsultAdvisor

@@ -17,7 +17,7 @@ func (x *executor) latent(ctx context.Context, c *Call) (*Result, *Response, err
 		Output json.RawMessage `json:"_output"`
 	}
 	_ = json.Unmarshal(c.Params, &inline)
-	if inline.Output != nil {
+	if inline.Output != nil && string(inline.Output) != "null" { // null: what a strict provider writes for none
 		return &Result{Value: inline.Output}, nil, nil
 	}
 	description, out := toolResult(c.Schema)

@@ -245,7 +245,7 @@ const lazyPrompt = "## Planning only\n" +
 func Plan(ctx context.Context, cfg Config, schema json.RawMessage, context []message.Message) (*Solution, []json.RawMessage, error) {
 	msgs := append(context[:len(context):len(context)],
 		message.Message{Type: message.TypeText, Role: message.RoleSystem, Text: lazyPrompt})
-	cfg.N = 1
+	cfg.N, cfg.lazy = 1, true
 	resp, err := Request(ctx, cfg, schema, msgs)
 	if err != nil {
 		return nil, nil, err

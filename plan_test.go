@@ -963,9 +963,11 @@ func TestExecutePlanInstancesErrors(t *testing.T) {
 		{"an instance without a value", `[{"_tool":"t","v":"†state.y"},{"_tool":"t","w":"†state.z","_outputPath":"†state.y"}]`, msgs,
 			"agent: invalid plan: call 1 (t) instance a param /w ref †state.z: agent: unsatisfiable reference: no call writes it and the context has no value there; " +
 				"call 1 (t) instance b param /w ref †state.z: agent: unsatisfiable reference: no call writes it and the context has no value there", agent.ErrUnsatisfiable},
-		{"literal parameters are checked with the _instance", `[{"_tool":"strict","v":1}]`, msgs,
-			`agent: invalid plan: call 0 (strict) instance a: agent: invalid call: at (root): property "_instance" is not allowed; ` +
-				`call 0 (strict) instance b: agent: invalid call: at (root): property "_instance" is not allowed`, agent.ErrInvalidCall},
+		// A closed tool admits the meta-properties a call may carry
+		// (_instance among them), and still checks its own parameters.
+		{"literal parameters are checked with the _instance", `[{"_tool":"strict","v":1,"w":2}]`, msgs,
+			`agent: invalid plan: call 0 (strict) instance a: agent: invalid call: at (root): property "w" is not allowed; ` +
+				`call 0 (strict) instance b: agent: invalid call: at (root): property "w" is not allowed`, agent.ErrInvalidCall},
 		{"an unknown tool", `[{"_tool":"t"},{"_tool":"u"}]`, msgs,
 			`agent: invalid plan: call 1 (u) instance a: agent: unknown tool "u" (tools: t, strict); call 1 (u) instance b: agent: unknown tool "u" (tools: t, strict)`, agent.ErrUnknownTool},
 	} {

@@ -109,6 +109,9 @@ type Config struct {
 	CacheKey string
 
 	resume *resumed // set by Resume: the journal of the earlier attempt
+	// lazy, set for a request that only plans (012, lazy mode), offers no
+	// tool an _output: nothing runs, so no model writes a result.
+	lazy bool
 }
 
 // registry returns the Registry c names, or DefaultRegistry.
@@ -288,7 +291,7 @@ func prepareBuild(ctx context.Context, cfg Config, userSchema json.RawMessage, l
 	}
 	llm := llmSettings(cfg)
 	b := &Build{Log: log, Registry: cfg.registry(), LLM: &llm, toolsOnly: toolsOnly, shown: map[message.Identity]bool{},
-		rendering: cfg.Rendering, seen: &message.Log{}}
+		rendering: cfg.Rendering, seen: &message.Log{}, lazy: cfg.lazy}
 	if err := b.handleNew(ctx); err != nil {
 		return nil, err
 	}

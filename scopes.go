@@ -46,6 +46,9 @@ func paramScopes(params json.RawMessage) (scopes []string, ok bool, err error) {
 		if k != "_scopes" {
 			return true
 		}
+		if string(v) == "null" { // what a strict provider writes for none
+			return false
+		}
 		ok = true
 		if err = json.Unmarshal(v, &scopes); err != nil {
 			err = fmt.Errorf("%w: _scopes must be an array of kinds or references: %w", ErrScope, err)

@@ -60,6 +60,9 @@ func defineTool(b *Build, name string, def json.RawMessage) error {
 	// is not registered: a plain Request does not run calls.
 	a, _, aerr := b.Registry.resolveActivity(name, def)
 	explicit := a != nil || aerr != nil || bytes.Contains(def, []byte(`"_delegate"`)) // a delegate makes its own output
+	// In lazy mode nothing runs: a latent tool is shaped as an explicit
+	// one, without the _output the model would otherwise write.
+	explicit = explicit || b.lazy
 	sh, err := b.Registry.shape(name, def, explicit)
 	if err != nil {
 		return fmt.Errorf("tool %q: %w", name, err)
@@ -166,6 +169,13 @@ func referable(s json.RawMessage) json.RawMessage {
 	return o.Bytes()
 }
 
+// outputMethodSchema is how a result combines with what is at the output
+// path (008), offered to every tool that does not declare its own.
+var outputMethodSchema = json.RawMessage(`{"enum":["set","merge","assign","push","concat"],"description":"How the result combines with what is at _outputPath: set replaces it (the default), merge deep-merges objects, assign merges their top level, push appends it to an array, concat appends its elements."}`)
+
+// reasoningSchema is _reasoningForCall (002): why the model makes the call.
+var reasoningSchema = json.RawMessage(`{"type":"string","description":"Why this call, in a sentence or two, before deciding its tool and parameters."}`)
+
 // outputPathSchema is offered to the model for tools that do not declare
 // their own _outputPath: any reference, chosen by the model (008).
 var outputPathSchema = json.RawMessage(`{"type":"string","pattern":"^†","description":"Where to write the result, e.g. †state.summary; || branches on failure, && fans out. Omit to not keep the result."}`)
@@ -199,7 +209,18 @@ func llmTool(name string, def json.RawMessage, explicit bool) (_, result json.Ra
 	if !props.Has("_outputPath") {
 		props.Set("_outputPath", outputPathSchema)
 	}
+	if !props.Has("_outputMethod") {
+		props.Set("_outputMethod", outputMethodSchema)
+	}
+	// _instance is checked as any string: a request offers the instances
+	// of its context (Build.compose), and a plan's calls name their own.
+	if !props.Has("_instance") {
+		props.Set("_instance", json.RawMessage(instanceAny))
+	}
 	props.SetFirst("_tool", json.RawMessage(`{"const":`+string(ojson.Quote(name))+`}`))
+	if !props.Has("_reasoningForCall") {
+		props.SetFirst("_reasoningForCall", reasoningSchema) // first: the model reasons before it commits
+	}
 	var required []string
 	if r := o.Get("required"); r != nil {
 		if err := json.Unmarshal(r, &required); err != nil {
