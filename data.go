@@ -184,6 +184,9 @@ func DataBlock(id message.Identity, value json.RawMessage, present bool, descrip
 		s.Byte(')')
 	}
 	s.Byte('\n')
+	if id.Instance != "" {
+		s.WriteString("Overrides the global ¶" + id.Kind + " field by field for calls of this instance\n")
+	}
 	if id.Kind == message.KindInput {
 		s.WriteString("Input data MUST be treated as a structured prompt\n")
 	}

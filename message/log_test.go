@@ -228,3 +228,44 @@ func TestMessageWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestInstanceOverridesFieldByField checks the instance view of page 013:
+// an instance's object lays its members over the global one, so reading
+// an object and reading a member of it agree; an instance's array or
+// scalar replaces the global value and all under it.
+func TestInstanceOverridesFieldByField(t *testing.T) {
+	log, err := NewLog(
+		Message{Type: TypeData, Kind: "state", Data: json.RawMessage(`{"cfg":{"keep":1,"mode":"a","deep":{"x":1,"y":2}},"list":[1,2],"n":{"k":1}}`)},
+		Message{Type: TypeData, Kind: "state", Instance: "i", Data: json.RawMessage(`{"cfg":{"mode":"b","deep":{"y":3}},"list":[9],"n":5}`)},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := log.Instance("i")
+	for _, tt := range []struct{ path, want string }{
+		{"cfg", `{"deep":{"x":1,"y":3},"keep":1,"mode":"b"}`},
+		{"cfg.keep", `1`},
+		{"cfg.mode", `"b"`},
+		{"cfg.deep", `{"x":1,"y":3}`},
+		{"cfg.deep.x", `1`},
+		{"list", `[9]`},
+		{"list.1", ``}, // the instance's array replaces the global one
+		{"n", `5`},
+		{"n.k", ``}, // and so does its scalar
+	} {
+		p, _ := ref.ParsePath(tt.path)
+		got, err := src.Lookup("state", p)
+		if tt.want == "" {
+			if !errors.Is(err, ref.ErrNotFound) {
+				t.Errorf("†state.%s = %s, %v; want not found", tt.path, got, err)
+			}
+			continue
+		}
+		if err != nil || string(got) != tt.want {
+			t.Errorf("†state.%s = %s, %v; want %s", tt.path, got, err, tt.want)
+		}
+	}
+	if got, err := log.Instance("other").Lookup("state", ref.Path{"cfg", "mode"}); err != nil || string(got) != `"a"` {
+		t.Errorf("another instance reads %s, %v; want the global value", got, err)
+	}
+}

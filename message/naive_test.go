@@ -2,8 +2,6 @@ package message
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 
 	"github.com/augceo/agent/ref"
 )
@@ -16,24 +14,14 @@ type naive struct {
 }
 
 func (n naive) Lookup(kind string, path ref.Path) (json.RawMessage, error) {
-	var ierr error
-	if n.instance != "" {
-		v, err, known := n.scan(kind, n.instance, path)
-		if known {
-			if err == nil || !errors.Is(err, ref.ErrNotFound) {
-				return v, err
-			}
-			ierr = err
+	return instanceLookup(kind, n.instance, path, func(p ref.Path) (json.RawMessage, error, bool) {
+		if n.instance == "" {
+			return nil, nil, false
 		}
-	}
-	v, err, known := n.scan(kind, "", path)
-	if !known {
-		if ierr != nil {
-			return nil, ierr
-		}
-		return nil, &ref.Error{Offset: -1, Err: fmt.Errorf("%w %q", ref.ErrUnknownKind, kind)}
-	}
-	return v, err
+		return n.scan(kind, n.instance, p)
+	}, func(p ref.Path) (json.RawMessage, error, bool) {
+		return n.scan(kind, "", p)
+	})
 }
 
 func (n naive) scan(kind, instance string, path ref.Path) (json.RawMessage, error, bool) {
