@@ -17,16 +17,20 @@ type Idea struct {
 	// Rendering is how its runs show data to the model (Config.Rendering);
 	// empty means the default, RenderCached.
 	Rendering Rendering `json:"rendering,omitempty"`
+	// Presets are the Idea's own presets (801), found before a registry's
+	// when its context names one (see ExpandPresets).
+	Presets map[string]Preset `json:"presets,omitempty"`
 }
 
 // ParseIdea reads an Idea file's JSON. Errors name the field and, for the
 // context, the message.
 func ParseIdea(data []byte) (*Idea, error) {
 	var raw struct {
-		Schema    json.RawMessage `json:"schema"`
-		Context   json.RawMessage `json:"context"`
-		Solution  json.RawMessage `json:"solution"`
-		Rendering Rendering       `json:"rendering"`
+		Schema    json.RawMessage   `json:"schema"`
+		Context   json.RawMessage   `json:"context"`
+		Solution  json.RawMessage   `json:"solution"`
+		Rendering Rendering         `json:"rendering"`
+		Presets   map[string]Preset `json:"presets"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		var te *json.UnmarshalTypeError
@@ -41,7 +45,7 @@ func ParseIdea(data []byte) (*Idea, error) {
 	if err := raw.Rendering.Check(); err != nil {
 		return nil, fmt.Errorf("agent: idea: %w", err)
 	}
-	idea := &Idea{Schema: raw.Schema, Solution: raw.Solution, Rendering: raw.Rendering}
+	idea := &Idea{Schema: raw.Schema, Solution: raw.Solution, Rendering: raw.Rendering, Presets: raw.Presets}
 	if raw.Context != nil {
 		msgs, err := message.ParseContext(raw.Context)
 		if err != nil {

@@ -25,6 +25,8 @@ type Registry struct {
 	activities map[string]Activity
 	ideas      map[string]*Idea
 
+	presets map[string]Preset
+
 	shapes sync.Map // shapeKey → *shaped: the latest shaped definition of each tool
 }
 
@@ -45,6 +47,7 @@ func NewRegistry() *Registry {
 	r.Handle(message.TypeError, HandlerFunc(renderError))
 	r.Handle(message.TypeAdvisor, HandlerFunc(renderAdvisor))
 	r.Handle(message.TypeCompaction, HandlerFunc(renderCompaction))
+	r.Handle(message.TypePreset, HandlerFunc(applyPreset))
 	for t := range r.handlers {
 		r.builtin[t] = true
 	}
@@ -77,6 +80,13 @@ func (r *Registry) extends(typ message.Type) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.builtin[typ] && typ != message.TypeAdvisor
+}
+
+// builtinType reports whether messages of typ go to the built-in handler.
+func (r *Registry) builtinType(typ message.Type) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.builtin[typ]
 }
 
 // HandleFunc registers f for messages of type typ.

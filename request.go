@@ -210,6 +210,11 @@ func Stream(ctx context.Context, cfg Config, userSchema json.RawMessage, msgs []
 			yield(Event{}, ErrNoProvider)
 			return
 		}
+		msgs, err := ExpandPresets(cfg.registry(), nil, msgs)
+		if err != nil {
+			yield(Event{}, fmt.Errorf("agent: context: %w", err))
+			return
+		}
 		log, err := message.NewLog(msgs...)
 		if err != nil {
 			yield(Event{}, fmt.Errorf("agent: context: %w", err))

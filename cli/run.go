@@ -60,7 +60,10 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	msgs := append(idea.Context, inputs...)
+	msgs, err := agent.ExpandPresets(env.Registry, idea.Presets, append(idea.Context, inputs...))
+	if err != nil {
+		return fmt.Errorf("%s: %w", pos[0], err)
+	}
 	st, err := openStore(ctx, rf.store)
 	if err != nil {
 		return err

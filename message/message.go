@@ -24,6 +24,10 @@ const (
 	// value of each identity, the last plan and its errors. It holds
 	// nothing else; the messages before it stay in the log.
 	TypeCompaction Type = "compaction"
+	// TypePreset names a preset (801), {"type":"preset","preset":"Name"},
+	// whose messages and settings stand in its place (its fields are in
+	// Extra).
+	TypePreset Type = "preset"
 )
 
 // Role is the speaker of a text message.
