@@ -15,7 +15,80 @@ var (
 	ErrTruncated = errors.New("provider: stream ended early")
 	// ErrNoKey reports a missing API key.
 	ErrNoKey = errors.New("provider: no API key")
+	// ErrTimeout is wrapped by every [TimeoutError].
+	ErrTimeout = errors.New("provider: timeout")
+	// ErrTooLarge is wrapped by every [LimitError].
+	ErrTooLarge = errors.New("provider: answer too large")
+	// ErrNoAnswer marks a network error that came before any byte of the
+	// answer: a connection refused or reset, or closed before the
+	// headers or the first byte of the body. Nothing of the answer was
+	// received, so [Retry] retries it. The adapters attach it to the
+	// transport's error (fmt.Errorf("%w: %w", ErrNoAnswer, err)); another
+	// Provider can do the same to opt in.
+	ErrNoAnswer = errors.New("provider: no answer")
 )
+
+// Phase names the part of an HTTP exchange a [TimeoutError] bounded.
+type Phase string
+
+// The phases of an exchange with a provider's API, in order.
+const (
+	// PhaseConnect is dialing and the TLS handshake.
+	PhaseConnect Phase = "connect"
+	// PhaseFirstByte runs from the connection to the first byte of the
+	// response body, so it covers the headers, and the whole answer of a
+	// request that does not stream.
+	PhaseFirstByte Phase = "first byte"
+	// PhaseIdle is the silence between two reads of the body, once its
+	// first byte arrived.
+	PhaseIdle Phase = "idle"
+)
+
+// TimeoutError reports that a provider's API did not answer in time: no
+// connection, no first byte, or a stream that went quiet. It wraps
+// [ErrTimeout]. Only PhaseConnect and PhaseFirstByte are retried by
+// [Retry], since nothing of the answer arrived before them.
+type TimeoutError struct {
+	Provider string        // "openai", "anthropic", "gemini", ...
+	Phase    Phase         // which wait ran out
+	After    time.Duration // the timeout that fired
+}
+
+// Error returns, for example, "openai: no first byte within 1m0s" or
+// "anthropic: stream idle for 30s".
+func (e *TimeoutError) Error() string {
+	switch e.Phase {
+	case PhaseConnect:
+		return fmt.Sprintf("%s: no connection within %v", e.Provider, e.After)
+	case PhaseFirstByte:
+		return fmt.Sprintf("%s: no first byte within %v", e.Provider, e.After)
+	case PhaseIdle:
+		return fmt.Sprintf("%s: stream idle for %v", e.Provider, e.After)
+	}
+	return fmt.Sprintf("%s: %s timeout after %v", e.Provider, e.Phase, e.After)
+}
+
+// Unwrap returns [ErrTimeout].
+func (e *TimeoutError) Unwrap() error { return ErrTimeout }
+
+// Timeout reports true, as a net.Error does for a timeout.
+func (e *TimeoutError) Timeout() bool { return true }
+
+// LimitError reports an answer larger than the adapter's cap: the text
+// and thinking of a stream, or the body of a response that does not
+// stream. The stream ends with it; it wraps [ErrTooLarge].
+type LimitError struct {
+	Provider string
+	Limit    int64 // the cap, in bytes
+}
+
+// Error returns, for example, "openai: answer exceeds the cap of 8388608 bytes".
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%s: answer exceeds the cap of %d bytes", e.Provider, e.Limit)
+}
+
+// Unwrap returns [ErrTooLarge].
+func (e *LimitError) Unwrap() error { return ErrTooLarge }
 
 // Error is an error response from a provider's API.
 type Error struct {

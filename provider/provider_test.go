@@ -3,8 +3,10 @@ package provider_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -181,5 +183,58 @@ func TestCacheHitRate(t *testing.T) {
 		if got := tt.u.CacheHitRate(); got != tt.want {
 			t.Errorf("%+v: CacheHitRate() = %v, want %v", tt.u, got, tt.want)
 		}
+	}
+}
+
+func TestRetryRules(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		err       error
+		wantCalls int
+		wantWaits []time.Duration
+	}{
+		{"Retry-After is capped by Max", &provider.Error{Provider: "x", Status: 429, RetryAfter: time.Hour}, 2, []time.Duration{30 * time.Second}},
+		{"connect timeout", &provider.TimeoutError{Provider: "x", Phase: provider.PhaseConnect, After: time.Second}, 2, []time.Duration{500 * time.Millisecond}},
+		{"first-byte timeout", &provider.TimeoutError{Provider: "x", Phase: provider.PhaseFirstByte, After: time.Second}, 2, []time.Duration{500 * time.Millisecond}},
+		{"idle timeout is not retried", &provider.TimeoutError{Provider: "x", Phase: provider.PhaseIdle, After: time.Second}, 1, nil},
+		{"no answer", fmt.Errorf("x: %w: connection reset", provider.ErrNoAnswer), 2, []time.Duration{500 * time.Millisecond}},
+		{"cap is not retried", &provider.LimitError{Provider: "x", Limit: 1}, 1, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, calls := flaky(tt.err)
+			var waits []time.Duration
+			r := provider.Retry(p, provider.RetryConfig{Sleep: func(ctx context.Context, d time.Duration) error {
+				waits = append(waits, d)
+				return nil
+			}})
+			_, err := provider.Collect(r.Generate(context.Background(), &provider.Request{}))
+			if *calls != tt.wantCalls || !slices.Equal(waits, tt.wantWaits) {
+				t.Errorf("%d calls, waits %v; want %d, %v", *calls, waits, tt.wantCalls, tt.wantWaits)
+			}
+			if (err != nil) != (tt.wantCalls == 1) {
+				t.Errorf("error %v", err)
+			}
+		})
+	}
+}
+
+func TestTimeoutError(t *testing.T) {
+	for _, tt := range []struct {
+		err  *provider.TimeoutError
+		want string
+	}{
+		{&provider.TimeoutError{Provider: "openai", Phase: provider.PhaseConnect, After: 10 * time.Second}, "openai: no connection within 10s"},
+		{&provider.TimeoutError{Provider: "openai", Phase: provider.PhaseFirstByte, After: time.Minute}, "openai: no first byte within 1m0s"},
+		{&provider.TimeoutError{Provider: "anthropic", Phase: provider.PhaseIdle, After: 30 * time.Second}, "anthropic: stream idle for 30s"},
+	} {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("got %q, want %q", got, tt.want)
+		}
+		if !errors.Is(tt.err, provider.ErrTimeout) {
+			t.Errorf("%v does not wrap ErrTimeout", tt.err)
+		}
+	}
+	if got, want := (&provider.LimitError{Provider: "gemini", Limit: 8 << 20}).Error(), "gemini: answer exceeds the cap of 8388608 bytes"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

@@ -14,6 +14,7 @@ type RetryConfig struct {
 	// DefaultRetryAttempts, negative means none.
 	Attempts int
 	// Base and Max bound the exponential backoff; 0 means the defaults.
+	// Max also caps a Retry-After sent by the provider.
 	Base, Max time.Duration
 	// Sleep waits for d or until ctx is done; nil means a timer. Tests
 	// replace it, and a durable engine can route it through its own clock.
@@ -27,10 +28,17 @@ const (
 	DefaultRetryMax      = 30 * time.Second
 )
 
-// Retry returns a Provider that retries p on temporary errors (429, 408,
-// 5xx and Anthropic's 529), waiting for Retry-After when the provider sent
-// one and for an exponential backoff otherwise. It only retries a stream
-// that has not yielded anything yet, so the caller never sees a chunk twice.
+// Retry returns a Provider that retries p on temporary errors: a
+// *[Error] whose status is 429, 408, 5xx or Anthropic's 529; a
+// *[TimeoutError] of PhaseConnect or PhaseFirstByte; and a network error
+// marked [ErrNoAnswer] (connection refused or reset, closed before the
+// first byte). Errors after the first byte of the answer (a stream cut or
+// idle mid-way, [ErrTooLarge]) are not retried. It waits for the
+// provider's Retry-After when there is one and for an exponential backoff
+// otherwise, and never longer than RetryConfig.Max: a Retry-After of an
+// hour waits Max (30 s by default), then tries again. It only retries a
+// stream that has not yielded anything yet, so the caller never sees a
+// chunk twice.
 func Retry(p Provider, cfg RetryConfig) Provider {
 	if cfg.Attempts == 0 {
 		cfg.Attempts = DefaultRetryAttempts
@@ -63,14 +71,14 @@ func Retry(p Provider, cfg RetryConfig) Provider {
 				if failed == nil {
 					return
 				}
-				var pe *Error
-				if yielded || attempt >= cfg.Attempts || !errors.As(failed, &pe) || !pe.Temporary() {
+				after, ok := retryable(failed)
+				if yielded || attempt >= cfg.Attempts || !ok {
 					yield(nil, failed)
 					return
 				}
 				wait := min(backoff, cfg.Max)
-				if pe.RetryAfter > 0 {
-					wait = pe.RetryAfter
+				if after > 0 {
+					wait = min(after, cfg.Max)
 				}
 				if err := cfg.Sleep(ctx, wait); err != nil {
 					yield(nil, errors.Join(failed, err))
@@ -80,6 +88,18 @@ func Retry(p Provider, cfg RetryConfig) Provider {
 			}
 		}
 	})
+}
+
+// retryable reports whether err is worth another try, and the wait the
+// provider asked for, if any.
+func retryable(err error) (time.Duration, bool) {
+	if pe, ok := errors.AsType[*Error](err); ok && pe.Temporary() {
+		return pe.RetryAfter, true
+	}
+	if te, ok := errors.AsType[*TimeoutError](err); ok {
+		return 0, te.Phase == PhaseConnect || te.Phase == PhaseFirstByte
+	}
+	return 0, errors.Is(err, ErrNoAnswer)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

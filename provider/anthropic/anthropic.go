@@ -8,11 +8,13 @@ import (
 	"net/url"
 	"os"
 	"sync"
+	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/internal/limit"
 )
 
 // Defaults of [Config].
@@ -27,6 +29,17 @@ const (
 	// MinThinkingBudget is the smallest thinking budget the API accepts; a
 	// smaller positive Request.Thinking is raised to it.
 	MinThinkingBudget = 1024
+	// DefaultConnectTimeout bounds dialing and the TLS handshake.
+	DefaultConnectTimeout = 10 * time.Second
+	// DefaultFirstByteTimeout bounds the wait for the first byte of the
+	// response body. It covers a whole non-streamed answer, hence its
+	// length.
+	DefaultFirstByteTimeout = 5 * time.Minute
+	// DefaultIdleTimeout bounds the silence between two pieces of a
+	// stream (the API sends ping events while the model works).
+	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultMaxAnswerBytes caps the size of one answer.
+	DefaultMaxAnswerBytes = 8 << 20
 )
 
 // Environment variables read by [New] for the zero fields of [Config].
@@ -52,8 +65,29 @@ type Config struct {
 	BaseURL string
 	// Model is used when Request.Model is empty; empty means [DefaultModel].
 	Model string
-	// HTTPClient sends the requests; nil means [http.DefaultClient].
+	// HTTPClient sends the requests; nil means a client with
+	// http.DefaultTransport. The Provider uses a copy whose transport is
+	// wrapped to enforce the timeouts below, so the client passed in is
+	// not changed.
 	HTTPClient *http.Client
+	// ConnectTimeout bounds dialing and the TLS handshake; 0 means
+	// [DefaultConnectTimeout], negative means none. Generate then fails
+	// with a *provider.TimeoutError of provider.PhaseConnect.
+	ConnectTimeout time.Duration
+	// FirstByteTimeout bounds the wait from the connection to the first
+	// byte of the response body (the headers and the first event of a
+	// stream, the whole answer otherwise); 0 means
+	// [DefaultFirstByteTimeout], negative means none.
+	FirstByteTimeout time.Duration
+	// IdleTimeout bounds the silence between two reads of the response
+	// body once its first byte arrived; 0 means [DefaultIdleTimeout],
+	// negative means none.
+	IdleTimeout time.Duration
+	// MaxAnswerBytes caps one answer: the text and thinking of all the
+	// solutions of a call, or the body of a response that does not
+	// stream. Past it Generate ends with a *provider.LimitError. 0 means
+	// [DefaultMaxAnswerBytes], negative means no cap.
+	MaxAnswerBytes int64
 	// MaxTokens bounds the answer when Request.MaxTokens is 0; 0 means
 	// [DefaultMaxTokens]. A thinking budget comes on top of it.
 	MaxTokens int
@@ -71,6 +105,7 @@ type Provider struct {
 	model      string
 	maxTokens  int
 	toolOutput bool
+	maxBytes   int64 // the cap on an answer, 0 for none
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -108,10 +143,16 @@ func New(cfg Config) (*Provider, error) {
 		}
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	}
+	maxBytes := limit.Or(cfg.MaxAnswerBytes, DefaultMaxAnswerBytes)
+	opts = append(opts, option.WithHTTPClient(limit.Client(cfg.HTTPClient, limit.Config{
+		Provider:  "anthropic",
+		Connect:   limit.Or(cfg.ConnectTimeout, DefaultConnectTimeout),
+		FirstByte: limit.Or(cfg.FirstByteTimeout, DefaultFirstByteTimeout),
+		Idle:      limit.Or(cfg.IdleTimeout, DefaultIdleTimeout),
+		MaxBody:   maxBytes,
+	})))
 	return &Provider{
+		maxBytes:   maxBytes,
 		client:     sdk.NewClient(opts...),
 		model:      cfg.Model,
 		maxTokens:  cfg.MaxTokens,
@@ -124,6 +165,12 @@ func New(cfg Config) (*Provider, error) {
 // requests at once, since the API has no n, and yields their chunks
 // solution by solution in Index order; the usage on the last chunk is
 // their sum.
+//
+// Errors: ctx.Err() when ctx ends; a *provider.Error for an error response
+// or an error event; a *provider.TimeoutError when a timeout of Config
+// fires; a *provider.LimitError past Config.MaxAnswerBytes; an error
+// wrapping provider.ErrNoAnswer for a network error before any byte of the
+// answer, and one wrapping provider.ErrTruncated for a stream cut after.
 func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
 	return func(yield func(*provider.Chunk, error) bool) {
 		if err := ctx.Err(); err != nil {

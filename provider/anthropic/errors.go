@@ -12,6 +12,7 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go"
 
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/internal/limit"
 )
 
 // statusOf gives the HTTP status that goes with each documented error type,
@@ -36,6 +37,9 @@ func convertErr(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
 	}
+	if own := limit.Own(err); own != nil {
+		return own
+	}
 	if ae, ok := errors.AsType[*sdk.Error](err); ok {
 		return apiError(ae)
 	}
@@ -47,6 +51,9 @@ func convertErr(ctx context.Context, err error) error {
 func convertStreamErr(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
+	}
+	if own := limit.Own(err); own != nil {
+		return own
 	}
 	if ae, ok := errors.AsType[*sdk.Error](err); ok {
 		return apiError(ae)

@@ -8,6 +8,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/packages/param"
 
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/internal/limit"
 	"github.com/augceo/agent/schema"
 )
 
@@ -28,6 +29,8 @@ type call struct {
 	// and for the rest when the SDK would refuse a non-streamed request
 	// because max_tokens makes it possibly longer than ten minutes.
 	sse bool
+	// budget counts the text of every solution against the cap.
+	budget *limit.Budget
 }
 
 // newCall builds the request parameters for req. It copies what it needs
@@ -36,7 +39,7 @@ func (p *Provider) newCall(req *provider.Request) (*call, error) {
 	if req.MaxTokens < 0 {
 		return nil, fmt.Errorf("anthropic: negative MaxTokens %d", req.MaxTokens)
 	}
-	c := &call{p: p, stream: req.Stream, sse: req.Stream}
+	c := &call{p: p, stream: req.Stream, sse: req.Stream, budget: limit.NewBudget("anthropic", p.maxBytes)}
 	params := &c.params
 	params.Model = req.Model
 	if params.Model == "" {

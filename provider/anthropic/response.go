@@ -72,7 +72,12 @@ func (c *call) events(ctx context.Context, i int) iter.Seq2[*provider.Chunk, err
 			if text == "" && thinking == "" {
 				return true
 			}
-			return yield(&provider.Chunk{Index: i, Text: text, Thinking: thinking}, nil)
+			chunk := &provider.Chunk{Index: i, Text: text, Thinking: thinking}
+			if err := c.budget.Spend(chunk); err != nil {
+				yield(nil, err)
+				return false
+			}
+			return yield(chunk, nil)
 		}
 		for stream.Next() {
 			ev := stream.Current()

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/internal/limit"
 )
 
 // Sentinel errors.
@@ -74,6 +75,9 @@ func wrapClient(c *http.Client) *http.Client {
 func convertError(ctx context.Context, err error, ex *exchange, midStream bool) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
+	}
+	if own := limit.Own(err); own != nil {
+		return own
 	}
 	var ae genai.APIError
 	if pae, ok := errors.AsType[*genai.APIError](err); ok && pae != nil {

@@ -6,15 +6,32 @@ import (
 	"iter"
 	"net/http"
 	"os"
+	"time"
 
 	"google.golang.org/genai"
 
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/internal/limit"
 )
 
 // DefaultBaseURL is the Gemini API's root, used when [Config.BaseURL] is
 // empty.
 const DefaultBaseURL = "https://generativelanguage.googleapis.com/"
+
+// Defaults of the limits in [Config].
+const (
+	// DefaultConnectTimeout bounds dialing and the TLS handshake.
+	DefaultConnectTimeout = 10 * time.Second
+	// DefaultFirstByteTimeout bounds the wait for the first byte of the
+	// response body. It covers a whole non-streamed answer and the thinking
+	// before the first event of a stream, hence its length.
+	DefaultFirstByteTimeout = 5 * time.Minute
+	// DefaultIdleTimeout bounds the silence between two pieces of a
+	// stream.
+	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultMaxAnswerBytes caps the size of one answer.
+	DefaultMaxAnswerBytes = 8 << 20
+)
 
 // Config configures a [Provider]. The zero value of every field is a
 // documented default; a zero Config works when GEMINI_API_KEY or
@@ -35,9 +52,27 @@ type Config struct {
 	Model string
 	// HTTPClient sends the requests; nil means a client with
 	// http.DefaultTransport. The Provider uses a copy whose transport is
-	// wrapped (to read Retry-After), so the client passed in is not
-	// changed.
+	// wrapped (to read Retry-After and enforce the timeouts below), so the
+	// client passed in is not changed.
 	HTTPClient *http.Client
+	// ConnectTimeout bounds dialing and the TLS handshake; 0 means
+	// [DefaultConnectTimeout], negative means none. Generate then fails
+	// with a *provider.TimeoutError of provider.PhaseConnect.
+	ConnectTimeout time.Duration
+	// FirstByteTimeout bounds the wait from the connection to the first
+	// byte of the response body (the headers and the first event of a
+	// stream, the whole answer otherwise); 0 means
+	// [DefaultFirstByteTimeout], negative means none.
+	FirstByteTimeout time.Duration
+	// IdleTimeout bounds the silence between two reads of the response
+	// body once its first byte arrived; 0 means [DefaultIdleTimeout],
+	// negative means none.
+	IdleTimeout time.Duration
+	// MaxAnswerBytes caps one answer: the text and thinking of all the
+	// candidates of a stream, or the body of a response that does not
+	// stream. Past it Generate ends with a *provider.LimitError. 0 means
+	// [DefaultMaxAnswerBytes], negative means no cap.
+	MaxAnswerBytes int64
 	// JSONSchema sends provider.Request.Schema unchanged as
 	// generationConfig.responseJsonSchema (JSON Schema, which Gemini 2.5
 	// and later models accept) instead of the default responseSchema,
@@ -53,6 +88,7 @@ type Provider struct {
 	models     *genai.Models
 	model      string
 	jsonSchema bool
+	maxBytes   int64 // the cap on an answer, 0 for none
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -72,12 +108,20 @@ func New(cfg Config) (*Provider, error) {
 	if baseURL == "" {
 		baseURL = DefaultBaseURL
 	}
+	maxBytes := limit.Or(cfg.MaxAnswerBytes, DefaultMaxAnswerBytes)
+	hc := limit.Client(wrapClient(cfg.HTTPClient), limit.Config{
+		Provider:  name,
+		Connect:   limit.Or(cfg.ConnectTimeout, DefaultConnectTimeout),
+		FirstByte: limit.Or(cfg.FirstByteTimeout, DefaultFirstByteTimeout),
+		Idle:      limit.Or(cfg.IdleTimeout, DefaultIdleTimeout),
+		MaxBody:   maxBytes,
+	})
 	// The SDK only uses ctx to find Google Cloud credentials, which the
 	// Gemini API backend with an API key never does.
 	client, err := genai.NewClient(context.Background(), &genai.ClientConfig{
 		APIKey:     key,
 		Backend:    genai.BackendGeminiAPI,
-		HTTPClient: wrapClient(cfg.HTTPClient),
+		HTTPClient: hc,
 		// No RetryOptions: the SDK then sends each request once, and
 		// retrying is left to provider.Retry.
 		HTTPOptions: genai.HTTPOptions{BaseURL: baseURL},
@@ -85,13 +129,19 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gemini: %w", err)
 	}
-	return &Provider{models: client.Models, model: cfg.Model, jsonSchema: cfg.JSONSchema}, nil
+	return &Provider{models: client.Models, model: cfg.Model, jsonSchema: cfg.JSONSchema, maxBytes: maxBytes}, nil
 }
 
 // Generate sends req to the Gemini API: generateContent, or
 // streamGenerateContent with server-sent events when req.Stream is set. The
 // stream is single-use. It never modifies req. See the package
 // documentation for how req and the answer are mapped.
+//
+// Errors: ctx.Err() when ctx ends; a *provider.Error for an error response
+// or an error event; a *provider.TimeoutError when a timeout of Config
+// fires; a *provider.LimitError past Config.MaxAnswerBytes; an error
+// wrapping provider.ErrNoAnswer for a network error before any byte of the
+// answer, and one wrapping provider.ErrTruncated for a stream cut after.
 func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
 	return func(yield func(*provider.Chunk, error) bool) {
 		if err := ctx.Err(); err != nil {
@@ -138,6 +188,7 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 		blocked  string
 		finished = map[int]bool{}
 		order    []int // candidates in the order they first appeared
+		budget   = limit.NewBudget(name, p.maxBytes)
 	)
 	flush := func() bool {
 		if held == nil {
@@ -186,6 +237,10 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 			}
 			if finished[ch.Index] || (!ch.Done && ch.Text == "" && ch.Thinking == "") {
 				continue // nothing new, or more after the end
+			}
+			if err := budget.Spend(ch); err != nil {
+				fail(err)
+				return
 			}
 			if !flush() {
 				return

@@ -16,6 +16,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/internal/limit"
 )
 
 // reasoningFields are the names under which compatible servers send
@@ -80,6 +81,7 @@ func (p *Provider) stream(ctx context.Context, params openai.ChatCompletionNewPa
 		finished = map[int]bool{}       // choice index → finish_reason seen
 		refusals = map[int][]byte{}     // choice index → refusal text
 		u        openai.CompletionUsage // the last usage reported
+		budget   = limit.NewBudget(p.cfg.Name, p.max)
 	)
 	emit := func(c *provider.Chunk) bool {
 		if pending != nil {
@@ -130,6 +132,10 @@ func (p *Provider) stream(ctx context.Context, params openai.ChatCompletionNewPa
 			if chunk.Text == "" && chunk.Thinking == "" && !chunk.Done {
 				continue
 			}
+			if err := budget.Spend(chunk); err != nil {
+				fail(err)
+				return
+			}
 			if !emit(chunk) {
 				return
 			}
@@ -140,7 +146,9 @@ func (p *Provider) stream(ctx context.Context, params openai.ChatCompletionNewPa
 		return
 	}
 	if err := s.Err(); err != nil {
-		if _, ok := errors.AsType[*ssestream.StreamError](err); ok {
+		if own := limit.Own(err); own != nil {
+			fail(own)
+		} else if _, ok := errors.AsType[*ssestream.StreamError](err); ok {
 			fail(p.apiError(ctx, res, err))
 		} else {
 			fail(fmt.Errorf("%w: %s: %w", provider.ErrTruncated, p.cfg.Name, err))

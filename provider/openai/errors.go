@@ -15,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/internal/limit"
 )
 
 // Sentinel errors.
@@ -50,6 +51,9 @@ const maxErrorBody = 64 << 10
 func (p *Provider) apiError(ctx context.Context, res *http.Response, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
+	}
+	if own := limit.Own(err); own != nil {
+		return own
 	}
 	pe := &provider.Error{Provider: p.cfg.Name}
 	if ae, ok := errors.AsType[*openai.Error](err); ok {

@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/internal/limit"
 )
 
 // Defaults of [Config].
@@ -26,6 +28,17 @@ const (
 	// DefaultSchemaName names the response schema when Request.SchemaName
 	// is empty.
 	DefaultSchemaName = "solution"
+	// DefaultConnectTimeout bounds dialing and the TLS handshake.
+	DefaultConnectTimeout = 10 * time.Second
+	// DefaultFirstByteTimeout bounds the wait for the first byte of the
+	// response body. It covers a whole non-streamed answer and the silence
+	// of a reasoning model before its first token, hence its length.
+	DefaultFirstByteTimeout = 5 * time.Minute
+	// DefaultIdleTimeout bounds the silence between two pieces of a
+	// stream.
+	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultMaxAnswerBytes caps the size of one answer.
+	DefaultMaxAnswerBytes = 8 << 20
 )
 
 // Config configures a [Provider]. The zero value talks to OpenAI with the
@@ -45,9 +58,29 @@ type Config struct {
 	// Model is used when Request.Model is empty. A model is required one
 	// way or the other: Generate fails with [ErrNoModel] otherwise.
 	Model string
-	// HTTPClient sends the requests; nil means the SDK's default client
-	// (http.DefaultTransport with a 10-minute response-header timeout).
+	// HTTPClient sends the requests; nil means a client with
+	// http.DefaultTransport. The Provider uses a copy whose transport is
+	// wrapped to enforce the timeouts below, so the client passed in is
+	// not changed.
 	HTTPClient *http.Client
+	// ConnectTimeout bounds dialing and the TLS handshake; 0 means
+	// [DefaultConnectTimeout], negative means none. Generate then fails
+	// with a *provider.TimeoutError of provider.PhaseConnect.
+	ConnectTimeout time.Duration
+	// FirstByteTimeout bounds the wait from the connection to the first
+	// byte of the response body (the headers and the first chunk of a
+	// stream, the whole answer otherwise); 0 means
+	// [DefaultFirstByteTimeout], negative means none.
+	FirstByteTimeout time.Duration
+	// IdleTimeout bounds the silence between two reads of the response
+	// body once its first byte arrived; 0 means [DefaultIdleTimeout],
+	// negative means none.
+	IdleTimeout time.Duration
+	// MaxAnswerBytes caps one answer: the text and reasoning of all the
+	// choices of a stream, or the body of a response that does not
+	// stream. Past it Generate ends with a *provider.LimitError. 0 means
+	// [DefaultMaxAnswerBytes], negative means no cap.
+	MaxAnswerBytes int64
 	// Name is reported in provider.Error.Provider and prefixes error
 	// text; empty means [DefaultName]. Set it to tell compatible servers
 	// apart ("ollama", "vllm").
@@ -78,6 +111,7 @@ type Config struct {
 type Provider struct {
 	client openai.Client
 	cfg    Config // with defaults applied
+	max    int64  // the cap on an answer, 0 for none
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -117,10 +151,15 @@ func New(cfg Config) (*Provider, error) {
 		option.WithAPIKey(cfg.APIKey),
 		option.WithMaxRetries(0), // retrying is provider.Retry's job
 	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	}
-	return &Provider{client: openai.NewClient(opts...), cfg: cfg}, nil
+	maxBytes := limit.Or(cfg.MaxAnswerBytes, DefaultMaxAnswerBytes)
+	opts = append(opts, option.WithHTTPClient(limit.Client(cfg.HTTPClient, limit.Config{
+		Provider:  cfg.Name,
+		Connect:   limit.Or(cfg.ConnectTimeout, DefaultConnectTimeout),
+		FirstByte: limit.Or(cfg.FirstByteTimeout, DefaultFirstByteTimeout),
+		Idle:      limit.Or(cfg.IdleTimeout, DefaultIdleTimeout),
+		MaxBody:   maxBytes,
+	})))
+	return &Provider{client: openai.NewClient(opts...), cfg: cfg, max: maxBytes}, nil
 }
 
 // Generate sends req to the Chat Completions API and returns its answer as
@@ -130,7 +169,10 @@ func New(cfg Config) (*Provider, error) {
 // send (reasoning_content or reasoning) arrives as Chunk.Thinking.
 //
 // Errors: ctx.Err() when ctx ends; a *provider.Error for an API error
-// response or when no response came; an error wrapping
+// response or when no response came (wrapping provider.ErrNoAnswer for a
+// network error before any byte of the answer); a *provider.TimeoutError
+// when a timeout of Config fires; a *provider.LimitError past
+// Config.MaxAnswerBytes; an error wrapping
 // provider.ErrTruncated, after the text already received, when a stream
 // ends before a choice's finish_reason; a *[RefusalError] after the
 // chunks when the model refused; [ErrNoModel], [ErrUnknownRole] or a schema

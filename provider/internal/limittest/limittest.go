@@ -1,0 +1,284 @@
+// Package limittest runs the same timeout, cap and retry tests against
+// every adapter, each speaking its provider's wire format.
+package limittest
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/internal/memhttp"
+)
+
+// Limits are the settings of an adapter's Config that the tests vary; a
+// zero field is the adapter's default.
+type Limits struct {
+	FirstByte, Idle time.Duration
+	MaxAnswerBytes  int64
+}
+
+// Wire describes an adapter and what its provider's server sends.
+type Wire struct {
+	// Name is the provider's name in errors.
+	Name string
+	// New returns the adapter, talking to baseURL through hc.
+	New   func(t *testing.T, hc *http.Client, baseURL string, l Limits) provider.Provider
+	Start string // what a stream sends before its first piece of text
+	// Piece is the event that streams text.
+	Piece func(text string) string
+	// End finishes a stream.
+	End string
+	// Body is a whole non-streamed answer whose text is text.
+	Body func(text string) string
+	// RateLimit is the body of a 429.
+	RateLimit string
+}
+
+const memURL = "http://provider.test"
+
+// Run runs the tests for w.
+func Run(t *testing.T, w Wire) {
+	t.Run("Timeouts", func(t *testing.T) { timeouts(t, w) })
+	t.Run("BreakOut", func(t *testing.T) { breakOut(t, w) })
+	t.Run("RetryAfterCapped", func(t *testing.T) { retryAfterCapped(t, w) })
+	t.Run("ResetBeforeWriting", func(t *testing.T) { resetBeforeWriting(t, w) })
+	t.Run("FailAfterFirstChunk", func(t *testing.T) { failAfterFirstChunk(t, w) })
+}
+
+func sse(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+}
+
+func write(w http.ResponseWriter, s string) error {
+	_, err := w.Write([]byte(s))
+	if f, ok := w.(http.Flusher); ok && err == nil {
+		f.Flush()
+	}
+	return err
+}
+
+func timeouts(t *testing.T, w Wire) {
+	const piece = 4 << 10
+	long := strings.Repeat("a", piece)
+	for _, tt := range []struct {
+		name        string
+		limits      Limits
+		stream      bool
+		handler     http.HandlerFunc
+		wantText    string
+		wantErr     error
+		wantElapsed time.Duration
+	}{
+		{
+			name:   "headers then nothing",
+			limits: Limits{FirstByte: 60 * time.Second},
+			stream: true,
+			handler: func(rw http.ResponseWriter, r *http.Request) {
+				sse(rw)
+				rw.(http.Flusher).Flush()
+				<-r.Context().Done()
+			},
+			wantErr:     &provider.TimeoutError{Provider: w.Name, Phase: provider.PhaseFirstByte, After: 60 * time.Second},
+			wantElapsed: 60 * time.Second,
+		},
+		{
+			name:   "a chunk then a stall",
+			limits: Limits{Idle: 30 * time.Second},
+			stream: true,
+			handler: func(rw http.ResponseWriter, r *http.Request) {
+				sse(rw)
+				write(rw, w.Start+w.Piece("hi"))
+				<-r.Context().Done()
+			},
+			wantText:    "hi",
+			wantErr:     &provider.TimeoutError{Provider: w.Name, Phase: provider.PhaseIdle, After: 30 * time.Second},
+			wantElapsed: 30 * time.Second,
+		},
+		{
+			name:   "a stream without end hits the default cap",
+			stream: true,
+			handler: func(rw http.ResponseWriter, r *http.Request) {
+				sse(rw)
+				if write(rw, w.Start) != nil {
+					return
+				}
+				for write(rw, w.Piece(long)) == nil {
+				}
+			},
+			wantText: strings.Repeat(long, 8<<20/piece),
+			wantErr:  &provider.LimitError{Provider: w.Name, Limit: 8 << 20},
+		},
+		{
+			name:   "a body past the cap",
+			limits: Limits{MaxAnswerBytes: 1 << 20},
+			handler: func(rw http.ResponseWriter, r *http.Request) {
+				rw.Header().Set("Content-Type", "application/json")
+				write(rw, w.Body(strings.Repeat(long, 2<<20/piece)))
+			},
+			wantErr: &provider.LimitError{Provider: w.Name, Limit: 1 << 20},
+		},
+		{
+			name:   "a stream within the limits",
+			limits: Limits{FirstByte: time.Minute, Idle: time.Second},
+			stream: true,
+			handler: func(rw http.ResponseWriter, r *http.Request) {
+				sse(rw)
+				time.Sleep(59 * time.Second) // the fake clock's
+				write(rw, w.Start+w.Piece("a"))
+				time.Sleep(999 * time.Millisecond)
+				write(rw, w.Piece("b"))
+				write(rw, w.End)
+			},
+			wantText:    "ab",
+			wantElapsed: 59*time.Second + 999*time.Millisecond,
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := w.New(t, &http.Client{Transport: memhttp.Transport{Handler: tt.handler}}, memURL, tt.limits)
+				start := time.Now()
+				res, err := provider.Collect(p.Generate(t.Context(), &provider.Request{
+					Messages: []provider.Message{{Role: provider.RoleUser, Text: "hi"}},
+					Stream:   tt.stream,
+				}))
+				elapsed := time.Since(start)
+				if diff := cmp.Diff(tt.wantErr, err); diff != "" {
+					t.Errorf("error (-want +got):\n%s\ngot %v", diff, err)
+				}
+				if tt.wantErr != nil && err != nil && err.Error() != tt.wantErr.Error() {
+					t.Errorf("error text %q, want %q", err, tt.wantErr)
+				}
+				if got := strings.Join(res.Texts, ""); got != tt.wantText {
+					t.Errorf("text of %d bytes, want %d", len(got), len(tt.wantText))
+				}
+				if elapsed != tt.wantElapsed {
+					t.Errorf("took %v, want %v", elapsed, tt.wantElapsed)
+				}
+			})
+		})
+	}
+}
+
+// breakOut checks that a consumer that stops early ends the request: the
+// handler sees its context end, and no goroutine is left behind (the
+// bubble would report a deadlock).
+func breakOut(t *testing.T, w Wire) {
+	synctest.Test(t, func(t *testing.T) {
+		var ended atomic.Bool
+		h := func(rw http.ResponseWriter, r *http.Request) {
+			sse(rw)
+			write(rw, w.Start+w.Piece("hi"))
+			<-r.Context().Done()
+			ended.Store(true)
+		}
+		p := w.New(t, &http.Client{Transport: memhttp.Transport{Handler: http.HandlerFunc(h)}}, memURL, Limits{Idle: -1})
+		for c, err := range p.Generate(t.Context(), &provider.Request{Stream: true}) {
+			if err != nil || c.Text != "hi" {
+				t.Fatalf("got %+v, %v", c, err)
+			}
+			break
+		}
+		synctest.Wait()
+		if !ended.Load() {
+			t.Error("the request outlived the stream")
+		}
+	})
+}
+
+// retryAfterCapped checks that provider.Retry waits no longer than its
+// Max for a Retry-After of an hour, on the fake clock.
+func retryAfterCapped(t *testing.T, w Wire) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		h := func(rw http.ResponseWriter, r *http.Request) {
+			if calls.Add(1) == 1 {
+				rw.Header().Set("Content-Type", "application/json")
+				rw.Header().Set("Retry-After", "3600")
+				rw.WriteHeader(http.StatusTooManyRequests)
+				write(rw, w.RateLimit)
+				return
+			}
+			sse(rw)
+			write(rw, w.Start+w.Piece("ok")+w.End)
+		}
+		p := w.New(t, &http.Client{Transport: memhttp.Transport{Handler: http.HandlerFunc(h)}}, memURL, Limits{})
+		start := time.Now()
+		res, err := provider.Collect(provider.Retry(p, provider.RetryConfig{}).Generate(t.Context(), &provider.Request{Stream: true}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := time.Since(start), provider.DefaultRetryMax; got != want {
+			t.Errorf("waited %v, want %v", got, want)
+		}
+		if got := strings.Join(res.Texts, ""); got != "ok" || calls.Load() != 2 {
+			t.Errorf("text %q after %d calls, want \"ok\" after 2", got, calls.Load())
+		}
+	})
+}
+
+// retried wraps p in provider.Retry with a Sleep that only counts.
+func retried(p provider.Provider, sleeps *int) provider.Provider {
+	return provider.Retry(p, provider.RetryConfig{Sleep: func(context.Context, time.Duration) error {
+		*sleeps++
+		return nil
+	}})
+}
+
+func resetBeforeWriting(t *testing.T, w Wire) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			conn, _, err := rw.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			conn.(*net.TCPConn).SetLinger(0) // close with a RST
+			conn.Close()
+			return
+		}
+		sse(rw)
+		write(rw, w.Start+w.Piece("ok")+w.End)
+	}))
+	defer srv.Close()
+	p := w.New(t, srv.Client(), srv.URL, Limits{})
+	sleeps := 0
+	res, err := provider.Collect(retried(p, &sleeps).Generate(t.Context(), &provider.Request{Stream: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(res.Texts, ""); got != "ok" || calls.Load() != 2 || sleeps != 1 {
+		t.Errorf("text %q after %d calls and %d waits, want \"ok\" after 2 and 1", got, calls.Load(), sleeps)
+	}
+}
+
+func failAfterFirstChunk(t *testing.T, w Wire) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		sse(rw)
+		write(rw, w.Start+w.Piece("hi"))
+		panic(http.ErrAbortHandler) // the connection closes mid-stream
+	}))
+	defer srv.Close()
+	p := w.New(t, srv.Client(), srv.URL, Limits{})
+	sleeps := 0
+	res, err := provider.Collect(retried(p, &sleeps).Generate(t.Context(), &provider.Request{Stream: true}))
+	if !errors.Is(err, provider.ErrTruncated) || errors.Is(err, provider.ErrNoAnswer) {
+		t.Errorf("error %v, want provider.ErrTruncated only", err)
+	}
+	if got := strings.Join(res.Texts, ""); got != "hi" || calls.Load() != 1 || sleeps != 0 {
+		t.Errorf("text %q after %d calls and %d waits, want \"hi\" after 1 and 0", got, calls.Load(), sleeps)
+	}
+}
