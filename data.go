@@ -122,14 +122,7 @@ func (b *Build) renderCached(m *message.Message) error {
 func UpdateBlock(m *message.Message) string {
 	id := m.Identity()
 	var s text
-	s.WriteString("## Data update: ¶")
-	s.WriteString(id.Kind)
-	if id.Instance != "" {
-		s.WriteString(" (_instance: ")
-		s.WriteString(id.Instance)
-		s.Byte(')')
-	}
-	s.Byte('\n')
+	s.heading("Data update", id)
 	if path, method, value, ok, err := m.Write(); err == nil && ok {
 		s.WriteString(string(method))
 		s.WriteString(" " + ref.Dagger + id.Kind)
@@ -140,17 +133,7 @@ func UpdateBlock(m *message.Message) string {
 		s.WriteString(compact(value))
 		s.Byte('\n')
 	}
-	if m.Description != "" {
-		s.WriteString(m.Description)
-		s.Byte('\n')
-	}
-	if m.Schema != nil {
-		s.WriteString("Schema for ¶")
-		s.WriteString(id.Kind)
-		s.WriteString(":\n")
-		s.JSON(m.Schema)
-		s.Byte('\n')
-	}
+	s.about(id.Kind, m.Description, m.Schema)
 	return strings.TrimRight(s.String(), "\n")
 }
 
@@ -176,14 +159,7 @@ func (b *Build) dataBlock(id message.Identity) (string, error) {
 // after the kind.
 func DataBlock(id message.Identity, value json.RawMessage, present bool, description string, schema json.RawMessage) string {
 	var s text
-	s.WriteString("## Data: ¶")
-	s.WriteString(id.Kind)
-	if id.Instance != "" {
-		s.WriteString(" (_instance: ")
-		s.WriteString(id.Instance)
-		s.Byte(')')
-	}
-	s.Byte('\n')
+	s.heading("Data", id)
 	if id.Instance != "" {
 		s.WriteString("Overrides the global ¶" + id.Kind + " field by field for calls of this instance\n")
 	}
@@ -196,16 +172,30 @@ func DataBlock(id message.Identity, value json.RawMessage, present bool, descrip
 	} else {
 		s.WriteString("(no value yet)\n")
 	}
+	s.about(id.Kind, description, schema)
+	return strings.TrimRight(s.String(), "\n")
+}
+
+// heading writes a data block's first line: "## Data: ¶state", with the
+// instance when there is one.
+func (t *text) heading(title string, id message.Identity) {
+	t.WriteString("## " + title + ": ¶" + id.Kind)
+	if id.Instance != "" {
+		t.WriteString(" (_instance: " + id.Instance + ")")
+	}
+	t.Byte('\n')
+}
+
+// about writes what a data message says of its identity: its description
+// and its schema.
+func (t *text) about(kind, description string, schema json.RawMessage) {
 	if description != "" {
-		s.WriteString(description)
-		s.Byte('\n')
+		t.WriteString(description)
+		t.Byte('\n')
 	}
 	if schema != nil {
-		s.WriteString("Schema for ¶")
-		s.WriteString(id.Kind)
-		s.WriteString(":\n")
-		s.JSON(schema)
-		s.Byte('\n')
+		t.WriteString("Schema for ¶" + kind + ":\n")
+		t.JSON(schema)
+		t.Byte('\n')
 	}
-	return strings.TrimRight(s.String(), "\n")
 }
