@@ -149,14 +149,9 @@ func runContext(ctx context.Context, cfg Config) context.Context {
 func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []message.Message, first int, yield func(RunEvent, error) bool) {
 	ctx, cancel := context.WithCancel(runContext(ctx, cfg))
 	defer cancel()
-	msgs, err := ExpandPresets(cfg.registry(), nil, msgs)
+	msgs, log, err := contextLog(&cfg, msgs)
 	if err != nil {
-		yield(RunEvent{}, fmt.Errorf("agent: context: %w", err))
-		return
-	}
-	log, err := message.NewLog(msgs...)
-	if err != nil {
-		yield(RunEvent{}, fmt.Errorf("agent: context: %w", err))
+		yield(RunEvent{}, err)
 		return
 	}
 	r := &run{cfg: cfg, schema: schema, log: log}

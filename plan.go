@@ -301,14 +301,9 @@ func planEvents(ctx context.Context, cfg Config, plan []json.RawMessage, in *ins
 	return func(yield func(RunEvent, error) bool) {
 		ctx, cancel := context.WithCancel(runContext(ctx, cfg))
 		defer cancel()
-		msgs, err := ExpandPresets(cfg.registry(), nil, msgs)
+		msgs, log, err := contextLog(&cfg, msgs)
 		if err != nil {
-			yield(RunEvent{}, fmt.Errorf("agent: context: %w", err))
-			return
-		}
-		log, err := message.NewLog(msgs...)
-		if err != nil {
-			yield(RunEvent{}, fmt.Errorf("agent: context: %w", err))
+			yield(RunEvent{}, err)
 			return
 		}
 		var usage provider.Usage

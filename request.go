@@ -210,14 +210,9 @@ func Stream(ctx context.Context, cfg Config, userSchema json.RawMessage, msgs []
 			yield(Event{}, ErrNoProvider)
 			return
 		}
-		msgs, err := ExpandPresets(cfg.registry(), nil, msgs)
+		_, log, err := contextLog(&cfg, msgs)
 		if err != nil {
-			yield(Event{}, fmt.Errorf("agent: context: %w", err))
-			return
-		}
-		log, err := message.NewLog(msgs...)
-		if err != nil {
-			yield(Event{}, fmt.Errorf("agent: context: %w", err))
+			yield(Event{}, err)
 			return
 		}
 		p, err := prepare(ctx, cfg, userSchema, log)
@@ -227,6 +222,20 @@ func Stream(ctx context.Context, cfg Config, userSchema json.RawMessage, msgs []
 		}
 		p.stream(ctx, cfg, yield)
 	}
+}
+
+// contextLog expands the presets of a context (see ExpandPresets) and
+// returns it with its log.
+func contextLog(cfg *Config, msgs []message.Message) ([]message.Message, *message.Log, error) {
+	msgs, err := ExpandPresets(cfg.registry(), nil, msgs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent: context: %w", err)
+	}
+	log, err := message.NewLog(msgs...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent: context: %w", err)
+	}
+	return msgs, log, nil
 }
 
 // prepared is a request ready to send.
