@@ -203,3 +203,37 @@ func TestAdaptGeminiDecodes(t *testing.T) {
 		}
 	}
 }
+
+// TestAdaptKeepsRecent checks that Adapt's cache gives what adapting
+// gives, a copy the caller may change, per dialect, and forgets the
+// oldest past its size.
+func TestAdaptKeepsRecent(t *testing.T) {
+	src := raw(solutionSchema(3))
+	want, err := (*Registry)(nil).Adapt(src, OpenAI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		got, err := Adapt(src, OpenAI)
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("Adapt = %s, %v; want %s", got, err, want)
+		}
+		for i := range got {
+			got[i] = 'x' // the caller's copy
+		}
+	}
+	if g, _ := Adapt(src, Gemini); string(g) == string(want) {
+		t.Error("the Gemini adaptation came from the OpenAI one")
+	}
+	for i := range adaptCacheSize + 1 {
+		if _, err := Adapt(json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{"p%d":{"type":"string"}}}`, i)), Full); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adapted.mu.Lock()
+	n := len(adapted.m)
+	adapted.mu.Unlock()
+	if n > adaptCacheSize {
+		t.Errorf("the cache holds %d adaptations, more than %d", n, adaptCacheSize)
+	}
+}
