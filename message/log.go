@@ -438,23 +438,16 @@ func overlay(base, over json.RawMessage) json.RawMessage {
 	if json.Unmarshal(base, &b) != nil || json.Unmarshal(over, &o) != nil {
 		return over
 	}
-	out, err := ref.Encode(overlayValue(b, o))
+	// Laying one object over another is a merge at the root (008).
+	merged, err := ref.Apply(b, true, nil, ref.MethodMerge, o)
+	if err != nil {
+		return over
+	}
+	out, err := ref.Encode(merged)
 	if err != nil {
 		return over
 	}
 	return out
-}
-
-func overlayValue(base, over any) any {
-	bm, ok1 := base.(map[string]any)
-	om, ok2 := over.(map[string]any)
-	if !ok1 || !ok2 {
-		return over
-	}
-	for k, v := range om {
-		bm[k] = overlayValue(bm[k], v)
-	}
-	return bm
 }
 
 // fold resolves path over writes given oldest first, by the definition of
