@@ -28,11 +28,7 @@ const DefaultCompactAt = 100_000
 // so a resumed run decides alike) left the context near the limit
 // already: compacting again would gain little.
 func estimateTokens(p *prepared) int {
-	n := len(p.composed)
-	for _, m := range p.build.messages {
-		n += len(m.Text)
-	}
-	return n / 4
+	return (len(p.composed) + p.build.rendered) / 4
 }
 
 // compactAt returns the size past which a loop compacts, or 0 for never.
@@ -85,7 +81,10 @@ func renderCompaction(_ context.Context, b *Build, _ *message.Message) error {
 		}
 	}
 	render(provider.RoleUser, "## Compacted\nThe context above was compacted: each data block shows its current value, and the plan is the last one.")
-	b.messages = msgs
+	b.messages, b.rendered = msgs, 0
+	for _, m := range msgs {
+		b.rendered += len(m.Text)
+	}
 	b.planIntro = planIntro
 	b.compacted = estimateTokens(&prepared{build: b})
 	return nil

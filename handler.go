@@ -32,6 +32,7 @@ type Build struct {
 	// Index is the position of the message being handled.
 	planIntro string // the intro of the last plan rendered
 	compacted int    // the estimated tokens of the messages the last compaction left
+	rendered  int    // the bytes of the rendered messages, kept as they are rendered
 	Index     int
 	// LLM holds the settings sent to the provider; handlers may change
 	// them (a message may pick the model or the temperature).
@@ -76,6 +77,7 @@ func (b *Build) Render(role provider.Role, text string) {
 		return
 	}
 	b.messages = append(b.messages, provider.Message{Role: role, Text: text})
+	b.rendered += len(text)
 }
 
 // Property adds (or replaces) a property of the solution object, placed

@@ -285,7 +285,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	p, err := prepareNext(ctx, cfg, r.schema, r.log, !r.lazy, r.last)
 	// Compact past the limit, unless the last compaction left the context
 	// near it already: then compacting again would gain little.
-	if limit := compactAt(&r.cfg); err == nil && limit > 0 && estimateTokens(p) > limit && estimateTokens(p)-p.build.compacted > limit/2 {
+	if limit := compactAt(&r.cfg); err == nil && limit > 0 && estimateTokens(p) > max(limit, p.build.compacted+limit/2) {
 		p, err = r.compact(ctx, cfg, step, p)
 	}
 	if err != nil {
