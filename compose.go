@@ -121,19 +121,20 @@ func (b *Build) sameSchema(o *Build) bool {
 
 func rawEqual(a, b json.RawMessage) bool { return bytes.Equal(a, b) }
 
-// instanceAny is the _instance every shaped tool offers until a request
-// knows the instances of its context (see withInstances).
+// instanceAny is the _instance a call is checked against: a plan's calls
+// name their own instances. The model is offered those of its context
+// instead (withInstances).
 const instanceAny = `{"type":"string"}`
 
 // withInstances offers the instances of the context as the _instance of
-// each tool (013): an enum of them, or no _instance when there are none.
-// A tool that declares its own _instance keeps it.
+// each tool that does not declare its own (013): an enum of them. With no
+// instance, the tools offer none and are sent as they are.
 func withInstances(tools []json.RawMessage, instances []string) []json.RawMessage {
-	var enum json.RawMessage
-	if len(instances) > 0 {
-		ids, _ := json.Marshal(instances)
-		enum = json.RawMessage(`{"enum":` + string(ids) + `,"description":"The instance whose data the call reads and writes; leave it out for the global data."}`)
+	if len(instances) == 0 {
+		return tools
 	}
+	ids, _ := json.Marshal(instances)
+	enum := json.RawMessage(`{"enum":` + string(ids) + `,"description":"The instance whose data the call reads and writes; leave it out for the global data."}`)
 	out := make([]json.RawMessage, len(tools))
 	for i, t := range tools {
 		out[i] = t
@@ -142,14 +143,10 @@ func withInstances(tools []json.RawMessage, instances []string) []json.RawMessag
 			continue
 		}
 		props, err := ojson.Parse(o.Get("properties"))
-		if err != nil || string(props.Get("_instance")) != instanceAny {
+		if err != nil || props.Has("_instance") {
 			continue
 		}
-		if enum == nil {
-			props.Delete("_instance")
-		} else {
-			props.Set("_instance", enum)
-		}
+		props.Set("_instance", enum)
 		o.Set("properties", props.Bytes())
 		out[i] = o.Bytes()
 	}

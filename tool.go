@@ -165,6 +165,11 @@ func referable(s json.RawMessage) json.RawMessage {
 			props.Values[i] = json.RawMessage(`{"anyOf":[` + string(props.Values[i]) + `,` + refSchema + `]}`)
 		}
 	}
+	// The model is offered the instances of its context, when it has any
+	// (withInstances), not any string.
+	if string(props.Get("_instance")) == instanceAny {
+		props.Delete("_instance")
+	}
 	o.Set("properties", props.Bytes())
 	return o.Bytes()
 }
