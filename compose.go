@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"github.com/augceo/agent/internal/ojson"
 )
@@ -110,16 +109,6 @@ func nullable(s json.RawMessage) (json.RawMessage, error) {
 	}
 	return o.Bytes(), nil
 }
-
-// sameSchema reports whether b composes what o does, for the same user
-// schema: the same properties, required ones and tools.
-func (b *Build) sameSchema(o *Build) bool {
-	return slices.Equal(b.props.Keys, o.props.Keys) && slices.EqualFunc(b.props.Values, o.props.Values, rawEqual) &&
-		slices.Equal(b.required, o.required) &&
-		slices.Equal(b.tools.Keys, o.tools.Keys) && slices.EqualFunc(b.tools.Values, o.tools.Values, rawEqual)
-}
-
-func rawEqual(a, b json.RawMessage) bool { return bytes.Equal(a, b) }
 
 // instanceAny is the _instance a call is checked against: a plan's calls
 // name their own instances. The model is offered those of its context

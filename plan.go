@@ -263,7 +263,7 @@ func Plan(ctx context.Context, cfg Config, schema json.RawMessage, context []mes
 // does not define.
 func planExecutor(ctx context.Context, cfg Config, log *message.Log) (*executor, error) {
 	reg := cfg.registry()
-	p, err := prepareBuild(ctx, cfg, nil, log, true, false, nil)
+	p, err := prepareBuild(ctx, cfg, nil, log, true, false)
 	if err != nil {
 		return nil, err
 	}

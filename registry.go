@@ -26,8 +26,6 @@ type Registry struct {
 	ideas      map[string]*Idea
 
 	presets map[string]Preset
-
-	shapes sync.Map // shapeKey → *shaped: the latest shaped definition of each tool
 }
 
 // NewRegistry returns a registry with the built-in handlers (text, data,

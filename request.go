@@ -289,17 +289,14 @@ var errStopped = errors.New("agent: stream stopped")
 
 // prepare runs the handlers over log and composes and compiles the schema.
 func prepare(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log) (*prepared, error) {
-	return prepareBuild(ctx, cfg, userSchema, log, false, false, nil)
+	return prepareBuild(ctx, cfg, userSchema, log, false, false)
 }
 
 // prepareBuild is prepare. With toolsOnly, for a caller that only needs
 // the tools, nothing is rendered (the handlers run all the same, and
 // their errors stand). With anyCalls, solutions are validated with calls
 // as any objects (see Build.compose): a loop checks each call on its own.
-// A loop passes its last request as prev: when the tools and properties
-// are the same, so are the schemas, which are kept rather than composed
-// again.
-func prepareBuild(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, toolsOnly, anyCalls bool, prev *prepared) (*prepared, error) {
+func prepareBuild(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, toolsOnly, anyCalls bool) (*prepared, error) {
 	if err := cfg.Rendering.Check(); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
@@ -310,10 +307,6 @@ func prepareBuild(ctx context.Context, cfg Config, userSchema json.RawMessage, l
 		return nil, err
 	}
 	p := &prepared{build: b}
-	if prev != nil && prev.build.sameSchema(b) {
-		p.composed, p.compiled, p.cacheKey = prev.composed, prev.compiled, prev.cacheKey
-		return p, nil
-	}
 	return p, p.compose(cfg, userSchema, anyCalls)
 }
 
@@ -325,7 +318,7 @@ func prepareBuild(ctx context.Context, cfg Config, userSchema json.RawMessage, l
 // (see Build.fresh) is prepared afresh.
 func prepareNext(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, anyCalls bool, prev *prepared) (*prepared, error) {
 	if prev == nil || prev.build.fresh || prev.build.rendering == RenderSnapshot {
-		return prepareBuild(ctx, cfg, userSchema, log, false, anyCalls, prev)
+		return prepareBuild(ctx, cfg, userSchema, log, false, anyCalls)
 	}
 	b := prev.build
 	b.changed = false
@@ -333,7 +326,7 @@ func prepareNext(ctx context.Context, cfg Config, userSchema json.RawMessage, lo
 		return nil, err
 	}
 	if b.fresh { // a message that does not allow it arrived
-		return prepareBuild(ctx, cfg, userSchema, log, false, anyCalls, nil)
+		return prepareBuild(ctx, cfg, userSchema, log, false, anyCalls)
 	}
 	p := &prepared{build: b, composed: prev.composed, compiled: prev.compiled, cacheKey: prev.cacheKey}
 	if !b.changed {

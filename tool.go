@@ -63,7 +63,7 @@ func defineTool(b *Build, name string, def json.RawMessage) error {
 	// In lazy mode nothing runs: a latent tool is shaped as an explicit
 	// one, without the _output the model would otherwise write.
 	explicit = explicit || b.lazy
-	sh, err := b.Registry.shape(name, def, explicit)
+	sh, err := shape(name, def, explicit)
 	if err != nil {
 		return fmt.Errorf("tool %q: %w", name, err)
 	}
@@ -77,7 +77,7 @@ func defineTool(b *Build, name string, def json.RawMessage) error {
 type shaped struct {
 	llm    json.RawMessage // what the model sees: parameters may be references
 	check  json.RawMessage // what a call must meet once its references are resolved
-	def    json.RawMessage // the definition they were made from: never written
+	def    json.RawMessage // the definition they were made from
 	result json.RawMessage // an explicit tool's _output: what its activity must return; nil when none
 
 	activity string   // its _activity, if any
@@ -117,30 +117,15 @@ func (b *Build) shape(name string) *shaped {
 	return nil
 }
 
-// shapeKey keys the registry's cache of shaped tools; the definition is
-// compared on lookup, so a changed definition replaces the entry.
-type shapeKey struct {
-	name     string
-	explicit bool
-}
-
-// shape prepares a tool definition for requests. A shaped tool is a pure
-// function of its name, definition and mode, and never changes: the
-// registry keeps the latest of each name, since a loop asks with the
-// same tools at every step (shaping ten tools takes longer than the rest
-// of a step's own work).
-func (r *Registry) shape(name string, def json.RawMessage, explicit bool) (*shaped, error) {
-	key := shapeKey{name, explicit}
-	if v, ok := r.shapes.Load(key); ok && bytes.Equal(v.(*shaped).def, def) {
-		return v.(*shaped), nil
-	}
+// shape prepares a tool definition for requests. A loop shapes its
+// tools once, as it handles its tool messages once (RenderCached).
+func shape(name string, def json.RawMessage, explicit bool) (*shaped, error) {
 	s, result, err := llmTool(name, def, explicit)
 	if err != nil {
 		return nil, err
 	}
 	sh := &shaped{llm: referable(s), check: s, def: def, result: result, activity: activityOf(def), delegate: delegateOf(def)}
 	sh.scopes, sh.scoped, _ = callScopes(def, nil)
-	r.shapes.Store(key, sh)
 	return sh, nil
 }
 
