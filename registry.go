@@ -75,9 +75,7 @@ func (r *Registry) Handle(typ message.Type, h Handler) {
 // messages new since its last step: the built-in handlers but the
 // advisor's, whose advisors turn on and off as the run goes.
 func (r *Registry) extends(typ message.Type) bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.builtin[typ] && typ != message.TypeAdvisor
+	return typ != message.TypeAdvisor && r.builtinType(typ)
 }
 
 // builtinType reports whether messages of typ go to the built-in handler.
