@@ -120,11 +120,11 @@ func (b *Build) shape(name string) *shaped {
 // shape prepares a tool definition for requests. A loop shapes its
 // tools once, as it handles its tool messages once (RenderCached).
 func shape(name string, def json.RawMessage, explicit bool) (*shaped, error) {
-	s, result, err := llmTool(name, def, explicit)
+	check, llm, result, err := llmTool(name, def, explicit)
 	if err != nil {
 		return nil, err
 	}
-	sh := &shaped{llm: referable(s), check: s, def: def, result: result, activity: activityOf(def), delegate: delegateOf(def)}
+	sh := &shaped{llm: llm, check: check, def: def, result: result, activity: activityOf(def), delegate: delegateOf(def)}
 	sh.scopes, sh.scoped, _ = callScopes(def, nil)
 	return sh, nil
 }
@@ -133,30 +133,26 @@ func shape(name string, def json.RawMessage, explicit bool) (*shaped, error) {
 // reference to a value in the context (007).
 const refSchema = `{"type":"string","pattern":"^†[A-Za-z0-9_-]+","description":"A reference †kind.path to a value in the context, resolved before the call runs."}`
 
-// referable lets each parameter of a tool schema be a reference, so the
-// model can wire values instead of copying them. Calls are checked
-// against the plain schema once their references are resolved.
-func referable(s json.RawMessage) json.RawMessage {
-	o, err := ojson.Parse(s)
-	if err != nil {
-		return s
-	}
-	props, err := ojson.Parse(o.Get("properties"))
-	if err != nil {
-		return s
-	}
+// referable lets each parameter of the tool o be a reference, so the
+// model can wire values instead of copying them: o with props so changed.
+// Calls are checked against the plain schema once their references are
+// resolved. The model is offered the instances of its context, when it
+// has any (withInstances), rather than any string as _instance.
+func referable(o, props *ojson.Object) json.RawMessage {
+	p := &ojson.Object{}
 	for i, k := range props.Keys {
-		if !strings.HasPrefix(k, "_") {
-			props.Values[i] = json.RawMessage(`{"anyOf":[` + string(props.Values[i]) + `,` + refSchema + `]}`)
+		v := props.Values[i]
+		switch {
+		case k == "_instance" && string(v) == instanceAny:
+			continue
+		case !strings.HasPrefix(k, "_"):
+			v = json.RawMessage(`{"anyOf":[` + string(v) + `,` + refSchema + `]}`)
 		}
+		p.Set(k, v)
 	}
-	// The model is offered the instances of its context, when it has any
-	// (withInstances), not any string.
-	if string(props.Get("_instance")) == instanceAny {
-		props.Delete("_instance")
-	}
-	o.Set("properties", props.Bytes())
-	return o.Bytes()
+	r := &ojson.Object{Keys: slices.Clone(o.Keys), Values: slices.Clone(o.Values)}
+	r.Set("properties", p.Bytes())
+	return r.Bytes()
 }
 
 // outputMethodSchema is how a result combines with what is at the output
@@ -170,21 +166,22 @@ var reasoningSchema = json.RawMessage(`{"type":"string","description":"Why this 
 // their own _outputPath: any reference, chosen by the model (008).
 var outputPathSchema = json.RawMessage(`{"type":"string","pattern":"^†","description":"Where to write the result, e.g. †state.summary; || branches on failure, && fans out. Omit to not keep the result."}`)
 
-// llmTool turns a tool definition into what the model sees inside calls:
-// _tool first as a const, the parameters, then the meta-properties the
-// tool allows. Execution details (_activity, _delegate) are the runtime's
+// llmTool turns a tool definition into what a call must meet (check)
+// and what the model sees inside calls (llm, see referable):
+// _reasoningForCall and _tool first, the parameters, then the
+// meta-properties the tool allows. Execution details (_activity, _delegate) are the runtime's
 // business and are removed; so is _output for explicit tools, whose result
 // comes from code, not from the model (002); it is returned as result,
 // which that code's results must meet.
-func llmTool(name string, def json.RawMessage, explicit bool) (_, result json.RawMessage, _ error) {
+func llmTool(name string, def json.RawMessage, explicit bool) (check, llm, result json.RawMessage, _ error) {
 	o, err := ojson.Parse(def)
 	if err != nil {
-		return nil, nil, fmt.Errorf("schema is not a JSON object: %w", err)
+		return nil, nil, nil, fmt.Errorf("schema is not a JSON object: %w", err)
 	}
 	props := &ojson.Object{}
 	if p := o.Get("properties"); p != nil {
 		if props, err = ojson.Parse(p); err != nil {
-			return nil, nil, fmt.Errorf("properties: %w", err)
+			return nil, nil, nil, fmt.Errorf("properties: %w", err)
 		}
 	}
 	explicit = explicit || o.Has("_activity") || props.Has("_activity")
@@ -214,7 +211,7 @@ func llmTool(name string, def json.RawMessage, explicit bool) (_, result json.Ra
 	var required []string
 	if r := o.Get("required"); r != nil {
 		if err := json.Unmarshal(r, &required); err != nil {
-			return nil, nil, fmt.Errorf("required: %w", err)
+			return nil, nil, nil, fmt.Errorf("required: %w", err)
 		}
 	}
 	req := []string{"_tool"}
@@ -227,9 +224,10 @@ func llmTool(name string, def json.RawMessage, explicit bool) (_, result json.Ra
 	if !o.Has("type") {
 		o.SetFirst("type", json.RawMessage(`"object"`))
 	}
-	o.Set("properties", props.Bytes())
 	o.Set("required", rb)
-	return o.Bytes(), result, nil
+	llm = referable(o, props)
+	o.Set("properties", props.Bytes())
+	return o.Bytes(), llm, result, nil
 }
 
 // toolResult returns a tool definition's description and _output: what a
