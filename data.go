@@ -130,7 +130,7 @@ func UpdateBlock(m *message.Message) string {
 			s.WriteString("." + path.String())
 		}
 		s.WriteString(": ")
-		s.WriteString(compact(value))
+		s.Write(value) // ref.Encode writes it compact
 		s.Byte('\n')
 	}
 	s.about(id.Kind, m.Description, m.Schema)
