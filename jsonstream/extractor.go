@@ -60,6 +60,8 @@ type Extractor struct {
 	from      int    // start in the current chunk of the captured bytes
 	buf       []byte // captured bytes from earlier chunks
 
+	whole bool // hand over the value at the path whole, even an array
+
 	ended bool
 	err   error
 }
@@ -80,6 +82,30 @@ func NewExtractor(path string) (*Extractor, error) {
 		x.idx[i] = index(seg)
 	}
 	return x, nil
+}
+
+// NewValueExtractor returns an Extractor that hands over the value at
+// path whole, as one Element with Index -1, even when it is an array;
+// [Extractor.Partial] shows it as it arrives. This is how a solution's
+// output is streamed to a reader while the model writes it.
+func NewValueExtractor(path string) (*Extractor, error) {
+	x, err := NewExtractor(path)
+	if err == nil {
+		x.whole = true
+	}
+	return x, err
+}
+
+// Partial returns the bytes of the value being captured that have been
+// fed so far, when the last Feed began a value at the path (or an
+// element of its array) without completing it; otherwise nil. The bytes
+// are the Extractor's: they are valid until the next Feed, and the caller
+// must copy what it keeps.
+func (x *Extractor) Partial() []byte {
+	if !x.capturing {
+		return nil
+	}
+	return x.buf
 }
 
 // index returns seg as an array index if it is a canonical decimal, else -1.
@@ -231,7 +257,7 @@ func (x *Extractor) begin(k kind, start int) {
 		if k == kBeginObject || k == kBeginArray {
 			stack[d].on = true
 		}
-	case k == kBeginArray:
+	case k == kBeginArray && !x.whole:
 		stack[d].on, stack[d].target = true, true
 	default:
 		x.capturing, x.capDepth, x.capIndex, x.from = true, d, -1, start
