@@ -66,6 +66,7 @@ type EventKind string
 const (
 	EventStep         EventKind = "step"          // a request starts
 	EventThinking     EventKind = "thinking"      // visible reasoning text
+	EventOutput       EventKind = "output"        // a piece of the output as the model writes it
 	EventCallStarted  EventKind = "call.started"  // a call was confirmed and runs
 	EventCallFinished EventKind = "call.finished" // a call wrote its result
 	EventCallFailed   EventKind = "call.failed"   // a call failed; its error message follows at the end of the tick
@@ -84,6 +85,7 @@ type RunEvent struct {
 	Err     error            // EventCallFailed
 	Message *message.Message // EventMessage
 	Text    string           // EventThinking
+	Output  *Output          // EventOutput
 	Usage   *provider.Usage  // EventUsage: the request's; EventDone: the run's
 	Result  *RunResult       // EventDone
 	// Opinions are the advisors' entries of the step's solution, with
@@ -319,6 +321,8 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 		switch {
 		case ev.Thinking != nil:
 			ok = r.emit(RunEvent{Kind: EventThinking, Step: step, Text: ev.Thinking.Text})
+		case ev.Output != nil:
+			ok = r.emit(RunEvent{Kind: EventOutput, Step: step, Output: ev.Output})
 		case ev.Element != nil:
 			if len(calls) == maxCalls {
 				r.fail(fmt.Errorf("%w (%d)", ErrMaxCalls, maxCalls))

@@ -162,6 +162,10 @@ type Response struct {
 type Event struct {
 	// Thinking continues the model's visible reasoning for a solution.
 	Thinking *Text
+	// Output continues the output of a solution as the model writes it.
+	// After a Repair event, the pieces of the answer being re-asked start
+	// again.
+	Output *Output
 	// Element is a completed element at Config.CallbackPath.
 	Element *Element
 	// Repair reports an invalid solution that is being re-asked.
@@ -426,6 +430,7 @@ func llmSettings(cfg Config) provider.Request {
 type answer struct {
 	text strings.Builder
 	x    *jsonstream.Extractor
+	out  *outputTap
 }
 
 // generate runs one provider call, yielding thinking and callback
@@ -475,7 +480,7 @@ func readChunk(path string, n int, answers *[]*answer, resp *Response, yield fun
 		return fmt.Errorf("agent: provider: chunk for solution %d of %d", c.Index, n)
 	}
 	for len(*answers) <= c.Index {
-		a := &answer{}
+		a := &answer{out: newOutputTap()}
 		if path != "" {
 			if a.x, err = jsonstream.NewExtractor(path); err != nil {
 				return fmt.Errorf("agent: callback path: %w", err)
@@ -490,15 +495,23 @@ func readChunk(path string, n int, answers *[]*answer, resp *Response, yield fun
 		return errStopped
 	}
 	a := (*answers)[c.Index]
+	if c.Text == "" {
+		return nil
+	}
 	a.text.WriteString(c.Text)
-	if a.x != nil && c.Text != "" {
-		els, xerr := a.x.Feed([]byte(c.Text))
+	p := []byte(c.Text)
+	if a.x != nil {
+		els, xerr := a.x.Feed(p)
 		if !emit(c.Index, els, yield) {
 			return errStopped
 		}
 		if xerr != nil {
 			a.x = nil // a syntax error only stops the callbacks
 		}
+	}
+	// The output comes after the calls in a solution, and so in events.
+	if o := a.out.feed(c.Index, p); o != nil && !yield(Event{Output: o}, nil) {
+		return errStopped
 	}
 	return nil
 }
