@@ -25,6 +25,7 @@ func (m Message) MarshalJSON() ([]byte, error) {
 	}
 	w.str("_instance", m.Instance)
 	if a := m.Advisor; a != nil {
+		w.str("advisor", a.Name)
 		w.str("id", a.ID)
 		w.str("role", a.Role)
 		w.str("on", a.On)

@@ -80,8 +80,13 @@ type Message struct {
 	Extra json.RawMessage
 }
 
-// Advisor is the definition carried by an advisor message (017).
+// Advisor is the definition carried by an advisor message (017), or
+// the name of a registered one (801).
 type Advisor struct {
+	// Name, when set, names an advisor registered with the registry
+	// ({"type":"advisor","advisor":"riskAnalyst"}): its definition comes
+	// from there, and only On and Scopes, when given, change it.
+	Name        string
 	ID          string
 	Role        string   // what the advisor does, in words
 	On          string   // start, finish, request or demand

@@ -277,14 +277,29 @@ func (m *Message) parseAdvisor(f fields) error {
 	m.Type = TypeAdvisor
 	a := &Advisor{}
 	var err error
+	if a.Name, err = f.str("advisor"); err != nil {
+		return err
+	}
 	if a.ID, err = f.str("id"); err != nil {
 		return err
 	}
-	if a.ID == "" {
-		return fieldErr("id", "missing")
-	}
 	if a.Role, err = f.str("role"); err != nil {
 		return err
+	}
+	if a.Name != "" {
+		// A registered advisor: its definition is the registry's.
+		_, schema := f["schema"]
+		_, instanced := f["isInstanced"]
+		for _, own := range []struct {
+			field string
+			set   bool
+		}{{"id", a.ID != ""}, {"role", a.Role != ""}, {"schema", schema}, {"isInstanced", instanced}} {
+			if own.set {
+				return fieldErr(own.field, "is the registered advisor's: a message naming advisor %q may set only on and scopes", a.Name)
+			}
+		}
+	} else if a.ID == "" {
+		return fieldErr("id", "missing (or name a registered advisor with \"advisor\")")
 	}
 	if a.On, err = f.str("on"); err != nil {
 		return err

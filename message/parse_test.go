@@ -32,6 +32,8 @@ func TestParseSpellings(t *testing.T) {
 		{"meta", `{"type":"meta","meta":{"version":"1.2.3"}}`, `{"type":"meta","meta":{"version":"1.2.3"}}`},
 		{"advisor", `{"type":"advisor","id":"riskAnalyst","on":"request","scopes":["†state.deploymentHistory"],"role":"Analyze risks.","schema":{"type":"object"}}`,
 			`{"type":"advisor","id":"riskAnalyst","role":"Analyze risks.","on":"request","scopes":["†state.deploymentHistory"],"schema":{"type":"object"}}`},
+		{"registered advisor", `{"type":"advisor","advisor":"riskAnalyst","scopes":["†state.x"],"on":"start"}`,
+			`{"type":"advisor","advisor":"riskAnalyst","on":"start","scopes":["†state.x"]}`},
 		{"error", `{"type":"error","error":"boom","call":{"_tool":"a"}}`, `{"type":"error","call":{"_tool":"a"},"error":"boom"}`},
 		{"custom type keeps its fields", `{"type":"preset","preset":"Council","b":[1, 2]}`, `{"type":"preset","b":[1,2],"preset":"Council"}`},
 		{"unknown fields survive", `{"type":"data","kind":"k","data":1,"zeta":true,"_note":"x"}`, `{"type":"data","kind":"k","data":1,"_note":"x","zeta":true}`},
@@ -85,6 +87,8 @@ func TestParseContextErrors(t *testing.T) {
 		{"tool missing", `[{"type":"tool"}]`, 0, "tool", ""},
 		{"advisor without id", `[{"type":"advisor","role":"x"}]`, 0, "id", ""},
 		{"advisor bad on", `[{"type":"advisor","id":"a","on":"never"}]`, 0, "on", ""},
+		{"registered advisor with a role", `[{"type":"advisor","advisor":"a","role":"x"}]`, 0, "role", `message 0: field "role": message: invalid: is the registered advisor's: a message naming advisor "a" may set only on and scopes`},
+		{"registered advisor with a schema", `[{"type":"advisor","advisor":"a","schema":{}}]`, 0, "schema", ""},
 		{"instance not string", `[{"type":"state","_instance":1,"x":1}]`, 0, "_instance", ""},
 		{"nested content field", `[{"role":"user","content":{"type":"data","kind":"!"}}]`, 0, "content.kind", ""},
 	} {
