@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -12,6 +14,67 @@ import (
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
 )
+
+// ErrUnknownAdvisor reports an advisor message naming no registered
+// advisor.
+var ErrUnknownAdvisor = errors.New("agent: unknown advisor")
+
+// registeredAdvisor is an advisor of the registry (801).
+type registeredAdvisor struct {
+	def    message.Advisor
+	schema json.RawMessage
+}
+
+// Advisor registers an advisor (017, 801) under a.ID, with the schema of
+// its advice (nil for none beyond its votes). A context names it with
+// {"type":"advisor","advisor":"<id>"}, which may set when it speaks (on)
+// and what it focuses on (scopes) for that context; the rest is the
+// registered definition. A duplicate or empty id, or a schema that is not
+// a JSON object, panics.
+func (r *Registry) Advisor(a message.Advisor, schema json.RawMessage) {
+	if a.ID == "" {
+		panic("agent: Advisor with an empty ID")
+	}
+	if len(schema) > 0 && !isObject(schema) {
+		panic(fmt.Sprintf("agent: advisor %q: schema must be a JSON object", a.ID))
+	}
+	a.Name = ""
+	a.Scopes = slices.Clone(a.Scopes)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.advisors == nil {
+		r.advisors = map[string]registeredAdvisor{}
+	}
+	if _, ok := r.advisors[a.ID]; ok {
+		panic(fmt.Sprintf("agent: advisor %q is already registered", a.ID))
+	}
+	r.advisors[a.ID] = registeredAdvisor{a, bytes.Clone(schema)}
+}
+
+// lookupAdvisor returns the definition and schema of the registered
+// advisor that ref names, with ref's on and scopes when it sets them.
+func (r *Registry) lookupAdvisor(ref *message.Advisor) (*message.Advisor, json.RawMessage, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	reg, ok := r.advisors[ref.Name]
+	if !ok {
+		return nil, nil, fmt.Errorf("%w %q (advisors: %s)", ErrUnknownAdvisor, ref.Name, strings.Join(slices.Sorted(maps.Keys(r.advisors)), ", "))
+	}
+	a := reg.def
+	if ref.On != "" {
+		a.On = ref.On
+	}
+	if ref.Scopes != nil {
+		a.Scopes = ref.Scopes
+	}
+	return &a, reg.schema, nil
+}
+
+// isObject reports whether s is a JSON object.
+func isObject(s json.RawMessage) bool {
+	var o map[string]json.RawMessage
+	return json.Unmarshal(s, &o) == nil && o != nil
+}
 
 // ConsultAdvisor is the meta-tool through which the model asks an
 // on-demand advisor (017) for advice.
@@ -24,7 +87,13 @@ const ConsultAdvisor = "ConsultAdvisor"
 // first step), on request advisors always, on finish advisors once a step
 // has run; on-demand advisors are reached through the ConsultAdvisor tool.
 func renderAdvisor(_ context.Context, b *Build, m *message.Message) error {
-	a := m.Advisor
+	a, schema := m.Advisor, m.Schema
+	if a.Name != "" {
+		var err error
+		if a, schema, err = b.Registry.lookupAdvisor(a); err != nil {
+			return err
+		}
+	}
 	started := false
 	for _, x := range b.Log.All() {
 		if x.Type == message.TypePlan {
@@ -49,7 +118,7 @@ func renderAdvisor(_ context.Context, b *Build, m *message.Message) error {
 	}
 	desc.WriteString("Give its opinion in advisors before any call; put its votes for tools in calls as inline JSON, e.g. {\"deploy\": 10, \"delay\": 90}.")
 	b.Render(provider.RoleUser, desc.String())
-	item, err := advisorItem(a, m.Schema, InstanceIDs(b.Log.Messages()))
+	item, err := advisorItem(a, schema, InstanceIDs(b.Log.Messages()))
 	if err != nil {
 		return fmt.Errorf("advisor %q: %w", a.ID, err)
 	}
@@ -137,9 +206,11 @@ type Opinion struct {
 // Opinions reads the advisors' entries of a solution and their votes. A
 // vote string that is not a JSON object of numbers is an error naming the
 // advisor.
-func (s *Solution) Opinions() ([]Opinion, error) {
-	raw := s.Field("advisors")
-	if raw == nil {
+func (s *Solution) Opinions() ([]Opinion, error) { return opinionsOf(s.Field("advisors")) }
+
+// opinionsOf reads the advisors property raw.
+func opinionsOf(raw json.RawMessage) ([]Opinion, error) {
+	if raw == nil || string(raw) == "null" {
 		return nil, nil
 	}
 	var entries []json.RawMessage
@@ -156,7 +227,7 @@ func (s *Solution) Opinions() ([]Opinion, error) {
 		if err := json.Unmarshal(e, &v); err != nil {
 			return nil, fmt.Errorf("agent: advisors/%d: %w", i, err)
 		}
-		op := Opinion{ID: v.ID, Instance: v.Instance, Raw: e, Votes: map[string]float64{}}
+		op := Opinion{ID: v.ID, Instance: v.Instance, Raw: bytes.Clone(e), Votes: map[string]float64{}}
 		if v.Calls != "" {
 			if err := json.Unmarshal([]byte(v.Calls), &op.Votes); err != nil {
 				return nil, fmt.Errorf("agent: advisor %q: votes %q are not a JSON object of numbers: %w", v.ID, v.Calls, err)
@@ -169,7 +240,9 @@ func (s *Solution) Opinions() ([]Opinion, error) {
 
 // Tally weighs the advisors' votes: each tool's share of all votes, summed
 // over advisors that each count once (their votes normalised to 1), so a
-// loud advisor does not outweigh the council.
+// loud advisor does not outweigh the council. A tool voted 0 (or less) is
+// in the tally with no share: the advisors weighed it and rejected it. An
+// advisor whose votes are all 0 abstains.
 func Tally(ops []Opinion) map[string]float64 {
 	t := map[string]float64{}
 	n := 0
@@ -185,13 +258,52 @@ func Tally(ops []Opinion) map[string]float64 {
 		}
 		n++
 		for _, tool := range slices.Sorted(maps.Keys(op.Votes)) {
-			if w := op.Votes[tool]; w > 0 {
-				t[tool] += w / sum
-			}
+			t[tool] += max(op.Votes[tool], 0) / sum
 		}
 	}
 	for k := range t {
 		t[k] /= float64(n)
 	}
 	return t
+}
+
+// DefaultVeto is Config.Veto when it is 0: a call is refused when the
+// advisors gave its tool less than half the share of their favourite.
+const DefaultVeto = 0.5
+
+// veto returns why the advisors refuse call c, or "" when they let it
+// run. The tally is the resolution of the step (017): the advisors of
+// the call's instance, and those that speak for all instances, weigh the
+// tools; a tool they voted on whose share is below Config.Veto times the
+// favourite's is refused, and the model reads why on its next step. A
+// tool no advisor voted on runs: the council abstained.
+func (x *executor) veto(c *Call) string {
+	ratio := x.cfg.Veto
+	switch {
+	case len(x.council) == 0 || ratio < 0:
+		return ""
+	case ratio == 0:
+		ratio = DefaultVeto
+	}
+	var ops []Opinion
+	for _, op := range x.council {
+		if op.Instance == "" || op.Instance == c.Instance {
+			ops = append(ops, op)
+		}
+	}
+	t := Tally(ops)
+	share, voted := t[c.Tool]
+	if !voted {
+		return ""
+	}
+	fav, top := "", 0.0
+	for _, tool := range slices.Sorted(maps.Keys(t)) {
+		if t[tool] > top {
+			fav, top = tool, t[tool]
+		}
+	}
+	if share >= ratio*top {
+		return ""
+	}
+	return fmt.Sprintf("the advisors voted against %s: %.0f%% of their votes, against %.0f%% for %s", c.Tool, 100*share, 100*top, fav)
 }

@@ -3,11 +3,15 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/augceo/agent"
+	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider/scripted"
 )
 
@@ -101,5 +105,168 @@ func TestAdvisorPhasesAndInstances(t *testing.T) {
 	bad := agent.Solution{Raw: json.RawMessage(`{"advisors":[{"id":"x","calls":"not json"}]}`)}
 	if _, err := bad.Opinions(); err == nil || !strings.Contains(err.Error(), `advisor "x"`) {
 		t.Errorf("bad votes: %v", err)
+	}
+}
+
+// councilRun runs a loop over tools deploy, rollback and delay, whose
+// first answer streams in chunks; it returns the tools that ran, the
+// error messages of the run and its advice events.
+func councilRun(t *testing.T, cfg agent.Config, extra string, chunks ...string) (ran []string, errs []string, advice [][]agent.Opinion) {
+	t.Helper()
+	reg := cfg.Registry
+	if reg == nil {
+		reg = agent.NewRegistry()
+		cfg.Registry = reg
+	}
+	var mu sync.Mutex
+	for _, n := range []string{"deploy", "rollback", "delay"} {
+		reg.Tool(n, json.RawMessage(`{"type":"object"}`))
+		reg.Activity(n, agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			ran = append(ran, n+c.Instance)
+			return &agent.Result{Value: json.RawMessage(`"ok"`)}, nil
+		}))
+	}
+	cfg.Provider = scripted.New(scripted.Response{Chunks: chunks}, scripted.Response{Solutions: []string{`{"advisors":[],"calls":[],"output":"done"}`}})
+	tools := `{"type":"tool","tool":"deploy"},{"type":"tool","tool":"rollback"},{"type":"tool","tool":"delay"},`
+	for ev, err := range agent.Events(t.Context(), cfg, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[`+tools+extra+`]`)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Kind {
+		case agent.EventAdvice:
+			advice = append(advice, ev.Opinions)
+		case agent.EventMessage:
+			if ev.Message.Type == message.TypeError {
+				errs = append(errs, ev.Message.Error)
+			}
+		}
+	}
+	slices.Sort(ran)
+	return ran, errs, advice
+}
+
+const riskAnalyst = `{"type":"advisor","id":"riskAnalyst","on":"request","scopes":["†state.deploymentHistory"],"role":"Analyze risks and Vote for deployment actions.",
+	"schema":{"type":"object","properties":{"thought":{"type":"string","description":"Risk assessment of the deployment."}},"required":["thought"]}}`
+
+// The page's vote: deploy 10, rollback 5, delay 95.
+const riskVotes = `"advisors":[{"id":"riskAnalyst","thought":"The new feature lacks integration tests. High risk of regression.","calls":"{\"deploy\": 10, \"rollback\": 5, \"delay\": 95}"}]`
+
+func TestAdvisorsVeto(t *testing.T) {
+	// Page 017: the model, against its council, calls deploy as well as
+	// delay: the tally resolves the step, and only delay runs.
+	ran, errs, advice := councilRun(t, agent.Config{}, riskAnalyst,
+		`{`+riskVotes[:40], riskVotes[40:]+`,"calls":[{"_tool":"deploy",`, `"_reasoningForCall":"ship it"},`,
+		`{"_tool":"delay","_reasoningForCall":"RiskAnalyst strongly advises delaying due to insufficient testing."}],"output":null}`)
+	if !slices.Equal(ran, []string{"delay"}) {
+		t.Errorf("ran %v, want delay only", ran)
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0], "the advisors voted against deploy: 9% of their votes, against 86% for delay") {
+		t.Errorf("errors %q", errs)
+	}
+	if len(advice) != 1 || advice[0][0].Votes["delay"] != 95 {
+		t.Errorf("advice events %+v", advice)
+	}
+}
+
+func TestAdvisorsVetoOff(t *testing.T) {
+	ran, errs, _ := councilRun(t, agent.Config{Veto: -1}, riskAnalyst,
+		`{`+riskVotes+`,"calls":[{"_tool":"deploy"},{"_tool":"delay"}],"output":null}`)
+	if !slices.Equal(ran, []string{"delay", "deploy"}) || len(errs) != 0 {
+		t.Errorf("ran %v, errors %q: with the veto off every call runs", ran, errs)
+	}
+}
+
+func TestAdvisorsCallsWaitForAdvice(t *testing.T) {
+	// A model that writes its calls before the advisors: the calls wait
+	// until the advice is in, then the tally resolves them.
+	ran, errs, _ := councilRun(t, agent.Config{}, riskAnalyst,
+		`{"calls":[{"_tool":"deploy"},{"_tool":"rollback"}],`, riskVotes+`,"output":null}`)
+	if len(ran) != 0 || len(errs) != 2 {
+		t.Errorf("ran %v, errors %q: both calls are outvoted", ran, errs)
+	}
+}
+
+func TestAdvisorsAbstainAndBalance(t *testing.T) {
+	// Two advisors who disagree carry equal weight, however loud: deploy
+	// and delay tie and both run; rollback, which nobody voted on, runs
+	// too (the council abstained on it).
+	second := `{"type":"advisor","id":"productManager","on":"request","role":"Ship value."}`
+	votes := `"advisors":[{"id":"riskAnalyst","thought":"risky","calls":"{\"deploy\": 1, \"delay\": 9}"},{"id":"productManager","calls":"{\"deploy\": 900, \"delay\": 100}"}]`
+	ran, errs, _ := councilRun(t, agent.Config{}, riskAnalyst+","+second,
+		`{`+votes+`,"calls":[{"_tool":"deploy"},{"_tool":"delay"},{"_tool":"rollback"}],"output":null}`)
+	if !slices.Equal(ran, []string{"delay", "deploy", "rollback"}) || len(errs) != 0 {
+		t.Errorf("ran %v, errors %q", ran, errs)
+	}
+}
+
+func TestAdvisorsInstancedVeto(t *testing.T) {
+	// An instanced advisor judges each instance on its own: deploy runs
+	// for ① and is refused for ②.
+	advisor := `{"type":"state","_instance":"①","service":"api"},{"type":"state","_instance":"②","service":"db"},
+		{"type":"advisor","id":"perService","on":"request","isInstanced":true,"role":"Judges each service."}`
+	votes := `"advisors":[{"id":"perService","_instance":"①","calls":"{\"deploy\": 90, \"delay\": 10}"},{"id":"perService","_instance":"②","calls":"{\"deploy\": 5, \"delay\": 95}"}]`
+	ran, errs, _ := councilRun(t, agent.Config{}, advisor,
+		`{`+votes+`,"calls":[{"_tool":"deploy","_instance":"①"},{"_tool":"deploy","_instance":"②"}],"output":null}`)
+	if !slices.Equal(ran, []string{"deploy①"}) || len(errs) != 1 || !strings.Contains(errs[0], "against deploy") {
+		t.Errorf("ran %v, errors %q", ran, errs)
+	}
+}
+
+func TestRegisteredAdvisor(t *testing.T) {
+	// An advisor registered once, named from the context, which sets when
+	// it speaks there.
+	reg := agent.NewRegistry()
+	reg.Advisor(message.Advisor{ID: "riskAnalyst", Role: "Analyze risks and Vote for deployment actions.", Scopes: []string{"†state.deploymentHistory"}},
+		json.RawMessage(`{"type":"object","properties":{"thought":{"type":"string"}},"required":["thought"]}`))
+	ran, errs, advice := councilRun(t, agent.Config{Registry: reg}, `{"type":"advisor","advisor":"riskAnalyst","on":"request"}`,
+		`{`+riskVotes+`,"calls":[{"_tool":"deploy"},{"_tool":"delay"}],"output":null}`)
+	if !slices.Equal(ran, []string{"delay"}) || len(errs) != 1 || len(advice) != 1 {
+		t.Errorf("ran %v, errors %q, advice %v", ran, errs, advice)
+	}
+
+	// What the model is sent: the registered role, scopes and schema.
+	p := scripted.Solutions(`{"advisors":[{"id":"riskAnalyst","thought":"fine","calls":"{}"}],"output":1}`)
+	if _, err := agent.Request(t.Context(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{}`),
+		ctxOf(t, `[{"type":"advisor","advisor":"riskAnalyst","on":"request","scopes":["†input"]}]`)); err != nil {
+		t.Fatal(err)
+	}
+	sent := p.Requests()[0]
+	if s := string(sent.Schema); !strings.Contains(s, `"thought"`) || !strings.Contains(s, `{"const":"riskAnalyst"}`) {
+		t.Errorf("schema: %s", s)
+	}
+	var text strings.Builder
+	for _, m := range sent.Messages {
+		text.WriteString(m.Text)
+	}
+	if s := text.String(); !strings.Contains(s, "Analyze risks") || !strings.Contains(s, "Focus on: †input") || strings.Contains(s, "deploymentHistory") {
+		t.Errorf("rendered: %s", s)
+	}
+
+	// An unknown name is an error that lists the registered advisors.
+	_, err := agent.Request(t.Context(), agent.Config{Provider: scripted.Solutions(`{"output":1}`), Registry: reg}, json.RawMessage(`{}`),
+		ctxOf(t, `[{"type":"advisor","advisor":"riskAnalist"}]`))
+	if !errors.Is(err, agent.ErrUnknownAdvisor) || !strings.Contains(err.Error(), `"riskAnalist" (advisors: riskAnalyst)`) {
+		t.Errorf("unknown advisor: %v", err)
+	}
+}
+
+func TestRegistryAdvisorPanics(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Advisor(message.Advisor{ID: "a"}, nil)
+	for name, f := range map[string]func(){
+		"duplicate":  func() { reg.Advisor(message.Advisor{ID: "a"}, nil) },
+		"empty id":   func() { reg.Advisor(message.Advisor{}, nil) },
+		"bad schema": func() { reg.Advisor(message.Advisor{ID: "b"}, json.RawMessage(`[1]`)) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
 	}
 }

@@ -97,10 +97,13 @@ type ErrorKind string
 
 // The kinds of call errors (010): structural errors are the model's to fix
 // (bad parameters, references, unknown tools); runtime errors come from
-// running the call.
+// running the call. A rejected call was refused by Config.Confirm, a
+// vetoed one by the advisors' tally (017).
 const (
 	Structural ErrorKind = "structural"
 	Runtime    ErrorKind = "runtime"
+	Rejected   ErrorKind = "rejected"
+	Vetoed     ErrorKind = "vetoed"
 )
 
 // CallError is why a call failed. It becomes an error message the model

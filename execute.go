@@ -32,6 +32,9 @@ type executor struct {
 	cfg   *Config // shared: never written
 	reg   *Registry
 	build *Build
+	// council holds the opinions of the step's advisors (017), set on the
+	// run's goroutine before the step's calls start.
+	council []Opinion
 }
 
 // prepareCall parses raw, finds its tool, resolves its references against

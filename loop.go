@@ -295,15 +295,34 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 		return nil, false
 	}
 	r.last = p
+	s := r.sched
+	s.step = step
+	// With advisors active, the step's calls wait for their opinions,
+	// which the model writes first (017).
+	cfg.advising = p.build.props.Has("advisors")
+	advised := !cfg.advising
+	var held []*task
 	// The step's executor serves its calls until they end, maybe past the
 	// step (fire-and-forget ones).
 	exec := &executor{cfg: &cfg, reg: cfg.registry(), build: p.build}
+	advise := func(raw json.RawMessage) bool {
+		if advised {
+			return true
+		}
+		advised = true
+		if !r.advised(step, exec, raw) {
+			return false
+		}
+		for _, t := range held {
+			s.add(t)
+		}
+		held = nil
+		return s.start(ctx)
+	}
 	maxCalls := r.cfg.MaxCallsPerStep
 	if maxCalls <= 0 {
 		maxCalls = DefaultMaxCallsPerStep
 	}
-	s := r.sched
-	s.step = step
 	var calls []json.RawMessage // as the model wrote them: the step's plan
 	var sol *Solution
 	ok := true
@@ -331,18 +350,26 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 			}
 			calls = append(calls, bytes.Clone(ev.Element.Value))
 			if !r.lazy { // lazy mode: the model only plans
-				s.add(&task{raw: ev.Element.Value, id: callID(step, len(calls)-1), index: len(calls) - 1, exec: exec})
+				t := &task{raw: ev.Element.Value, id: callID(step, len(calls)-1), index: len(calls) - 1, exec: exec}
+				if !advised {
+					held = append(held, t)
+					break
+				}
+				s.add(t)
 				ok = s.start(ctx)
 			}
+		case ev.advisors != nil:
+			ok = advise(ev.advisors)
 		case ev.Response != nil:
-			ok = r.answered(step, ev.Response, p.build.props.Has("advisors"))
 			sol = &ev.Response.Solutions[0]
+			ok = r.answered(step, ev.Response) && advise(sol.Field("advisors"))
 		}
 		ok = ok && s.poll(ctx)
 		return ok
 	})
-	// The stream is closed: run what can run until nothing is left.
-	if !ok || r.stopped || !s.runDown(ctx, false) {
+	// The stream is closed: run what can run until nothing is left (an
+	// invalid answer ends it with no response: its calls run unadvised).
+	if !ok || r.stopped || !advise(nil) || !s.runDown(ctx, false) {
 		return nil, false
 	}
 	// The calls of this step are the plan of the next (012); errors of the
@@ -381,17 +408,18 @@ func (r *run) compact(ctx context.Context, cfg Config, step int, p *prepared) (*
 	return p, nil
 }
 
-// answered takes the step's response: its usage and, when an advisor is
-// active, their opinions.
-func (r *run) answered(step int, resp *Response, advisors bool) bool {
+// answered takes the usage of the step's response.
+func (r *run) answered(step int, resp *Response) bool {
 	r.usage.Add(resp.Usage)
-	if !r.emit(RunEvent{Kind: EventUsage, Step: step, Usage: &resp.Usage}) {
-		return false
-	}
-	if !advisors {
-		return true
-	}
-	ops, err := resp.Solutions[0].Opinions()
+	return r.emit(RunEvent{Kind: EventUsage, Step: step, Usage: &resp.Usage})
+}
+
+// advised takes the advisors' opinions of the step (raw is the
+// solution's advisors property): the executor weighs its calls by them.
+// Malformed votes are an error the model reads next step, and the calls
+// run unadvised.
+func (r *run) advised(step int, exec *executor, raw json.RawMessage) bool {
+	ops, err := opinionsOf(raw)
 	if err != nil {
 		r.sched.errs = append(r.sched.errs, taskError{-1, message.Message{Type: message.TypeError, Error: err.Error()}})
 		return true
@@ -399,7 +427,7 @@ func (r *run) answered(step int, resp *Response, advisors bool) bool {
 	if len(ops) == 0 {
 		return true
 	}
-	r.advice = ops
+	exec.council, r.advice = ops, ops
 	return r.emit(RunEvent{Kind: EventAdvice, Step: step, Opinions: ops})
 }
 

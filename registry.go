@@ -25,7 +25,8 @@ type Registry struct {
 	activities map[string]Activity
 	ideas      map[string]*Idea
 
-	presets map[string]Preset
+	presets  map[string]Preset
+	advisors map[string]registeredAdvisor
 }
 
 // NewRegistry returns a registry with the built-in handlers (text, data,

@@ -107,11 +107,21 @@ type Config struct {
 	// the run's first message and composed schema, so runs of one agent
 	// share it.
 	CacheKey string
+	// Veto is how the advisors' tally (017) acts on the calls of a step:
+	// a call is refused when its tool's share of the votes is below Veto
+	// times the share of the advisors' favourite (see advisor.go). 0
+	// means DefaultVeto; negative turns it off, and advice is only
+	// reported.
+	Veto float64
 
 	resume *resumed // set by Resume: the journal of the earlier attempt
 	// lazy, set for a request that only plans (012, lazy mode), offers no
 	// tool an _output: nothing runs, so no model writes a result.
 	lazy bool
+	// advising, set by the loop when advisors are active, hands over the
+	// solution's advisors as soon as they are written (Event.advisors):
+	// its calls wait for them.
+	advising bool
 }
 
 // registry returns the Registry c names, or DefaultRegistry.
@@ -172,6 +182,10 @@ type Event struct {
 	Repair *InvalidError
 	// Response is the final result, the last event.
 	Response *Response
+
+	// advisors is the solution's advisors property, complete (see
+	// Config.advising).
+	advisors json.RawMessage
 }
 
 // Text is a piece of text of one solution.
@@ -431,6 +445,7 @@ type answer struct {
 	text strings.Builder
 	x    *jsonstream.Extractor
 	out  *outputTap
+	adv  *jsonstream.Extractor // the advisors (Config.advising)
 }
 
 // generate runs one provider call, yielding thinking and callback
@@ -445,7 +460,7 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 		if stopped {
 			return false
 		}
-		if err = readChunk(cfg.CallbackPath, req.N, &answers, resp, yield, c, cerr); err != nil {
+		if err = readChunk(&cfg, req.N, &answers, resp, yield, c, cerr); err != nil {
 			stopped = true
 			return false
 		}
@@ -472,7 +487,7 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 }
 
 // readChunk takes one chunk of the provider's stream.
-func readChunk(path string, n int, answers *[]*answer, resp *Response, yield func(Event, error) bool, c *provider.Chunk, err error) error {
+func readChunk(cfg *Config, n int, answers *[]*answer, resp *Response, yield func(Event, error) bool, c *provider.Chunk, err error) error {
 	if err != nil {
 		return fmt.Errorf("agent: provider: %w", err)
 	}
@@ -481,10 +496,13 @@ func readChunk(path string, n int, answers *[]*answer, resp *Response, yield fun
 	}
 	for len(*answers) <= c.Index {
 		a := &answer{out: newOutputTap()}
-		if path != "" {
-			if a.x, err = jsonstream.NewExtractor(path); err != nil {
+		if cfg.CallbackPath != "" {
+			if a.x, err = jsonstream.NewExtractor(cfg.CallbackPath); err != nil {
 				return fmt.Errorf("agent: callback path: %w", err)
 			}
+		}
+		if cfg.advising {
+			a.adv, _ = jsonstream.NewValueExtractor("advisors") // a valid path
 		}
 		*answers = append(*answers, a)
 	}
@@ -500,6 +518,18 @@ func readChunk(path string, n int, answers *[]*answer, resp *Response, yield fun
 	}
 	a.text.WriteString(c.Text)
 	p := []byte(c.Text)
+	// The advisors come before the calls they vote on.
+	if a.adv != nil {
+		els, xerr := a.adv.Feed(p)
+		if len(els) > 0 {
+			a.adv = nil
+			if !yield(Event{advisors: els[0].Value}, nil) {
+				return errStopped
+			}
+		} else if xerr != nil {
+			a.adv = nil
+		}
+	}
 	if a.x != nil {
 		els, xerr := a.x.Feed(p)
 		if !emit(c.Index, els, yield) {

@@ -150,6 +150,12 @@ func (s *scheduler) start(ctx context.Context) bool {
 			kept = append(kept, t)
 			continue
 		}
+		if err == nil {
+			// The advisors decide before a person is asked.
+			if reason := t.exec.veto(c); reason != "" {
+				err = &CallError{Kind: Vetoed, Tool: c.Tool, Err: errors.New(reason)}
+			}
+		}
 		if err == nil && s.confirm != nil {
 			d, cerr := s.confirm(ctx, c)
 			switch {
@@ -157,7 +163,7 @@ func (s *scheduler) start(ctx context.Context) bool {
 				s.fail(fmt.Errorf("agent: confirm: %w", cerr))
 				return false
 			case d.Reject != "":
-				err = &CallError{Kind: "rejected", Tool: c.Tool, Err: errors.New(d.Reject)}
+				err = &CallError{Kind: Rejected, Tool: c.Tool, Err: errors.New(d.Reject)}
 			case d.Replace != nil:
 				if c, err = t.exec.prepareCall(s.log, bytes.Clone(d.Replace)); err != nil {
 					c = &Call{Raw: d.Replace, Tool: planTool(d.Replace)}
