@@ -28,6 +28,19 @@ func (f Func) Generate(ctx context.Context, req *Request) iter.Seq2[*Chunk, erro
 	return f(ctx, req)
 }
 
+// Endpoint says where a provider sends its requests. A durable run saves
+// it with its settings (never an API key), so that a resume calls the
+// same server, and says which.
+type Endpoint struct {
+	Provider string `json:"provider"`          // the adapter: "openai", "anthropic", "gemini"
+	BaseURL  string `json:"baseURL,omitempty"` // the API's root
+}
+
+// Describer is a Provider that says its Endpoint.
+type Describer interface {
+	Endpoint() Endpoint
+}
+
 // Request is one LLM invocation after the message handlers have run.
 type Request struct {
 	// Model names the model; empty means the adapter's configured default.

@@ -52,7 +52,7 @@ func Retry(p Provider, cfg RetryConfig) Provider {
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleep
 	}
-	return Func(func(ctx context.Context, req *Request) iter.Seq2[*Chunk, error] {
+	return retrying{p, Func(func(ctx context.Context, req *Request) iter.Seq2[*Chunk, error] {
 		return func(yield func(*Chunk, error) bool) {
 			backoff := cfg.Base
 			for attempt := 0; ; attempt++ {
@@ -87,7 +87,21 @@ func Retry(p Provider, cfg RetryConfig) Provider {
 				backoff *= 2
 			}
 		}
-	})
+	})}
+}
+
+// retrying is a Provider that retries another, and says its Endpoint.
+type retrying struct {
+	inner Provider
+	Func
+}
+
+// Endpoint returns the Endpoint of the Provider retried, if it has one.
+func (r retrying) Endpoint() Endpoint {
+	if d, ok := r.inner.(Describer); ok {
+		return d.Endpoint()
+	}
+	return Endpoint{}
 }
 
 // retryable reports whether err is worth another try, and the wait the

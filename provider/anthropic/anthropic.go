@@ -102,6 +102,7 @@ type Config struct {
 // concurrent use.
 type Provider struct {
 	client     sdk.Client
+	baseURL    string
 	model      string
 	maxTokens  int
 	toolOutput bool
@@ -151,7 +152,12 @@ func New(cfg Config) (*Provider, error) {
 		Idle:      limit.Or(cfg.IdleTimeout, DefaultIdleTimeout),
 		MaxBody:   maxBytes,
 	})))
+	baseURL := cfg.BaseURL
+	if baseURL == "" {
+		baseURL = DefaultBaseURL
+	}
 	return &Provider{
+		baseURL:    baseURL,
 		maxBytes:   maxBytes,
 		client:     sdk.NewClient(opts...),
 		model:      cfg.Model,

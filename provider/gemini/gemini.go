@@ -85,6 +85,7 @@ type Config struct {
 // keys), built on the google.golang.org/genai SDK. It is safe for
 // concurrent use.
 type Provider struct {
+	baseURL    string
 	models     *genai.Models
 	model      string
 	jsonSchema bool
@@ -129,7 +130,7 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gemini: %w", err)
 	}
-	return &Provider{models: client.Models, model: cfg.Model, jsonSchema: cfg.JSONSchema, maxBytes: maxBytes}, nil
+	return &Provider{baseURL: baseURL, models: client.Models, model: cfg.Model, jsonSchema: cfg.JSONSchema, maxBytes: maxBytes}, nil
 }
 
 // Generate sends req to the Gemini API: generateContent, or
