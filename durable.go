@@ -11,6 +11,7 @@ import (
 
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/platform"
+	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/store"
 )
 
@@ -49,6 +50,81 @@ type runSpec struct {
 	Plan      []json.RawMessage `json:"plan,omitempty"`      // plan runs: the plan, or the template
 	Instanced bool              `json:"instanced,omitempty"` // plan runs: the plan is a template run per instance
 	Schema    json.RawMessage   `json:"schema,omitempty"`    // loop runs: the solution schema
+	// Settings are the request settings the run was made with: a resume
+	// uses them where its Config leaves them unset. Never an API key.
+	Settings *RunSettings `json:"settings,omitempty"`
+}
+
+// RunSettings are the settings a durable run's requests were made with,
+// and where they went: saved with the run (never an API key), so that a
+// resume uses them where its Config leaves them unset, and a program
+// that rebuilds the provider (acts resume) calls the same endpoint.
+type RunSettings struct {
+	Endpoint    *provider.Endpoint `json:"endpoint,omitempty"`
+	Model       string             `json:"model,omitempty"`
+	Temperature *float64           `json:"temperature,omitempty"`
+	MaxTokens   int                `json:"maxTokens,omitempty"`
+	Thinking    int                `json:"thinking,omitempty"`
+	Rendering   Rendering          `json:"rendering,omitempty"`
+}
+
+// settingsOf returns the settings of cfg to save with a run.
+func settingsOf(cfg *Config) *RunSettings {
+	s := &RunSettings{Model: cfg.Model, Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens, Thinking: cfg.Thinking, Rendering: cfg.Rendering}
+	if d, ok := cfg.Provider.(provider.Describer); ok {
+		if e := d.Endpoint(); e.Provider != "" {
+			s.Endpoint = &e
+		}
+	}
+	return s
+}
+
+// SavedSettings returns the settings run was made with, or nil for a run
+// that saved none (a plan, or a run from before they were saved).
+func SavedSettings(run store.Run) (*RunSettings, error) {
+	var spec runSpec
+	if len(run.Spec) > 0 {
+		if err := json.Unmarshal(run.Spec, &spec); err != nil {
+			return nil, fmt.Errorf("agent: run %s: spec: %w", run.ID, err)
+		}
+	}
+	return spec.Settings, nil
+}
+
+// apply sets the settings cfg leaves unset.
+func (s *RunSettings) apply(cfg *Config) {
+	if s == nil {
+		return
+	}
+	if cfg.Model == "" {
+		cfg.Model = s.Model
+	}
+	if cfg.Temperature == nil {
+		cfg.Temperature = s.Temperature
+	}
+	if cfg.MaxTokens == 0 {
+		cfg.MaxTokens = s.MaxTokens
+	}
+	if cfg.Thinking == 0 {
+		cfg.Thinking = s.Thinking
+	}
+	if cfg.Rendering == "" {
+		cfg.Rendering = s.Rendering
+	}
+}
+
+// runEnd is the data of a journal's end entry: the run's result.
+type runEnd struct {
+	Solution json.RawMessage   `json:"solution,omitempty"`
+	Usage    provider.Usage    `json:"usage"`
+	Steps    int               `json:"steps,omitempty"`
+	Advice   []json.RawMessage `json:"advice,omitempty"`
+}
+
+// runStatus is the data of a journal's status entry.
+type runStatus struct {
+	Status store.Status `json:"status"`
+	Error  string       `json:"error,omitempty"`
 }
 
 // journal records a run in a store.Store as it goes. It sits between a
@@ -60,6 +136,7 @@ type runSpec struct {
 type journal struct {
 	st     store.Store
 	run    store.Run
+	lease  *lease
 	buf    []store.Entry
 	result func() *RunResult // the scheduler's result so far, for errors
 	cut    map[string]bool   // calls the run's cancellation cut short, by their JSON
@@ -84,51 +161,73 @@ type resumed struct {
 	// extra are messages a resume adds before going on (the end of an
 	// interrupted step); the journal records them first.
 	extra []message.Message
+	// usage sums the journal's usage entries: every request so far.
+	usage provider.Usage
+	// end is the result of a run that reached its end.
+	end *runEnd
+	// lease is the run's, held by the resume.
+	lease *lease
 }
 
-// openJournal saves the run's metadata as running and journals the
-// messages given (a new run), or continues an existing journal (resume).
-func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msgs []message.Message, resume bool) (*journal, error) {
-	id := cfg.RunID
-	if id == "" {
-		id = platform.NewID(ctx)
-	}
+// openJournal creates the run, held by this process, with the messages
+// given as the start of its journal (a new run), or continues the
+// journal of a run whose lease a resume holds. The lease is renewed
+// until the run ends; cancel stops the run if it is lost.
+func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msgs []message.Message, cancel context.CancelCauseFunc) (*journal, error) {
 	now := platform.Now(ctx).UTC()
-	run := store.Run{ID: id, Created: now}
-	if c, ok := cfg.Store.(store.Catalog); ok {
-		switch r, err := c.Load(ctx, id); {
-		case err == nil:
-			run = r
-		case !errors.Is(err, store.ErrNotFound):
-			return nil, fmt.Errorf("agent: load run %s: %w", id, err)
+	j := &journal{st: cfg.Store}
+	if rs := cfg.resume; rs != nil {
+		j.lease = rs.lease
+		run, err := cfg.Store.(store.Catalog).Load(ctx, cfg.RunID)
+		if err != nil {
+			return nil, fmt.Errorf("agent: load run %s: %w", cfg.RunID, err)
 		}
-	}
-	run.Kind, run.Status, run.Error, run.Updated = kind, store.Running, "", now
-	if run.Model == "" {
-		run.Model = cfg.Model
-	}
-	if !resume {
+		run.Kind, run.Status, run.Error, run.Updated, run.Lease = kind, store.Running, "", now, j.lease.terms(ctx)
+		if err := cfg.Store.Save(ctx, j.lease.owner, run); err != nil {
+			return nil, fmt.Errorf("agent: save run %s: %w", run.ID, err)
+		}
+		j.run = run
+		for i := range rs.extra { // the context is journaled already
+			if err := j.message(ctx, &rs.extra[i]); err != nil {
+				return nil, err
+			}
+		}
+		if err := j.flush(ctx); err != nil {
+			return nil, err
+		}
+	} else {
+		id := cfg.RunID
+		if id == "" {
+			id = platform.NewID(ctx)
+		}
+		j.lease = newLease(ctx, &cfg, id)
+		spec.Settings = settingsOf(&cfg)
 		b, err := json.Marshal(spec)
 		if err != nil {
 			return nil, fmt.Errorf("agent: run spec: %w", err)
 		}
-		run.Spec = b
-	}
-	if err := cfg.Store.Save(ctx, run); err != nil {
-		return nil, fmt.Errorf("agent: save run %s: %w", id, err)
-	}
-	j := &journal{st: cfg.Store, run: run}
-	if resume {
-		msgs = cfg.resume.extra // the context is journaled already
-	}
-	for i := range msgs {
-		if err := j.message(ctx, &msgs[i]); err != nil {
-			return nil, err
+		model := cfg.Model
+		if e := spec.Settings.Endpoint; e != nil && model != "" {
+			model = e.Provider + ":" + model
 		}
+		j.run = store.Run{ID: id, Kind: kind, Idea: cfg.Origin, Model: model, Status: store.Running, Spec: b,
+			Created: now, Updated: now, Lease: j.lease.terms(ctx)}
+		for i := range msgs {
+			if err := j.message(ctx, &msgs[i]); err != nil {
+				return nil, err
+			}
+		}
+		// The run and its context are created together: a run exists
+		// with all of its context or not at all.
+		if err := cfg.Store.Create(ctx, j.run, j.buf...); err != nil {
+			if errors.Is(err, store.ErrExists) {
+				return nil, fmt.Errorf("agent: run %s already exists: resume it, or give another id: %w", id, err)
+			}
+			return nil, fmt.Errorf("agent: create run %s: %w", id, err)
+		}
+		j.buf = j.buf[:0]
 	}
-	if err := j.flush(ctx); err != nil {
-		return nil, err
-	}
+	j.lease.keep(ctx, cancel)
 	return j, nil
 }
 
@@ -147,7 +246,7 @@ func (j *journal) flush(ctx context.Context) error {
 	}
 	// The entries must land even when the run is being cancelled: they
 	// record what already happened.
-	err := j.st.Append(context.WithoutCancel(ctx), j.run.ID, j.buf...)
+	err := j.st.Append(context.WithoutCancel(ctx), j.run.ID, j.lease.owner, j.buf...)
 	j.buf, j.lastCall = j.buf[:0], 0
 	if err != nil {
 		return fmt.Errorf("agent: journal of run %s: %w", j.run.ID, err)
@@ -186,10 +285,27 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 			return fmt.Errorf("agent: journal error: %w", err)
 		}
 		j.buf = append(j.buf, store.Entry{Type: store.EntrySettled, Call: ev.Call.ID, Data: b, Time: now})
+	case EventUsage:
+		// A request's usage is durable as soon as it is known, so a run's
+		// total survives failures and crashes.
+		b, err := json.Marshal(ev.Usage)
+		if err != nil {
+			return fmt.Errorf("agent: journal usage: %w", err)
+		}
+		call := strconv.Itoa(ev.Step)
+		if ev.Call != nil {
+			call = ev.Call.ID
+		}
+		j.buf = append(j.buf, store.Entry{Type: store.EntryUsage, Call: call, Data: b, Time: now})
+		return j.flush(ctx)
 	case EventStep:
 		return j.flush(ctx)
 	case EventDone:
-		j.buf = append(j.buf, store.Entry{Type: store.EntryEnd, Time: now})
+		b, err := json.Marshal(endOf(ev.Result))
+		if err != nil {
+			return fmt.Errorf("agent: journal end: %w", err)
+		}
+		j.buf = append(j.buf, store.Entry{Type: store.EntryEnd, Data: b, Time: now})
 		if err := j.flush(ctx); err != nil {
 			return err
 		}
@@ -204,8 +320,22 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 	return j.flush(ctx)
 }
 
-// close saves how the run ended.
+// endOf is what a journal keeps of a run's result.
+func endOf(res *RunResult) runEnd {
+	e := runEnd{Usage: res.Usage, Steps: res.Steps}
+	if res.Solution != nil {
+		e.Solution = res.Solution.Raw
+	}
+	for _, op := range res.Advice {
+		e.Advice = append(e.Advice, op.Raw)
+	}
+	return e
+}
+
+// close saves how the run ended, and gives its lease up. A run that
+// stopped short of its end says why in its journal too.
 func (j *journal) close(ctx context.Context, runErr error, res *RunResult) error {
+	j.lease.release()
 	switch {
 	case runErr == nil:
 		j.run.Status, j.run.Error = store.Done, ""
@@ -214,14 +344,21 @@ func (j *journal) close(ctx context.Context, runErr error, res *RunResult) error
 	default:
 		j.run.Status, j.run.Error = store.Failed, runErr.Error()
 	}
+	now := platform.Now(ctx).UTC()
+	var ferr error
+	if runErr != nil {
+		b, _ := json.Marshal(runStatus{Status: j.run.Status, Error: j.run.Error})
+		j.buf = append(j.buf, store.Entry{Type: store.EntryStatus, Data: b, Time: now})
+		ferr = j.flush(ctx)
+	}
 	if res != nil {
 		j.run.Usage = res.Usage
 	}
-	j.run.Updated = platform.Now(ctx).UTC()
-	if err := j.st.Save(context.WithoutCancel(ctx), j.run); err != nil {
-		return fmt.Errorf("agent: save run %s: %w", j.run.ID, err)
+	j.run.Updated, j.run.Lease = now, store.Lease{}
+	if err := j.st.Save(context.WithoutCancel(ctx), j.lease.owner, j.run); err != nil {
+		return errors.Join(ferr, fmt.Errorf("agent: save run %s: %w", j.run.ID, err))
 	}
-	return nil
+	return ferr
 }
 
 // wrap returns the yield a scheduler uses when its run is journaled.
@@ -235,6 +372,9 @@ func (j *journal) wrap(ctx context.Context, yield func(RunEvent, error) bool) (w
 		}
 		if err != nil {
 			stopped, closed = true, true
+			if cause := context.Cause(ctx); errors.Is(cause, store.ErrLeased) && !errors.Is(err, store.ErrLeased) {
+				err = errors.Join(err, cause) // why the run was cancelled
+			}
 			ferr := j.flush(ctx)
 			res := j.result()
 			var le *LimitError
@@ -309,8 +449,19 @@ func readJournal(ctx context.Context, st store.Store, id string) (*resumed, erro
 				failed = m.Failed
 			}
 			note(e.Call, failed)
+		case store.EntryUsage:
+			var u provider.Usage
+			if err := json.Unmarshal(e.Data, &u); err != nil {
+				return nil, fmt.Errorf("agent: run %s: entry %d: %w", id, e.Seq, err)
+			}
+			r.usage.Add(u)
 		case store.EntryEnd:
-			r.ended = true
+			r.ended, r.end = true, &runEnd{}
+			if len(e.Data) > 0 {
+				if err := json.Unmarshal(e.Data, r.end); err != nil {
+					return nil, fmt.Errorf("agent: run %s: entry %d: %w", id, e.Seq, err)
+				}
+			}
 		}
 	}
 	return r, nil
@@ -347,65 +498,108 @@ func ResumeEvents(ctx context.Context, cfg Config, id string) iter.Seq2[RunEvent
 			yield(RunEvent{}, fmt.Errorf("%w: Resume needs a store.Store that is also a store.Catalog", ErrNoStore))
 			return
 		}
-		run, err := cat.Load(ctx, id)
+		ctx = runContext(ctx, cfg)
+		// The lease first: what the journal says is only final for its
+		// holder.
+		l, err := acquire(ctx, &cfg, id)
 		if err != nil {
 			yield(RunEvent{}, fmt.Errorf("agent: resume %s: %w", id, err))
 			return
 		}
-		var spec runSpec
-		if len(run.Spec) > 0 {
-			if err := json.Unmarshal(run.Spec, &spec); err != nil {
-				yield(RunEvent{}, fmt.Errorf("agent: resume %s: spec: %w", id, err))
-				return
-			}
-		}
-		j, err := readJournal(ctx, cfg.Store, id)
+		run, rs, spec, err := loadRun(ctx, cat, cfg.Store, id)
 		if err != nil {
+			l.giveUp(ctx, run)
 			yield(RunEvent{}, err)
 			return
 		}
-		cfg.RunID, cfg.resume = id, j
-		if j.ended { // nothing left to do: make sure the metadata says so
-			log, err := message.NewLog(j.msgs...)
+		rs.lease = l
+		cfg.RunID, cfg.resume = id, rs
+		if rs.ended { // nothing left to do: its result is in the journal
+			res, err := rs.result(id)
+			if err == nil && run.Status != store.Done {
+				run.Status, run.Error, run.Updated = store.Done, "", platform.Now(ctx).UTC()
+			}
+			l.giveUp(ctx, run)
 			if err != nil {
-				yield(RunEvent{}, fmt.Errorf("agent: resume %s: %w", id, err))
+				yield(RunEvent{}, err)
 				return
 			}
-			if run.Status != store.Done {
-				run.Status, run.Error, run.Updated = store.Done, "", platform.Now(ctx).UTC()
-				if err := cfg.Store.Save(ctx, run); err != nil {
-					yield(RunEvent{}, fmt.Errorf("agent: save run %s: %w", id, err))
-					return
-				}
-			}
-			res := &RunResult{Log: log, Usage: run.Usage, RunID: id}
 			yield(RunEvent{Kind: EventDone, Usage: &res.Usage, Result: res}, nil)
 			return
 		}
-		if cfg.Model == "" {
-			cfg.Model = strings.TrimSpace(run.Model)
-		}
+		spec.Settings.apply(&cfg)
+		var events iter.Seq2[RunEvent, error]
 		switch run.Kind {
 		case kindPlan:
-			events := PlanEvents(ctx, cfg, spec.Plan, j.msgs)
+			events = PlanEvents(ctx, cfg, spec.Plan, rs.msgs)
 			if spec.Instanced {
-				events = PlanInstancesEvents(ctx, cfg, spec.Plan, j.msgs)
-			}
-			for ev, err := range events {
-				if !yield(ev, err) || err != nil {
-					return
-				}
+				events = PlanInstancesEvents(ctx, cfg, spec.Plan, rs.msgs)
 			}
 		case kindLoop:
-			for ev, err := range resumeLoop(ctx, cfg, spec.Schema) {
-				if !yield(ev, err) || err != nil {
-					return
-				}
-			}
+			events = resumeLoop(ctx, cfg, spec.Schema)
 		default:
+			l.giveUp(ctx, run)
 			yield(RunEvent{}, fmt.Errorf("agent: resume %s: unknown kind of run %q", id, run.Kind))
+			return
+		}
+		for ev, err := range events {
+			if !yield(ev, err) || err != nil {
+				return
+			}
 		}
 	}
+}
+
+// loadRun reads what a resume needs of run id: its metadata, journal and
+// spec.
+func loadRun(ctx context.Context, cat store.Catalog, st store.Store, id string) (store.Run, *resumed, runSpec, error) {
+	var spec runSpec
+	run, err := cat.Load(ctx, id)
+	if err != nil {
+		return run, nil, spec, fmt.Errorf("agent: resume %s: %w", id, err)
+	}
+	if len(run.Spec) > 0 {
+		if err := json.Unmarshal(run.Spec, &spec); err != nil {
+			return run, nil, spec, fmt.Errorf("agent: resume %s: spec: %w", id, err)
+		}
+	}
+	rs, err := readJournal(ctx, st, id)
+	if err != nil {
+		return run, nil, spec, err
+	}
+	if rs.usage == (provider.Usage{}) {
+		rs.usage = run.Usage // a journal from before usage entries
+	}
+	return run, rs, spec, nil
+}
+
+// result is the result of a run whose journal ended.
+func (rs *resumed) result(id string) (*RunResult, error) {
+	log, err := message.NewLog(rs.msgs...)
+	if err != nil {
+		return nil, fmt.Errorf("agent: resume %s: %w", id, err)
+	}
+	res := &RunResult{Log: log, Usage: rs.usage, RunID: id, Steps: rs.end.Steps}
+	if len(rs.end.Solution) > 0 {
+		var parts struct {
+			Output json.RawMessage   `json:"output"`
+			Calls  []json.RawMessage `json:"calls"`
+		}
+		if err := json.Unmarshal(rs.end.Solution, &parts); err != nil {
+			return nil, fmt.Errorf("agent: resume %s: solution: %w", id, err)
+		}
+		res.Solution = &Solution{Raw: rs.end.Solution, Calls: parts.Calls}
+		if string(parts.Output) != "null" {
+			res.Solution.Output = parts.Output
+		}
+	}
+	if len(rs.end.Advice) > 0 {
+		raw, _ := json.Marshal(rs.end.Advice)
+		if res.Advice, err = opinionsOf(raw); err != nil {
+			return nil, fmt.Errorf("agent: resume %s: %w", id, err)
+		}
+	}
+	return res, nil
 }
 
 // interrupted returns ErrInterrupted for a call an earlier attempt of the

@@ -18,11 +18,12 @@ import (
 )
 
 // crashStore is a store.Memory that stops keeping anything after a given
-// number of Appends, as a process killed at that moment would: Appends
-// fail and keep nothing, Saves are lost.
+// number of writes to journals (Create counts as one), as a process
+// killed at that moment would: writes fail and keep nothing, Saves are
+// lost, and its lease is held until it expires.
 type crashStore struct {
 	*store.Memory
-	left    atomic.Int64 // Appends still allowed
+	left    atomic.Int64 // writes still allowed
 	crashed atomic.Bool
 }
 
@@ -34,19 +35,63 @@ func newCrashStore(appends int64) *crashStore {
 	return s
 }
 
-func (s *crashStore) Append(ctx context.Context, id string, es ...store.Entry) error {
+func (s *crashStore) write() error {
 	if s.left.Add(-1) < 0 {
 		s.crashed.Store(true)
 		return errCrash
 	}
-	return s.Memory.Append(ctx, id, es...)
+	return nil
 }
 
-func (s *crashStore) Save(ctx context.Context, run store.Run) error {
+func (s *crashStore) Create(ctx context.Context, run store.Run, es ...store.Entry) error {
+	if err := s.write(); err != nil {
+		return err
+	}
+	return s.Memory.Create(ctx, run, es...)
+}
+
+func (s *crashStore) Append(ctx context.Context, id, owner string, es ...store.Entry) error {
+	if err := s.write(); err != nil {
+		return err
+	}
+	return s.Memory.Append(ctx, id, owner, es...)
+}
+
+func (s *crashStore) Save(ctx context.Context, owner string, run store.Run) error {
 	if s.crashed.Load() {
 		return errCrash
 	}
-	return s.Memory.Save(ctx, run)
+	return s.Memory.Save(ctx, owner, run)
+}
+
+// restart is the store as a new process finds it once the crashed
+// one's lease on run id has expired.
+func restart(t *testing.T, s *crashStore, id string) *crashStore {
+	t.Helper()
+	expireLease(t, s.Memory, id)
+	st := &crashStore{Memory: s.Memory}
+	st.left.Store(1 << 40)
+	return st
+}
+
+// expireLease lets the lease on run id lapse, as time passing would.
+func expireLease(t *testing.T, st *store.Memory, id string) {
+	t.Helper()
+	run, err := st.Load(context.Background(), id)
+	if errors.Is(err, store.ErrNotFound) || err == nil && run.Lease.Owner == "" {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another owner takes it at its expiry, and lets it go.
+	if err := st.Acquire(context.Background(), id, store.Lease{Owner: "janitor", Expires: run.Lease.Expires}, run.Lease.Expires); err != nil {
+		t.Fatal(err)
+	}
+	run.Lease = store.Lease{}
+	if err := st.Save(context.Background(), "janitor", run); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // counted registers code tools a, b, c (the 3-call chain of the instancing
@@ -218,8 +263,7 @@ func TestDurablePlanResume(t *testing.T) {
 			}
 			// Resume in a new "process": a fresh registry, the store's
 			// content only.
-			st2 := &crashStore{Memory: st.Memory}
-			st2.left.Store(1 << 40)
+			st2 := restart(t, st, "r")
 			reg2 := agent.NewRegistry()
 			runs2 := counted(reg2)
 			res, err := agent.Resume(context.Background(), agent.Config{Registry: reg2, Store: st2, Clock: fixedClock}, "r")
@@ -310,8 +354,7 @@ func TestDurableResumeEqualsUninterrupted(t *testing.T) {
 			if _, err := agent.ExecutePlanInstances(context.Background(), cfg, plan, msgs); !errors.Is(err, errCrash) {
 				t.Fatal(err)
 			}
-			st2 := &crashStore{Memory: st.Memory}
-			st2.left.Store(1 << 40)
+			st2 := restart(t, st, "r")
 			res, err := agent.Resume(context.Background(), agent.Config{Registry: reg, Store: st2, Clock: fixedClock}, "r")
 			if err != nil {
 				t.Fatal(err)
@@ -406,15 +449,15 @@ func TestDurableLoopResume(t *testing.T) {
 	runs := counted(reg)
 	msgs := ctxOf(t, `[{"type":"tool","tool":"a"},{"type":"tool","tool":"b"},{"type":"tool","tool":"c"},{"type":"input","data":{"v":1}}]`)
 	step1 := `{"calls":[{"_tool":"a","v":"†input.v","_outputPath":"†state.a"},{"_tool":"b","v":"†state.a.v","_outputPath":"†state.b"},{"_tool":"c","v":"†state.b.v","_outputPath":"†state.c"}],"output":null}`
-	// Appends: context, a started, a settled (+output), b started: crash
-	// when b's settling is written.
-	st := newCrashStore(4)
+	// Writes: the run with its context, a started, the step's usage and a
+	// settled (+output) in either order, b started: crash when b's
+	// settling is written.
+	st := newCrashStore(5)
 	cfg := agent.Config{Provider: scripted.Solutions(step1), Registry: reg, Store: st, RunID: "loop", Clock: fixedClock}
 	if _, err := agent.Run(context.Background(), cfg, json.RawMessage(`{}`), msgs); !errors.Is(err, errCrash) {
 		t.Fatalf("crashed run: %v", err)
 	}
-	st2 := &crashStore{Memory: st.Memory}
-	st2.left.Store(1 << 40)
+	st2 := restart(t, st, "loop")
 	p := scripted.Solutions(`{"calls":[],"output":"†state.b"}`)
 	cfg = agent.Config{Provider: p, Registry: reg, Store: st2, Clock: fixedClock}
 	res, err := agent.Resume(context.Background(), cfg, "loop")
@@ -482,10 +525,18 @@ func TestDurableCancelIsResumable(t *testing.T) {
 	if got := stateOf(t, res.Log); !strings.Contains(got, "failed") {
 		t.Errorf("the run's own log shows what happened: %s", got)
 	}
+	stopped := false
 	for _, e := range journal(t, st, "c") {
+		if e.Type == store.EntryStatus { // the run's, not the call's
+			stopped = strings.Contains(string(e.Data), `"status":"interrupted"`)
+			continue
+		}
 		if e.Type == store.EntrySettled || strings.Contains(string(e.Data), "context canceled") {
 			t.Errorf("journal keeps %s %s", e.Type, e.Data)
 		}
+	}
+	if !stopped {
+		t.Error("the journal does not say the run was interrupted")
 	}
 	if run, _ := st.Load(context.Background(), "c"); run.Status != store.Interrupted {
 		t.Errorf("status %s", run.Status)

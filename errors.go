@@ -3,6 +3,8 @@ package agent
 import (
 	"errors"
 	"fmt"
+
+	"github.com/augceo/agent/provider"
 )
 
 // Sentinel errors.
@@ -45,6 +47,8 @@ type InvalidError struct {
 	Attempts int    // how many answers were tried
 	Raw      string // the last answer
 	Err      error  // why it is invalid: JSON syntax or *schema.ValidationError
+	// Usage sums the requests that produced it, repairs included.
+	Usage provider.Usage
 }
 
 func (e *InvalidError) Error() string {

@@ -71,7 +71,7 @@ const (
 	EventCallFinished EventKind = "call.finished" // a call wrote its result
 	EventCallFailed   EventKind = "call.failed"   // a call failed; its error message follows at the end of the tick
 	EventMessage      EventKind = "message"       // a message was appended to the log
-	EventUsage        EventKind = "usage"         // usage of a finished request
+	EventUsage        EventKind = "usage"         // usage of a request, valid answer or not (with Call: the call's own)
 	EventAdvice       EventKind = "advice"        // the advisors' opinions of a solution (017)
 	EventDone         EventKind = "done"          // the run ended with an output
 	EventCompacted    EventKind = "compacted"     // the rendered context was compacted; Text says from and to what size
@@ -149,16 +149,23 @@ func runContext(ctx context.Context, cfg Config) context.Context {
 
 // loopEvents runs the loop from step first.
 func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []message.Message, first int, yield func(RunEvent, error) bool) {
-	ctx, cancel := context.WithCancel(runContext(ctx, cfg))
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(runContext(ctx, cfg))
+	defer cancel(nil)
 	msgs, log, err := contextLog(&cfg, msgs)
 	if err != nil {
 		yield(RunEvent{}, err)
 		return
 	}
+	if err := cfg.Rendering.Check(); err != nil {
+		yield(RunEvent{}, fmt.Errorf("agent: %w", err))
+		return
+	}
 	r := &run{cfg: cfg, schema: schema, log: log}
 	if cfg.Store != nil {
-		j, err := openJournal(ctx, cfg, kindLoop, runSpec{Schema: schema}, msgs, cfg.resume != nil)
+		if cfg.resume != nil {
+			r.usage = cfg.resume.usage // every request of the run so far
+		}
+		j, err := openJournal(ctx, cfg, kindLoop, runSpec{Schema: schema}, msgs, cancel)
 		if err != nil {
 			yield(RunEvent{}, err)
 			return
@@ -172,7 +179,7 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 	r.yield = yield
 	r.sched = newScheduler(&r.stream, &r.cfg, log, &r.usage, func() *RunResult { return r.result(nil, 0) })
 	defer func() {
-		cancel() // stop calls still running, then wait for them
+		cancel(nil) // stop calls still running, then wait for them
 		r.sched.wait()
 	}()
 	r.loop(ctx, first)
@@ -330,7 +337,10 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 		if inv, isInv := errors.AsType[*InvalidError](err); isInv {
 			s.errs = append(s.errs, taskError{len(calls), message.Message{Type: message.TypeError,
 				Error: "your answer was invalid and only its valid calls ran: " + inv.Err.Error()}})
-			return true
+			// An invalid answer costs all the same.
+			r.usage.Add(inv.Usage)
+			ok = r.emit(RunEvent{Kind: EventUsage, Step: step, Usage: &inv.Usage})
+			return ok
 		}
 		if err != nil {
 			r.fail(err)

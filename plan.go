@@ -299,18 +299,21 @@ func samePlan(msgs []message.Message, plan json.RawMessage) bool {
 // planEvents runs plan, or with in, plan as a template once per instance.
 func planEvents(ctx context.Context, cfg Config, plan []json.RawMessage, in *instancing, msgs []message.Message) iter.Seq2[RunEvent, error] {
 	return func(yield func(RunEvent, error) bool) {
-		ctx, cancel := context.WithCancel(runContext(ctx, cfg))
-		defer cancel()
+		ctx, cancel := context.WithCancelCause(runContext(ctx, cfg))
+		defer cancel(nil)
 		msgs, log, err := contextLog(&cfg, msgs)
 		if err != nil {
 			yield(RunEvent{}, err)
 			return
 		}
 		var usage provider.Usage
+		if cfg.resume != nil {
+			usage = cfg.resume.usage
+		}
 		result := func() *RunResult { return &RunResult{Log: log, Usage: usage, RunID: cfg.RunID} }
 		var j *journal
 		if cfg.Store != nil {
-			if j, err = openJournal(ctx, cfg, kindPlan, runSpec{Plan: plan, Instanced: in != nil}, msgs, cfg.resume != nil); err != nil {
+			if j, err = openJournal(ctx, cfg, kindPlan, runSpec{Plan: plan, Instanced: in != nil}, msgs, cancel); err != nil {
 				yield(RunEvent{}, err)
 				return
 			}
@@ -347,7 +350,7 @@ func planEvents(ctx context.Context, cfg Config, plan []json.RawMessage, in *ins
 			s.flush = j.flush
 		}
 		defer func() {
-			cancel() // stop calls still running, then wait for them
+			cancel(nil) // stop calls still running, then wait for them
 			s.wait()
 		}()
 		for _, t := range planTasks(g, x, cfg.resume) {

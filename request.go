@@ -12,6 +12,7 @@ import (
 	"iter"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/jsonstream"
@@ -87,8 +88,16 @@ type Config struct {
 	// that is also a store.Catalog keeps metadata saved before the run
 	// starts (Idea, Model).
 	Store store.Store
-	// RunID names the run in Store; empty means a new id.
+	// RunID names the run in Store; empty means a new id. A run whose id
+	// is taken fails (store.ErrExists): continue it with Resume.
 	RunID string
+	// Origin says where a durable run came from, such as an Idea file's
+	// path; it is saved as store.Run.Idea.
+	Origin string
+	// LeaseTTL is how long a durable run stays held by this process
+	// without renewing its lease (see lease.go); it is renewed every
+	// third of it while the run works. 0 means DefaultLeaseTTL.
+	LeaseTTL time.Duration
 
 	// Fanout starts the calls of a run (see platform.Fanout); nil means a
 	// goroutine per call.
@@ -289,6 +298,9 @@ func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, err
 	for i, text := range texts {
 		sol, err := repair(ctx, cfg, req, p.compiled, p.build.solutionChecks, i, text, resp, yield)
 		if err != nil {
+			if inv, ok := err.(*InvalidError); ok {
+				inv.Usage = resp.Usage
+			}
 			if err != errStopped {
 				yield(Event{}, err)
 			}

@@ -321,8 +321,11 @@ func (s *scheduler) finish(f finished) bool {
 	if f.bg {
 		s.bg--
 	}
-	if f.resp != nil {
+	if f.resp != nil { // a latent call or a delegate asked the model
 		s.usage.Add(f.resp.Usage)
+		if !s.emit(RunEvent{Kind: EventUsage, Step: s.step, Call: f.call, Usage: &f.resp.Usage}) {
+			return false
+		}
 	}
 	if !s.appendAll(f.msgs) {
 		return false

@@ -220,6 +220,9 @@ func trace(ctx context.Context, w io.Writer, st runStore, run store.Run) error {
 		return err
 	}
 	n, failed, calls, step := 0, 0, 0, ""
+	var answer json.RawMessage
+	var usage provider.Usage
+	journaled := false
 	for e, err := range st.Entries(ctx, run.ID, 0) {
 		if err != nil {
 			return err
@@ -255,12 +258,37 @@ func trace(ctx context.Context, w io.Writer, st runStore, run store.Run) error {
 			}
 		case store.EntrySolution:
 			bw.printf("       step %s: solution %s\n", e.Call, clip(string(e.Data), 200))
+		case store.EntryUsage:
+			var u provider.Usage
+			if json.Unmarshal(e.Data, &u) == nil {
+				usage.Add(u)
+				journaled = true
+			}
+		case store.EntryStatus:
+			var st struct{ Status, Error string }
+			if json.Unmarshal(e.Data, &st) == nil {
+				bw.printf("       stopped: %s: %s\n", st.Status, clip(st.Error, 300))
+			}
 		case store.EntryEnd:
 			bw.printf("       end\n")
+			var end struct {
+				Solution struct {
+					Output json.RawMessage `json:"output"`
+				} `json:"solution"`
+			}
+			if json.Unmarshal(e.Data, &end) == nil && len(end.Solution.Output) > 0 && string(end.Solution.Output) != "null" {
+				answer = end.Solution.Output
+			}
 		}
 	}
 	bw.printf("%d messages, %d calls started, %d failed\n", n, calls, failed)
+	if answer != nil {
+		bw.printf("answer: %s\n", indentJSON(answer))
+	}
 	u := run.Usage
+	if journaled { // exact across failures and resumes
+		u = usage
+	}
 	bw.printf("usage: %d input tokens, %d read from the cache and %d written to it (hit rate %.0f%%), %d output tokens (%d thinking)",
 		u.Input, u.CacheRead, u.CacheWrite, 100*u.CacheHitRate(), u.Output, u.Thinking)
 	if c, ok := cost(run.Model, u); ok {

@@ -29,6 +29,7 @@ type runFlags struct {
 	model, baseURL, store, progress, rendering string
 	concurrency                                int
 	json                                       bool
+	lease                                      time.Duration
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -38,6 +39,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.progress, "progress", "auto", "progress bar on standard error: auto (when a terminal), always, never")
 	fs.IntVar(&f.concurrency, "concurrency", 0, "calls running at once (0: the default)")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object for scripts")
+	fs.DurationVar(&f.lease, "lease", agent.DefaultLeaseTTL, "how long the run stays held by this process without renewing its lease; after a crash, a resume waits this long")
 	fs.StringVar(&f.rendering, "rendering", "", "how data reaches the model: cached (each message rendered once, so requests share their prefix with the prompt cache) or snapshot (each identity's merged value); default: the Idea's, else cached")
 }
 
@@ -75,14 +77,14 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	} else if _, err := st.Load(ctx, runID); err == nil {
 		return fmt.Errorf("run %s already exists in %s; continue it with: acts resume %s", runID, rf.store, runID)
 	}
-	now := platform.Now(ctx).UTC()
-	if err := st.Save(ctx, store.Run{ID: runID, Idea: pos[0], Model: rf.model, Status: store.Running, Created: now, Updated: now}); err != nil {
-		return err
-	}
-	cfg, err := rf.config(env, st, runID, rf.model)
+	// Every check comes before the run is created: a command that fails
+	// leaves no run behind. The agent creates it, atomically: of two
+	// commands racing for one id, the second fails.
+	cfg, err := rf.config(env, st, runID, rf.model, rf.baseURL)
 	if err != nil {
 		return err
 	}
+	cfg.Origin = pos[0]
 	if cfg.Rendering == "" {
 		cfg.Rendering = idea.Rendering
 	}
@@ -116,13 +118,16 @@ func instanced(plan []json.RawMessage) bool {
 }
 
 // config builds the agent configuration of a run.
-func (f *runFlags) config(env *Env, st store.Store, id, model string) (agent.Config, error) {
-	cfg := agent.Config{Registry: env.Registry, Store: st, RunID: id, Concurrency: f.concurrency, Rendering: agent.Rendering(f.rendering)}
+func (f *runFlags) config(env *Env, st store.Store, id, model, baseURL string) (agent.Config, error) {
+	cfg := agent.Config{Registry: env.Registry, Store: st, RunID: id, Concurrency: f.concurrency, Rendering: agent.Rendering(f.rendering), LeaseTTL: f.lease}
+	if f.lease <= 0 {
+		return cfg, fmt.Errorf("%w: --lease must be positive, got %s", errUsage, f.lease)
+	}
 	if err := agent.Rendering(f.rendering).Check(); err != nil {
 		return cfg, fmt.Errorf("%w: --rendering: %w", errUsage, err)
 	}
 	if model != "" {
-		p, name, err := NewProvider(model, f.baseURL)
+		p, name, err := NewProvider(model, baseURL)
 		if err != nil {
 			return cfg, err
 		}
@@ -152,22 +157,52 @@ func resumeCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("run %s: %w", pos[0], err)
 	}
-	model := rf.model
-	if model == "" {
-		model = run.Model
+	model, baseURL, err := resumeEndpoint(run, &rf)
+	if err != nil {
+		return err
 	}
-	cfg, err := rf.config(env, st, run.ID, model)
+	cfg, err := rf.config(env, st, run.ID, model, baseURL)
 	if err != nil {
 		return err
 	}
 	if run.Kind == "loop" && cfg.Provider == nil {
 		return fmt.Errorf("%w: run %s is an agent loop and needs --model", errUsage, run.ID)
 	}
+	if d, ok := cfg.Provider.(provider.Describer); ok {
+		// Say where the run's context goes before it goes.
+		e := d.Endpoint()
+		fmt.Fprintf(env.Stderr, "resuming run %s: %s at %s, model %s\n", run.ID, e.Provider, e.BaseURL, cfg.Model)
+	}
 	total := 0
 	if run.Kind == "plan" {
 		total = planSize(ctx, st, run)
 	}
 	return drive(ctx, env, &rf, run.ID, agent.ResumeEvents(ctx, cfg, run.ID), total)
+}
+
+// resumeEndpoint returns the provider:model and base URL a resume calls:
+// the flags', else those the run was made with, so that a run made
+// against a local server is not sent to a provider's default endpoint.
+func resumeEndpoint(run store.Run, rf *runFlags) (model, baseURL string, err error) {
+	model, baseURL = rf.model, rf.baseURL
+	saved, err := agent.SavedSettings(run)
+	if err != nil {
+		return "", "", err
+	}
+	if saved == nil || saved.Endpoint == nil {
+		if model == "" {
+			model = run.Model // a run from before settings were saved
+		}
+		return model, baseURL, nil
+	}
+	e := saved.Endpoint
+	if model == "" && saved.Model != "" {
+		model = e.Provider + ":" + saved.Model
+	}
+	if name, _, _ := strings.Cut(model, ":"); baseURL == "" && name == e.Provider {
+		baseURL = e.BaseURL
+	}
+	return model, baseURL, nil
 }
 
 // planSize is the number of calls of a plan run, for the progress bar.
@@ -313,10 +348,14 @@ func readInput(spec string) ([]message.Message, error) {
 	}
 	data = bytes.TrimSpace(data)
 	var elems []json.RawMessage
+	var where []string // where each element is, for errors
 	switch {
 	case len(data) > 0 && data[0] == '[':
 		if err := json.Unmarshal(data, &elems); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		for i := range elems {
+			where = append(where, "element "+strconv.Itoa(i+1))
 		}
 	case !lines && json.Valid(data):
 		return []message.Message{{Type: message.TypeData, Kind: "input", Data: data}}, nil
@@ -332,12 +371,14 @@ func readInput(spec string) ([]message.Message, error) {
 				return nil, fmt.Errorf("%s: line %d: not valid JSON", name, n)
 			}
 			elems = append(elems, append(json.RawMessage(nil), line...))
+			where = append(where, "line "+strconv.Itoa(n))
 		}
 		if err := sc.Err(); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	msgs := make([]message.Message, 0, len(elems))
+	whereOf := map[string]string{} // instance id → the input that has it
 	for i, e := range elems {
 		inst := strconv.Itoa(i + 1)
 		var meta struct {
@@ -355,6 +396,11 @@ func readInput(spec string) ([]message.Message, error) {
 			o.Delete("_instance")
 			e = o.Bytes()
 		}
+		if first, ok := whereOf[inst]; ok {
+			// Inputs of one instance would merge into one silently.
+			return nil, fmt.Errorf("%s: %s and %s are both instance %q: give each input its own _instance", name, first, where[i], inst)
+		}
+		whereOf[inst] = where[i]
 		msgs = append(msgs, message.Message{Type: message.TypeData, Kind: "input", Instance: inst, Data: e})
 	}
 	return msgs, nil

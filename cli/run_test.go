@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -289,6 +293,89 @@ func TestRunRenderingFlag(t *testing.T) {
 	}
 }
 
+func TestRunChecksBeforeSaving(t *testing.T) {
+	// A command that fails its checks leaves no run behind.
+	idea := writeIdea(t)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	for _, args := range [][]string{
+		{"--model", "openai:gpt-test", "--rendering", "fancy"},
+		{"--lease", "0s", "--model", "openai:gpt-test"},
+		{}, // a loop with no model
+		{"--model", "nonsense"},
+		{"--input", `[{"_instance":"1"},{"a":1}]`},
+	} {
+		code, _, errOut := acts(context.Background(), agent.NewRegistry(), append([]string{"run", idea, "--store", db, "--id", "bad"}, args...)...)
+		if code == 0 {
+			t.Errorf("%q: exit 0", args)
+		}
+		if _, out, _ := acts(context.Background(), agent.NewRegistry(), "runs", "--store", db, "--json"); strings.Contains(out, `"bad"`) {
+			t.Fatalf("%q (%s) left a run: %s", args, errOut, out)
+		}
+	}
+}
+
+func TestResumeUsesSavedEndpoint(t *testing.T) {
+	// A run made against a local server, whose second request fails, is
+	// resumed with no flags: it goes to the same server, and says so.
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	var fail atomic.Bool
+	var requests atomic.Int64
+	var answered atomic.Int64
+	inner := openaitest.Server(t, func(body []byte) string {
+		if answered.Add(1) > 1 {
+			return `{"calls":[],"output":{"capital":"Paris"}}`
+		}
+		return `{"calls":[{"_tool":"lookup","q":"France","_outputPath":"†state.found"}],"output":null}`
+	})
+	proxy := httputil.NewSingleHostReverseProxy(must(url.Parse(inner.URL)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if fail.Load() {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"error":{"message":"model overloaded","type":"invalid_request_error"}}`))
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	reg := agent.NewRegistry()
+	reg.Activity("lookup", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		fail.Store(true) // the next request fails
+		return agent.Value("Paris")
+	}))
+	idea := writeIdea(t)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	code, _, errOut := acts(context.Background(), reg, "run", idea, "--model", "local:m1", "--base-url", srv.URL+"/v1", "--store", db, "--id", "e", "--json")
+	if code != 1 || !strings.Contains(errOut, "model overloaded") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	fail.Store(false)
+	before := requests.Load()
+	code, out, errOut := acts(context.Background(), reg, "resume", "e", "--store", db, "--json")
+	if code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "resuming run e: local at "+srv.URL+"/v1, model m1") {
+		t.Errorf("resume did not say where it goes: %s", errOut)
+	}
+	if requests.Load() == before || summaryOf(t, out).Status != "done" {
+		t.Errorf("the resume did not call the run's server: %d requests, %s", requests.Load()-before, out)
+	}
+	_, out, _ = acts(context.Background(), reg, "log", "e", "--store", db)
+	if !strings.Contains(out, "stopped: failed") || !strings.Contains(out, `"capital": "Paris"`) {
+		t.Errorf("log:\n%s", out)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
 func TestReadInput(t *testing.T) {
 	jsonl := writeFile(t, "in.jsonl", "{\"a\":1}\n\n{\"_instance\":\"k\",\"a\":2}\n")
 	one := writeFile(t, "one.jsonl", `{"a":1}`)
@@ -307,6 +394,8 @@ func TestReadInput(t *testing.T) {
 		{`[1,`, nil, "--input: unexpected end of JSON input"},
 		{`{"a":1}` + "\nnope", nil, "--input: line 2: not valid JSON"},
 		{`[{"_instance":3}]`, nil, "input 1"},
+		{`[{"_instance":"2","a":1},{"a":2}]`, nil, `--input: element 1 and element 2 are both instance "2"`},
+		{"{\"_instance\":\"k\",\"a\":1}\n\n{\"_instance\":\"k\",\"a\":2}", nil, `--input: line 1 and line 3 are both instance "k"`},
 		{"@/nonexistent/x.json", nil, "no such file"},
 	} {
 		msgs, err := readInput(tt.spec)

@@ -10,8 +10,9 @@
 // [Fork] branches a run at a message of its log, through any of them:
 //
 //	m := store.NewMemory()
-//	_ = m.Save(ctx, store.Run{ID: "r1", Kind: "loop", Status: store.Running, Created: now, Updated: now})
-//	_ = m.Append(ctx, "r1", store.Entry{Type: store.EntryMessage, Data: msg, Time: now})
+//	lease := store.Lease{Owner: "host/42", Expires: now.Add(time.Minute)}
+//	_ = m.Create(ctx, store.Run{ID: "r1", Kind: "loop", Status: store.Running, Created: now, Updated: now, Lease: lease})
+//	_ = m.Append(ctx, "r1", "host/42", store.Entry{Type: store.EntryMessage, Data: msg, Time: now})
 //	for e, err := range m.Entries(ctx, "r1", 0) {
 //		if err != nil {
 //			return err

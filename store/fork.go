@@ -25,11 +25,9 @@ import (
 // exist, [ErrExists] if newID does, and [ErrRange] if at is negative or
 // the parent's log has no message at index at.
 //
-// Fork writes through the Store interface, which cannot create a run only
-// if it is absent nor save a run together with its journal. So a fork
-// racing another to the same newID may replace it, and a fork that fails
-// while copying the journal leaves run newID with Status [Failed] and an
-// Error saying so.
+// The new run is created with its journal in one [Store.Create], so a
+// fork racing another to the same newID either wins whole or fails with
+// ErrExists. No one holds it: the resume that continues it takes it.
 func Fork(ctx context.Context, s Store, c Catalog, id string, at int, newID string, now time.Time) (Run, error) {
 	parent, err := c.Load(ctx, id)
 	if err != nil {
@@ -95,22 +93,14 @@ func Fork(ctx context.Context, s Store, c Catalog, id string, at int, newID stri
 		Kind:     parent.Kind,
 		Idea:     parent.Idea,
 		Model:    parent.Model,
-		Status:   Failed,
-		Error:    fmt.Sprintf("fork of run %s at entry %d is incomplete", id, forkedAt),
+		Status:   Interrupted,
 		Parent:   id,
 		ForkedAt: forkedAt,
 		Spec:     parent.Spec,
 		Created:  now,
 		Updated:  now,
 	}
-	if err := s.Save(ctx, run); err != nil {
-		return Run{}, fmt.Errorf("fork run %s as %s: %w", id, newID, err)
-	}
-	if err := s.Append(ctx, newID, entries...); err != nil {
-		return Run{}, fmt.Errorf("fork run %s as %s: %w", id, newID, err)
-	}
-	run.Status, run.Error = Interrupted, ""
-	if err := s.Save(ctx, run); err != nil {
+	if err := s.Create(ctx, run, entries...); err != nil {
 		return Run{}, fmt.Errorf("fork run %s as %s: %w", id, newID, err)
 	}
 	return run, nil

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Memory is a [Store] and [Catalog] that keeps everything in memory, for
@@ -40,44 +41,93 @@ func NewMemory() *Memory {
 	return &Memory{runs: make(map[string]*memoryRun)}
 }
 
-// Save creates the run or replaces its metadata, keeping its journal.
-func (m *Memory) Save(ctx context.Context, run Run) error {
+// Create saves a new run and its first entries, or returns ErrExists.
+func (m *Memory) Create(ctx context.Context, run Run, entries ...Entry) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	run = cloneRun(run)
+	copied := copyEntries(entries, 0)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.runs[run.ID]; ok {
+		return fmt.Errorf("create run %s: %w", run.ID, ErrExists)
+	}
+	m.runs[run.ID] = &memoryRun{run: run, entries: copied}
+	return nil
+}
+
+// Save replaces the metadata of a run for owner, keeping its journal.
+func (m *Memory) Save(ctx context.Context, owner string, run Run) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	run = cloneRun(run)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if r, ok := m.runs[run.ID]; ok {
-		r.run = run
-		return nil
+	r, err := m.held(run.ID, owner, "save")
+	if err != nil {
+		return err
 	}
-	m.runs[run.ID] = &memoryRun{run: run}
+	r.run = run
 	return nil
 }
 
-// Append adds entries to the end of a saved run's journal, numbering them
-// from the journal's last Seq plus one. It returns ErrNotFound for a run
-// never saved, and appends nothing if ctx is already done.
-func (m *Memory) Append(ctx context.Context, id string, entries ...Entry) error {
+// Acquire leases a run to lease.Owner; see [Store.Acquire].
+func (m *Memory) Acquire(ctx context.Context, id string, lease Lease, now time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
-	}
-	copied := make([]Entry, len(entries))
-	for i, e := range entries {
-		copied[i] = Entry{Type: e.Type, Call: e.Call, Data: bytes.Clone(e.Data), Time: e.Time.UTC()}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.runs[id]
 	if !ok {
-		return fmt.Errorf("append to run %s: %w", id, ErrNotFound)
+		return fmt.Errorf("acquire run %s: %w", id, ErrNotFound)
 	}
-	for i := range copied {
-		copied[i].Seq = int64(len(r.entries) + i + 1)
+	if h := r.run.Lease; h.Owner != "" && h.Owner != lease.Owner && h.Expires.After(now) {
+		return &LeaseError{Run: id, Owner: lease.Owner, Held: h}
 	}
-	r.entries = append(r.entries, copied...)
+	r.run.Lease = Lease{Owner: lease.Owner, Expires: lease.Expires.UTC()}
 	return nil
+}
+
+// Append adds entries to the end of a run's journal for owner, numbering
+// them from the journal's last Seq plus one. It returns ErrNotFound for a
+// run never created, and appends nothing if ctx is already done.
+func (m *Memory) Append(ctx context.Context, id, owner string, entries ...Entry) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, err := m.held(id, owner, "append to")
+	if err != nil {
+		return err
+	}
+	r.entries = append(r.entries, copyEntries(entries, len(r.entries))...)
+	return nil
+}
+
+// held returns run id when owner holds it (or no one does and owner is
+// ""). The caller holds m.mu.
+func (m *Memory) held(id, owner, what string) (*memoryRun, error) {
+	r, ok := m.runs[id]
+	if !ok {
+		return nil, fmt.Errorf("%s run %s: %w", what, id, ErrNotFound)
+	}
+	if r.run.Lease.Owner != owner {
+		return nil, &LeaseError{Run: id, Owner: owner, Held: r.run.Lease}
+	}
+	return r, nil
+}
+
+// copyEntries copies entries, numbered after the journal's first n.
+func copyEntries(entries []Entry, n int) []Entry {
+	copied := make([]Entry, len(entries))
+	for i, e := range entries {
+		copied[i] = Entry{Seq: int64(n + i + 1), Type: e.Type, Call: e.Call, Data: bytes.Clone(e.Data), Time: e.Time.UTC()}
+	}
+	return copied
 }
 
 // Entries walks a run's journal from the first entry whose Seq is greater
@@ -161,5 +211,6 @@ func cloneRun(run Run) Run {
 	run.Spec = bytes.Clone(run.Spec)
 	run.Created = run.Created.UTC()
 	run.Updated = run.Updated.UTC()
+	run.Lease.Expires = run.Lease.Expires.UTC()
 	return run
 }

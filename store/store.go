@@ -39,6 +39,18 @@ type Run struct {
 	Spec    json.RawMessage
 	Created time.Time
 	Updated time.Time
+	// Lease is who advances the run now, and until when; zero when no one
+	// does. See [Store.Acquire].
+	Lease Lease
+}
+
+// Lease holds a run for one owner, a process advancing it (a run, a
+// resume), until Expires unless the owner renews it. Only the holder
+// writes the run, so two processes never advance it at once; after a
+// crash the lease expires and another process may take the run over.
+type Lease struct {
+	Owner   string
+	Expires time.Time
 }
 
 // EntryType names what a journal entry records.
@@ -60,8 +72,17 @@ const (
 	EntrySolution EntryType = "solution"
 	// EntryEnd closes a journal whose run reached its end; it is appended
 	// together with the run's last messages, so a resume finds either all
-	// of them or none.
+	// of them or none. Data holds the run's result: its last solution,
+	// usage and advice.
 	EntryEnd EntryType = "end"
+	// EntryUsage is the usage of one request to the model, appended when
+	// its answer arrived, valid or not; Call holds the step (or the call
+	// that made the request) and Data the provider.Usage. A run's usage is
+	// the sum of its journal's usage entries.
+	EntryUsage EntryType = "usage"
+	// EntryStatus records that the run stopped without reaching its end:
+	// Data holds {"status":"failed"|"interrupted","error":"..."}.
+	EntryStatus EntryType = "status"
 )
 
 // Entry is one record of a run's journal.
@@ -79,18 +100,36 @@ type Entry struct {
 
 // Store is where a run's metadata and journal go while it runs.
 //
-// Implementations are safe for concurrent use. The agent appends to one
+// Implementations are safe for concurrent use, also by several processes
+// sharing one database: each method is atomic. The agent appends to one
 // run from one goroutine at a time; different runs may be written
 // concurrently. The store owns nothing it is given: it copies what it
-// keeps. A cancelled ctx may abort a call; an Append either keeps all its
-// entries or none.
+// keeps. A cancelled ctx may abort a call; a write either keeps all it
+// was given or nothing. Any string and any bytes can be saved, NUL and
+// invalid UTF-8 included, and come back as they were.
+//
+// Writes are fenced by the run's lease: Save and Append name the owner
+// they write for, and fail with a [*LeaseError] when the run is held by
+// another (or by no one, for an owner that lost or released it).
 type Store interface {
-	// Save creates the run or replaces its metadata.
-	Save(ctx context.Context, run Run) error
-	// Append adds entries to the end of a saved run's journal and returns
-	// once they are durable: a process killed after Append returned keeps
-	// them. It returns ErrNotFound for a run never saved.
-	Append(ctx context.Context, id string, entries ...Entry) error
+	// Create saves a new run and the first entries of its journal,
+	// together. It returns an error wrapping ErrExists if the id is taken.
+	// When run.Lease names an owner, the run is held by it from the start.
+	Create(ctx context.Context, run Run, entries ...Entry) error
+	// Save replaces the metadata of a run, its Lease included (a zero
+	// Lease releases it), for owner: the holder of its lease, or "" for
+	// a run no one holds. It returns ErrNotFound for a run never created.
+	Save(ctx context.Context, owner string, run Run) error
+	// Acquire leases run id to lease.Owner until lease.Expires when no
+	// one holds it, when its holder's lease expired at or before now, or
+	// when lease.Owner holds it already (a renewal). Otherwise it returns
+	// a *LeaseError naming the holder and when its lease expires.
+	Acquire(ctx context.Context, id string, lease Lease, now time.Time) error
+	// Append adds entries to the end of a run's journal for owner (as for
+	// Save) and returns once they are durable: a process killed after
+	// Append returned keeps them. It returns ErrNotFound for a run never
+	// created.
+	Append(ctx context.Context, id, owner string, entries ...Entry) error
 	// Entries walks a run's journal in order, from the first entry whose
 	// Seq is greater than after. It yields ErrNotFound for an unknown run.
 	Entries(ctx context.Context, id string, after int64) iter.Seq2[Entry, error]

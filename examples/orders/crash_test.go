@@ -101,7 +101,9 @@ func TestCrashResume(t *testing.T) {
 	}
 	want := canonical(t, journalOf(t, ref, "ref"))
 
-	cmd := command(bin, []string{"ORDERS_DELAY=1ms", "ORDERS_AUDIT=" + audit}, append(run, "--store", db, "--id", "crash")...)
+	// A short lease, so that the resume after the kill need not wait long
+	// for it to expire.
+	cmd := command(bin, []string{"ORDERS_DELAY=1ms", "ORDERS_AUDIT=" + audit}, append(run, "--store", db, "--id", "crash", "--lease", "2s")...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -141,15 +143,54 @@ func TestCrashResume(t *testing.T) {
 		}
 	}
 
-	out, err := command(bin, []string{"ORDERS_AUDIT=" + audit}, "resume", "crash", "--store", db, "--json").CombinedOutput()
-	if err != nil {
-		t.Fatalf("resume: %v\n%s", err, out)
+	// The killed process still holds the run until its lease expires.
+	out, err := command(bin, nil, "resume", "crash", "--store", db).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "is held by") {
+		t.Fatalf("a resume while the lease holds: %v\n%s", err, out)
 	}
-	var sum struct {
-		Status string `json:"status"`
+	time.Sleep(2 * time.Second)
+	// Two resumes at once: one takes the run over; the other finds it
+	// held, or done if it comes late. No call runs twice.
+	resumes := make([]*exec.Cmd, 2)
+	outs := make([]bytes.Buffer, 2)
+	for i := range resumes {
+		resumes[i] = command(bin, []string{"ORDERS_AUDIT=" + audit}, "resume", "crash", "--store", db, "--json")
+		resumes[i].Stdout, resumes[i].Stderr = &outs[i], &outs[i]
+		if err := resumes[i].Start(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := json.Unmarshal(out[bytes.LastIndexByte(bytes.TrimSpace(out), '\n')+1:], &sum); err != nil || sum.Status != "done" {
-		t.Fatalf("resume printed %s (%v)", out, err)
+	done := 0
+	for i, r := range resumes {
+		err := r.Wait()
+		out := bytes.TrimSpace(outs[i].Bytes())
+		var sum struct {
+			Status string `json:"status"`
+		}
+		switch {
+		case err == nil && json.Unmarshal(out[bytes.LastIndexByte(out, '\n')+1:], &sum) == nil && sum.Status == "done":
+			done++
+		case err != nil && bytes.Contains(out, []byte("is held by")):
+		default:
+			t.Fatalf("resume %d: %v\n%s", i, err, out)
+		}
+	}
+	if done == 0 {
+		t.Fatal("no resume finished the run")
+	}
+	settledTwice, ends := map[string]int{}, 0
+	for _, e := range journalOf(t, db, "crash") {
+		switch e.Type {
+		case store.EntrySettled:
+			if settledTwice[e.Call]++; settledTwice[e.Call] == 2 {
+				t.Errorf("call %s settled twice", e.Call)
+			}
+		case store.EntryEnd:
+			ends++
+		}
+	}
+	if ends != 1 {
+		t.Errorf("%d end entries", ends)
 	}
 	got := canonical(t, journalOf(t, db, "crash"))
 	if !slices.Equal(got, want) {
@@ -241,5 +282,42 @@ func TestInterruptResume(t *testing.T) {
 	}
 	if got, want := canonical(t, journalOf(t, db, "int")), canonical(t, journalOf(t, ref, "ref")); !slices.Equal(got, want) {
 		t.Errorf("the resumed log differs from the uninterrupted one: %d and %d messages", len(got), len(want))
+	}
+}
+
+// TestRunIDRace starts two runs with the same id at once: one runs, the
+// other fails at once saying the run exists, and the journal has one end.
+func TestRunIDRace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the program")
+	}
+	bin := buildOrders(t)
+	db := filepath.Join(t.TempDir(), "race.db")
+	cmds := make([]*exec.Cmd, 2)
+	outs := make([]bytes.Buffer, 2)
+	for i := range cmds {
+		cmds[i] = command(bin, []string{"ORDERS_DELAY=1ms"}, "run", "orders.json", "--input", "@orders.jsonl", "--json", "--store", db, "--id", "race")
+		cmds[i].Stdout, cmds[i].Stderr = &outs[i], &outs[i]
+		if err := cmds[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ok := 0
+	for i, c := range cmds {
+		switch err := c.Wait(); {
+		case err == nil:
+			ok++
+		case !strings.Contains(outs[i].String(), "already exists"):
+			t.Errorf("run %d: %v\n%s", i, err, outs[i].String())
+		}
+	}
+	ends := 0
+	for _, e := range journalOf(t, db, "race") {
+		if e.Type == store.EntryEnd {
+			ends++
+		}
+	}
+	if ok != 1 || ends != 1 {
+		t.Errorf("%d runs succeeded, %d end entries", ok, ends)
 	}
 }

@@ -14,16 +14,42 @@
 //		fmt.Println(run.ID, run.Status)
 //	}
 //
+// # Concurrency
+//
+// Each write is one transaction. Create inserts the run with INSERT … ON
+// CONFLICT (id) DO NOTHING, which waits for a concurrent insert of the
+// same id to end: no row inserted is ErrExists. Save, Acquire and Append
+// lock the run's row (SELECT lease_owner, lease_expires … FOR UPDATE),
+// check its lease and write, so that writes to one run, from any
+// process, happen one after the other: one of two processes acquiring a
+// run wins, and concurrent Appends get consecutive Seqs.
+//
 // # Schema
 //
-// Open creates tables runs and entries, if they do not exist, in the
-// first schema of the connection's search_path (set it with the URL
-// parameter search_path to keep several stores in one database). Data and
-// Spec are bytea holding the caller's bytes unchanged (jsonb would reorder
-// keys and respace); usage is jsonb. Times are text in RFC 3339 with nine
-// fractional digits in UTC, which keeps the nanoseconds a timestamptz
-// would drop and still casts to timestamptz in a query (created::timestamptz).
+// Open creates tables runs and entries, and store_version, which holds
+// the schema's version, if they do not exist, in the first schema of the
+// connection's search_path (set it with the URL parameter search_path to
+// keep several stores in one database).
 //
-// Each Append is one transaction that locks its run's row, so concurrent
-// Appends to one run, from any process, get consecutive Seqs.
+// Strings (id, kind, idea, model, status, error, parent, the lease's
+// owner, an entry's type and call) are bytea holding the caller's bytes:
+// text refuses NUL and, in a UTF8 database, bytes that are not UTF-8,
+// which a run's error or a tool's output may hold. To read them in psql,
+// convert_from(error, 'UTF8') turns valid UTF-8 into text, and SET
+// bytea_output = 'escape' shows the bytes. Data and Spec are bytea too,
+// holding the caller's bytes unchanged (jsonb would reorder keys, respace
+// and refuse \u0000); usage is jsonb. Times are text in RFC 3339 with nine
+// fractional digits in UTC, which keeps the nanoseconds a timestamptz
+// would drop and still casts to timestamptz in a query
+// (created::timestamptz); lease_expires is the zero time when no one
+// holds the run.
+//
+// # Versions
+//
+// The schema is at version 2. Open migrates tables of version 1 (strings
+// as text, no leases and no store_version) in one transaction under an
+// advisory lock: it converts the strings to bytea, which rewrites the
+// tables, and leaves the runs held by no one. Stop the processes of
+// version 1 first: they do not check the version, and know neither
+// leases nor bytea strings. Open refuses tables of a later version.
 package postgres

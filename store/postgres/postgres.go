@@ -16,8 +16,9 @@ import (
 
 // Store is a [store.Store] and [store.Catalog] in a PostgreSQL database.
 // It is safe for concurrent use, also by several processes sharing the
-// database: Append locks its run's row, so concurrent Appends to one run
-// are numbered one after the other.
+// database: each write is one transaction that locks its run's row
+// (SELECT … FOR UPDATE), so concurrent writes to one run, from any
+// process, happen one after the other.
 type Store struct {
 	pool *pgxpool.Pool
 }
@@ -27,11 +28,13 @@ var (
 	_ store.Catalog = (*Store)(nil)
 )
 
-// schema creates the tables. Times are text in a fixed-width RFC 3339
-// form that keeps nanoseconds (timestamptz keeps microseconds); the "C"
-// collation makes them sort as the times do.
-const schema = `
-CREATE TABLE IF NOT EXISTS runs (
+// migrations[v] takes the tables from schema version v to v+1; new
+// tables go through all of them. Times are text in a fixed-width RFC
+// 3339 form that keeps nanoseconds (timestamptz keeps microseconds); the
+// "C" collation makes them sort as the times do.
+var migrations = []string{
+	0: `
+CREATE TABLE runs (
 	id        text PRIMARY KEY,
 	kind      text NOT NULL,
 	idea      text NOT NULL,
@@ -45,8 +48,8 @@ CREATE TABLE IF NOT EXISTS runs (
 	created   text COLLATE "C" NOT NULL,
 	updated   text COLLATE "C" NOT NULL
 );
-CREATE INDEX IF NOT EXISTS runs_created ON runs (created DESC, id);
-CREATE TABLE IF NOT EXISTS entries (
+CREATE INDEX runs_created ON runs (created DESC, id);
+CREATE TABLE entries (
 	run  text NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
 	seq  bigint NOT NULL,
 	type text NOT NULL,
@@ -55,12 +58,41 @@ CREATE TABLE IF NOT EXISTS entries (
 	time text COLLATE "C" NOT NULL,
 	PRIMARY KEY (run, seq)
 );
-`
+`,
+	// Version 2 keeps strings as bytea, which holds NUL and bytes that are
+	// not UTF-8, adds leases (no one holds the runs of version 1), and
+	// table store_version.
+	1: `
+ALTER TABLE entries DROP CONSTRAINT entries_run_fkey;
+ALTER TABLE runs
+	ALTER COLUMN id TYPE bytea USING convert_to(id, 'UTF8'),
+	ALTER COLUMN kind TYPE bytea USING convert_to(kind, 'UTF8'),
+	ALTER COLUMN idea TYPE bytea USING convert_to(idea, 'UTF8'),
+	ALTER COLUMN model TYPE bytea USING convert_to(model, 'UTF8'),
+	ALTER COLUMN status TYPE bytea USING convert_to(status, 'UTF8'),
+	ALTER COLUMN error TYPE bytea USING convert_to(error, 'UTF8'),
+	ALTER COLUMN parent TYPE bytea USING convert_to(parent, 'UTF8'),
+	ADD COLUMN lease_owner bytea NOT NULL DEFAULT '',
+	ADD COLUMN lease_expires text COLLATE "C" NOT NULL DEFAULT '0001-01-01T00:00:00.000000000Z';
+ALTER TABLE entries
+	ALTER COLUMN run TYPE bytea USING convert_to(run, 'UTF8'),
+	ALTER COLUMN type TYPE bytea USING convert_to(type, 'UTF8'),
+	ALTER COLUMN call TYPE bytea USING convert_to(call, 'UTF8'),
+	ADD FOREIGN KEY (run) REFERENCES runs (id) ON DELETE CASCADE;
+CREATE TABLE store_version (version integer NOT NULL);
+INSERT INTO store_version VALUES (2);
+`,
+}
+
+// schemaVersion is the version of the tables this package makes or
+// migrates to.
+var schemaVersion = len(migrations)
 
 // Open connects to the database at url, a PostgreSQL URL or keyword/value
 // connection string as pgx accepts ("postgres://user:pass@host:5432/db",
 // with pool settings such as pool_max_conns), and creates the tables if
-// they do not exist, in the first schema of the search_path. ctx bounds
+// they do not exist, in the first schema of the search_path, or migrates
+// tables of an earlier schema version (see the package doc). ctx bounds
 // the opening only.
 func Open(ctx context.Context, url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
@@ -79,15 +111,49 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	return s, nil
 }
 
-// init creates the tables, under a lock, since concurrent CREATE TABLE IF
-// NOT EXISTS statements can fail on each other.
+// init creates or migrates the tables, in one transaction under a lock,
+// since stores opening together would otherwise fail on each other.
 func (s *Store) init(ctx context.Context) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('github.com/augceo/agent/store/postgres'))`); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, schema); err != nil {
-			return fmt.Errorf("create tables: %w", err)
+		var (
+			schema         *string
+			runs, versions bool
+		)
+		err := tx.QueryRow(ctx, `
+SELECT current_schema(),
+	to_regclass(quote_ident(current_schema()) || '.runs') IS NOT NULL,
+	to_regclass(quote_ident(current_schema()) || '.store_version') IS NOT NULL`).Scan(&schema, &runs, &versions)
+		if err != nil {
+			return err
+		}
+		if schema == nil {
+			return errors.New("no schema of the search_path exists to create the tables in")
+		}
+		// Version 1 had no table store_version.
+		version := 0
+		switch {
+		case versions:
+			if err := tx.QueryRow(ctx, `SELECT version FROM store_version`).Scan(&version); err != nil {
+				return fmt.Errorf("schema version: %w", err)
+			}
+		case runs:
+			version = 1
+		}
+		if version > schemaVersion {
+			return fmt.Errorf("database schema version %d is newer than this program's %d", version, schemaVersion)
+		}
+		for v := version; v < schemaVersion; v++ {
+			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
+				return fmt.Errorf("migrate schema version %d to %d: %w", v, v+1, err)
+			}
+		}
+		if version < schemaVersion {
+			if _, err := tx.Exec(ctx, `UPDATE store_version SET version = $1`, schemaVersion); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -100,75 +166,148 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Save creates the run or replaces its metadata, keeping its journal.
-func (s *Store) Save(ctx context.Context, run store.Run) error {
-	created, err := formatTime(run.Created)
+// Create saves a new run and its first entries in one transaction, or
+// returns ErrExists.
+func (s *Store) Create(ctx context.Context, run store.Run, entries ...store.Entry) error {
+	cols, err := runValues(run)
 	if err != nil {
-		return fmt.Errorf("save run %s: created: %w", run.ID, err)
+		return fmt.Errorf("create run %s: %w", run.ID, err)
 	}
-	updated, err := formatTime(run.Updated)
+	es, err := entryValues(entries)
 	if err != nil {
-		return fmt.Errorf("save run %s: updated: %w", run.ID, err)
+		return fmt.Errorf("create run %s: %w", run.ID, err)
 	}
-	usage, err := json.Marshal(run.Usage)
-	if err != nil {
-		return fmt.Errorf("save run %s: %w", run.ID, err)
-	}
-	_, err = s.pool.Exec(ctx, `
-INSERT INTO runs (id, kind, idea, model, status, error, usage, parent, forked_at, spec, created, updated)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-ON CONFLICT (id) DO UPDATE SET
-	kind = excluded.kind, idea = excluded.idea, model = excluded.model,
-	status = excluded.status, error = excluded.error, usage = excluded.usage,
-	parent = excluded.parent, forked_at = excluded.forked_at, spec = excluded.spec,
-	created = excluded.created, updated = excluded.updated`,
-		run.ID, run.Kind, run.Idea, run.Model, string(run.Status), run.Error, string(usage),
-		run.Parent, run.ForkedAt, []byte(run.Spec), created, updated)
-	if err != nil {
-		return fmt.Errorf("save run %s: %w", run.ID, err)
-	}
-	return nil
-}
-
-// Append adds entries to the end of a saved run's journal in one
-// transaction, numbering them from the journal's last Seq plus one. It
-// holds the run's row lock (SELECT … FOR UPDATE) until it commits.
-func (s *Store) Append(ctx context.Context, id string, entries ...store.Entry) error {
-	var (
-		types = make([]string, len(entries))
-		calls = make([]string, len(entries))
-		data  = make([][]byte, len(entries))
-		times = make([]string, len(entries))
-	)
-	for i, e := range entries {
-		var err error
-		if times[i], err = formatTime(e.Time); err != nil {
-			return fmt.Errorf("append to run %s: entry %d: %w", id, i, err)
-		}
-		types[i], calls[i], data[i] = string(e.Type), e.Call, e.Data
-	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, id).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrNotFound
-		}
-		if err != nil || len(entries) == 0 {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO runs (`+runColumns+`)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+ON CONFLICT (id) DO NOTHING`, cols...)
+		if err != nil {
 			return err
 		}
-		// A statement of its own, after the lock: under READ COMMITTED its
-		// snapshot then sees the entries of the Append that held it.
+		if tag.RowsAffected() == 0 {
+			return store.ErrExists
+		}
+		return insertEntries(ctx, tx, run.ID, es)
+	})
+	return wrap(err, "create", run.ID)
+}
+
+// Save replaces the metadata of a run for owner, in one transaction that
+// locks the run's row and checks its lease.
+func (s *Store) Save(ctx context.Context, owner string, run store.Run) error {
+	cols, err := runValues(run)
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", run.ID, err)
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		held, err := lock(ctx, tx, run.ID)
+		if err != nil {
+			return err
+		}
+		if held.Owner != owner {
+			return &store.LeaseError{Run: run.ID, Owner: owner, Held: held}
+		}
 		_, err = tx.Exec(ctx, `
-INSERT INTO entries (run, seq, type, call, data, time)
-SELECT $1, (SELECT COALESCE(max(seq), 0) FROM entries WHERE run = $1) + x.n, x.type, x.call, x.data, x.time
-FROM unnest($2::text[], $3::text[], $4::bytea[], $5::text[]) WITH ORDINALITY AS x(type, call, data, time, n)`,
-			id, types, calls, data, times)
+UPDATE runs SET kind = $2, idea = $3, model = $4, status = $5, error = $6, usage = $7, parent = $8,
+	forked_at = $9, spec = $10, created = $11, updated = $12, lease_owner = $13, lease_expires = $14
+WHERE id = $1`, cols...)
 		return err
 	})
+	return wrap(err, "save", run.ID)
+}
+
+// Acquire leases a run to lease.Owner, in one transaction that locks the
+// run's row; see [store.Store.Acquire].
+func (s *Store) Acquire(ctx context.Context, id string, lease store.Lease, now time.Time) error {
+	expires, err := formatTime(lease.Expires)
+	if err != nil {
+		return fmt.Errorf("acquire run %s: lease expiry: %w", id, err)
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		held, err := lock(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if held.Owner != "" && held.Owner != lease.Owner && held.Expires.After(now) {
+			return &store.LeaseError{Run: id, Owner: lease.Owner, Held: held}
+		}
+		_, err = tx.Exec(ctx, `UPDATE runs SET lease_owner = $2, lease_expires = $3 WHERE id = $1`, []byte(id), []byte(lease.Owner), expires)
+		return err
+	})
+	return wrap(err, "acquire", id)
+}
+
+// Append adds entries to the end of a run's journal for owner in one
+// transaction, numbering them from the journal's last Seq plus one. It
+// holds the run's row lock until it commits.
+func (s *Store) Append(ctx context.Context, id, owner string, entries ...store.Entry) error {
+	es, err := entryValues(entries)
 	if err != nil {
 		return fmt.Errorf("append to run %s: %w", id, err)
 	}
-	return nil
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		held, err := lock(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if held.Owner != owner {
+			return &store.LeaseError{Run: id, Owner: owner, Held: held}
+		}
+		return insertEntries(ctx, tx, id, es)
+	})
+	return wrap(err, "append to", id)
+}
+
+// lock locks run id's row until tx ends and returns its lease, or
+// ErrNotFound.
+func lock(ctx context.Context, tx pgx.Tx, id string) (store.Lease, error) {
+	var (
+		owner   []byte
+		expires string
+	)
+	err := tx.QueryRow(ctx, `SELECT lease_owner, lease_expires FROM runs WHERE id = $1 FOR UPDATE`, []byte(id)).Scan(&owner, &expires)
+	if err != nil {
+		return store.Lease{}, notFound(err)
+	}
+	return parseLease(owner, expires)
+}
+
+// entryColumns holds the columns of entries to insert, one array each.
+type entryColumns struct {
+	types, calls, data [][]byte
+	times              []string
+}
+
+func entryValues(entries []store.Entry) (entryColumns, error) {
+	es := entryColumns{
+		types: make([][]byte, len(entries)),
+		calls: make([][]byte, len(entries)),
+		data:  make([][]byte, len(entries)),
+		times: make([]string, len(entries)),
+	}
+	for i, e := range entries {
+		var err error
+		if es.times[i], err = formatTime(e.Time); err != nil {
+			return entryColumns{}, fmt.Errorf("entry %d: %w", i, err)
+		}
+		es.types[i], es.calls[i], es.data[i] = []byte(e.Type), []byte(e.Call), e.Data
+	}
+	return es, nil
+}
+
+// insertEntries appends es to run id's journal. It is a statement of its
+// own, after the run's row is locked: under READ COMMITTED its snapshot
+// then sees the entries of the transaction that held the lock before.
+func insertEntries(ctx context.Context, tx pgx.Tx, id string, es entryColumns) error {
+	if len(es.times) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `
+INSERT INTO entries (run, seq, type, call, data, time)
+SELECT $1, (SELECT COALESCE(max(seq), 0) FROM entries WHERE run = $1) + x.n, x.type, x.call, x.data, x.time
+FROM unnest($2::bytea[], $3::bytea[], $4::bytea[], $5::text[]) WITH ORDINALITY AS x(type, call, data, time, n)`,
+		[]byte(id), es.types, es.calls, es.data, es.times)
+	return err
 }
 
 // Entries walks a run's journal from the first entry whose Seq is greater
@@ -184,9 +323,9 @@ func (s *Store) Entries(ctx context.Context, id string, after int64) iter.Seq2[s
 		if n > 0 {
 			return
 		}
-		// No entries: a saved run with none after after, or no run.
+		// No entries: a run with none after after, or no run.
 		var exists bool
-		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE id = $1)`, id).Scan(&exists); err != nil {
+		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE id = $1)`, []byte(id)).Scan(&exists); err != nil {
 			yield(store.Entry{}, fmt.Errorf("entries of run %s: %w", id, err))
 		} else if !exists {
 			yield(store.Entry{}, fmt.Errorf("entries of run %s: %w", id, store.ErrNotFound))
@@ -197,7 +336,7 @@ func (s *Store) Entries(ctx context.Context, id string, after int64) iter.Seq2[s
 // entries yields the entries of run id after after and returns how many
 // it yielded, or -1 if yield returned false.
 func (s *Store) entries(ctx context.Context, id string, after int64, yield func(store.Entry, error) bool) (int, error) {
-	rows, err := s.pool.Query(ctx, `SELECT seq, type, call, data, time FROM entries WHERE run = $1 AND seq > $2 ORDER BY seq`, id, after)
+	rows, err := s.pool.Query(ctx, `SELECT seq, type, call, data, time FROM entries WHERE run = $1 AND seq > $2 ORDER BY seq`, []byte(id), after)
 	if err != nil {
 		return 0, err
 	}
@@ -208,14 +347,14 @@ func (s *Store) entries(ctx context.Context, id string, after int64, yield func(
 			return n, err
 		}
 		var (
-			e       store.Entry
-			typ, tm string
-			data    []byte
+			e               store.Entry
+			typ, call, data []byte
+			tm              string
 		)
-		if err := rows.Scan(&e.Seq, &typ, &e.Call, &data, &tm); err != nil {
+		if err := rows.Scan(&e.Seq, &typ, &call, &data, &tm); err != nil {
 			return n, err
 		}
-		e.Type, e.Data = store.EntryType(typ), data
+		e.Type, e.Call, e.Data = store.EntryType(typ), string(call), data
 		if e.Time, err = parseTime(tm); err != nil {
 			return n, fmt.Errorf("entry %d: %w", e.Seq, err)
 		}
@@ -229,12 +368,9 @@ func (s *Store) entries(ctx context.Context, id string, after int64, yield func(
 
 // Load returns a run's metadata, or ErrNotFound.
 func (s *Store) Load(ctx context.Context, id string) (store.Run, error) {
-	run, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	run, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1`, []byte(id)))
 	if err != nil {
-		return store.Run{}, fmt.Errorf("load run %s: %w", id, err)
+		return store.Run{}, fmt.Errorf("load run %s: %w", id, notFound(err))
 	}
 	return run, nil
 }
@@ -268,20 +404,47 @@ func (s *Store) Runs(ctx context.Context) iter.Seq2[store.Run, error] {
 	}
 }
 
-const runColumns = `id, kind, idea, model, status, error, usage, parent, forked_at, spec, created, updated`
+// runColumns are the columns of table runs, in the order of runValues.
+const runColumns = `id, kind, idea, model, status, error, usage, parent, forked_at, spec, created, updated, lease_owner, lease_expires`
+
+// runValues returns the values of run's columns, in the order of
+// runColumns: strings as bytes, for bytea.
+func runValues(run store.Run) ([]any, error) {
+	created, err := formatTime(run.Created)
+	if err != nil {
+		return nil, fmt.Errorf("created: %w", err)
+	}
+	updated, err := formatTime(run.Updated)
+	if err != nil {
+		return nil, fmt.Errorf("updated: %w", err)
+	}
+	expires, err := formatTime(run.Lease.Expires)
+	if err != nil {
+		return nil, fmt.Errorf("lease expiry: %w", err)
+	}
+	usage, err := json.Marshal(run.Usage)
+	if err != nil {
+		return nil, err
+	}
+	return []any{[]byte(run.ID), []byte(run.Kind), []byte(run.Idea), []byte(run.Model), []byte(run.Status),
+		[]byte(run.Error), string(usage), []byte(run.Parent), run.ForkedAt, []byte(run.Spec), created, updated,
+		[]byte(run.Lease.Owner), expires}, nil
+}
 
 func scanRun(row pgx.Row) (store.Run, error) {
 	var (
-		run                      store.Run
-		status, created, updated string
-		usage, spec              []byte
+		run                                         store.Run
+		id, kind, idea, model, status, text, parent []byte
+		usage, spec, owner                          []byte
+		created, updated, expires                   string
 	)
-	err := row.Scan(&run.ID, &run.Kind, &run.Idea, &run.Model, &status, &run.Error, &usage,
-		&run.Parent, &run.ForkedAt, &spec, &created, &updated)
+	err := row.Scan(&id, &kind, &idea, &model, &status, &text, &usage,
+		&parent, &run.ForkedAt, &spec, &created, &updated, &owner, &expires)
 	if err != nil {
 		return store.Run{}, err
 	}
-	run.Status, run.Spec = store.Status(status), spec
+	run.ID, run.Kind, run.Idea, run.Model = string(id), string(kind), string(idea), string(model)
+	run.Status, run.Error, run.Parent, run.Spec = store.Status(status), string(text), string(parent), spec
 	if err := json.Unmarshal(usage, &run.Usage); err != nil {
 		return store.Run{}, fmt.Errorf("run %s: usage: %w", run.ID, err)
 	}
@@ -291,7 +454,35 @@ func scanRun(row pgx.Row) (store.Run, error) {
 	if run.Updated, err = parseTime(updated); err != nil {
 		return store.Run{}, fmt.Errorf("run %s: updated: %w", run.ID, err)
 	}
+	if run.Lease, err = parseLease(owner, expires); err != nil {
+		return store.Run{}, fmt.Errorf("run %s: %w", run.ID, err)
+	}
 	return run, nil
+}
+
+func parseLease(owner []byte, expires string) (store.Lease, error) {
+	t, err := parseTime(expires)
+	if err != nil {
+		return store.Lease{}, fmt.Errorf("lease expiry: %w", err)
+	}
+	return store.Lease{Owner: string(owner), Expires: t}, nil
+}
+
+// wrap returns err with what the call did to run id, except a nil err
+// and a *store.LeaseError, which names the run already.
+func wrap(err error, what, id string) error {
+	if _, ok := errors.AsType[*store.LeaseError](err); err == nil || ok {
+		return err
+	}
+	return fmt.Errorf("%s run %s: %w", what, id, err)
+}
+
+// notFound returns store.ErrNotFound for pgx.ErrNoRows, else err.
+func notFound(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	return err
 }
 
 // timeLayout is RFC 3339 in UTC with all nine fractional digits, so that

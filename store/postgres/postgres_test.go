@@ -1,19 +1,28 @@
 package postgres_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/augceo/agent/internal/pgtest"
+	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/store"
 	"github.com/augceo/agent/store/postgres"
 	"github.com/augceo/agent/store/storetest"
 )
 
-// open opens a Store in a new schema.
-func open(t testing.TB) *postgres.Store {
+// open opens a Store on the database at url.
+func open(t testing.TB, url string) *postgres.Store {
 	t.Helper()
-	s, err := postgres.Open(t.Context(), pgtest.Schema(t))
+	s, err := postgres.Open(t.Context(), url)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -24,7 +33,18 @@ func open(t testing.TB) *postgres.Store {
 func TestConformance(t *testing.T) {
 	pgtest.URL(t) // skip or fail once, not in every subtest
 	storetest.Run(t, func(t *testing.T) (store.Store, store.Catalog) {
-		s := open(t)
+		s := open(t, pgtest.Schema(t))
+		return s, s
+	})
+}
+
+// TestProcesses races processes, this test binary run again, on one
+// database.
+func TestProcesses(t *testing.T) {
+	storetest.RunProcesses(t, func(t *testing.T) string {
+		return pgtest.Schema(t)
+	}, func(t *testing.T, url string) (store.Store, store.Catalog) {
+		s := open(t, url)
 		return s, s
 	})
 }
@@ -32,20 +52,128 @@ func TestConformance(t *testing.T) {
 // TestOpenConcurrently opens stores on one new schema at once, as
 // processes starting together do: creating the tables must not fail.
 func TestOpenConcurrently(t *testing.T) {
-	dsn := pgtest.Schema(t)
+	url := pgtest.Schema(t)
 	var wg sync.WaitGroup
-	for range 4 {
+	for i := range 4 {
 		wg.Go(func() {
-			s, err := postgres.Open(t.Context(), dsn)
+			s, err := postgres.Open(t.Context(), url)
 			if err != nil {
 				t.Errorf("Open: %v", err)
 				return
 			}
 			defer s.Close()
-			if err := s.Save(t.Context(), store.Run{ID: "r"}); err != nil {
-				t.Errorf("Save: %v", err)
+			if err := s.Create(t.Context(), store.Run{ID: fmt.Sprint("r", i)}); err != nil {
+				t.Errorf("Create: %v", err)
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// schema1 makes the tables of schema version 1, before leases, when
+// strings were text, and saves a run in them.
+const schema1 = `
+CREATE TABLE runs (
+	id        text PRIMARY KEY,
+	kind      text NOT NULL,
+	idea      text NOT NULL,
+	model     text NOT NULL,
+	status    text NOT NULL,
+	error     text NOT NULL,
+	usage     jsonb NOT NULL,
+	parent    text NOT NULL,
+	forked_at bigint NOT NULL,
+	spec      bytea,
+	created   text COLLATE "C" NOT NULL,
+	updated   text COLLATE "C" NOT NULL
+);
+CREATE INDEX runs_created ON runs (created DESC, id);
+CREATE TABLE entries (
+	run  text NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+	seq  bigint NOT NULL,
+	type text NOT NULL,
+	call text NOT NULL,
+	data bytea,
+	time text COLLATE "C" NOT NULL,
+	PRIMARY KEY (run, seq)
+);
+INSERT INTO runs VALUES ('r-é', 'loop', 'idea.json', 'scripted:x', 'failed', 'an error: é', '{"input":1,"output":2}',
+	'p', 3, '{"a": 1}', '2025-03-14T15:09:26.535897932Z', '2025-03-14T15:09:27.535897932Z');
+INSERT INTO entries VALUES
+	('r-é', 1, 'message', '', '{"text":"hi"}', '2025-03-14T15:09:26.535897932Z'),
+	('r-é', 2, 'started', 'c1', '{"tool":"x"}', '2025-03-14T15:09:26.535897933Z');
+`
+
+// execSQL runs query on the database at url, as another program would.
+func execSQL(t *testing.T, url, query string) {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	if _, err := conn.Exec(t.Context(), query); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMigrate opens tables of schema version 1: its runs are there, held
+// by no one, and take strings of any bytes.
+func TestMigrate(t *testing.T) {
+	url := pgtest.Schema(t)
+	execSQL(t, url, schema1)
+	s := open(t, url)
+	t0 := time.Date(2025, 3, 14, 15, 9, 26, 535897932, time.UTC)
+	want := store.Run{
+		ID: "r-é", Kind: "loop", Idea: "idea.json", Model: "scripted:x", Status: store.Failed, Error: "an error: é",
+		Usage: provider.Usage{Input: 1, Output: 2}, Parent: "p", ForkedAt: 3, Spec: json.RawMessage(`{"a": 1}`),
+		Created: t0, Updated: t0.Add(time.Second),
+	}
+	got, err := s.Load(t.Context(), want.ID)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("Load of a run of version 1 mismatch (-got +want):\n%s", diff)
+	}
+	lease := store.Lease{Owner: "host\x00\xff", Expires: t0.Add(time.Minute)}
+	if err := s.Acquire(t.Context(), want.ID, lease, t0); err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	more := store.Entry{Type: store.EntrySettled, Call: "c1\x00", Data: json.RawMessage(`{}`), Time: t0}
+	if err := s.Append(t.Context(), want.ID, lease.Owner, more); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	var es []store.Entry
+	for e, err := range s.Entries(t.Context(), want.ID, 0) {
+		if err != nil {
+			t.Fatalf("Entries: %v", err)
+		}
+		es = append(es, e)
+	}
+	wantEntries := []store.Entry{
+		{Seq: 1, Type: store.EntryMessage, Data: json.RawMessage(`{"text":"hi"}`), Time: t0},
+		{Seq: 2, Type: store.EntryStarted, Call: "c1", Data: json.RawMessage(`{"tool":"x"}`), Time: t0.Add(time.Nanosecond)},
+		{Seq: 3, Type: store.EntrySettled, Call: "c1\x00", Data: json.RawMessage(`{}`), Time: t0},
+	}
+	if diff := cmp.Diff(es, wantEntries, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("Entries mismatch (-got +want):\n%s", diff)
+	}
+	// Opening again finds version 2.
+	open(t, url)
+}
+
+// TestOpenNewer refuses tables of a schema this package does not know.
+func TestOpenNewer(t *testing.T) {
+	url := pgtest.Schema(t)
+	open(t, url).Close()
+	execSQL(t, url, `UPDATE store_version SET version = 99`)
+	s, err := postgres.Open(t.Context(), url)
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of tables of schema version 99 succeeded")
+	}
+	if want := "database schema version 99 is newer than this program's 2"; !strings.Contains(err.Error(), want) {
+		t.Errorf("Open error = %v, want it to say %q", err, want)
+	}
 }

@@ -17,17 +17,18 @@ import (
 
 // Store is a [store.Store] and [store.Catalog] in one SQLite database
 // file. It is safe for concurrent use: writes go through one connection,
-// one transaction at a time, and reads through a pool of read-only
-// connections that WAL mode lets run alongside the writer. Other
-// processes may open the same file; their writes wait up to
+// one BEGIN IMMEDIATE transaction at a time, and reads through a pool of
+// read-only connections that WAL mode lets run alongside the writer.
+// Other processes may open the same file; their writes wait up to
 // [BusyTimeout] for the lock.
 type Store struct {
 	write *sql.DB // one connection: SQLite has one writer at a time
 	read  *sql.DB
 
-	// Statements prepared on write, used by every Append.
-	head   *sql.Stmt
-	insert *sql.Stmt
+	// Statements prepared on write.
+	lease  *sql.Stmt // the lease of a run
+	head   *sql.Stmt // the lease of a run and the last Seq of its journal
+	insert *sql.Stmt // an entry
 }
 
 var (
@@ -39,11 +40,11 @@ var (
 // holds before it fails with SQLITE_BUSY.
 const BusyTimeout = 10 * time.Second
 
-// schemaVersion is the user_version of a database this package created.
-const schemaVersion = 1
-
-const schema = `
-CREATE TABLE IF NOT EXISTS runs (
+// migrations[v] takes a database from schema version v (its user_version)
+// to v+1; a new database goes through all of them.
+var migrations = []string{
+	0: `
+CREATE TABLE runs (
 	id        TEXT PRIMARY KEY,
 	kind      TEXT NOT NULL,
 	idea      TEXT NOT NULL,
@@ -57,8 +58,8 @@ CREATE TABLE IF NOT EXISTS runs (
 	created   TEXT NOT NULL,
 	updated   TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS runs_created ON runs (created DESC, id);
-CREATE TABLE IF NOT EXISTS entries (
+CREATE INDEX runs_created ON runs (created DESC, id);
+CREATE TABLE entries (
 	run  TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
 	seq  INTEGER NOT NULL,
 	type TEXT NOT NULL,
@@ -67,12 +68,24 @@ CREATE TABLE IF NOT EXISTS entries (
 	time TEXT NOT NULL,
 	PRIMARY KEY (run, seq)
 ) WITHOUT ROWID;
-`
+`,
+	// Version 2 adds leases; no one holds the runs of version 1.
+	1: `
+ALTER TABLE runs ADD COLUMN lease_owner TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN lease_expires TEXT NOT NULL DEFAULT '0001-01-01T00:00:00.000000000Z';
+`,
+}
+
+// schemaVersion is the user_version of a database this package made or
+// migrated.
+var schemaVersion = len(migrations)
 
 // Open opens the SQLite database at path, creating the file and its
-// tables if they do not exist. path is a file name: ":memory:", an empty
-// path and names with '?' are refused, since each connection would see a
-// database of its own. ctx bounds the opening only.
+// tables if they do not exist, and migrating a database of an earlier
+// schema version (see the package doc). path is a file name:
+// ":memory:", an empty path and names with '?' are refused, since each
+// connection would see a database of its own. ctx bounds the opening
+// only.
 //
 // The database is in WAL mode with synchronous=NORMAL: a transaction
 // that committed survives the process being killed, though not
@@ -92,7 +105,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	write.SetConnMaxIdleTime(0)
 	s := &Store{write: write}
 	if err := s.init(ctx); err != nil {
-		write.Close()
+		s.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	// Opened after init, so that the file is in WAL mode already.
@@ -105,7 +118,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
-// init creates the tables and prepares the statements of Append.
+// init creates or migrates the tables, in one transaction, and prepares
+// the statements of the writes.
 func (s *Store) init(ctx context.Context) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
@@ -119,8 +133,10 @@ func (s *Store) init(ctx context.Context) error {
 	if version > schemaVersion {
 		return fmt.Errorf("database schema version %d is newer than this program's %d", version, schemaVersion)
 	}
-	if _, err := tx.ExecContext(ctx, schema); err != nil {
-		return fmt.Errorf("create tables: %w", err)
+	for v := version; v < schemaVersion; v++ {
+		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			return fmt.Errorf("migrate schema version %d to %d: %w", v, v+1, err)
+		}
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
 		return err
@@ -128,18 +144,25 @@ func (s *Store) init(ctx context.Context) error {
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	s.head, err = s.write.PrepareContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1), COALESCE((SELECT MAX(seq) FROM entries WHERE run = ?1), 0)`)
-	if err != nil {
-		return err
+	for _, p := range []struct {
+		stmt  **sql.Stmt
+		query string
+	}{
+		{&s.lease, `SELECT lease_owner, lease_expires FROM runs WHERE id = ?`},
+		{&s.head, `SELECT lease_owner, lease_expires, COALESCE((SELECT MAX(seq) FROM entries WHERE run = ?1), 0) FROM runs WHERE id = ?1`},
+		{&s.insert, `INSERT INTO entries (run, seq, type, call, data, time) VALUES (?, ?, ?, ?, ?, ?)`},
+	} {
+		if *p.stmt, err = s.write.PrepareContext(ctx, p.query); err != nil {
+			return err
+		}
 	}
-	s.insert, err = s.write.PrepareContext(ctx, `INSERT INTO entries (run, seq, type, call, data, time) VALUES (?, ?, ?, ?, ?, ?)`)
-	return err
+	return nil
 }
 
 // Close closes the database. Calls after Close fail.
 func (s *Store) Close() error {
 	var errs []error
-	for _, stmt := range []*sql.Stmt{s.head, s.insert} {
+	for _, stmt := range []*sql.Stmt{s.lease, s.head, s.insert} {
 		if stmt != nil {
 			errs = append(errs, stmt.Close())
 		}
@@ -155,72 +178,129 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Save creates the run or replaces its metadata, keeping its journal.
-func (s *Store) Save(ctx context.Context, run store.Run) error {
-	created, err := formatTime(run.Created)
+// Create saves a new run and its first entries in one transaction, or
+// returns ErrExists.
+func (s *Store) Create(ctx context.Context, run store.Run, entries ...store.Entry) error {
+	cols, err := runValues(run)
 	if err != nil {
-		return fmt.Errorf("save run %s: created: %w", run.ID, err)
+		return fmt.Errorf("create run %s: %w", run.ID, err)
 	}
-	updated, err := formatTime(run.Updated)
+	times, err := entryTimes(entries)
 	if err != nil {
-		return fmt.Errorf("save run %s: updated: %w", run.ID, err)
+		return fmt.Errorf("create run %s: %w", run.ID, err)
 	}
-	usage, err := json.Marshal(run.Usage)
-	if err != nil {
-		return fmt.Errorf("save run %s: %w", run.ID, err)
-	}
-	_, err = s.write.ExecContext(ctx, `
-INSERT INTO runs (id, kind, idea, model, status, error, usage, parent, forked_at, spec, created, updated)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (id) DO UPDATE SET
-	kind = excluded.kind, idea = excluded.idea, model = excluded.model,
-	status = excluded.status, error = excluded.error, usage = excluded.usage,
-	parent = excluded.parent, forked_at = excluded.forked_at, spec = excluded.spec,
-	created = excluded.created, updated = excluded.updated`,
-		run.ID, run.Kind, run.Idea, run.Model, string(run.Status), run.Error, string(usage),
-		run.Parent, run.ForkedAt, nullBytes(run.Spec), created, updated)
-	if err != nil {
-		return fmt.Errorf("save run %s: %w", run.ID, err)
-	}
-	return nil
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`, cols...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return store.ErrExists
+		}
+		return s.insertEntries(ctx, tx, run.ID, 0, entries, times)
+	})
+	return wrap(err, "create", run.ID)
 }
 
-// Append adds entries to the end of a saved run's journal in one
-// transaction, numbering them from the journal's last Seq plus one.
-func (s *Store) Append(ctx context.Context, id string, entries ...store.Entry) error {
-	times := make([]string, len(entries))
-	for i, e := range entries {
-		var err error
-		if times[i], err = formatTime(e.Time); err != nil {
-			return fmt.Errorf("append to run %s: entry %d: %w", id, i, err)
-		}
+// Save replaces the metadata of a run for owner, in one transaction that
+// checks the run's lease.
+func (s *Store) Save(ctx context.Context, owner string, run store.Run) error {
+	cols, err := runValues(run)
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", run.ID, err)
 	}
-	tx, err := s.write.BeginTx(ctx, nil)
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		held, err := scanLease(tx.StmtContext(ctx, s.lease).QueryRowContext(ctx, run.ID))
+		if err != nil {
+			return err
+		}
+		if held.Owner != owner {
+			return &store.LeaseError{Run: run.ID, Owner: owner, Held: held}
+		}
+		_, err = tx.ExecContext(ctx, `
+UPDATE runs SET kind = ?2, idea = ?3, model = ?4, status = ?5, error = ?6, usage = ?7, parent = ?8,
+	forked_at = ?9, spec = ?10, created = ?11, updated = ?12, lease_owner = ?13, lease_expires = ?14
+WHERE id = ?1`, cols...)
+		return err
+	})
+	return wrap(err, "save", run.ID)
+}
+
+// Acquire leases a run to lease.Owner, in one transaction; see
+// [store.Store.Acquire].
+func (s *Store) Acquire(ctx context.Context, id string, lease store.Lease, now time.Time) error {
+	expires, err := formatTime(lease.Expires)
+	if err != nil {
+		return fmt.Errorf("acquire run %s: lease expiry: %w", id, err)
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		held, err := scanLease(tx.StmtContext(ctx, s.lease).QueryRowContext(ctx, id))
+		if err != nil {
+			return err
+		}
+		if held.Owner != "" && held.Owner != lease.Owner && held.Expires.After(now) {
+			return &store.LeaseError{Run: id, Owner: lease.Owner, Held: held}
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE id = ?`, lease.Owner, expires, id)
+		return err
+	})
+	return wrap(err, "acquire", id)
+}
+
+// Append adds entries to the end of a run's journal for owner in one
+// transaction, numbering them from the journal's last Seq plus one.
+func (s *Store) Append(ctx context.Context, id, owner string, entries ...store.Entry) error {
+	times, err := entryTimes(entries)
 	if err != nil {
 		return fmt.Errorf("append to run %s: %w", id, err)
 	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		var (
+			heldOwner, heldExpires string
+			last                   int64
+		)
+		err := tx.StmtContext(ctx, s.head).QueryRowContext(ctx, id).Scan(&heldOwner, &heldExpires, &last)
+		if err != nil {
+			return notFound(err)
+		}
+		if heldOwner != owner {
+			held, err := parseLease(heldOwner, heldExpires)
+			if err != nil {
+				return err
+			}
+			return &store.LeaseError{Run: id, Owner: owner, Held: held}
+		}
+		return s.insertEntries(ctx, tx, id, last, entries, times)
+	})
+	return wrap(err, "append to", id)
+}
+
+// inTx runs f in a transaction on the writer, BEGIN IMMEDIATE, and
+// commits if f returns nil.
+func (s *Store) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
 	defer tx.Rollback()
-	var (
-		exists bool
-		last   int64
-	)
-	if err := tx.StmtContext(ctx, s.head).QueryRowContext(ctx, id).Scan(&exists, &last); err != nil {
-		return fmt.Errorf("append to run %s: %w", id, err)
+	if err := f(tx); err != nil {
+		return err
 	}
-	if !exists {
-		return fmt.Errorf("append to run %s: %w", id, store.ErrNotFound)
-	}
+	return tx.Commit()
+}
+
+// insertEntries inserts entries into run id's journal after Seq last.
+func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, id string, last int64, entries []store.Entry, times []string) error {
 	if len(entries) == 0 {
 		return nil
 	}
 	insert := tx.StmtContext(ctx, s.insert)
 	for i, e := range entries {
 		if _, err := insert.ExecContext(ctx, id, last+int64(i)+1, string(e.Type), e.Call, nullBytes(e.Data), times[i]); err != nil {
-			return fmt.Errorf("append to run %s: %w", id, err)
+			return err
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("append to run %s: %w", id, err)
 	}
 	return nil
 }
@@ -238,7 +318,7 @@ func (s *Store) Entries(ctx context.Context, id string, after int64) iter.Seq2[s
 		if n > 0 {
 			return
 		}
-		// No entries: a saved run with none after after, or no run.
+		// No entries: a run with none after after, or no run.
 		var exists bool
 		if err := s.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?)`, id).Scan(&exists); err != nil {
 			yield(store.Entry{}, fmt.Errorf("entries of run %s: %w", id, err))
@@ -285,11 +365,8 @@ func (s *Store) entries(ctx context.Context, id string, after int64, yield func(
 // Load returns a run's metadata, or ErrNotFound.
 func (s *Store) Load(ctx context.Context, id string) (store.Run, error) {
 	run, err := scanRun(s.read.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
 	if err != nil {
-		return store.Run{}, fmt.Errorf("load run %s: %w", id, err)
+		return store.Run{}, fmt.Errorf("load run %s: %w", id, notFound(err))
 	}
 	return run, nil
 }
@@ -323,16 +400,41 @@ func (s *Store) Runs(ctx context.Context) iter.Seq2[store.Run, error] {
 	}
 }
 
-const runColumns = `id, kind, idea, model, status, error, usage, parent, forked_at, spec, created, updated`
+// runColumns are the columns of table runs, in the order of runValues.
+const runColumns = `id, kind, idea, model, status, error, usage, parent, forked_at, spec, created, updated, lease_owner, lease_expires`
+
+// runValues returns the values of run's columns, in the order of
+// runColumns.
+func runValues(run store.Run) ([]any, error) {
+	created, err := formatTime(run.Created)
+	if err != nil {
+		return nil, fmt.Errorf("created: %w", err)
+	}
+	updated, err := formatTime(run.Updated)
+	if err != nil {
+		return nil, fmt.Errorf("updated: %w", err)
+	}
+	expires, err := formatTime(run.Lease.Expires)
+	if err != nil {
+		return nil, fmt.Errorf("lease expiry: %w", err)
+	}
+	usage, err := json.Marshal(run.Usage)
+	if err != nil {
+		return nil, err
+	}
+	return []any{run.ID, run.Kind, run.Idea, run.Model, string(run.Status), run.Error, string(usage),
+		run.Parent, run.ForkedAt, nullBytes(run.Spec), created, updated, run.Lease.Owner, expires}, nil
+}
 
 func scanRun(row interface{ Scan(...any) error }) (store.Run, error) {
 	var (
 		run                             store.Run
 		status, usage, created, updated string
+		owner, expires                  string
 		spec                            []byte
 	)
 	err := row.Scan(&run.ID, &run.Kind, &run.Idea, &run.Model, &status, &run.Error, &usage,
-		&run.Parent, &run.ForkedAt, &spec, &created, &updated)
+		&run.Parent, &run.ForkedAt, &spec, &created, &updated, &owner, &expires)
 	if err != nil {
 		return store.Run{}, err
 	}
@@ -346,7 +448,57 @@ func scanRun(row interface{ Scan(...any) error }) (store.Run, error) {
 	if run.Updated, err = parseTimeText(updated); err != nil {
 		return store.Run{}, fmt.Errorf("run %s: updated: %w", run.ID, err)
 	}
+	if run.Lease, err = parseLease(owner, expires); err != nil {
+		return store.Run{}, fmt.Errorf("run %s: %w", run.ID, err)
+	}
 	return run, nil
+}
+
+// scanLease scans a run's lease_owner and lease_expires; no row is
+// ErrNotFound.
+func scanLease(row *sql.Row) (store.Lease, error) {
+	var owner, expires string
+	if err := row.Scan(&owner, &expires); err != nil {
+		return store.Lease{}, notFound(err)
+	}
+	return parseLease(owner, expires)
+}
+
+func parseLease(owner, expires string) (store.Lease, error) {
+	t, err := parseTimeText(expires)
+	if err != nil {
+		return store.Lease{}, fmt.Errorf("lease expiry: %w", err)
+	}
+	return store.Lease{Owner: owner, Expires: t}, nil
+}
+
+// wrap returns err with what the call did to run id, except a nil err
+// and a *store.LeaseError, which names the run already.
+func wrap(err error, what, id string) error {
+	if _, ok := errors.AsType[*store.LeaseError](err); err == nil || ok {
+		return err
+	}
+	return fmt.Errorf("%s run %s: %w", what, id, err)
+}
+
+// notFound returns store.ErrNotFound for sql.ErrNoRows, else err.
+func notFound(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+// entryTimes returns the times of entries as stored.
+func entryTimes(entries []store.Entry) ([]string, error) {
+	times := make([]string, len(entries))
+	for i, e := range entries {
+		var err error
+		if times[i], err = formatTime(e.Time); err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i, err)
+		}
+	}
+	return times, nil
 }
 
 // timeLayout is RFC 3339 in UTC with all nine fractional digits, so that

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"bufio"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -41,12 +42,24 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestProcesses races processes, this test binary run again, on one
+// database file.
+func TestProcesses(t *testing.T) {
+	storetest.RunProcesses(t, func(t *testing.T) string {
+		return filepath.Join(t.TempDir(), "runs.db")
+	}, func(t *testing.T, path string) (store.Store, store.Catalog) {
+		s := open(t, path)
+		return s, s
+	})
+}
+
 var (
 	t0  = time.Date(2025, 3, 14, 15, 9, 26, 535897932, time.UTC)
 	run = store.Run{
 		ID: "r", Kind: "loop", Idea: "idea.json", Model: "scripted:x", Status: store.Running,
 		Usage: provider.Usage{Input: 1, Output: 2, Thinking: 3, CacheRead: 4, CacheWrite: 5},
 		Spec:  json.RawMessage(`{"a": 1}`), Created: t0, Updated: t0,
+		Lease: store.Lease{Owner: "host/1", Expires: t0.Add(time.Minute)},
 	}
 	journal = []store.Entry{
 		{Seq: 1, Type: store.EntryMessage, Data: json.RawMessage(`{"text":"hi"}`), Time: t0},
@@ -84,10 +97,10 @@ func TestReopen(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	if err := s.Save(t.Context(), run); err != nil {
-		t.Fatalf("Save: %v", err)
+	if err := s.Create(t.Context(), run, journal[:1]...); err != nil {
+		t.Fatalf("Create: %v", err)
 	}
-	if err := s.Append(t.Context(), run.ID, journal...); err != nil {
+	if err := s.Append(t.Context(), run.ID, run.Lease.Owner, journal[1:]...); err != nil {
 		t.Fatalf("Append: %v", err)
 	}
 	if err := s.Close(); err != nil {
@@ -104,10 +117,10 @@ func TestKilled(t *testing.T) {
 	if path := os.Getenv(env); path != "" {
 		s, err := sqlite.Open(t.Context(), path)
 		if err == nil {
-			err = s.Save(t.Context(), run)
+			err = s.Create(t.Context(), run, journal[:1]...)
 		}
 		if err == nil {
-			err = s.Append(t.Context(), run.ID, journal...)
+			err = s.Append(t.Context(), run.ID, run.Lease.Owner, journal[1:]...)
 		}
 		if err != nil {
 			fmt.Println("error:", err)
@@ -141,6 +154,87 @@ func TestKilled(t *testing.T) {
 	check(t, path)
 }
 
+// schema1 is the schema of version 1, before leases.
+const schema1 = `
+CREATE TABLE runs (
+	id        TEXT PRIMARY KEY,
+	kind      TEXT NOT NULL,
+	idea      TEXT NOT NULL,
+	model     TEXT NOT NULL,
+	status    TEXT NOT NULL,
+	error     TEXT NOT NULL,
+	usage     TEXT NOT NULL,
+	parent    TEXT NOT NULL,
+	forked_at INTEGER NOT NULL,
+	spec      BLOB,
+	created   TEXT NOT NULL,
+	updated   TEXT NOT NULL
+);
+CREATE INDEX runs_created ON runs (created DESC, id);
+CREATE TABLE entries (
+	run  TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+	seq  INTEGER NOT NULL,
+	type TEXT NOT NULL,
+	call TEXT NOT NULL,
+	data BLOB,
+	time TEXT NOT NULL,
+	PRIMARY KEY (run, seq)
+) WITHOUT ROWID;
+PRAGMA user_version = 1;
+INSERT INTO runs VALUES ('r', 'loop', 'idea.json', 'scripted:x', 'running', '', '{"input":1,"output":2,"thinking":3,"cacheRead":4,"cacheWrite":5}',
+	'', 0, '{"a": 1}', '2025-03-14T15:09:26.535897932Z', '2025-03-14T15:09:26.535897932Z');
+INSERT INTO entries VALUES
+	('r', 1, 'message', '', '{"text":"hi"}', '2025-03-14T15:09:26.535897932Z'),
+	('r', 2, 'started', 'c1', '{"tool":"x"}', '2025-03-14T15:09:26.535897933Z'),
+	('r', 3, 'settled', 'c1', '{}', '2025-03-14T15:09:27.535897932Z');
+`
+
+// execSQL runs query on the database file at path, as another program would.
+func execSQL(t *testing.T, path, query string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(t.Context(), query); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMigrate opens a database of schema version 1: its runs are there,
+// held by no one, and can be acquired.
+func TestMigrate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runs.db")
+	execSQL(t, path, schema1)
+	s := open(t, path)
+	got, err := s.Load(t.Context(), run.ID)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if got.Lease != (store.Lease{}) {
+		t.Errorf("Lease of a run of version 1 = %+v, want none", got.Lease)
+	}
+	if err := s.Acquire(t.Context(), run.ID, run.Lease, t0); err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	check(t, path)
+}
+
+// TestOpenNewer refuses a database of a schema this package does not know.
+func TestOpenNewer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runs.db")
+	execSQL(t, path, "PRAGMA user_version = 99")
+	s, err := sqlite.Open(t.Context(), path)
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of a database of schema version 99 succeeded")
+	}
+	if want := "database schema version 99 is newer than this program's 2"; !strings.Contains(err.Error(), want) {
+		t.Errorf("Open error = %v, want it to say %q", err, want)
+	}
+}
+
 func TestOpenRefuses(t *testing.T) {
 	for _, path := range []string{"", ":memory:", "file:x.db", "x.db?mode=ro"} {
 		if s, err := sqlite.Open(t.Context(), path); err == nil {
@@ -155,7 +249,7 @@ func BenchmarkAppend(b *testing.B) {
 	for _, n := range []int{1, 10} {
 		b.Run(fmt.Sprintf("%dx%dB", n, len(data)), func(b *testing.B) {
 			s := open(b, filepath.Join(b.TempDir(), "runs.db"))
-			if err := s.Save(b.Context(), run); err != nil {
+			if err := s.Create(b.Context(), run); err != nil {
 				b.Fatal(err)
 			}
 			entries := make([]store.Entry, n)
@@ -163,7 +257,7 @@ func BenchmarkAppend(b *testing.B) {
 				entries[i] = store.Entry{Type: store.EntryMessage, Data: data, Time: t0}
 			}
 			for b.Loop() {
-				if err := s.Append(b.Context(), run.ID, entries...); err != nil {
+				if err := s.Append(b.Context(), run.ID, run.Lease.Owner, entries...); err != nil {
 					b.Fatal(err)
 				}
 			}

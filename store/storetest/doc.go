@@ -15,4 +15,7 @@
 //			return s, s
 //		})
 //	}
+//
+// A store that several processes may share also calls [RunProcesses],
+// which runs the test binary again as processes racing on one database.
 package storetest

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -29,8 +31,12 @@ func Run(t *testing.T, open func(t *testing.T) (store.Store, store.Catalog)) {
 		name string
 		test func(t *testing.T, s store.Store, c store.Catalog)
 	}{
-		{"SaveLoad", testSaveLoad},
+		{"CreateLoad", testCreateLoad},
+		{"Create", testCreate},
+		{"CreateAtomic", testCreateAtomic},
+		{"CreateRace", testCreateRace},
 		{"SaveReplaces", testSaveReplaces},
+		{"SaveUnknown", testSaveUnknown},
 		{"LoadUnknown", testLoadUnknown},
 		{"AppendUnknown", testAppendUnknown},
 		{"AppendSeq", testAppendSeq},
@@ -45,6 +51,11 @@ func Run(t *testing.T, open func(t *testing.T) (store.Store, store.Catalog)) {
 		{"ConcurrentAppend", testConcurrentAppend},
 		{"Fork", testFork},
 		{"ForkErrors", testForkErrors},
+		{"ForkRace", testForkRace},
+		{"Fencing", testFencing},
+		{"Acquire", testAcquire},
+		{"AcquireRace", testAcquireRace},
+		{"Strings", testStrings},
 		{"LargeData", testLargeData},
 		{"JSONBytes", testJSONBytes},
 	} {
@@ -85,20 +96,35 @@ func sampleRun(id string) store.Run {
 // utc returns run as a store gives it back.
 func utc(run store.Run) store.Run {
 	run.Created, run.Updated = run.Created.UTC(), run.Updated.UTC()
+	run.Lease.Expires = run.Lease.Expires.UTC()
 	return run
 }
 
-func save(t *testing.T, s store.Store, run store.Run) {
+func create(t *testing.T, s store.Store, run store.Run, entries ...store.Entry) {
 	t.Helper()
-	if err := s.Save(t.Context(), run); err != nil {
-		t.Fatalf("Save(%s): %v", run.ID, err)
+	if err := s.Create(t.Context(), run, entries...); err != nil {
+		t.Fatalf("Create(%q): %v", run.ID, err)
 	}
 }
 
+// save saves run for owner.
+func save(t *testing.T, s store.Store, owner string, run store.Run) {
+	t.Helper()
+	if err := s.Save(t.Context(), owner, run); err != nil {
+		t.Fatalf("Save(%q) as %q: %v", run.ID, owner, err)
+	}
+}
+
+// appendEntries appends to run id, which no one holds.
 func appendEntries(t *testing.T, s store.Store, id string, entries ...store.Entry) {
 	t.Helper()
-	if err := s.Append(t.Context(), id, entries...); err != nil {
-		t.Fatalf("Append(%s): %v", id, err)
+	appendAs(t, s, id, "", entries...)
+}
+
+func appendAs(t *testing.T, s store.Store, id, owner string, entries ...store.Entry) {
+	t.Helper()
+	if err := s.Append(t.Context(), id, owner, entries...); err != nil {
+		t.Fatalf("Append(%q) as %q: %v", id, owner, err)
 	}
 }
 
@@ -106,7 +132,7 @@ func load(t *testing.T, c store.Catalog, id string) store.Run {
 	t.Helper()
 	run, err := c.Load(t.Context(), id)
 	if err != nil {
-		t.Fatalf("Load(%s): %v", id, err)
+		t.Fatalf("Load(%q): %v", id, err)
 	}
 	return run
 }
@@ -154,15 +180,16 @@ func checkUTC(t *testing.T, what string, tm time.Time) {
 	}
 }
 
-func testSaveLoad(t *testing.T, s store.Store, c store.Catalog) {
+func testCreateLoad(t *testing.T, s store.Store, c store.Catalog) {
 	full := sampleRun("full")
 	full.Status = store.Failed
 	full.Error = "limit: 3 steps"
 	full.Parent = "parent"
 	full.ForkedAt = 42
+	full.Lease = store.Lease{Owner: "host/42", Expires: at(time.Minute)}
 	bare := store.Run{ID: "bare"}
 	for _, run := range []store.Run{full, bare} {
-		save(t, s, run)
+		create(t, s, run)
 	}
 	for _, want := range []store.Run{full, bare} {
 		got := load(t, c, want.ID)
@@ -174,47 +201,73 @@ func testSaveLoad(t *testing.T, s store.Store, c store.Catalog) {
 		}
 		checkUTC(t, "Created", got.Created)
 		checkUTC(t, "Updated", got.Updated)
+		checkUTC(t, "Lease.Expires", got.Lease.Expires)
 	}
 }
 
 func testSaveReplaces(t *testing.T, s store.Store, c store.Catalog) {
 	run := sampleRun("r")
-	save(t, s, run)
 	e := message("hello", t0)
-	appendEntries(t, s, "r", e)
+	create(t, s, run, e)
 
+	run.Kind = "plan"
+	run.Idea = "other.json"
 	run.Status = store.Done
 	run.Usage = provider.Usage{Input: 10, Output: 20, Thinking: 30, CacheRead: 40, CacheWrite: 50}
 	run.Error = "none"
 	run.Model = "other:model"
+	run.Parent = "p"
+	run.ForkedAt = 9
 	run.Spec = json.RawMessage(`{"replaced":true}`)
+	run.Created = at(-time.Hour)
 	run.Updated = at(time.Hour)
-	save(t, s, run)
+	run.Lease = store.Lease{Owner: "host/1", Expires: at(2 * time.Hour)}
+	save(t, s, "", run)
 
 	if diff := cmp.Diff(load(t, c, "r"), utc(run), opts); diff != "" {
-		t.Errorf("Load after second Save mismatch (-got +want):\n%s", diff)
+		t.Errorf("Load after Save mismatch (-got +want):\n%s", diff)
 	}
 	if diff := cmp.Diff(entries(t, s, "r", 0), numbered(e), opts); diff != "" {
-		t.Errorf("Entries after second Save mismatch (-got +want):\n%s", diff)
+		t.Errorf("Entries after Save mismatch (-got +want):\n%s", diff)
+	}
+
+	// The lease Save set holds the run; a nil Spec replaces one.
+	run.Spec = nil
+	save(t, s, "host/1", run)
+	if diff := cmp.Diff(load(t, c, "r"), utc(run), opts); diff != "" {
+		t.Errorf("Load after a second Save mismatch (-got +want):\n%s", diff)
 	}
 	if got := collect(t, c.Runs(t.Context())); len(got) != 1 {
 		t.Errorf("Runs after two Saves of one run gave %d runs, want 1", len(got))
 	}
 }
 
+func testSaveUnknown(t *testing.T, s store.Store, c store.Catalog) {
+	create(t, s, sampleRun("known"))
+	for _, owner := range []string{"", "host/1"} {
+		if err := s.Save(t.Context(), owner, sampleRun("unknown")); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Save(unknown) as %q: error = %v, want ErrNotFound", owner, err)
+		}
+	}
+	// Save does not create.
+	if _, err := c.Load(t.Context(), "unknown"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Load after Save(unknown) error = %v, want ErrNotFound", err)
+	}
+}
+
 func testLoadUnknown(t *testing.T, s store.Store, c store.Catalog) {
-	save(t, s, sampleRun("known"))
+	create(t, s, sampleRun("known"))
 	if _, err := c.Load(t.Context(), "unknown"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Load(unknown) error = %v, want ErrNotFound", err)
 	}
 }
 
 func testAppendUnknown(t *testing.T, s store.Store, c store.Catalog) {
-	save(t, s, sampleRun("known"))
-	if err := s.Append(t.Context(), "unknown", message("x", t0)); !errors.Is(err, store.ErrNotFound) {
+	create(t, s, sampleRun("known"))
+	if err := s.Append(t.Context(), "unknown", "", message("x", t0)); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Append(unknown) error = %v, want ErrNotFound", err)
 	}
-	if err := s.Append(t.Context(), "unknown"); !errors.Is(err, store.ErrNotFound) {
+	if err := s.Append(t.Context(), "unknown", ""); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Append(unknown) of no entries: error = %v, want ErrNotFound", err)
 	}
 	if _, err := c.Load(t.Context(), "unknown"); !errors.Is(err, store.ErrNotFound) {
@@ -223,25 +276,28 @@ func testAppendUnknown(t *testing.T, s store.Store, c store.Catalog) {
 }
 
 func testAppendSeq(t *testing.T, s store.Store, c store.Catalog) {
-	save(t, s, sampleRun("r"))
+	create(t, s, sampleRun("r"))
 	e1 := message("one", t0)
 	e1.Seq = 99
 	e2 := store.Entry{Seq: 0, Type: store.EntryStarted, Call: "call-1", Data: json.RawMessage(`{"tool":"x"}`), Time: at(time.Millisecond)}
 	e3 := store.Entry{Seq: -5, Type: store.EntrySettled, Call: "call-1", Data: json.RawMessage(`{}`), Time: at(2 * time.Millisecond)}
 	e4 := store.Entry{Seq: 1, Type: store.EntrySolution, Call: "1", Data: json.RawMessage(`{"output":1}`), Time: at(3 * time.Millisecond)}
+	e5 := store.Entry{Type: store.EntryUsage, Call: "1", Data: json.RawMessage(`{"input":7,"output":8}`), Time: at(4 * time.Millisecond)}
+	e6 := store.Entry{Type: store.EntryStatus, Data: json.RawMessage(`{"status":"failed","error":"limit"}`), Time: at(5 * time.Millisecond)}
 	appendEntries(t, s, "r", e1, e2)
 	appendEntries(t, s, "r") // no entries: changes nothing
 	appendEntries(t, s, "r", e3)
-	appendEntries(t, s, "r", e4)
+	appendEntries(t, s, "r", e4, e5)
+	appendEntries(t, s, "r", e6)
 
-	want := numbered(e1, e2, e3, e4)
+	want := numbered(e1, e2, e3, e4, e5, e6)
 	if diff := cmp.Diff(entries(t, s, "r", 0), want, opts); diff != "" {
 		t.Errorf("Entries mismatch (-got +want):\n%s", diff)
 	}
 }
 
 func testEntriesAfter(t *testing.T, s store.Store, c store.Catalog) {
-	save(t, s, sampleRun("r"))
+	create(t, s, sampleRun("r"))
 	var all []store.Entry
 	for i := range 5 {
 		all = append(all, message(fmt.Sprint(i), at(time.Duration(i)*time.Second)))
@@ -266,7 +322,7 @@ func testEntriesAfter(t *testing.T, s store.Store, c store.Catalog) {
 }
 
 func testEntriesUnknown(t *testing.T, s store.Store, c store.Catalog) {
-	save(t, s, sampleRun("known"))
+	create(t, s, sampleRun("known"))
 	var errs []error
 	for e, err := range s.Entries(t.Context(), "unknown", 0) {
 		if err == nil {
@@ -278,7 +334,7 @@ func testEntriesUnknown(t *testing.T, s store.Store, c store.Catalog) {
 	if len(errs) != 1 || !errors.Is(errs[0], store.ErrNotFound) {
 		t.Errorf("Entries(unknown) errors = %v, want one ErrNotFound", errs)
 	}
-	// A saved run with an empty journal is not unknown.
+	// A created run with an empty journal is not unknown.
 	if got := entries(t, s, "known", 0); len(got) != 0 {
 		t.Errorf("Entries of an empty journal = %v, want none", got)
 	}
@@ -289,7 +345,7 @@ func testEntriesBreak(t *testing.T, s store.Store, c store.Catalog) {
 	// would hang before the end; fail instead.
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	save(t, s, sampleRun("r"))
+	create(t, s, sampleRun("r"))
 	var all []store.Entry
 	for i := range 10 {
 		all = append(all, message(fmt.Sprint(i), t0))
@@ -309,7 +365,7 @@ func testEntriesBreak(t *testing.T, s store.Store, c store.Catalog) {
 		if n != 2 {
 			t.Fatalf("Entries gave %d entries before the break, want 2", n)
 		}
-		if err := s.Append(ctx, "r", message(fmt.Sprint("more ", i), t0)); err != nil {
+		if err := s.Append(ctx, "r", "", message(fmt.Sprint("more ", i), t0)); err != nil {
 			t.Fatalf("Append after a break: %v", err)
 		}
 		for range c.Runs(ctx) {
@@ -325,13 +381,13 @@ func testEntriesBreak(t *testing.T, s store.Store, c store.Catalog) {
 }
 
 func testAppendAtomic(t *testing.T, s store.Store, c store.Catalog) {
-	save(t, s, sampleRun("r"))
+	create(t, s, sampleRun("r"))
 	first := message("first", t0)
 	appendEntries(t, s, "r", first)
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	err := s.Append(ctx, "r", message("a", t0), message("b", t0), message("c", t0))
+	err := s.Append(ctx, "r", "", message("a", t0), message("b", t0), message("c", t0))
 	if err == nil {
 		t.Errorf("Append with a cancelled ctx returned nil")
 	}
@@ -350,8 +406,10 @@ func testCopies(t *testing.T, s store.Store, c store.Catalog) {
 	run := sampleRun("r")
 	spec := []byte(`{"spec":1}`)
 	run.Spec = spec
-	save(t, s, run)
+	first := []byte(`{"text":"first"}`)
+	create(t, s, run, store.Entry{Type: store.EntryMessage, Data: first, Time: t0})
 	copy(spec, `{"SPEC":2}`)
+	copy(first, `{"TEXT":"FIRST"}`)
 
 	buf := []byte(`{"text":"original"}`)
 	appendEntries(t, s, "r", store.Entry{Type: store.EntryMessage, Data: buf, Time: t0})
@@ -366,13 +424,30 @@ func testCopies(t *testing.T, s store.Store, c store.Catalog) {
 		t.Errorf("Spec after the caller changed a loaded one = %s, want {\"spec\":1}", got.Spec)
 	}
 
-	es := entries(t, s, "r", 0)
-	if len(es) != 1 || string(es[0].Data) != `{"text":"original"}` {
-		t.Fatalf("Entries after the caller changed its buffer = %v, want one {\"text\":\"original\"}", es)
+	want := []string{`{"text":"first"}`, `{"text":"original"}`}
+	data := func(es []store.Entry) []string {
+		var out []string
+		for _, e := range es {
+			out = append(out, string(e.Data))
+		}
+		return out
 	}
-	copy(es[0].Data, `{"TEXT":"mutated!"}`)
-	if es := entries(t, s, "r", 0); string(es[0].Data) != `{"text":"original"}` {
-		t.Errorf("Data after the caller changed a read one = %s, want {\"text\":\"original\"}", es[0].Data)
+	es := entries(t, s, "r", 0)
+	if diff := cmp.Diff(data(es), want); diff != "" {
+		t.Fatalf("Data after the caller changed its buffers mismatch (-got +want):\n%s", diff)
+	}
+	copy(es[0].Data, `{"TEXT":"FIRST"}`)
+	copy(es[1].Data, `{"TEXT":"mutated!"}`)
+	if diff := cmp.Diff(data(entries(t, s, "r", 0)), want); diff != "" {
+		t.Errorf("Data after the caller changed read ones mismatch (-got +want):\n%s", diff)
+	}
+
+	spec = []byte(`{"saved":1}`)
+	run.Spec = spec
+	save(t, s, "", run)
+	copy(spec, `{"SAVED":2}`)
+	if got := load(t, c, "r"); string(got.Spec) != `{"saved":1}` {
+		t.Errorf("Spec after the caller changed a saved buffer = %s, want {\"saved\":1}", got.Spec)
 	}
 }
 
@@ -380,7 +455,8 @@ func testTimes(t *testing.T, s store.Store, c store.Catalog) {
 	run := sampleRun("r")
 	run.Created = time.Date(2024, 2, 29, 23, 59, 59, 999999999, time.FixedZone("west", -7*3600))
 	run.Updated = time.Date(2024, 3, 1, 0, 0, 0, 1, time.Local)
-	save(t, s, run)
+	run.Lease = store.Lease{Owner: "o", Expires: time.Date(2024, 12, 31, 23, 59, 59, 1, time.FixedZone("far", 14*3600))}
+	create(t, s, run)
 	got := load(t, c, "r")
 	for _, tt := range []struct {
 		name      string
@@ -388,6 +464,7 @@ func testTimes(t *testing.T, s store.Store, c store.Catalog) {
 	}{
 		{"Created", got.Created, run.Created},
 		{"Updated", got.Updated, run.Updated},
+		{"Lease.Expires", got.Lease.Expires, run.Lease.Expires},
 	} {
 		if !tt.got.Equal(tt.want) {
 			t.Errorf("%s = %v, want %v", tt.name, tt.got, tt.want)
@@ -397,7 +474,7 @@ func testTimes(t *testing.T, s store.Store, c store.Catalog) {
 
 	withNanos := message("nanos", time.Date(2030, 1, 2, 3, 4, 5, 6, time.FixedZone("east", 9*3600)))
 	zero := message("zero", time.Time{})
-	appendEntries(t, s, "r", withNanos, zero)
+	appendAs(t, s, "r", "o", withNanos, zero)
 	es := entries(t, s, "r", 0)
 	if len(es) != 2 {
 		t.Fatalf("Entries gave %d entries, want 2", len(es))
@@ -425,7 +502,7 @@ func testRunsOrder(t *testing.T, s store.Store, c store.Catalog) {
 	} {
 		run := sampleRun(tt.id)
 		run.Created = tt.created
-		save(t, s, run)
+		create(t, s, run)
 	}
 	var ids []string
 	for _, run := range collect(t, c.Runs(t.Context())) {
@@ -457,14 +534,14 @@ const (
 
 func testConcurrentRuns(t *testing.T, s store.Store, c store.Catalog) {
 	for g := range concurrency {
-		save(t, s, sampleRun(fmt.Sprint("run-", g)))
+		create(t, s, sampleRun(fmt.Sprint("run-", g)))
 	}
 	var wg sync.WaitGroup
 	for g := range concurrency {
 		wg.Go(func() {
 			id := fmt.Sprint("run-", g)
 			for i := range appends {
-				if err := s.Append(t.Context(), id, message(fmt.Sprint(g, "/", i), t0)); err != nil {
+				if err := s.Append(t.Context(), id, "", message(fmt.Sprint(g, "/", i), t0)); err != nil {
 					t.Errorf("Append(%s): %v", id, err)
 					return
 				}
@@ -485,14 +562,14 @@ func testConcurrentRuns(t *testing.T, s store.Store, c store.Catalog) {
 }
 
 func testConcurrentAppend(t *testing.T, s store.Store, c store.Catalog) {
-	save(t, s, sampleRun("r"))
+	run := sampleRun("r")
+	run.Lease = store.Lease{Owner: "writer", Expires: at(time.Hour)}
+	create(t, s, run)
 	var wg sync.WaitGroup
 	for g := range concurrency {
 		wg.Go(func() {
 			for i := range appends {
-				// Two entries per Append, which must stay together.
-				a, b := message(fmt.Sprint(g, "/", i, "/a"), t0), message(fmt.Sprint(g, "/", i, "/b"), t0)
-				if err := s.Append(t.Context(), "r", a, b); err != nil {
+				if err := s.Append(t.Context(), "r", "writer", pair(fmt.Sprint(g), i)...); err != nil {
 					t.Errorf("Append: %v", err)
 					return
 				}
@@ -500,12 +577,26 @@ func testConcurrentAppend(t *testing.T, s store.Store, c store.Catalog) {
 		})
 	}
 	wg.Wait()
+	checkPairs(t, entries(t, s, "r", 0), concurrency, appends)
+}
 
-	es := entries(t, s, "r", 0)
-	if len(es) != 2*concurrency*appends {
-		t.Fatalf("Entries gave %d entries, want %d", len(es), 2*concurrency*appends)
+// pair returns the two entries of Append i of writer, which must stay
+// together in the journal.
+func pair(writer string, i int) []store.Entry {
+	return []store.Entry{
+		message(fmt.Sprint(writer, "/", i, "/a"), t0),
+		message(fmt.Sprint(writer, "/", i, "/b"), t0),
 	}
-	next := make([]int, concurrency) // the next i expected from each goroutine
+}
+
+// checkPairs checks a journal written by writers each appending appends
+// pairs: numbered from 1, each pair whole, each writer's in order.
+func checkPairs(t *testing.T, es []store.Entry, writers, appends int) {
+	t.Helper()
+	if len(es) != 2*writers*appends {
+		t.Fatalf("Entries gave %d entries, want %d", len(es), 2*writers*appends)
+	}
+	next := make(map[string]int) // the next i expected from each writer
 	for k, e := range es {
 		if e.Seq != int64(k+1) {
 			t.Fatalf("entry %d has Seq %d, want %d", k, e.Seq, k+1)
@@ -517,22 +608,29 @@ func testConcurrentAppend(t *testing.T, s store.Store, c store.Catalog) {
 		if err := json.Unmarshal(e.Data, &text); err != nil {
 			t.Fatalf("entry %d: %v", e.Seq, err)
 		}
-		var g, i int
-		if _, err := fmt.Sscanf(text.Text, "%d/%d/a", &g, &i); err != nil {
-			t.Fatalf("entry %d is %s, want the first of an Append: %v", e.Seq, e.Data, err)
+		rest, ok := strings.CutSuffix(text.Text, "/a")
+		slash := strings.LastIndexByte(rest, '/')
+		i, err := strconv.Atoi(rest[slash+1:])
+		if !ok || slash < 0 || err != nil {
+			t.Fatalf("entry %d is %s, want the first of an Append", e.Seq, e.Data)
 		}
-		if want := message(fmt.Sprint(g, "/", i, "/b"), t0).Data; !bytes.Equal(es[k+1].Data, want) {
+		writer := rest[:slash]
+		if want := pair(writer, i)[1].Data; !bytes.Equal(es[k+1].Data, want) {
 			t.Errorf("entry %d is %s, want %s right after %s", es[k+1].Seq, es[k+1].Data, want, e.Data)
 		}
-		if i != next[g] {
-			t.Errorf("entry %d is Append %d of goroutine %d, want %d", e.Seq, i, g, next[g])
+		if i != next[writer] {
+			t.Errorf("entry %d is Append %d of writer %s, want %d", e.Seq, i, writer, next[writer])
 		}
-		next[g] = i + 1
+		next[writer] = i + 1
+	}
+	if len(next) != writers {
+		t.Errorf("the journal has Appends of %d writers, want %d", len(next), writers)
 	}
 }
 
-// forkParent saves run "parent" with this journal, written as a run
-// writes it: a call's messages, then its settled entry, in one Append.
+// forkParent creates run "parent", held by host/7, with this journal,
+// written as a run writes it: a call's messages, then its settled entry,
+// in one Append.
 //
 //	1 message m0        log index 0
 //	2 started A
@@ -554,7 +652,7 @@ func forkParent(t *testing.T, s store.Store) (store.Run, []store.Entry) {
 	parent.Error = "parent error"
 	parent.Parent = "grandparent"
 	parent.ForkedAt = 7
-	save(t, s, parent)
+	parent.Lease = store.Lease{Owner: "host/7", Expires: at(time.Hour)}
 	call := func(typ store.EntryType, call string, sec int) store.Entry {
 		return store.Entry{Type: typ, Call: call, Data: json.RawMessage(`{"call":"` + call + `"}`), Time: at(time.Duration(sec) * time.Second)}
 	}
@@ -574,9 +672,9 @@ func forkParent(t *testing.T, s store.Store) (store.Run, []store.Entry) {
 		{Type: store.EntryEnd, Time: at(13 * time.Second)},
 	}
 	// Several Appends, as a run makes many.
-	appendEntries(t, s, "parent", journal[:2]...)
-	appendEntries(t, s, "parent", journal[2:4]...)
-	appendEntries(t, s, "parent", journal[4:]...)
+	create(t, s, parent, journal[:2]...)
+	appendAs(t, s, "parent", "host/7", journal[2:4]...)
+	appendAs(t, s, "parent", "host/7", journal[4:]...)
 	return parent, numbered(journal...)
 }
 
@@ -591,7 +689,8 @@ func testFork(t *testing.T, s store.Store, c store.Catalog) {
 	}
 	now := time.Date(2026, 1, 1, 12, 0, 0, 123456789, time.FixedZone("x", 3600))
 	// A fork keeps the entries up to the next message (or the end), less
-	// the started entries of calls not settled among them.
+	// the started entries of calls not settled among them. No one holds
+	// it, though its parent is held.
 	for _, tt := range []struct {
 		at       int
 		forkedAt int64
@@ -656,9 +755,8 @@ func testFork(t *testing.T, s store.Store, c store.Catalog) {
 func testForkErrors(t *testing.T, s store.Store, c store.Catalog) {
 	parent, journal := forkParent(t, s)
 	taken := sampleRun("taken")
-	save(t, s, taken)
-	appendEntries(t, s, "taken", message("mine", t0))
-	save(t, s, store.Run{ID: "empty"})
+	create(t, s, taken, message("mine", t0))
+	create(t, s, store.Run{ID: "empty"})
 
 	for _, tt := range []struct {
 		name   string
@@ -697,8 +795,78 @@ func testForkErrors(t *testing.T, s store.Store, c store.Catalog) {
 	}
 }
 
+func testForkRace(t *testing.T, s store.Store, c store.Catalog) {
+	_, journal := forkParent(t, s)
+	// Forks at different messages race to one id: one wins whole.
+	forkedAt := []int64{1, 3, 8, 10, 12}
+	errs := race(concurrency, func(g int) error {
+		_, err := store.Fork(t.Context(), s, c, "parent", g%len(forkedAt), "fork", t0)
+		return err
+	})
+	g := winner(t, "Fork", errs, store.ErrExists)
+	if g < 0 {
+		return
+	}
+	want := forkedAt[g%len(forkedAt)]
+	if got := load(t, c, "fork").ForkedAt; got != want {
+		t.Errorf("ForkedAt of the fork = %d, want %d, the winner's", got, want)
+	}
+	if got := lastMessage(entries(t, s, "fork", 0)); !bytes.Equal(got.Data, journal[want-1].Data) {
+		t.Errorf("last message of the fork = %s, want %s, the winner's", got.Data, journal[want-1].Data)
+	}
+}
+
+// lastMessage returns the last message of es.
+func lastMessage(es []store.Entry) store.Entry {
+	for _, e := range slices.Backward(es) {
+		if e.Type == store.EntryMessage {
+			return e
+		}
+	}
+	return store.Entry{}
+}
+
+// race calls f from n goroutines at once, f(0) to f(n-1), and returns
+// what each returned.
+func race(n int, f func(g int) error) []error {
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range n {
+		wg.Go(func() {
+			<-start
+			errs[g] = f(g)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return errs
+}
+
+// winner returns the index of the only nil error of errs, and fails t
+// unless there is exactly one, and every other error is target. It
+// returns -1 when there is no winner.
+func winner(t *testing.T, what string, errs []error, target error) int {
+	t.Helper()
+	won := -1
+	for g, err := range errs {
+		switch {
+		case err == nil && won >= 0:
+			t.Errorf("%s: racers %d and %d both won", what, won, g)
+		case err == nil:
+			won = g
+		case !errors.Is(err, target):
+			t.Errorf("%s: racer %d: error = %v, want %v", what, g, err, target)
+		}
+	}
+	if won < 0 {
+		t.Errorf("%s: no racer won", what)
+	}
+	return won
+}
+
 func testLargeData(t *testing.T, s store.Store, c store.Catalog) {
-	save(t, s, sampleRun("r"))
+	create(t, s, sampleRun("r"))
 	// A JSON string of 1 MiB, with every byte value a JSON string may
 	// hold unescaped, so that no layer can shorten or re-encode it.
 	var b strings.Builder
@@ -738,7 +906,7 @@ func testJSONBytes(t *testing.T, s store.Store, c store.Catalog) {
 	}
 	run := sampleRun("r")
 	run.Spec = json.RawMessage(odd[0])
-	save(t, s, run)
+	create(t, s, run)
 	var in []store.Entry
 	for _, o := range odd {
 		in = append(in, store.Entry{Type: store.EntryMessage, Data: json.RawMessage(o), Time: t0})

@@ -1,0 +1,325 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/scripted"
+	"github.com/augceo/agent/store"
+)
+
+// stepUsage is what each scripted answer of these tests costs.
+var stepUsage = provider.Usage{Input: 10, Output: 8}
+
+func costly(text string) scripted.Response {
+	return scripted.Response{Solutions: []string{text}, Usage: stepUsage}
+}
+
+// blocking registers tool "slow", whose calls wait for release, and
+// "a" from counted.
+func blocking(reg *agent.Registry) (started chan struct{}, release chan struct{}) {
+	started, release = make(chan struct{}, 8), make(chan struct{})
+	reg.Tool("slow", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("slow", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		started <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return agent.Value("slept")
+	}))
+	return started, release
+}
+
+func TestDurableRunIDTaken(t *testing.T) {
+	st := store.NewMemory()
+	cfg := agent.Config{Provider: scripted.New(costly(`{"output":1}`), costly(`{"output":2}`)), Store: st, RunID: "x"}
+	if _, err := agent.Run(t.Context(), cfg, json.RawMessage(`{}`), ctxOf(t, `[{"type":"text","text":"hi"}]`)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := agent.Run(t.Context(), cfg, json.RawMessage(`{}`), ctxOf(t, `[{"type":"text","text":"again"}]`))
+	if !errors.Is(err, store.ErrExists) || !strings.Contains(err.Error(), "resume it") {
+		t.Fatalf("a second run with the id: %v", err)
+	}
+	if n := len(journal(t, st, "x")); n != 3 { // its context, usage, end
+		t.Errorf("the first run's journal has %d entries after the second tried", n)
+	}
+}
+
+func TestDurableRunIDRace(t *testing.T) {
+	// Runs racing for one id: one runs, the others fail before calling
+	// the model.
+	st := store.NewMemory()
+	var wins, exists atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			p := scripted.New(costly(`{"output":1}`))
+			_, err := agent.Run(context.Background(), agent.Config{Provider: p, Store: st, RunID: "same"}, json.RawMessage(`{}`), ctxOf(t, `[{"type":"text","text":"hi"}]`))
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case errors.Is(err, store.ErrExists):
+				if len(p.Requests()) != 0 {
+					t.Error("a run that lost the race called the model")
+				}
+				exists.Add(1)
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 || exists.Load() != 7 {
+		t.Fatalf("%d won, %d found the id taken", wins.Load(), exists.Load())
+	}
+	ends := 0
+	for _, e := range journal(t, st, "same") {
+		if e.Type == store.EntryEnd {
+			ends++
+		}
+	}
+	if ends != 1 {
+		t.Errorf("%d end entries", ends)
+	}
+}
+
+func TestDurableResumeHeld(t *testing.T) {
+	// While a run is advanced by its owner, a resume of it fails at once,
+	// naming the owner and when its lease expires, and calls nothing.
+	reg := agent.NewRegistry()
+	started, release := blocking(reg)
+	st := store.NewMemory()
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "held"}
+	done := make(chan error, 1)
+	go func() {
+		_, err := agent.ExecutePlan(context.Background(), cfg, planOf(t, `[{"_tool":"slow","_outputPath":"†state.s"}]`), planCtx(t, `[{"type":"tool","tool":"slow"}]`))
+		done <- err
+	}()
+	<-started
+	run, err := st.Load(t.Context(), "held")
+	if err != nil || run.Lease.Owner == "" || run.Status != store.Running {
+		t.Fatalf("the running run: %+v, %v", run, err)
+	}
+	_, err = agent.Resume(t.Context(), cfg, "held")
+	var le *store.LeaseError
+	if !errors.As(err, &le) || le.Held.Owner != run.Lease.Owner || !strings.Contains(err.Error(), run.Lease.Owner) {
+		t.Fatalf("resume of a held run: %v", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if run, _ := st.Load(t.Context(), "held"); run.Lease.Owner != "" || run.Status != store.Done {
+		t.Errorf("after the run: %+v", run)
+	}
+	// A resume of the finished run now gets its result, runs nothing.
+	if len(started) != 0 {
+		t.Fatal("slow ran twice")
+	}
+	res, err := agent.Resume(t.Context(), cfg, "held")
+	if err != nil || stateOf(t, res.Log) != `{"s":"slept"}` || len(started) != 0 {
+		t.Errorf("resume of the done run: %v, %v", res, err)
+	}
+}
+
+func TestDurableConcurrentResumes(t *testing.T) {
+	// A crashed run resumed by several at once: one takes it and runs its
+	// remaining calls once; the others fail naming it.
+	plan, msgs := chainPlan(t, 3)
+	reg := agent.NewRegistry()
+	counted(reg)
+	st := newCrashStore(4)
+	if _, err := agent.ExecutePlanInstances(t.Context(), agent.Config{Registry: reg, Store: st, RunID: "r", Concurrency: 1}, plan, msgs); !errors.Is(err, errCrash) {
+		t.Fatalf("crash: %v", err)
+	}
+	st2 := restart(t, st, "r")
+	reg2 := agent.NewRegistry()
+	runs := counted(reg2)
+	var wg sync.WaitGroup
+	var ok, held atomic.Int64
+	for range 6 {
+		wg.Go(func() {
+			_, err := agent.Resume(context.Background(), agent.Config{Registry: reg2, Store: st2}, "r")
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case errors.Is(err, store.ErrLeased):
+				held.Add(1)
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	// The one that took it finished before some of the others tried:
+	// those found it done. Every call settled exactly once.
+	if ok.Load() < 1 || ok.Load()+held.Load() != 6 {
+		t.Errorf("%d resumed, %d found it held", ok.Load(), held.Load())
+	}
+	settled, ends := map[string]int{}, 0
+	for _, e := range journal(t, st, "r") {
+		switch e.Type {
+		case store.EntrySettled:
+			settled[e.Call]++
+		case store.EntryEnd:
+			ends++
+		}
+	}
+	for call, n := range settled {
+		if n != 1 {
+			t.Errorf("call %s settled %d times", call, n)
+		}
+	}
+	if len(settled) != 9 || ends != 1 {
+		t.Errorf("%d calls settled, %d ends", len(settled), ends)
+	}
+	runs.Range(func(k, v any) bool {
+		if n := v.(*atomic.Int64).Load(); n > 1 {
+			t.Errorf("%s ran %d times after the crash", k, n)
+		}
+		return true
+	})
+}
+
+func TestDurableLeaseLost(t *testing.T) {
+	// A holder that stalled past its lease while another took the run
+	// over can no longer write it: its run stops, saying so.
+	reg := agent.NewRegistry()
+	started, release := blocking(reg)
+	st := store.NewMemory()
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "stolen"}
+	done := make(chan error, 1)
+	go func() {
+		_, err := agent.ExecutePlan(context.Background(), cfg, planOf(t, `[{"_tool":"slow","_outputPath":"†state.s"}]`), planCtx(t, `[{"type":"tool","tool":"slow"}]`))
+		done <- err
+	}()
+	<-started
+	run, _ := st.Load(t.Context(), "stolen")
+	if err := st.Acquire(t.Context(), "stolen", store.Lease{Owner: "thief", Expires: run.Lease.Expires.Add(time.Hour)}, run.Lease.Expires); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	err := <-done
+	if !errors.Is(err, store.ErrLeased) || !strings.Contains(err.Error(), "thief") {
+		t.Fatalf("the holder that lost its lease: %v", err)
+	}
+	for _, e := range journal(t, st, "stolen") {
+		if e.Type == store.EntrySettled {
+			t.Error("a holder that lost its lease wrote the journal")
+		}
+	}
+}
+
+func TestDurableLeaseRenewed(t *testing.T) {
+	// A call that runs for many lease periods keeps the run held: the
+	// lease is renewed while the run works, and given up at its end.
+	synctest.Test(t, func(t *testing.T) {
+		reg := agent.NewRegistry()
+		reg.Tool("long", json.RawMessage(`{"type":"object"}`))
+		reg.Activity("long", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+			time.Sleep(time.Minute)
+			return agent.Value("done")
+		}))
+		st := store.NewMemory()
+		cfg := agent.Config{Registry: reg, Store: st, RunID: "long", LeaseTTL: 3 * time.Second}
+		done := make(chan error, 1)
+		go func() {
+			_, err := agent.ExecutePlan(context.Background(), cfg, planOf(t, `[{"_tool":"long","_outputPath":"†state.s"}]`), planCtx(t, `[{"type":"tool","tool":"long"}]`))
+			done <- err
+		}()
+		time.Sleep(30 * time.Second)
+		err := st.Acquire(context.Background(), "long", store.Lease{Owner: "other", Expires: time.Now().Add(time.Minute)}, time.Now())
+		if !errors.Is(err, store.ErrLeased) {
+			t.Fatalf("half a minute in (ten lease periods), another took the run: %v", err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if run, _ := st.Load(context.Background(), "long"); run.Lease.Owner != "" || run.Status != store.Done {
+			t.Errorf("after the run: %+v", run)
+		}
+	})
+}
+
+func TestDurableUsageExact(t *testing.T) {
+	// A run whose second request fails, resumed, reports the usage of the
+	// same run uninterrupted; an invalid answer's usage counts too.
+	reg := agent.NewRegistry()
+	counted(reg)
+	msgs := ctxOf(t, `[{"type":"tool","tool":"a"},{"type":"input","data":{"v":1}}]`)
+	step1 := costly(`{"calls":[{"_tool":"a","v":"†input.v","_outputPath":"†state.a"}],"output":null}`)
+	invalid := costly(`{"calls":[],"output":"not a number"}`)
+	final := costly(`{"calls":[],"output":2}`)
+	schema := json.RawMessage(`{"type":"integer"}`)
+
+	whole, err := agent.Run(t.Context(), agent.Config{Provider: scripted.New(step1, invalid, final), Registry: reg, Store: store.NewMemory(), RunID: "w"}, schema, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole.Usage != (provider.Usage{Input: 30, Output: 24}) {
+		t.Fatalf("uninterrupted usage %+v: the invalid answer must count", whole.Usage)
+	}
+
+	st := store.NewMemory()
+	failing := scripted.New(step1, invalid, scripted.Response{Err: errors.New("overloaded")})
+	if _, err := agent.Run(t.Context(), agent.Config{Provider: failing, Registry: reg, Store: st, RunID: "f"}, schema, msgs); err == nil {
+		t.Fatal("the failing run did not fail")
+	}
+	res, err := agent.Resume(t.Context(), agent.Config{Provider: scripted.New(final), Registry: reg, Store: st}, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Usage != whole.Usage {
+		t.Errorf("resumed usage %+v, uninterrupted %+v", res.Usage, whole.Usage)
+	}
+	if run, _ := st.Load(t.Context(), "f"); run.Usage != whole.Usage {
+		t.Errorf("saved usage %+v", run.Usage)
+	}
+	// The budget counts what the first attempt spent: its 36 tokens
+	// reach a budget of 36, which stops the resume before any request.
+	st3 := store.NewMemory()
+	if _, err := agent.Run(t.Context(), agent.Config{Provider: scripted.New(step1, invalid, scripted.Response{Err: errors.New("overloaded")}), Registry: reg, Store: st3, RunID: "b"}, schema, msgs); err == nil {
+		t.Fatal("no failure")
+	}
+	p := scripted.New(final)
+	if _, err := agent.Resume(t.Context(), agent.Config{Provider: p, Registry: reg, Store: st3, TokenBudget: 36}, "b"); !errors.Is(err, agent.ErrTokenBudget) || len(p.Requests()) != 0 {
+		t.Errorf("budget across a resume: %v, %d requests", err, len(p.Requests()))
+	}
+}
+
+func TestDurableDoneResult(t *testing.T) {
+	// A finished run keeps its result: Resume returns the solution, stepUsage
+	// and advice without calling anything.
+	st := store.NewMemory()
+	ctx := ctxOf(t, `[{"type":"advisor","id":"critic","on":"request","role":"Judges."}]`)
+	sol := `{"advisors":[{"id":"critic","calls":"{\"x\":1}"}],"output":{"answer":42}}`
+	first, err := agent.Run(t.Context(), agent.Config{Provider: scripted.New(costly(sol)), Store: st, RunID: "d", Temperature: new(0.25), MaxTokens: 900}, json.RawMessage(`{"type":"object"}`), ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := scripted.New()
+	res, err := agent.Resume(t.Context(), agent.Config{Provider: p, Store: st}, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Requests()) != 0 || res.Solution == nil || string(res.Solution.Output) != `{"answer":42}` || res.Usage != first.Usage ||
+		len(res.Advice) != 1 || res.Advice[0].Votes["x"] != 1 || res.Steps != 1 {
+		t.Fatalf("resumed done run: %+v (solution %+v)", res, res.Solution)
+	}
+	run, _ := st.Load(t.Context(), "d")
+	saved, err := agent.SavedSettings(run)
+	if err != nil || saved == nil || *saved.Temperature != 0.25 || saved.MaxTokens != 900 {
+		t.Errorf("settings %+v, %v", saved, err)
+	}
+}

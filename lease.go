@@ -1,0 +1,120 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/augceo/agent/platform"
+	"github.com/augceo/agent/store"
+)
+
+// DefaultLeaseTTL is Config.LeaseTTL when it is 0.
+const DefaultLeaseTTL = 30 * time.Second
+
+// A durable run is advanced by one owner at a time: the process that
+// created it, or the one resuming it, holds its lease in the store and
+// renews it every third of its TTL while it works. The store refuses the
+// writes of anyone else, so a second `acts resume` of the same run fails
+// at once, naming the holder and when its lease expires; after a crash
+// the lease expires and a resume takes the run over. A holder whose lease
+// was taken over (it stalled past the TTL) loses it: its writes fail and
+// its run stops.
+
+// lease is a run's lease held by this process.
+type lease struct {
+	st    store.Store
+	run   string
+	owner string
+	ttl   time.Duration
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+// newOwner names this process and attempt as a lease owner, as a person
+// reading an error wants it: host, process and a random part.
+func newOwner() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), rand.Text()[:8])
+}
+
+func leaseTTL(cfg *Config) time.Duration {
+	if cfg.LeaseTTL > 0 {
+		return cfg.LeaseTTL
+	}
+	return DefaultLeaseTTL
+}
+
+// newLease returns the lease a new run is created with.
+func newLease(ctx context.Context, cfg *Config, id string) *lease {
+	return &lease{st: cfg.Store, run: id, owner: newOwner(), ttl: leaseTTL(cfg)}
+}
+
+// terms returns the lease to hold from now.
+func (l *lease) terms(ctx context.Context) store.Lease {
+	return store.Lease{Owner: l.owner, Expires: platform.Now(ctx).UTC().Add(l.ttl)}
+}
+
+// acquire takes run id over: an error naming the holder if another
+// holds it.
+func acquire(ctx context.Context, cfg *Config, id string) (*lease, error) {
+	l := newLease(ctx, cfg, id)
+	if err := cfg.Store.Acquire(ctx, id, l.terms(ctx), platform.Now(ctx).UTC()); err != nil {
+		if errors.Is(err, store.ErrLeased) {
+			return nil, fmt.Errorf("agent: run %s is being advanced by another process: %w", id, err)
+		}
+		return nil, fmt.Errorf("agent: run %s: %w", id, err)
+	}
+	return l, nil
+}
+
+// keep renews the lease until release; when it cannot (another owner
+// took the run over, or the store failed until the lease expired), it
+// cancels the run with the reason.
+func (l *lease) keep(ctx context.Context, cancel context.CancelCauseFunc) {
+	l.stop, l.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(l.done)
+		t := time.NewTicker(l.ttl / 3)
+		defer t.Stop()
+		held := platform.Now(ctx).Add(l.ttl)
+		for {
+			select {
+			case <-l.stop:
+				return
+			case <-t.C:
+			}
+			now := platform.Now(ctx).UTC()
+			err := l.st.Acquire(context.WithoutCancel(ctx), l.run, l.terms(ctx), now)
+			switch {
+			case err == nil:
+				held = now.Add(l.ttl)
+			case errors.Is(err, store.ErrLeased) || !now.Before(held):
+				cancel(fmt.Errorf("agent: run %s: lost its lease: %w", l.run, err))
+				return
+			}
+		}
+	}()
+}
+
+// release stops renewing the lease; the last Save of the run gives it up.
+func (l *lease) release() {
+	if l.stop != nil {
+		close(l.stop)
+		<-l.done
+		l.stop = nil
+	}
+}
+
+// giveUp releases a lease taken for a run that does not go on, saving
+// run as it is without it.
+func (l *lease) giveUp(ctx context.Context, run store.Run) {
+	if run.ID == "" {
+		return
+	}
+	run.Lease = store.Lease{}
+	_ = l.st.Save(context.WithoutCancel(ctx), l.owner, run)
+}
