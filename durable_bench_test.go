@@ -2,12 +2,18 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/augceo/agent"
+	"github.com/augceo/agent/internal/pgtest"
 	"github.com/augceo/agent/store"
+	"github.com/augceo/agent/store/postgres"
 	"github.com/augceo/agent/store/sqlite"
 )
 
@@ -50,6 +56,86 @@ func BenchmarkDurablePlan(b *testing.B) {
 					b.Fatalf("log has %d messages", res.Log.Len())
 				}
 			}
+		})
+	}
+}
+
+// countingStore counts the transactions (Create, Save, Acquire, Append)
+// and the journal entries written through a store.
+type countingStore struct {
+	store.Store
+	tx, entries atomic.Int64
+}
+
+func (s *countingStore) Create(ctx context.Context, run store.Run, es ...store.Entry) error {
+	s.tx.Add(1)
+	s.entries.Add(int64(len(es)))
+	return s.Store.Create(ctx, run, es...)
+}
+
+func (s *countingStore) Save(ctx context.Context, owner string, run store.Run) error {
+	s.tx.Add(1)
+	return s.Store.Save(ctx, owner, run)
+}
+
+func (s *countingStore) Acquire(ctx context.Context, id string, l store.Lease, now time.Time) error {
+	s.tx.Add(1)
+	return s.Store.Acquire(ctx, id, l, now)
+}
+
+func (s *countingStore) Append(ctx context.Context, id, owner string, es ...store.Entry) error {
+	s.tx.Add(1)
+	s.entries.Add(int64(len(es)))
+	return s.Store.Append(ctx, id, owner, es...)
+}
+
+// BenchmarkDurableRun is BenchmarkAgentRun/calls=10 (two steps, ten code
+// calls) made durable: with the memory store, SQLite, and PostgreSQL
+// when ACTS_TEST_POSTGRES names a server. It reports the store's
+// transactions and journal entries per run.
+func BenchmarkDurableRun(b *testing.B) {
+	for _, tt := range []struct {
+		name string
+		open func(b *testing.B) store.Store
+	}{
+		{"memory", func(*testing.B) store.Store { return store.NewMemory() }},
+		{"sqlite", func(b *testing.B) store.Store {
+			s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			return s
+		}},
+		{"postgres", func(b *testing.B) store.Store {
+			if os.Getenv("ACTS_TEST_POSTGRES") == "" {
+				b.Skip("ACTS_TEST_POSTGRES is not set")
+			}
+			s, err := postgres.Open(context.Background(), pgtest.Schema(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			return s
+		}},
+	} {
+		b.Run("store="+tt.name, func(b *testing.B) {
+			st := &countingStore{Store: tt.open(b)}
+			reg, msgs := tenTools()
+			r := &replay{answers: []string{tenCalls(false), `{"calls":[],"output":{"done":true}}`}}
+			schema := json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}}}`)
+			b.ReportAllocs()
+			runs := 0
+			for b.Loop() {
+				runs++
+				cfg := agent.Config{Provider: r.provider(), Registry: reg, Store: st, RunID: fmt.Sprint("r", runs)}
+				res, err := agent.Run(context.Background(), cfg, schema, msgs)
+				if err != nil || res.Steps != 2 {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(st.tx.Load())/float64(runs), "tx/run")
+			b.ReportMetric(float64(st.entries.Load())/float64(runs), "entries/run")
 		})
 	}
 }
