@@ -161,6 +161,7 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 		return
 	}
 	r := &run{cfg: cfg, schema: schema, log: log}
+	var flush func(context.Context) error
 	if cfg.Store != nil {
 		if cfg.resume != nil {
 			r.usage = cfg.resume.usage // every request of the run so far
@@ -171,13 +172,17 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 			return
 		}
 		r.cfg.RunID = j.run.ID
-		j.result = func() *RunResult { return r.result(nil, 0) }
+		// Calls start and settle in groups: one Append per group, made
+		// before any call of the group runs.
+		j.result, j.batch = func() *RunResult { return r.result(nil, 0) }, true
+		flush = j.flush
 		var finish func()
 		yield, finish = j.wrap(ctx, yield)
 		defer finish()
 	}
 	r.yield = yield
 	r.sched = newScheduler(&r.stream, &r.cfg, log, &r.usage, func() *RunResult { return r.result(nil, 0) })
+	r.sched.flush = flush
 	defer func() {
 		cancel(nil) // stop calls still running, then wait for them
 		r.sched.wait()
@@ -365,9 +370,10 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 					held = append(held, t)
 					break
 				}
-				s.add(t)
-				ok = s.start(ctx)
+				s.add(t) // it starts with the others of its chunk, at the tick
 			}
+		case ev.tick:
+			ok = s.start(ctx)
 		case ev.advisors != nil:
 			ok = advise(ev.advisors)
 		case ev.Response != nil:

@@ -195,6 +195,9 @@ type Event struct {
 	// advisors is the solution's advisors property, complete (see
 	// Config.advising).
 	advisors json.RawMessage
+	// tick follows the elements of one chunk: a loop starts them together
+	// (one journal write for their starts).
+	tick bool
 }
 
 // Text is a piece of text of one solution.
@@ -544,7 +547,7 @@ func readChunk(cfg *Config, n int, answers *[]*answer, resp *Response, yield fun
 	}
 	if a.x != nil {
 		els, xerr := a.x.Feed(p)
-		if !emit(c.Index, els, yield) {
+		if !emit(c.Index, els, yield) || len(els) > 0 && !yield(Event{tick: true}, nil) {
 			return errStopped
 		}
 		if xerr != nil {

@@ -237,14 +237,24 @@ func (s *scheduler) prepare(t *task) (*Call, error) {
 // poll takes the calls that finished, without waiting, and starts what
 // they unblocked.
 func (s *scheduler) poll(ctx context.Context) bool {
-	for {
+	n, ok := s.finishReady()
+	if !ok || n == 0 {
+		return ok
+	}
+	return s.start(ctx)
+}
+
+// finishReady takes the calls that finished, without waiting: their
+// settling is journaled together, with the starts that follow.
+func (s *scheduler) finishReady() (int, bool) {
+	for n := 0; ; n++ {
 		select {
 		case f := <-s.done:
-			if !s.finish(f) || !s.start(ctx) {
-				return false
+			if !s.finish(f) {
+				return n, false
 			}
 		default:
-			return true
+			return n, true
 		}
 	}
 }
@@ -273,6 +283,9 @@ func (s *scheduler) runDown(ctx context.Context, background bool) bool {
 		}
 		// Calls end soon once the run's context is cancelled.
 		if !s.finish(<-s.done) {
+			return false
+		}
+		if _, ok := s.finishReady(); !ok {
 			return false
 		}
 	}
