@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,10 +13,42 @@ import (
 	"time"
 
 	"github.com/augceo/agent"
+	"github.com/augceo/agent/internal/pgtest"
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/scripted"
 	"github.com/augceo/agent/store"
+	"github.com/augceo/agent/store/postgres"
+	"github.com/augceo/agent/store/sqlite"
 )
+
+// runStore is what Resume needs of a store.
+type runStore interface {
+	store.Store
+	store.Catalog
+}
+
+// forEachStore runs f with a new store of each backend: memory, SQLite,
+// and PostgreSQL (skipped unless ACTS_TEST_POSTGRES names a server, and
+// required under CI).
+func forEachStore(t *testing.T, f func(t *testing.T, st runStore)) {
+	t.Run("memory", func(t *testing.T) { f(t, store.NewMemory()) })
+	t.Run("sqlite", func(t *testing.T) {
+		st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "runs.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		f(t, st)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		st, err := postgres.Open(t.Context(), pgtest.Schema(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		f(t, st)
+	})
+}
 
 // stepUsage is what each scripted answer of these tests costs.
 var stepUsage = provider.Usage{Input: 10, Output: 8}
@@ -41,8 +74,9 @@ func blocking(reg *agent.Registry) (started chan struct{}, release chan struct{}
 	return started, release
 }
 
-func TestDurableRunIDTaken(t *testing.T) {
-	st := store.NewMemory()
+func TestDurableRunIDTaken(t *testing.T) { forEachStore(t, testDurableRunIDTaken) }
+
+func testDurableRunIDTaken(t *testing.T, st runStore) {
 	cfg := agent.Config{Provider: scripted.New(costly(`{"output":1}`), costly(`{"output":2}`)), Store: st, RunID: "x"}
 	if _, err := agent.Run(t.Context(), cfg, json.RawMessage(`{}`), ctxOf(t, `[{"type":"text","text":"hi"}]`)); err != nil {
 		t.Fatal(err)
@@ -56,10 +90,11 @@ func TestDurableRunIDTaken(t *testing.T) {
 	}
 }
 
-func TestDurableRunIDRace(t *testing.T) {
-	// Runs racing for one id: one runs, the others fail before calling
-	// the model.
-	st := store.NewMemory()
+func TestDurableRunIDRace(t *testing.T) { forEachStore(t, testDurableRunIDRace) }
+
+// Runs racing for one id: one runs, the others fail before calling the
+// model.
+func testDurableRunIDRace(t *testing.T, st runStore) {
 	var wins, exists atomic.Int64
 	var wg sync.WaitGroup
 	for range 8 {
@@ -94,12 +129,13 @@ func TestDurableRunIDRace(t *testing.T) {
 	}
 }
 
-func TestDurableResumeHeld(t *testing.T) {
-	// While a run is advanced by its owner, a resume of it fails at once,
-	// naming the owner and when its lease expires, and calls nothing.
+func TestDurableResumeHeld(t *testing.T) { forEachStore(t, testDurableResumeHeld) }
+
+// While a run is advanced by its owner, a resume of it fails at once,
+// naming the owner and when its lease expires, and calls nothing.
+func testDurableResumeHeld(t *testing.T, st runStore) {
 	reg := agent.NewRegistry()
 	started, release := blocking(reg)
-	st := store.NewMemory()
 	cfg := agent.Config{Registry: reg, Store: st, RunID: "held"}
 	done := make(chan error, 1)
 	go func() {
@@ -192,12 +228,13 @@ func TestDurableConcurrentResumes(t *testing.T) {
 	})
 }
 
-func TestDurableLeaseLost(t *testing.T) {
-	// A holder that stalled past its lease while another took the run
-	// over can no longer write it: its run stops, saying so.
+func TestDurableLeaseLost(t *testing.T) { forEachStore(t, testDurableLeaseLost) }
+
+// A holder that stalled past its lease while another took the run over
+// can no longer write it: its run stops, saying so.
+func testDurableLeaseLost(t *testing.T, st runStore) {
 	reg := agent.NewRegistry()
 	started, release := blocking(reg)
-	st := store.NewMemory()
 	cfg := agent.Config{Registry: reg, Store: st, RunID: "stolen"}
 	done := make(chan error, 1)
 	go func() {
@@ -252,9 +289,11 @@ func TestDurableLeaseRenewed(t *testing.T) {
 	})
 }
 
-func TestDurableUsageExact(t *testing.T) {
-	// A run whose second request fails, resumed, reports the usage of the
-	// same run uninterrupted; an invalid answer's usage counts too.
+func TestDurableUsageExact(t *testing.T) { forEachStore(t, testDurableUsageExact) }
+
+// A run whose second request fails, resumed, reports the usage of the
+// same run uninterrupted; an invalid answer's usage counts too.
+func testDurableUsageExact(t *testing.T, st runStore) {
 	reg := agent.NewRegistry()
 	counted(reg)
 	msgs := ctxOf(t, `[{"type":"tool","tool":"a"},{"type":"input","data":{"v":1}}]`)
@@ -263,7 +302,7 @@ func TestDurableUsageExact(t *testing.T) {
 	final := costly(`{"calls":[],"output":2}`)
 	schema := json.RawMessage(`{"type":"integer"}`)
 
-	whole, err := agent.Run(t.Context(), agent.Config{Provider: scripted.New(step1, invalid, final), Registry: reg, Store: store.NewMemory(), RunID: "w"}, schema, msgs)
+	whole, err := agent.Run(t.Context(), agent.Config{Provider: scripted.New(step1, invalid, final), Registry: reg, Store: st, RunID: "w"}, schema, msgs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +310,6 @@ func TestDurableUsageExact(t *testing.T) {
 		t.Fatalf("uninterrupted usage %+v: the invalid answer must count", whole.Usage)
 	}
 
-	st := store.NewMemory()
 	failing := scripted.New(step1, invalid, scripted.Response{Err: errors.New("overloaded")})
 	if _, err := agent.Run(t.Context(), agent.Config{Provider: failing, Registry: reg, Store: st, RunID: "f"}, schema, msgs); err == nil {
 		t.Fatal("the failing run did not fail")
@@ -288,7 +326,7 @@ func TestDurableUsageExact(t *testing.T) {
 	}
 	// The budget counts what the first attempt spent: its 36 tokens
 	// reach a budget of 36, which stops the resume before any request.
-	st3 := store.NewMemory()
+	st3 := st
 	if _, err := agent.Run(t.Context(), agent.Config{Provider: scripted.New(step1, invalid, scripted.Response{Err: errors.New("overloaded")}), Registry: reg, Store: st3, RunID: "b"}, schema, msgs); err == nil {
 		t.Fatal("no failure")
 	}
@@ -321,5 +359,43 @@ func TestDurableDoneResult(t *testing.T) {
 	saved, err := agent.SavedSettings(run)
 	if err != nil || saved == nil || *saved.Temperature != 0.25 || saved.MaxTokens != 900 {
 		t.Errorf("settings %+v, %v", saved, err)
+	}
+}
+
+func TestDurableUsageAcrossCrash(t *testing.T) {
+	// A run killed after its first step's usage was journaled, resumed,
+	// reports the usage of the same run uninterrupted.
+	reg := agent.NewRegistry()
+	counted(reg)
+	msgs := ctxOf(t, `[{"type":"tool","tool":"a"},{"type":"input","data":{"v":1}}]`)
+	step1 := costly(`{"calls":[{"_tool":"a","v":"†input.v","_outputPath":"†state.a"}],"output":null}`)
+	final := costly(`{"calls":[],"output":2}`)
+	schema := json.RawMessage(`{"type":"integer"}`)
+	whole, err := agent.Run(t.Context(), agent.Config{Provider: scripted.New(step1, final), Registry: reg}, schema, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for crashAt := int64(2); crashAt <= 5; crashAt++ {
+		st := newCrashStore(crashAt)
+		_, err := agent.Run(t.Context(), agent.Config{Provider: scripted.New(step1, final), Registry: reg, Store: st, RunID: "k"}, schema, msgs)
+		if !errors.Is(err, errCrash) {
+			continue // the run ended before that write
+		}
+		journaled := false
+		for _, e := range journal(t, st, "k") {
+			journaled = journaled || e.Type == store.EntryUsage
+		}
+		// The resume answers whatever step the journal left open.
+		p := scripted.New(step1, final)
+		if journaled {
+			p = scripted.New(final)
+		}
+		res, err := agent.Resume(t.Context(), agent.Config{Provider: p, Registry: reg, Store: restart(t, st, "k")}, "k")
+		if err != nil {
+			t.Fatalf("crash at write %d: resume: %v", crashAt, err)
+		}
+		if journaled && res.Usage != whole.Usage {
+			t.Errorf("crash at write %d: usage %+v, uninterrupted %+v", crashAt, res.Usage, whole.Usage)
+		}
 	}
 }
