@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -29,9 +30,14 @@ const (
 	Anthropic
 	// Gemini is the OpenAPI 3.0 subset of Gemini's responseSchema.
 	Gemini
+	// GeminiJSON is the JSON Schema subset of Gemini's responseJsonSchema
+	// (Gemini 2.5 and later), which can say what responseSchema cannot: refs,
+	// recursion, maps and free-form objects.
+	GeminiJSON
 )
 
-// String returns the dialect's name: "full", "openai", "anthropic" or "gemini".
+// String returns the dialect's name: "full", "openai", "anthropic", "gemini" or
+// "gemini-json".
 func (d Dialect) String() string {
 	switch d {
 	case Full:
@@ -42,6 +48,8 @@ func (d Dialect) String() string {
 		return "anthropic"
 	case Gemini:
 		return "gemini"
+	case GeminiJSON:
+		return "gemini-json"
 	}
 	return fmt.Sprintf("Dialect(%d)", int(d))
 }
@@ -109,7 +117,10 @@ func (c *adaptCache) put(k adaptKey, v json.RawMessage) {
 
 // Adapt rewrites the schema s into the subset that dialect d accepts, resolving named
 // refs in r. It never changes the order of properties, which is the order the model
-// writes them in. The rules, per dialect:
+// writes them in. What a dialect cannot say is loosened, so that the model can still
+// write what the original allows, except where strict mode cannot let it (free-form
+// objects, below); the answer is validated locally against the original (see
+// [Registry.CompileFor]), which decides. The rules, per dialect:
 //
 // All dialects: "nullable" becomes a type union (see the package documentation); named
 // refs are bundled into the root's "$defs" ([Gemini]: every ref is inlined).
@@ -117,29 +128,72 @@ func (c *adaptCache) put(k adaptKey, v json.RawMessage) {
 // [OpenAI]: the root must be an object; every object lists all its properties in
 // "required", and an optional property becomes nullable (so the answer has null where
 // the original omits the key: validate it with [Registry.CompileFor]); every object gets
-// "additionalProperties": false; "oneOf" becomes "anyOf"; "allOf" is merged into its
-// parent; keywords outside the documented subset (minLength, maxLength, uniqueItems,
-// formats other than date-time, time, date, duration, email, hostname, ipv4, ipv6 and
-// uuid, default, ...) are dropped.
+// "additionalProperties": false, and "properties" even when it has none, which the API
+// requires; "oneOf" becomes "anyOf"; "allOf" is merged into its parent; keywords outside
+// the documented subset (minLength, maxLength, uniqueItems, formats other than
+// date-time, time, date, duration, email, hostname, ipv4, ipv6 and uuid, default, ...)
+// are dropped. Every schema must say what it is and a $ref must stand alone, so:
+//   - a schema with properties and no type gets "type": "object";
+//   - a free-form value ({}, true, or a schema left with no type, enum, const, anyOf,
+//     $ref or properties once the unsupported keywords are dropped) becomes {"$ref":
+//     "#/$defs/JSONValue"}, added to the root's "$defs" (under another name if that one
+//     is taken): any JSON value strict mode can write, a string, number, boolean, null,
+//     {} or an array of these values, arrays nested to any depth;
+//   - an array without "items" gets that same JSONValue as its items;
+//   - a $ref with siblings becomes {"anyOf":[{"$ref":...}], <the siblings>}.
 //
-// [Anthropic]: every object gets "additionalProperties": false; optional properties stay
-// optional; "oneOf" becomes "anyOf", "allOf" is merged; numeric bounds, string lengths,
-// maxItems, and minItems above 1 are dropped, as are formats outside date-time, time,
-// date, duration, email, hostname, uri, ipv4, ipv6 and uuid; recursive refs are an error.
+// A free-form object, {"type":"object"} with no properties (and the object a JSONValue
+// allows), can only be the empty object {} in strict mode, which has no way to let the
+// model write keys the schema does not name. It stays the closed empty object, and its
+// description says that only {} can be written there, so that a model offered another
+// alternative (a reference, say) takes that one. Other shapes would say more but answer
+// something else: an object written as a string of JSON, or as a list of key/value
+// pairs, is not what the original accepts, and the answer would have to be converted
+// back before it is validated. A request that needs free-form objects filled in belongs
+// in a non-strict mode (JSON mode with the original schema). An explicit
+// "additionalProperties" other than false (a map) is [ErrUnsupported], since the schema
+// then asks for keys by design.
+//
+// [Anthropic]: every object gets "additionalProperties": false, and a free-form object
+// says in its description that only {} can be written, as for OpenAI; optional
+// properties stay optional; "oneOf" becomes "anyOf", "allOf" is merged; numeric bounds,
+// string lengths, maxItems, and minItems above 1 are dropped, as are formats outside
+// date-time, time, date, duration, email, hostname, uri, ipv4, ipv6 and uuid, and
+// patterns that use what its regular expressions lack (lookahead, lookbehind,
+// backreferences, \b and \B); recursive refs are an error. An explicit map is
+// [ErrUnsupported].
 //
 // [Gemini]: refs are inlined (recursion is an error) and "$defs" removed; type names are
 // upper case; a type union with null becomes "nullable": true, and {"type":"null"}
-// alternatives of an anyOf likewise; "const" becomes a one-value "enum"; "oneOf" becomes
-// "anyOf", "allOf" is merged; "additionalProperties" is dropped; each object gets
-// "propertyOrdering", without which Gemini writes properties in alphabetical order.
+// alternatives of an anyOf likewise; "const" becomes a one-value "enum"; an enum of
+// values other than strings (the API's enum holds strings) is described instead, and
+// the schema gets the type of its values: a const array such as ["input"] becomes an
+// ARRAY of the type of its elements (with an enum of them when they are strings) and
+// their count as minItems and maxItems; "oneOf" becomes "anyOf", "allOf" is merged;
+// "additionalProperties" is dropped; a format is kept only where the API documents it
+// (float and double for NUMBER, int32 and int64 for INTEGER, date-time and enum for
+// STRING); each object gets "propertyOrdering", without which Gemini writes properties
+// in alphabetical order. An object with no properties is [ErrUnsupported]: the API
+// rejects it; [GeminiJSON] can say it.
 //
-// Explicit "additionalProperties" other than false (a map) is [ErrUnsupported] for
-// OpenAI and Anthropic: replacing it with false would leave the model only {}. A
-// missing one is taken as the usual oversight and set to false. Dropped constraints are
-// appended to the description, as "(minLength: 3, maximum: 10)", so the model still
-// knows them.
+// [GeminiJSON]: the keywords responseJsonSchema documents are kept: $id, $defs, $ref,
+// $anchor, type, format, title, description, enum, items, prefixItems, minItems,
+// maxItems, minimum, maximum, anyOf, oneOf, properties, additionalProperties, required
+// and propertyOrdering, which each object gets as for [Gemini]. "allOf" is merged,
+// "definitions" become "$defs"; "const" becomes a one-value "enum", and an enum keeps
+// its strings and numbers while null becomes a {"type":"null"} alternative and other
+// values are described, the schema getting their type as for [Gemini]. A $ref with
+// siblings becomes {"anyOf":[{"$ref":...}], <the siblings>}. The API unrolls a cyclic
+// ref only in a property that is not required: a required property that refers to a
+// recursive definition gets a copy of it instead (one level unrolled), and one inside
+// the recursion is no longer required, its description saying it is.
+//
+// Dropped constraints are appended to the description, as "(minLength: 3, maximum: 10)",
+// so the model still knows them. A missing "additionalProperties" on an object with
+// properties is taken as the usual oversight and set to false where a dialect requires
+// it.
 func (r *Registry) Adapt(s json.RawMessage, d Dialect) (json.RawMessage, error) {
-	if d < Full || d > Gemini {
+	if d < Full || d > GeminiJSON {
 		return nil, fmt.Errorf("%w: dialect %v", ErrUnsupported, d)
 	}
 	tree, err := parseTree(s)
@@ -174,6 +228,15 @@ func (r *Registry) Adapt(s json.RawMessage, d Dialect) (json.RawMessage, error) 
 	if err != nil {
 		return nil, err
 	}
+	if d != Full { // none of the strict dialects takes allOf everywhere, or boolean schemas
+		tree, err = walk(tree, "", func(o *object, ptr string) (any, error) {
+			replaceBooleans(o)
+			return o, mergeAllOf(o, ptr)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	switch d {
 	case Full:
 		if !changed {
@@ -183,13 +246,15 @@ func (r *Registry) Adapt(s json.RawMessage, d Dialect) (json.RawMessage, error) 
 		if !isObjectSchema(tree.(*object)) {
 			return nil, fmt.Errorf("%w: openai: the root schema must be an object", ErrUnsupported)
 		}
-		tree, err = walk(tree, "", openaiRules)
+		tree, err = adaptOpenAI(tree.(*object))
 	case Anthropic:
 		tree, err = walk(tree, "", anthropicRules)
 	case Gemini:
 		if tree, err = walk(tree, "", geminiRules); err == nil {
 			_, err = walk(tree, "", geminiNull)
 		}
+	case GeminiJSON:
+		tree, err = adaptGeminiJSON(tree.(*object))
 	}
 	if err != nil {
 		return nil, err
@@ -411,6 +476,8 @@ func unionList(a, b any) []any {
 
 // mergeAllOf folds the branches of an "allOf" into o: none of the strict dialects
 // accepts it everywhere, and merging keeps its meaning when the branches don't clash.
+// Adapt merges before it applies a dialect's rules, so that what the rules add to a
+// schema (a type, a closed object) is never merged as if the branch had said it.
 func mergeAllOf(o *object, ptr string) error {
 	v, ok := o.get("allOf")
 	if !ok {
@@ -433,6 +500,55 @@ func mergeAllOf(o *object, ptr string) error {
 		}
 	}
 	return nil
+}
+
+// replaceBooleans replaces the boolean schemas among o's subschemas, which the strict
+// dialects do not take, by what they mean: true by {}, the schema of any value; a
+// property whose schema is false cannot be there, an alternative that is false is none,
+// items false allow only the empty array, and a prefixItems entry false is loosened to
+// {}. The other places of a boolean schema (not, if, contains, ...) are dropped by every
+// dialect anyway.
+func replaceBooleans(o *object) {
+	anything := func() *object { return &object{} }
+	switch it, _ := o.get("items"); it {
+	case true:
+		o.del("items")
+	case false:
+		o.del("items")
+		o.set("maxItems", json.Number("0"))
+	}
+	if p, ok := o.get("properties"); ok {
+		if props, ok := p.(*object); ok {
+			props = props.clone()
+			props.members = slices.DeleteFunc(props.members, func(m member) bool { return m.val == false })
+			for i, m := range props.members {
+				if m.val == true {
+					props.members[i].val = anything()
+				}
+			}
+			o.set("properties", props)
+		}
+	}
+	for _, k := range []string{"anyOf", "oneOf", "prefixItems"} {
+		v, _ := o.get(k)
+		list, ok := v.([]any)
+		if !ok || !slices.ContainsFunc(list, func(s any) bool { _, b := s.(bool); return b }) {
+			continue
+		}
+		out := make([]any, 0, len(list))
+		for _, s := range list {
+			switch {
+			case s == true, s == false && k == "prefixItems": // no element there: loosened
+				out = append(out, anything())
+			case s == false: // an alternative that matches nothing
+			default:
+				out = append(out, s)
+			}
+		}
+		if len(out) > 0 {
+			o.set(k, out)
+		}
+	}
 }
 
 // oneOfToAnyOf: a value that matches exactly one alternative matches at least one, so
@@ -537,14 +653,97 @@ var (
 	openaiFormats = []string{"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
 )
 
-func openaiRules(o *object, ptr string) (any, error) {
-	if err := mergeAllOf(o, ptr); err != nil {
-		return nil, err
+func adaptOpenAI(root *object) (any, error) {
+	key := freeDefsKey(root, jsonValueName)
+	a := &openaiAdapter{ref: "#/$defs/" + escapeToken(key)}
+	tree, err := walk(root, "", a.rules)
+	if err != nil || !a.used {
+		return tree, err
 	}
+	ro := tree.(*object) // the root is an object schema, which rules keeps an object
+	defs := &object{}
+	if d, ok := ro.get("$defs"); ok {
+		if do, ok := d.(*object); ok {
+			defs = do.clone()
+		}
+	}
+	defs.set(key, a.jsonValue())
+	ro.set("$defs", defs)
+	return ro, nil
+}
+
+// jsonValueName is the key in "$defs" of the schema that stands for a free-form value
+// in the OpenAI dialect (see [Registry.Adapt]).
+const jsonValueName = "JSONValue"
+
+// freeDefsKey returns name, or name_2, name_3 ... if the root's "$defs" has it.
+func freeDefsKey(root *object, name string) string {
+	defs, _ := root.get("$defs")
+	do, _ := defs.(*object)
+	k := name
+	for i := 2; do != nil && do.has(k); i++ {
+		k = fmt.Sprintf("%s_%d", name, i)
+	}
+	return k
+}
+
+// openaiAdapter rewrites a bundled schema for OpenAI's strict mode.
+type openaiAdapter struct {
+	ref  string // the $ref of the JSONValue definition
+	used bool   // whether a schema refers to it
+}
+
+// jsonValue returns the JSONValue definition: every value strict mode can write.
+func (a *openaiAdapter) jsonValue() *object {
+	typ := func(t string) *object { return &object{members: []member{{"type", t}}} }
+	array := typ("array")
+	array.set("items", &object{members: []member{{"$ref", a.ref}}})
+	return &object{members: []member{
+		{"description", "Any JSON value: a string, number, boolean, null, an array of such values, or an object, of which only {} can be written here."},
+		{"anyOf", []any{typ("string"), typ("number"), typ("boolean"), typ("null"), array, emptyObject()}},
+	}}
+}
+
+// emptyObject returns the closed empty object as strict mode wants it spelled.
+func emptyObject() *object {
+	return &object{members: []member{{"type", "object"}, {"properties", &object{}}, {"required", []any{}},
+		{"additionalProperties", false}}}
+}
+
+// jsonValueRef returns a schema that refers to the JSONValue definition.
+func (a *openaiAdapter) jsonValueRef() *object {
+	a.used = true
+	return &object{members: []member{{"$ref", a.ref}}}
+}
+
+func (a *openaiAdapter) isJSONValue(o *object) bool {
+	return len(o.members) == 1 && o.members[0].key == "$ref" && o.members[0].val == a.ref
+}
+
+// freeFormNote tells the model about a free-form object that strict mode closes.
+const freeFormNote = "any object, but only {} can be written here"
+
+func (a *openaiAdapter) rules(o *object, ptr string) (any, error) {
 	if err := oneOfToAnyOf(o, ptr); err != nil {
 		return nil, err
 	}
 	keep(o, keepFormat(openaiKeywords, o, openaiFormats))
+	if !o.has("type") && !o.has("enum") && !o.has("const") && !o.has("anyOf") && !o.has("$ref") {
+		// The API answers "schema must have a 'type' key".
+		if !o.has("properties") {
+			return a.freeForm(o), nil
+		}
+		o.members = append([]member{{"type", "object"}}, o.members...)
+	}
+	if hasType(o, "array") && !o.has("items") { // "array schema missing items"
+		o.set("items", a.jsonValueRef())
+	}
+	if isObjectSchema(o) && !o.has("properties") {
+		if !o.has("additionalProperties") {
+			note(o, freeFormNote)
+		}
+		o.set("properties", &object{}) // "object schema missing properties"
+	}
 	if err := closeObject(o, ptr, OpenAI); err != nil {
 		return nil, err
 	}
@@ -558,13 +757,82 @@ func openaiRules(o *object, ptr string) (any, error) {
 			for i, m := range props.members {
 				all = append(all, m.key)
 				if ps, ok := m.val.(*object); ok && !slices.Contains(required, m.key) {
-					props.members[i].val = makeNullable(ps.clone())
+					props.members[i].val = a.orNull(ps.clone())
 				}
 			}
 			o.set("properties", props)
 			o.set("required", all)
 		}
 	}
+	if o.has("$ref") && len(o.members) > 1 {
+		return wrapRef(o, ptr)
+	}
+	return o, nil
+}
+
+// freeForm returns the JSONValue schema in place of o, a schema that says nothing of
+// its type once the unsupported keywords are dropped. Its annotations stay around the
+// ref, its constraints are noted.
+func (a *openaiAdapter) freeForm(o *object) any {
+	wrapper := &object{}
+	var notes []string
+	for _, m := range o.members {
+		switch {
+		case slices.Contains(annotationKeywords, m.key):
+			wrapper.members = append(wrapper.members, m)
+		case slices.Contains(notedKeywords, m.key):
+			notes = append(notes, m.key+": "+string(marshalTree(m.val)))
+		}
+	}
+	note(wrapper, notes...)
+	if len(wrapper.members) == 0 {
+		return a.jsonValueRef()
+	}
+	wrapper.set("anyOf", []any{a.jsonValueRef()})
+	return wrapper
+}
+
+// orNull returns o changed to also accept null, as makeNullable does, but leaves a
+// JSONValue as it is and adds null to the alternatives of an anyOf that o only wraps,
+// rather than wrapping it again.
+func (a *openaiAdapter) orNull(o *object) any {
+	if a.isJSONValue(o) {
+		return o
+	}
+	alts, _ := o.get("anyOf")
+	list, ok := alts.([]any)
+	if !ok {
+		return makeNullable(o)
+	}
+	for _, m := range o.members {
+		if m.key != "anyOf" && !slices.Contains(annotationKeywords, m.key) {
+			return makeNullable(o)
+		}
+	}
+	for _, alt := range list {
+		if ao, ok := alt.(*object); ok && (a.isJSONValue(ao) || isNullSchema(ao)) {
+			return o
+		}
+	}
+	o.set("anyOf", append(slices.Clip(list), &object{members: []member{{"type", "null"}}}))
+	return o
+}
+
+// isNullSchema reports whether o is {"type":"null"}.
+func isNullSchema(o *object) bool {
+	return len(o.members) == 1 && o.members[0].key == "type" && o.members[0].val == "null"
+}
+
+// wrapRef moves a $ref that has siblings into an anyOf of its own, for the dialects
+// whose $ref must stand alone: {"$ref":r,"description":d} becomes
+// {"description":d,"anyOf":[{"$ref":r}]}, which means the same.
+func wrapRef(o *object, ptr string) (*object, error) {
+	if o.has("anyOf") {
+		return nil, fmt.Errorf("%w: $ref next to anyOf at %s", ErrUnsupported, ptr)
+	}
+	ref, _ := o.get("$ref")
+	o.del("$ref")
+	o.set("anyOf", []any{&object{members: []member{{"$ref", ref}}}})
 	return o, nil
 }
 
@@ -582,9 +850,6 @@ var (
 )
 
 func anthropicRules(o *object, ptr string) (any, error) {
-	if err := mergeAllOf(o, ptr); err != nil {
-		return nil, err
-	}
 	if err := oneOfToAnyOf(o, ptr); err != nil {
 		return nil, err
 	}
@@ -600,11 +865,59 @@ func anthropicRules(o *object, ptr string) (any, error) {
 			o.del("enum") // enums of objects or arrays are not accepted: loosen
 		}
 	}
-	keep(o, keepFormat(anthropicKeywords, o, anthropicFormats), notes...)
+	allowed := keepFormat(anthropicKeywords, o, anthropicFormats)
+	if p, ok := o.get("pattern"); ok {
+		if ps, _ := p.(string); !simplePattern(ps) {
+			allowed = slices.DeleteFunc(slices.Clone(allowed), func(k string) bool { return k == "pattern" })
+		}
+	}
+	keep(o, allowed, notes...)
+	if isObjectSchema(o) && !o.has("properties") && !o.has("additionalProperties") {
+		note(o, freeFormNote)
+	}
 	if err := closeObject(o, ptr, Anthropic); err != nil {
 		return nil, err
 	}
 	return o, nil
+}
+
+// simplePattern reports whether the regular expression p avoids what Claude's
+// structured outputs do not support: lookahead, lookbehind, backreferences (numbered or
+// named) and word boundaries. Inside a character class, \b is a backspace and (?= is
+// plain text.
+func simplePattern(p string) bool {
+	inClass := false
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case c == '\\' && i+1 < len(p):
+			i++
+			if inClass {
+				continue
+			}
+			switch e := p[i]; {
+			case e == 'b', e == 'B', e >= '1' && e <= '9', e == 'k' && i+1 < len(p) && p[i+1] == '<':
+				return false
+			}
+		case inClass:
+			inClass = c != ']'
+		case c == '[':
+			inClass = true
+			if i+1 < len(p) && p[i+1] == '^' {
+				i++
+			}
+			if i+1 < len(p) && p[i+1] == ']' { // a ] first in a class is a literal
+				i++
+			}
+		case c == '(':
+			for _, look := range []string{"(?=", "(?!", "(?<=", "(?<!"} {
+				if strings.HasPrefix(p[i:], look) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 func primitives(list []any) bool {
@@ -622,40 +935,157 @@ func primitives(list []any) bool {
 // strings), items, minItems, maxItems, properties, required, minProperties,
 // maxProperties, minLength, maxLength, pattern, minimum, maximum, anyOf and
 // propertyOrdering. No $ref, const, oneOf, allOf, type unions or additionalProperties.
+// The formats it documents depend on the type.
 var (
 	geminiKeywords = []string{"type", "format", "title", "description", "nullable", "enum",
 		"items", "minItems", "maxItems", "properties", "required", "minProperties",
 		"maxProperties", "minLength", "maxLength", "pattern", "minimum", "maximum", "anyOf",
 		"propertyOrdering"}
-	geminiFormats = []string{"date-time", "enum", "float", "double", "int32", "int64"}
+	geminiFormats = map[string][]string{"STRING": {"date-time", "enum"}, "NUMBER": {"float", "double"},
+		"INTEGER": {"int32", "int64"}}
 )
 
-// typeOfValues returns the JSON Schema type all of list has, or "".
-func typeOfValues(list []any) string {
-	t := ""
-	for _, v := range list {
-		var vt string
+// valuesSchema returns a JSON Schema that accepts each of values and says of what type
+// they are, for dialect d ([Gemini] or [GeminiJSON]), whose enum cannot hold them all:
+// strings (and numbers, for GeminiJSON) are listed in an enum, other values only typed;
+// an array gets the schema of all their elements as items, and their counts as minItems
+// and maxItems; an object the schema of the values of each key as properties. Values of
+// several types give an anyOf, null a {"type":"null"} alternative, or {} where Gemini
+// would have it alone. It returns nil when there is no value or an object has no key:
+// Gemini cannot say an object without properties.
+func valuesSchema(values []any, d Dialect) *object {
+	var (
+		alts               []any
+		strs, nums         []any
+		integers           = true
+		bools, null        bool
+		arrays             [][]any
+		objects            []*object
+		seenStrs, seenNums = map[string]bool{}, map[json.Number]bool{}
+	)
+	for _, v := range values {
 		switch v := v.(type) {
-		case json.Number:
-			vt = "number"
-			if !strings.ContainsAny(string(v), ".eE") {
-				vt = "integer"
-			}
+		case nil:
+			null = true
 		case bool:
-			vt = "boolean"
-		default:
-			return ""
-		}
-		switch {
-		case t == "" || t == vt:
-			t = vt
-		case t == "integer" && vt == "number" || t == "number" && vt == "integer":
-			t = "number"
-		default:
-			return ""
+			bools = true
+		case string:
+			if !seenStrs[v] {
+				seenStrs[v] = true
+				strs = append(strs, v)
+			}
+		case json.Number:
+			integers = integers && !strings.ContainsAny(string(v), ".eE")
+			if !seenNums[v] {
+				seenNums[v] = true
+				nums = append(nums, v)
+			}
+		case []any:
+			arrays = append(arrays, v)
+		case *object:
+			objects = append(objects, v)
 		}
 	}
-	return t
+	typed := func(t string, kv ...member) *object {
+		return &object{members: append([]member{{"type", t}}, kv...)}
+	}
+	if bools {
+		alts = append(alts, typed("boolean"))
+	}
+	if len(nums) > 0 {
+		t := "number"
+		if integers {
+			t = "integer"
+		}
+		if d == GeminiJSON {
+			alts = append(alts, typed(t, member{"enum", nums}))
+		} else {
+			alts = append(alts, typed(t))
+		}
+	}
+	if len(strs) > 0 {
+		alts = append(alts, typed("string", member{"enum", strs}))
+	}
+	if len(arrays) > 0 {
+		var elems []any
+		least, most := len(arrays[0]), 0
+		for _, a := range arrays {
+			elems = append(elems, a...)
+			least, most = min(least, len(a)), max(most, len(a))
+		}
+		s := typed("array")
+		if len(elems) > 0 {
+			items := valuesSchema(elems, d)
+			if items == nil {
+				return nil
+			}
+			s.set("items", items)
+		}
+		s.set("minItems", json.Number(strconv.Itoa(least)))
+		s.set("maxItems", json.Number(strconv.Itoa(most)))
+		alts = append(alts, s)
+	}
+	if len(objects) > 0 {
+		props := &object{}
+		var keys []string
+		for _, o := range objects {
+			for _, m := range o.members {
+				if !slices.Contains(keys, m.key) {
+					keys = append(keys, m.key)
+				}
+			}
+		}
+		if len(keys) == 0 {
+			return nil
+		}
+		var required []any
+		for _, k := range keys {
+			var vals []any
+			all := true
+			for _, o := range objects {
+				v, ok := o.get(k)
+				all = all && ok
+				if ok {
+					vals = append(vals, v)
+				}
+			}
+			ps := valuesSchema(vals, d)
+			if ps == nil {
+				return nil
+			}
+			props.set(k, ps)
+			if all {
+				required = append(required, k)
+			}
+		}
+		s := typed("object", member{"properties", props})
+		if len(required) > 0 {
+			s.set("required", required)
+		}
+		alts = append(alts, s)
+	}
+	if null && len(alts) == 0 && d == Gemini {
+		return &object{}
+	}
+	if null {
+		alts = append(alts, typed("null"))
+	}
+	switch len(alts) {
+	case 0:
+		return nil
+	case 1:
+		return alts[0].(*object)
+	}
+	return &object{members: []member{{"anyOf", alts}}}
+}
+
+// addMissing sets on o each keyword of from that o lacks.
+func addMissing(o, from *object) {
+	for _, m := range from.members {
+		if !o.has(m.key) {
+			o.set(m.key, m.val)
+		}
+	}
 }
 
 // geminiNull rejects a null type left outside an anyOf: Gemini has no way to say it.
@@ -667,9 +1097,6 @@ func geminiNull(o *object, ptr string) (any, error) {
 }
 
 func geminiRules(o *object, ptr string) (any, error) {
-	if err := mergeAllOf(o, ptr); err != nil {
-		return nil, err
-	}
 	if err := oneOfToAnyOf(o, ptr); err != nil {
 		return nil, err
 	}
@@ -694,14 +1121,16 @@ func geminiRules(o *object, ptr string) (any, error) {
 			if !o.has("type") {
 				o.set("type", "string")
 			}
-		} else { // enum values are strings in the API: describe the others instead
+		} else { // enum values are strings in the API: describe the others, and type them
 			o.del("enum")
-			note(o, "one of: "+string(marshalTree(list)))
-			if !o.has("type") {
-				if t := typeOfValues(list); t != "" {
-					o.set("type", t)
+			if vs := valuesSchema(list, Gemini); vs != nil {
+				typed, err := walk(vs, ptr, geminiRules)
+				if err != nil {
+					return nil, err
 				}
+				addMissing(o, typed.(*object))
 			}
+			note(o, "one of: "+string(marshalTree(list)))
 		}
 	}
 	if t, ok := o.get("type"); ok { // no type unions: null becomes nullable, others anyOf
@@ -780,6 +1209,296 @@ func geminiRules(o *object, ptr string) (any, error) {
 			o.set("propertyOrdering", order)
 		}
 	}
-	keep(o, keepFormat(geminiKeywords, o, geminiFormats))
+	t, _ := o.get("type")
+	ts, _ := t.(string)
+	keep(o, keepFormat(geminiKeywords, o, geminiFormats[ts]))
 	return o, nil
+}
+
+// Gemini documents this JSON Schema subset for responseJsonSchema; propertyOrdering is
+// its own addition.
+var geminiJSONKeywords = []string{"$id", "$defs", "$ref", "$anchor", "type", "format", "title",
+	"description", "enum", "items", "prefixItems", "minItems", "maxItems", "minimum", "maximum",
+	"anyOf", "oneOf", "properties", "additionalProperties", "required", "propertyOrdering"}
+
+func adaptGeminiJSON(root *object) (any, error) {
+	tree, err := renameDefinitions(root)
+	if err != nil {
+		return nil, err
+	}
+	if tree, err = walk(tree, "", geminiJSONRules); err != nil {
+		return nil, err
+	}
+	return unrollRequired(tree), nil
+}
+
+func geminiJSONRules(o *object, ptr string) (any, error) {
+	if c, ok := o.get("const"); ok { // no const: a one-value enum says the same
+		o.del("const")
+		o.set("enum", []any{c})
+	}
+	if e, ok := o.get("enum"); ok { // of strings and numbers only
+		list, _ := e.([]any)
+		if slices.ContainsFunc(list, func(v any) bool { return !isStringOrNumber(v) }) {
+			o.del("enum")
+			if vs := valuesSchema(list, GeminiJSON); vs != nil {
+				typed, err := walk(vs, ptr, geminiJSONRules)
+				if err != nil {
+					return nil, err
+				}
+				addMissing(o, typed.(*object))
+			}
+			if slices.ContainsFunc(list, func(v any) bool { return v != nil && !isStringOrNumber(v) }) {
+				note(o, "one of: "+string(marshalTree(list))) // only typed, not listed
+			}
+		}
+	}
+	keep(o, geminiJSONKeywords)
+	if p, ok := o.get("properties"); ok {
+		if props, ok := p.(*object); ok && len(props.members) > 0 {
+			order := make([]any, len(props.members))
+			for i, m := range props.members {
+				order[i] = m.key
+			}
+			o.set("propertyOrdering", order)
+		}
+	}
+	// "If $ref is set on a sub-schema, no other properties, except for those starting
+	// as a $, may be set."
+	if o.has("$ref") && slices.ContainsFunc(o.members, func(m member) bool { return !strings.HasPrefix(m.key, "$") }) {
+		return wrapRef(o, ptr)
+	}
+	return o, nil
+}
+
+func isStringOrNumber(v any) bool {
+	switch v.(type) {
+	case string, json.Number:
+		return true
+	}
+	return false
+}
+
+// renameDefinitions renames the draft-7 keyword "definitions" to "$defs", which
+// responseJsonSchema knows, and points the refs into them to their new place.
+func renameDefinitions(root *object) (any, error) {
+	var renamed []string // the pointers, as tokens, of the renamed keywords
+	tree, err := walk(root, "", func(o *object, ptr string) (any, error) {
+		d, ok := o.get("definitions")
+		if !ok {
+			return o, nil
+		}
+		defs, _ := d.(*object)
+		if existing, ok := o.get("$defs"); ok {
+			eo, _ := existing.(*object)
+			if eo == nil || defs == nil {
+				return nil, fmt.Errorf("%w: definitions next to $defs at %s", ErrUnsupported, ptr)
+			}
+			merged := eo.clone()
+			for _, m := range defs.members {
+				if merged.has(m.key) {
+					return nil, fmt.Errorf("%w: %q in both definitions and $defs at %s", ErrUnsupported, m.key, ptr)
+				}
+				merged.members = append(merged.members, m)
+			}
+			o.del("definitions")
+			o.set("$defs", merged)
+		} else {
+			for i := range o.members {
+				if o.members[i].key == "definitions" {
+					o.members[i].key = "$defs"
+				}
+			}
+		}
+		renamed = append(renamed, ptr+"/definitions")
+		return o, nil
+	})
+	if err != nil || len(renamed) == 0 {
+		return tree, err
+	}
+	return walk(tree, "", func(o *object, _ string) (any, error) {
+		v, _ := o.get("$ref")
+		ref, ok := v.(string)
+		if !ok || !strings.HasPrefix(ref, "#/") {
+			return o, nil
+		}
+		toks := strings.Split(ref[1:], "/")
+		out := slices.Clone(toks)
+		for _, p := range renamed {
+			ptoks := strings.Split(p, "/")
+			if len(ptoks) <= len(toks) && slices.Equal(ptoks, toks[:len(ptoks)]) {
+				out[len(ptoks)-1] = "$defs"
+			}
+		}
+		o.set("$ref", "#"+strings.Join(out, "/"))
+		return o, nil
+	})
+}
+
+// unrollRequired keeps cyclic refs out of required properties, where responseJsonSchema
+// does not take them ("Cyclic references are unrolled to a limited degree and, as such,
+// may only be used within non-required properties"). Within a recursive definition, such
+// a property is no longer required, and its object's description says it is; elsewhere
+// the property gets a copy of the definition it refers to, whose own properties refer
+// on.
+func unrollRequired(tree any) any {
+	cyclic := cyclicTargets(tree)
+	if len(cyclic) == 0 {
+		return tree
+	}
+	inside := func(ptr string) bool {
+		return slices.ContainsFunc(cyclic, func(t string) bool { return ptr == t || strings.HasPrefix(ptr, t+"/") })
+	}
+	var refersCyclic func(s any) bool
+	refersCyclic = func(s any) bool {
+		o, ok := s.(*object)
+		if !ok {
+			return false
+		}
+		if r, ok := o.get("$ref"); ok {
+			ref, _ := r.(string)
+			return strings.HasPrefix(ref, "#") && slices.Contains(cyclic, ref[1:])
+		}
+		for _, k := range []string{"anyOf", "oneOf"} {
+			alts, _ := o.get(k)
+			list, _ := alts.([]any)
+			if slices.ContainsFunc(list, refersCyclic) {
+				return true
+			}
+		}
+		return false
+	}
+	// requiredCyclic returns the required properties of o that refer to a cyclic target.
+	requiredCyclic := func(o *object) (props *object, names []string) {
+		p, _ := o.get("properties")
+		props, _ = p.(*object)
+		if props == nil {
+			return nil, nil
+		}
+		for _, n := range stringList(o, "required") {
+			if s, ok := props.get(n); ok && refersCyclic(s) {
+				names = append(names, n)
+			}
+		}
+		return props, names
+	}
+	tree, _ = walk(tree, "", func(o *object, ptr string) (any, error) {
+		_, names := requiredCyclic(o)
+		if !inside(ptr) || len(names) == 0 {
+			return o, nil
+		}
+		var required []any
+		for _, n := range stringList(o, "required") {
+			if !slices.Contains(names, n) {
+				required = append(required, n)
+			}
+		}
+		if len(required) == 0 {
+			o.del("required")
+		} else {
+			o.set("required", required)
+		}
+		note(o, "also required: "+strings.Join(names, ", "))
+		return o, nil
+	})
+	root := tree
+	var unroll func(s any) any
+	unroll = func(s any) any {
+		o := s.(*object)
+		if r, ok := o.get("$ref"); ok {
+			ref, _ := r.(string)
+			target, _ := lookupPointer(root, ref[1:])
+			to, ok := target.(*object)
+			if !ok {
+				return s
+			}
+			c := to.clone()
+			for _, k := range []string{"$defs", "definitions", "$id", "$anchor", "$schema"} {
+				c.del(k)
+			}
+			for _, m := range o.members { // $-keywords next to the ref
+				if m.key != "$ref" && !c.has(m.key) {
+					c.set(m.key, m.val)
+				}
+			}
+			return c
+		}
+		c := o.clone()
+		for _, k := range []string{"anyOf", "oneOf"} {
+			if alts, ok := c.get(k); ok {
+				list, _ := alts.([]any)
+				out := make([]any, len(list))
+				for i, alt := range list {
+					out[i] = alt
+					if refersCyclic(alt) {
+						out[i] = unroll(alt)
+					}
+				}
+				c.set(k, out)
+			}
+		}
+		return c
+	}
+	tree, _ = walk(tree, "", func(o *object, ptr string) (any, error) {
+		props, names := requiredCyclic(o)
+		if inside(ptr) || len(names) == 0 {
+			return o, nil
+		}
+		props = props.clone()
+		for i, m := range props.members {
+			if slices.Contains(names, m.key) {
+				props.members[i].val = unroll(m.val)
+			}
+		}
+		o.set("properties", props)
+		return o, nil
+	})
+	return tree
+}
+
+// cyclicTargets returns the local ref targets (JSON pointers) of tree whose schema can
+// reach itself through refs: those a ref can recurse through.
+func cyclicTargets(tree any) []string {
+	refsIn := func(s any) []string {
+		var out []string
+		_, _ = walk(s, "", func(o *object, _ string) (any, error) {
+			if r, ok := o.get("$ref"); ok {
+				if ref, ok := r.(string); ok && strings.HasPrefix(ref, "#") {
+					out = append(out, ref[1:])
+				}
+			}
+			return o, nil
+		})
+		return out
+	}
+	reaches := func(start string) bool {
+		seen := map[string]bool{}
+		for queue := []string{start}; len(queue) > 0; queue = queue[1:] {
+			target, ok := lookupPointer(tree, queue[0])
+			if !ok {
+				continue
+			}
+			for _, next := range refsIn(target) {
+				if next == start || strings.HasPrefix(start, next+"/") {
+					return true
+				}
+				if !seen[next] {
+					seen[next] = true
+					queue = append(queue, next)
+				}
+			}
+		}
+		return false
+	}
+	var cyclic []string
+	checked := map[string]bool{}
+	for _, start := range refsIn(tree) {
+		if !checked[start] {
+			checked[start] = true
+			if reaches(start) {
+				cyclic = append(cyclic, start)
+			}
+		}
+	}
+	return cyclic
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -37,7 +38,7 @@ func TestAdapt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, d := range []Dialect{Full, OpenAI, Anthropic, Gemini} {
+		for _, d := range []Dialect{Full, OpenAI, Anthropic, Gemini, GeminiJSON} {
 			t.Run(filepath.Base(dir)+"/"+d.String(), func(t *testing.T) {
 				got, err := r.Adapt(in, d)
 				var out []byte
@@ -235,5 +236,149 @@ func TestAdaptKeepsRecent(t *testing.T) {
 	adapted.mu.Unlock()
 	if n > adaptCacheSize {
 		t.Errorf("the cache holds %d adaptations, more than %d", n, adaptCacheSize)
+	}
+}
+
+// TestAdaptDialectRules checks, one rule at a time, what a dialect makes of a
+// schema the provider would reject as it is: the adapted schema at ptr.
+func TestAdaptDialectRules(t *testing.T) {
+	const jsonValue = `{"description":"Any JSON value: a string, number, boolean, null, an array of such values, or an object, of which only {} can be written here.",` +
+		`"anyOf":[{"type":"string"},{"type":"number"},{"type":"boolean"},{"type":"null"},{"type":"array","items":{"$ref":"#/$defs/JSONValue"}},` +
+		`{"type":"object","properties":{},"required":[],"additionalProperties":false}]}`
+	for _, tt := range []struct {
+		name   string
+		d      Dialect
+		schema string
+		ptr    string
+		want   string
+	}{
+		{"openai: an array gets items", OpenAI, `{"type":"object","properties":{"tags":{"type":"array"}},"required":["tags"]}`,
+			"/properties/tags", `{"type":"array","items":{"$ref":"#/$defs/JSONValue"}}`},
+		{"openai: JSONValue is defined once", OpenAI, `{"type":"object","properties":{"tags":{"type":"array"},"v":{}},"required":["tags","v"]}`,
+			"/$defs/JSONValue", jsonValue},
+		{"openai: a free-form value", OpenAI, `{"type":"object","properties":{"v":{}},"required":["v"]}`,
+			"/properties/v", `{"$ref":"#/$defs/JSONValue"}`},
+		{"openai: an optional free-form value already takes null", OpenAI, `{"type":"object","properties":{"v":true}}`,
+			"/properties/v", `{"$ref":"#/$defs/JSONValue"}`},
+		{"openai: a described, constrained free-form value", OpenAI, `{"type":"object","properties":{"v":{"description":"any","minLength":2}},"required":["v"]}`,
+			"/properties/v", `{"description":"any (minLength: 2)","anyOf":[{"$ref":"#/$defs/JSONValue"}]}`},
+		{"openai: JSONValue takes another name when it is taken", OpenAI,
+			`{"type":"object","properties":{"v":{}},"required":["v"],"$defs":{"JSONValue":{"type":"string"}}}`,
+			"/properties/v", `{"$ref":"#/$defs/JSONValue_2"}`},
+		{"openai: properties without a type", OpenAI, `{"type":"object","properties":{"p":{"properties":{"a":{"type":"string"}},"required":["a"]}},"required":["p"]}`,
+			"/properties/p", `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}`},
+		{"openai: a $ref with a description", OpenAI, `{"type":"object","properties":{"a":{"$ref":"#/$defs/s","description":"the a"}},"required":["a"],"$defs":{"s":{"type":"string"}}}`,
+			"/properties/a", `{"description":"the a","anyOf":[{"$ref":"#/$defs/s"}]}`},
+		{"openai: an optional $ref with a description", OpenAI, `{"type":"object","properties":{"a":{"$ref":"#/$defs/s","description":"the a"}},"$defs":{"s":{"type":"string"}}}`,
+			"/properties/a", `{"description":"the a","anyOf":[{"$ref":"#/$defs/s"},{"type":"null"}]}`},
+		{"openai: a free-form object", OpenAI, `{"type":"object","properties":{"o":{"type":"object"}},"required":["o"]}`,
+			"/properties/o", `{"type":"object","description":"(any object, but only {} can be written here)","properties":{},"additionalProperties":false,"required":[]}`},
+		{"openai: a closed empty object", OpenAI, `{"type":"object","properties":{"o":{"type":"object","additionalProperties":false}},"required":["o"]}`,
+			"/properties/o", `{"type":"object","additionalProperties":false,"properties":{},"required":[]}`},
+		{"openai: a false property cannot be there", OpenAI, `{"type":"object","properties":{"a":{"type":"string"},"b":false},"required":["a"]}`,
+			"", `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}`},
+		{"anthropic: a lookahead", Anthropic, `{"type":"object","properties":{"code":{"type":"string","pattern":"^(?!0)[0-9]+$"}}}`,
+			"/properties/code", `{"type":"string","description":"(pattern: \"^(?!0)[0-9]+$\")"}`},
+		{"anthropic: a word boundary", Anthropic, `{"type":"object","properties":{"w":{"type":"string","pattern":"\\bcat\\b","description":"a cat"}}}`,
+			"/properties/w", `{"type":"string","description":"a cat (pattern: \"\\\\bcat\\\\b\")"}`},
+		{"anthropic: a backspace in a class is fine", Anthropic, `{"type":"object","properties":{"w":{"type":"string","pattern":"^[\\b(?=]+$"}}}`,
+			"/properties/w", `{"type":"string","pattern":"^[\\b(?=]+$"}`},
+		{"anthropic: a named group is no lookbehind", Anthropic, `{"type":"object","properties":{"w":{"type":"string","pattern":"^(?<year>[0-9]{4})$"}}}`,
+			"/properties/w", `{"type":"string","pattern":"^(?<year>[0-9]{4})$"}`},
+		{"anthropic: a free-form object", Anthropic, `{"type":"object","properties":{"o":{"type":"object"}}}`,
+			"/properties/o", `{"type":"object","description":"(any object, but only {} can be written here)","additionalProperties":false}`},
+		{"gemini: int32 on a number", Gemini, `{"type":"object","properties":{"n":{"type":"number","format":"int32"}}}`,
+			"/properties/n", `{"type":"NUMBER","description":"(format: \"int32\")"}`},
+		{"gemini: int64 on an integer", Gemini, `{"type":"object","properties":{"n":{"type":"integer","format":"int64"}}}`,
+			"/properties/n", `{"type":"INTEGER","format":"int64"}`},
+		{"gemini: a const array", Gemini, `{"type":"object","properties":{"_scopes":{"const":["input"]}}}`,
+			"/properties/_scopes", `{"type":"ARRAY","items":{"type":"STRING","enum":["input"]},"minItems":1,"maxItems":1,"description":"(one of: [[\"input\"]])"}`},
+		{"gemini: an enum of arrays", Gemini, `{"type":"object","properties":{"e":{"enum":[[],[1,2.5]]}}}`,
+			"/properties/e", `{"type":"ARRAY","items":{"type":"NUMBER"},"minItems":0,"maxItems":2,"description":"(one of: [[],[1,2.5]])"}`},
+		{"gemini: a const object", Gemini, `{"type":"object","properties":{"o":{"const":{"k":"v","n":null}}}}`,
+			"/properties/o", `{"type":"OBJECT","properties":{"k":{"type":"STRING","enum":["v"]},"n":{}},"required":["k","n"],"propertyOrdering":["k","n"],"description":"(one of: [{\"k\":\"v\",\"n\":null}])"}`},
+		{"gemini-json: const, pattern and nullable", GeminiJSON,
+			`{"type":"object","properties":{"_tool":{"const":"put"},"p":{"type":"string","pattern":"^†","nullable":true}},"required":["_tool"]}`,
+			"", `{"type":"object","properties":{"_tool":{"enum":["put"]},"p":{"type":["string","null"],"description":"(pattern: \"^†\")"}},"required":["_tool"],"propertyOrdering":["_tool","p"]}`},
+		{"gemini-json: an enum with null and booleans", GeminiJSON, `{"type":"object","properties":{"m":{"enum":["a",null,true]}}}`,
+			"/properties/m", `{"anyOf":[{"type":"boolean"},{"type":"string","enum":["a"]},{"type":"null"}],"description":"(one of: [\"a\",null,true])"}`},
+		{"gemini-json: a nullable enum is exact", GeminiJSON, `{"type":"object","properties":{"m":{"type":"string","enum":["a","b"],"nullable":true}}}`,
+			"/properties/m", `{"type":["string","null"],"anyOf":[{"type":"string","enum":["a","b"]},{"type":"null"}]}`},
+		{"gemini-json: a $ref with a description", GeminiJSON, `{"type":"object","properties":{"a":{"$ref":"#/$defs/s","description":"the a"}},"$defs":{"s":{"type":"string"}}}`,
+			"/properties/a", `{"description":"the a","anyOf":[{"$ref":"#/$defs/s"}]}`},
+		{"gemini-json: definitions become $defs", GeminiJSON, `{"type":"object","properties":{"d":{"$ref":"#/definitions/d"}},"definitions":{"d":{"type":"string"}}}`,
+			"", `{"type":"object","properties":{"d":{"$ref":"#/$defs/d"}},"$defs":{"d":{"type":"string"}},"propertyOrdering":["d"]}`},
+		{"gemini-json: a required recursive property is unrolled once", GeminiJSON,
+			`{"type":"object","properties":{"g":{"$ref":"#/$defs/g"}},"required":["g"],"$defs":{"g":{"type":"object","properties":{"next":{"$ref":"#/$defs/g"}}}}}`,
+			"/properties/g", `{"type":"object","properties":{"next":{"$ref":"#/$defs/g"}},"propertyOrdering":["next"]}`},
+		{"gemini-json: a required property inside the recursion is not", GeminiJSON,
+			`{"type":"object","properties":{"g":{"$ref":"#/$defs/g"}},"$defs":{"g":{"type":"object","properties":{"n":{"type":"integer"},"next":{"$ref":"#/$defs/g"}},"required":["n","next"]}}}`,
+			"/$defs/g", `{"type":"object","properties":{"n":{"type":"integer"},"next":{"$ref":"#/$defs/g"}},"required":["n"],"propertyOrdering":["n","next"],"description":"(also required: next)"}`},
+		{"gemini-json: maps and free-form objects stay", GeminiJSON,
+			`{"type":"object","properties":{"m":{"type":"object","additionalProperties":{"type":"string"}},"o":{"type":"object"}}}`,
+			"/properties", `{"m":{"type":"object","additionalProperties":{"type":"string"}},"o":{"type":"object"}}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Adapt(raw(tt.schema), tt.d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tree, err := parseTree(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at, ok := lookupPointer(tree, tt.ptr)
+			if !ok {
+				t.Fatalf("nothing at %q of %s", tt.ptr, got)
+			}
+			if s := string(marshalTree(at)); s != tt.want {
+				t.Errorf("at %q:\ngot  %s\nwant %s\nin %s", tt.ptr, s, tt.want, got)
+			}
+		})
+	}
+}
+
+// TestAdaptLocalValidation checks the trade-off of the free-form values:
+// what the adapted schema lets a strict model write, the original accepts
+// (so local validation decides), and what strict mode cannot write (an
+// object with keys) the original still accepts.
+func TestAdaptLocalValidation(t *testing.T) {
+	original := raw(`{"type":"object","properties":{"tags":{"type":"array"},"v":{},"o":{"type":"object"},"s":{"const":["input"]}},"required":["tags","v","o"]}`)
+	writable := []string{
+		`{"tags":[1,"a",[true,null,[2]],{}],"v":{},"o":{},"s":["input"]}`,
+		`{"tags":[],"v":[[1],"x"],"o":{},"s":null}`,
+		`{"tags":["x"],"v":null,"o":{},"s":null}`,
+	}
+	notWritable := `{"tags":[{"k":1}],"v":{"k":1},"o":{"k":1}}`
+	for _, d := range []Dialect{OpenAI, Anthropic, GeminiJSON} {
+		adapted, err := Adapt(original, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		strict, err := Compile(adapted)
+		if err != nil {
+			t.Fatalf("%v: %v", d, err)
+		}
+		local, err := (*Registry)(nil).CompileFor(original, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range writable {
+			if d != OpenAI { // optional properties stay optional: null is no absence
+				v = strings.ReplaceAll(v, `,"s":null`, "")
+			}
+			if err := strict.Validate(raw(v)); err != nil {
+				t.Errorf("%v: the adapted schema rejects %s: %v", d, v, err)
+			}
+			if err := local.Validate(raw(v)); err != nil {
+				t.Errorf("%v: local validation rejects %s: %v", d, v, err)
+			}
+		}
+		if d == OpenAI && strict.Validate(raw(notWritable)) == nil {
+			t.Errorf("%v: the adapted schema lets the model write keys in a free-form object", d)
+		}
+		if err := local.Validate(raw(notWritable)); err != nil {
+			t.Errorf("%v: local validation rejects %s: %v", d, notWritable, err)
+		}
 	}
 }

@@ -52,7 +52,8 @@
 // # Provider dialects
 //
 // Providers accept subsets of JSON Schema in their structured-output modes. [Adapt]
-// rewrites a schema into a [Dialect] ([Full], [OpenAI], [Anthropic], [Gemini]); the
-// provider gets the adapted schema, and the answer is validated locally against the
-// original with [Registry.CompileFor], so nothing the dialect dropped goes unchecked.
+// rewrites a schema into a [Dialect] ([Full], [OpenAI], [Anthropic], [Gemini],
+// [GeminiJSON]); the provider gets the adapted schema, and the answer is validated
+// locally against the original with [Registry.CompileFor], so nothing the dialect
+// dropped goes unchecked.
 package schema

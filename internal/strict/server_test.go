@@ -149,10 +149,10 @@ func TestServersRejectBrokenSchemas(t *testing.T) {
 		schema  string
 		want    string // in the error's text
 	}{
-		{"openai", `{"type":"object","properties":{"v":{}},"required":["v"]}`, `Invalid schema for response_format 'solution': In context=('properties', 'v'), schema must have a 'type' key.`},
-		{"anthropic", `{"type":"object","properties":{"v":{"type":"string","pattern":"^(?!x)"}}}`, `output_config.format.schema: pattern "^(?!x)" uses a lookahead, which is not supported (at /properties/v/pattern)`},
-		{"anthropic tool", `{"type":"object","properties":{"v":{"type":"string","pattern":"^(?!x)"}}}`, ""}, // a tool that is not strict: any schema
-		{"gemini", `{"type":"object","properties":{"n":{"type":"number","format":"int32"}}}`, `GenerateContentRequest.generation_config.response_schema.properties["n"].format: format "int32" is not supported for NUMBER`},
+		{"openai", deepSchema(strict.OpenAIMaxDepth + 1), `Invalid schema for response_format 'solution': In context=(` + strings.Repeat(`'properties', 'a', `, strict.OpenAIMaxDepth) + `'properties', 'a'), objects nest 11 levels deep, more than 10.`},
+		{"anthropic", optionalSchema(strict.AnthropicMaxOptional + 1), `schemas contain too many optional parameters (25): the limit is 24`},
+		{"anthropic tool", optionalSchema(strict.AnthropicMaxOptional + 1), ""}, // a tool that is not strict: any schema
+		{"gemini", `{"type":"object","properties":{"n":{"type":"number"}},"required":["n","v"]}`, `GenerateContentRequest.generation_config.response_schema.required: required property "v" is not defined`},
 	} {
 		t.Run(tt.adapter, func(t *testing.T) {
 			var a adapter
@@ -236,19 +236,19 @@ func TestServerErrorBodies(t *testing.T) {
 
 func TestServerTolerates(t *testing.T) {
 	srv := strict.NewGemini(t, func(*strict.Request, int) (string, error) { return `{"t":"x"}`, nil })
-	srv.Tolerate(strict.RuleKeyword)
-	p, err := gemini.New(gemini.Config{APIKey: "k", BaseURL: srv.URL, Model: "m", JSONSchema: true})
+	srv.Tolerate(strict.RuleRequiredUnknown)
+	p, err := gemini.New(gemini.Config{APIKey: "k", BaseURL: srv.URL, Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	res, err := provider.Collect(p.Generate(context.Background(), &provider.Request{
 		Messages: []provider.Message{{Role: provider.RoleUser, Text: "Go."}},
-		Schema:   json.RawMessage(`{"type":"object","properties":{"t":{"const":"x"}}}`),
+		Schema:   json.RawMessage(`{"type":"object","properties":{"t":{"const":"x"}},"required":["t","u"]}`),
 	}))
 	if err != nil || res.Texts[0] != `{"t":"x"}` {
 		t.Fatalf("got %v, %v", res, err)
 	}
-	if tol := srv.Tolerated(); len(tol) != 1 || !strings.Contains(tol[0].Error(), `keyword at /properties/t/const`) {
+	if tol := srv.Tolerated(); len(tol) != 1 || !strings.Contains(tol[0].Error(), `required-unknown at /required`) {
 		t.Errorf("tolerated %v", tol)
 	}
 }

@@ -42,12 +42,17 @@
 //     (Gemini 2.5 and later): sent when [Config.JSONSchema] is set, and as a
 //     fallback when schema.Adapt reports that the subset cannot express the
 //     schema (schema.ErrUnsupported, schema.ErrRecursive), as for recursive
-//     schemas. The schema is sent unchanged. Gemini documents a keyword
-//     subset for this field too ($defs, $ref, anyOf, oneOf, enum, items,
-//     properties, required, additionalProperties, minimum, maximum,
-//     minItems, maxItems, ...): const, minLength or pattern are not in it,
-//     so the model is not held to them, and only the local validation
-//     checks them.
+//     schemas and free-form objects. Gemini documents a keyword subset for
+//     this field too ($defs, $ref, anyOf, oneOf, enum of strings and
+//     numbers, items, properties, required, additionalProperties, minimum,
+//     maximum, minItems, maxItems, propertyOrdering, ...), so the schema is
+//     adapted to it with schema.Adapt(req.Schema, schema.GeminiJSON): a
+//     "const" (the _tool of each call) becomes a one-value enum, "nullable"
+//     becomes a type union, a $ref with siblings is wrapped in an anyOf, a
+//     required property that refers to a recursive definition gets a copy
+//     of it, each object gets "propertyOrdering", and what the subset lacks
+//     (pattern, minLength, ...) is described to the model and checked by
+//     the local validation.
 //
 // The SDK rebuilds its request body from a map, which sorts object keys; the
 // schema (and the temperature, which it would widen from float32) is

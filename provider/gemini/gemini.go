@@ -73,11 +73,11 @@ type Config struct {
 	// stream. Past it Generate ends with a *provider.LimitError. 0 means
 	// [DefaultMaxAnswerBytes], negative means no cap.
 	MaxAnswerBytes int64
-	// JSONSchema sends provider.Request.Schema unchanged as
+	// JSONSchema sends provider.Request.Schema as
 	// generationConfig.responseJsonSchema (JSON Schema, which Gemini 2.5
-	// and later models accept) instead of the default responseSchema,
-	// Gemini's OpenAPI subset, produced by schema.Adapt. See the package
-	// documentation.
+	// and later models accept), adapted by schema.Adapt to the subset of it
+	// that field documents, instead of the default responseSchema, Gemini's
+	// OpenAPI subset. See the package documentation.
 	JSONSchema bool
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/augceo/agent/internal/strict"
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/providertest"
 )
@@ -368,7 +369,9 @@ func TestRequestGolden(t *testing.T) {
 func TestRequestMapping(t *testing.T) {
 	const adapted = `{"type":"OBJECT","properties":{"output":{"type":"STRING","nullable":true}},"required":["output"],"propertyOrdering":["output"]}`
 	simple := `{"type":"object","properties":{"output":{"type":["string","null"]}},"required":["output"]}`
+	const adaptedJSON = `{"type":"object","properties":{"output":{"type":["string","null"]}},"required":["output"],"propertyOrdering":["output"]}`
 	recursive := `{"$defs":{"node":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}}}},"$ref":"#/$defs/node"}`
+	const recursiveJSON = `{"$defs":{"node":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"propertyOrdering":["kids"]}},"$ref":"#/$defs/node"}`
 	for _, tt := range []struct {
 		name  string
 		cfg   Config
@@ -424,12 +427,24 @@ func TestRequestMapping(t *testing.T) {
 			},
 		},
 		{
-			name: "JSONSchema sends the schema as it is",
+			name: "JSONSchema sends the schema adapted to responseJsonSchema",
 			cfg:  Config{JSONSchema: true},
 			req:  provider.Request{Model: "m", Schema: json.RawMessage(" " + simple + "\n")},
 			check: func(t *testing.T, r *http.Request, body wireRequest, cfg wireConfig) {
-				if string(cfg.ResponseJSONSchema) != simple || cfg.ResponseSchema != nil {
-					t.Errorf("generationConfig %s, want responseJsonSchema %s", body.GenerationConfig, simple)
+				if string(cfg.ResponseJSONSchema) != adaptedJSON || cfg.ResponseSchema != nil {
+					t.Errorf("generationConfig %s, want responseJsonSchema %s", body.GenerationConfig, adaptedJSON)
+				}
+			},
+		},
+		{
+			name: "JSONSchema keeps to the keywords responseJsonSchema documents",
+			cfg:  Config{JSONSchema: true},
+			req: provider.Request{Model: "m", Schema: json.RawMessage(`{"type":"object","properties":{
+				"_tool":{"const":"put"},"path":{"type":"string","pattern":"^†"},"o":{"type":"object","nullable":true,"properties":{"k":{"type":"string"}}},
+				"scopes":{"const":["input"]},"s":{"$ref":"#/$defs/s","description":"an s"}},"required":["_tool","s"],"$defs":{"s":{"type":"string","minLength":1}}}`)},
+			check: func(t *testing.T, r *http.Request, body wireRequest, cfg wireConfig) {
+				if err := strict.GeminiJSON(cfg.ResponseJSONSchema); err != nil {
+					t.Errorf("%v\nsent: %s", err, cfg.ResponseJSONSchema)
 				}
 			},
 		},
@@ -437,17 +452,21 @@ func TestRequestMapping(t *testing.T) {
 			name: "a recursive schema falls back to responseJsonSchema",
 			req:  provider.Request{Model: "m", Schema: json.RawMessage(recursive)},
 			check: func(t *testing.T, r *http.Request, body wireRequest, cfg wireConfig) {
-				if string(cfg.ResponseJSONSchema) != recursive || cfg.ResponseSchema != nil {
-					t.Errorf("generationConfig %s, want responseJsonSchema %s", body.GenerationConfig, recursive)
+				if string(cfg.ResponseJSONSchema) != recursiveJSON || cfg.ResponseSchema != nil {
+					t.Errorf("generationConfig %s, want responseJsonSchema %s", body.GenerationConfig, recursiveJSON)
 				}
 			},
 		},
 		{
 			name: "an object with no properties falls back to responseJsonSchema",
-			req:  provider.Request{Model: "m", Schema: json.RawMessage(`{"type":"object","properties":{"output":{"type":"object"}},"required":["output"]}`)},
+			req:  provider.Request{Model: "m", Schema: json.RawMessage(`{"type":"object","properties":{"output":{"type":"object"},"_tool":{"const":"put"}},"required":["output"]}`)},
 			check: func(t *testing.T, r *http.Request, body wireRequest, cfg wireConfig) {
-				if cfg.ResponseSchema != nil || !strings.Contains(string(cfg.ResponseJSONSchema), `"output":{"type":"object"}`) {
-					t.Errorf("generationConfig %s, want responseJsonSchema", body.GenerationConfig)
+				want := `{"type":"object","properties":{"output":{"type":"object"},"_tool":{"enum":["put"]}},"required":["output"],"propertyOrdering":["output","_tool"]}`
+				if cfg.ResponseSchema != nil || string(cfg.ResponseJSONSchema) != want {
+					t.Errorf("generationConfig %s, want responseJsonSchema %s", body.GenerationConfig, want)
+				}
+				if err := strict.GeminiJSON(cfg.ResponseJSONSchema); err != nil {
+					t.Error(err)
 				}
 			},
 		},

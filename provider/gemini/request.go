@@ -1,7 +1,6 @@
 package gemini
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -114,9 +113,10 @@ func (p *Provider) newCall(req *provider.Request) (*call, error) {
 
 // responseSchema returns the generationConfig field that carries the schema
 // s and the schema to send in it: by default responseSchema with s adapted
-// to Gemini's OpenAPI subset; responseJsonSchema with s unchanged when
-// jsonSchema is set, or when the subset cannot express s (recursion, a lone
-// null type), as schema.ErrUnsupported advises.
+// to Gemini's OpenAPI subset; responseJsonSchema with s adapted to the JSON
+// Schema subset that field documents (schema.GeminiJSON) when jsonSchema is
+// set, or when the OpenAPI subset cannot express s (recursion, a free-form
+// object, a lone null type), as schema.ErrUnsupported advises.
 func responseSchema(s json.RawMessage, jsonSchema bool) (string, json.RawMessage, error) {
 	if !jsonSchema {
 		adapted, err := schema.Adapt(s, schema.Gemini)
@@ -127,11 +127,11 @@ func responseSchema(s json.RawMessage, jsonSchema bool) (string, json.RawMessage
 			return "", nil, fmt.Errorf("gemini: adapt schema: %w", err)
 		}
 	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, s); err != nil {
-		return "", nil, fmt.Errorf("gemini: schema: %w", err)
+	adapted, err := schema.Adapt(s, schema.GeminiJSON)
+	if err != nil {
+		return "", nil, fmt.Errorf("gemini: adapt schema: %w", err)
 	}
-	return "responseJsonSchema", buf.Bytes(), nil
+	return "responseJsonSchema", adapted, nil
 }
 
 // clamp converts n to the API's int32.
