@@ -17,17 +17,16 @@ import (
 	"github.com/augceo/agent/store/sqlite"
 )
 
-// BenchmarkDurablePlan runs the instancing benchmark's plan over 1,000
-// instances with no store, the memory store and SQLite, to show what
-// durability costs per call.
-func BenchmarkDurablePlan(b *testing.B) {
-	const n = 1000
-	reg, plan, msgs := instancesFixture(n)
-	for _, tt := range []struct {
-		name string
-		open func(b *testing.B) store.Store
-	}{
-		{"none", func(*testing.B) store.Store { return nil }},
+// benchStore opens a store for a benchmark.
+type benchStore struct {
+	name string
+	open func(b *testing.B) store.Store
+}
+
+// benchStores are the memory store, SQLite and PostgreSQL when
+// ACTS_TEST_POSTGRES names a server; with none, no store first.
+func benchStores(none bool) []benchStore {
+	stores := []benchStore{
 		{"memory", func(*testing.B) store.Store { return store.NewMemory() }},
 		{"sqlite", func(b *testing.B) store.Store {
 			s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
@@ -37,7 +36,31 @@ func BenchmarkDurablePlan(b *testing.B) {
 			b.Cleanup(func() { s.Close() })
 			return s
 		}},
-	} {
+		{"postgres", func(b *testing.B) store.Store {
+			if os.Getenv("ACTS_TEST_POSTGRES") == "" {
+				b.Skip("ACTS_TEST_POSTGRES is not set")
+			}
+			s, err := postgres.Open(context.Background(), pgtest.Schema(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			return s
+		}},
+	}
+	if none {
+		stores = append([]benchStore{{"none", func(*testing.B) store.Store { return nil }}}, stores...)
+	}
+	return stores
+}
+
+// BenchmarkDurablePlan runs the instancing benchmark's plan over 1,000
+// instances with no store, the memory store and SQLite, to show what
+// durability costs per call.
+func BenchmarkDurablePlan(b *testing.B) {
+	const n = 1000
+	reg, plan, msgs := instancesFixture(n)
+	for _, tt := range benchStores(true) {
 		b.Run("store="+tt.name, func(b *testing.B) {
 			st := tt.open(b)
 			b.ReportAllocs()
@@ -94,31 +117,7 @@ func (s *countingStore) Append(ctx context.Context, id, owner string, es ...stor
 // when ACTS_TEST_POSTGRES names a server. It reports the store's
 // transactions and journal entries per run.
 func BenchmarkDurableRun(b *testing.B) {
-	for _, tt := range []struct {
-		name string
-		open func(b *testing.B) store.Store
-	}{
-		{"memory", func(*testing.B) store.Store { return store.NewMemory() }},
-		{"sqlite", func(b *testing.B) store.Store {
-			s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { s.Close() })
-			return s
-		}},
-		{"postgres", func(b *testing.B) store.Store {
-			if os.Getenv("ACTS_TEST_POSTGRES") == "" {
-				b.Skip("ACTS_TEST_POSTGRES is not set")
-			}
-			s, err := postgres.Open(context.Background(), pgtest.Schema(b))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { s.Close() })
-			return s
-		}},
-	} {
+	for _, tt := range benchStores(false) {
 		b.Run("store="+tt.name, func(b *testing.B) {
 			st := &countingStore{Store: tt.open(b)}
 			reg, msgs := tenTools()
