@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -25,10 +26,18 @@ import (
 // vLLM versions send both, with the same text).
 var reasoningFields = []string{"reasoning_content", "reasoning"}
 
+// send posts body with the SDK's Chat Completions call, which adds the
+// headers and reads the response; the params it is given are empty, as
+// body replaces what it would encode.
+func (p *Provider) send(ctx context.Context, body []byte, opts ...option.RequestOption) (*openai.ChatCompletion, error) {
+	opts = append(opts, option.WithRequestBody("application/json", body))
+	return p.client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{}, opts...)
+}
+
 // complete makes a plain request and yields one chunk per choice.
-func (p *Provider) complete(ctx context.Context, params openai.ChatCompletionNewParams, yield func(*provider.Chunk, error) bool) {
+func (p *Provider) complete(ctx context.Context, body []byte, yield func(*provider.Chunk, error) bool) {
 	var res *http.Response
-	cc, err := p.client.Chat.Completions.New(ctx, params, option.WithResponseInto(&res))
+	cc, err := p.send(ctx, body, option.WithResponseInto(&res))
 	if err != nil {
 		yield(nil, p.apiError(ctx, res, err))
 		return
@@ -53,7 +62,7 @@ func (p *Provider) complete(ctx context.Context, params openai.ChatCompletionNew
 			refusal = &RefusalError{Index: int(c.Index), Message: c.Message.Refusal}
 		}
 		if i == len(choices)-1 {
-			u := usage(cc.Usage)
+			u := usage(usageOf(cc.Usage))
 			chunk.Usage = &u
 		}
 		if !yield(chunk, nil) {
@@ -68,19 +77,28 @@ func (p *Provider) complete(ctx context.Context, params openai.ChatCompletionNew
 // stream makes a streaming request and yields its deltas. The last Done
 // chunk is held back until the stream ends, so that the usage, which
 // arrives after every finish_reason, rides on it.
-func (p *Provider) stream(ctx context.Context, params openai.ChatCompletionNewParams, yield func(*provider.Chunk, error) bool) {
+//
+// The SDK sends the request, and its SSE decoder splits the body into
+// events, but each event is decoded by decodeChunk, not by the SDK's
+// stream: see there.
+func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider.Chunk, error) bool) {
+	// As NewStreaming does, but with the response body left to us.
 	var res *http.Response
-	s := p.client.Chat.Completions.NewStreaming(ctx, params, option.WithResponseInto(&res))
-	defer s.Close()
-	if err := s.Err(); err != nil {
+	_, err := p.send(ctx, body, option.WithResponseBodyInto(&res))
+	if res != nil && res.Body != nil {
+		defer res.Body.Close()
+	}
+	if err != nil {
 		yield(nil, p.apiError(ctx, res, err))
 		return
 	}
+	events := ssestream.NewDecoder(res)
 	var (
-		pending  *provider.Chunk        // the last Done chunk, not yet yielded
-		finished = map[int]bool{}       // choice index → finish_reason seen
-		refusals = map[int][]byte{}     // choice index → refusal text
-		u        openai.CompletionUsage // the last usage reported
+		pending  *provider.Chunk    // the last Done chunk, not yet yielded
+		finished = map[int]bool{}   // choice index → finish_reason seen
+		refusals = map[int][]byte{} // choice index → refusal text
+		u        wireUsage          // the last usage reported
+		c        chunk              // the event read last
 		budget   = limit.NewBudget(p.cfg.Name, p.max)
 	)
 	emit := func(c *provider.Chunk) bool {
@@ -103,14 +121,22 @@ func (p *Provider) stream(ctx context.Context, params openai.ChatCompletionNewPa
 		}
 		yield(nil, err)
 	}
-	for s.Next() {
+	var streamErr error
+	for events.Next() {
 		if err := ctx.Err(); err != nil {
 			fail(err)
 			return
 		}
-		c := s.Current()
-		if c.JSON.Usage.Valid() {
-			u = c.Usage
+		ev := events.Event()
+		if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
+			break
+		}
+		if err := decodeChunk(ev, &c); err != nil {
+			streamErr = err
+			break
+		}
+		if c.Usage != nil {
+			u = *c.Usage
 		}
 		for _, ch := range c.Choices {
 			i := int(ch.Index)
@@ -123,7 +149,7 @@ func (p *Provider) stream(ctx context.Context, params openai.ChatCompletionNewPa
 			chunk := &provider.Chunk{
 				Index:    i,
 				Text:     ch.Delta.Content,
-				Thinking: reasoning(ch.Delta.JSON.ExtraFields),
+				Thinking: cmp.Or(ch.Delta.ReasoningContent, ch.Delta.Reasoning),
 			}
 			if ch.FinishReason != "" && !finished[i] { // a repeated finish_reason is ignored
 				chunk.Done, chunk.FinishReason = true, ch.FinishReason
@@ -145,7 +171,10 @@ func (p *Provider) stream(ctx context.Context, params openai.ChatCompletionNewPa
 		fail(err)
 		return
 	}
-	if err := s.Err(); err != nil {
+	if streamErr == nil {
+		streamErr = events.Err()
+	}
+	if err := streamErr; err != nil {
 		if own := limit.Own(err); own != nil {
 			fail(own)
 		} else if _, ok := errors.AsType[*ssestream.StreamError](err); ok {
@@ -181,7 +210,7 @@ func (p *Provider) stream(ctx context.Context, params openai.ChatCompletionNewPa
 
 // usage normalises OpenAI's counts (see provider.Usage): prompt_tokens
 // includes the cached tokens, and completion_tokens the reasoning tokens.
-func usage(u openai.CompletionUsage) provider.Usage {
+func usage(u wireUsage) provider.Usage {
 	cached := int(u.PromptTokensDetails.CachedTokens)
 	written := int(u.PromptTokensDetails.CacheWriteTokens)
 	thinking := int(u.CompletionTokensDetails.ReasoningTokens)

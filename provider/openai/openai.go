@@ -187,17 +187,23 @@ func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq
 			yield(nil, fmt.Errorf("%s: nil request", p.cfg.Name))
 			return
 		}
-		params, err := p.params(req)
+		b, err := p.request(req)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel() // a consumer that breaks out ends the HTTP request
+		body, err := b.marshal()
+		if err != nil {
+			// As when the SDK encoded the request: an error with no status.
+			yield(nil, p.apiError(ctx, nil, err))
+			return
+		}
 		if req.Stream {
-			p.stream(ctx, params, yield)
+			p.stream(ctx, body, yield)
 		} else {
-			p.complete(ctx, params, yield)
+			p.complete(ctx, body, yield)
 		}
 	}
 }

@@ -1,10 +1,10 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
-	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/augceo/agent/provider"
@@ -23,68 +23,128 @@ const (
 // messages.
 const jsonModeInstruction = "Answer with one JSON object that follows this JSON Schema:\n"
 
-// params maps req onto the Chat Completions request body. It copies what
-// it needs and never modifies req.
-func (p *Provider) params(req *provider.Request) (openai.ChatCompletionNewParams, error) {
-	var params openai.ChatCompletionNewParams
-	params.Model = firstNonEmpty(req.Model, p.cfg.Model)
-	if params.Model == "" {
-		return params, fmt.Errorf("%w: set Request.Model or Config.Model", ErrNoModel)
+// requestBody is the Chat Completions request body. The fields that
+// encoding/json writes are in the order the SDK's params type has them;
+// response_format and stream, which come after them, are the unexported
+// fields, which [requestBody.marshal] writes.
+type requestBody struct {
+	Messages            []message      `json:"messages"`
+	Model               string         `json:"model"`
+	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
+	MaxTokens           int            `json:"max_tokens,omitempty"`
+	N                   int            `json:"n,omitempty"`
+	PromptCacheKey      string         `json:"prompt_cache_key,omitempty"`
+	Temperature         *float64       `json:"temperature,omitempty"`
+	ReasoningEffort     string         `json:"reasoning_effort,omitempty"`
+	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
+
+	schemaName string          // the name of schema
+	schema     json.RawMessage // the adapted schema, for strict structured outputs
+	jsonObject bool            // JSON mode: {"type":"json_object"}
+	stream     bool
+}
+
+type message struct {
+	Content string        `json:"content"`
+	Role    provider.Role `json:"role"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// request maps req onto the request body. It copies what it needs and
+// never modifies req.
+func (p *Provider) request(req *provider.Request) (*requestBody, error) {
+	b := &requestBody{Model: firstNonEmpty(req.Model, p.cfg.Model), stream: req.Stream}
+	if b.Model == "" {
+		return nil, fmt.Errorf("%w: set Request.Model or Config.Model", ErrNoModel)
 	}
 	msgs := req.Messages
 	if req.Schema != nil {
 		if p.cfg.JSONMode {
 			msgs = withSchemaInstruction(msgs, req.Schema)
-			params.ResponseFormat.OfJSONObject = &shared.ResponseFormatJSONObjectParam{}
+			b.jsonObject = true
 		} else {
 			adapted, err := schema.Adapt(req.Schema, schema.OpenAI)
 			if err != nil {
-				return params, fmt.Errorf("%s: adapt schema: %w", p.cfg.Name, err)
+				return nil, fmt.Errorf("%s: adapt schema: %w", p.cfg.Name, err)
 			}
-			params.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{
-				JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
-					Name:   firstNonEmpty(req.SchemaName, DefaultSchemaName),
-					Schema: adapted,
-					Strict: openai.Bool(true),
-				},
-			}
+			b.schema = adapted
+			b.schemaName = firstNonEmpty(req.SchemaName, DefaultSchemaName)
 		}
 	}
-	params.Messages = make([]openai.ChatCompletionMessageParamUnion, 0, len(msgs))
+	b.Messages = make([]message, len(msgs))
 	for i, m := range msgs {
 		switch m.Role {
-		case provider.RoleSystem:
-			params.Messages = append(params.Messages, openai.SystemMessage(m.Text))
-		case provider.RoleUser:
-			params.Messages = append(params.Messages, openai.UserMessage(m.Text))
-		case provider.RoleAssistant:
-			params.Messages = append(params.Messages, openai.AssistantMessage(m.Text))
+		case provider.RoleSystem, provider.RoleUser, provider.RoleAssistant:
+			b.Messages[i] = message{Content: m.Text, Role: m.Role}
 		default:
-			return params, fmt.Errorf("%w %q in message %d", ErrUnknownRole, m.Role, i)
+			return nil, fmt.Errorf("%w %q in message %d", ErrUnknownRole, m.Role, i)
 		}
 	}
 	if req.N > 1 {
-		params.N = openai.Int(int64(req.N))
+		b.N = req.N
 	}
 	if req.Temperature != nil {
-		params.Temperature = openai.Float(*req.Temperature)
+		t := *req.Temperature
+		b.Temperature = &t
 	}
 	if req.MaxTokens > 0 {
 		if p.cfg.LegacyMaxTokens {
-			params.MaxTokens = openai.Int(int64(req.MaxTokens))
+			b.MaxTokens = req.MaxTokens
 		} else {
-			params.MaxCompletionTokens = openai.Int(int64(req.MaxTokens))
+			b.MaxCompletionTokens = req.MaxTokens
 		}
 	}
-	params.ReasoningEffort = effort(req.Thinking, p.cfg.ThinkingOff)
+	b.ReasoningEffort = string(effort(req.Thinking, p.cfg.ThinkingOff))
 	if req.Stream {
-		params.StreamOptions.IncludeUsage = openai.Bool(true)
+		b.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
 	if req.CacheKey != "" && !p.cfg.NoPromptCacheKey {
 		// Routes the requests that share a prefix to the same cache.
-		params.PromptCacheKey = openai.String(req.CacheKey)
+		b.PromptCacheKey = req.CacheKey
 	}
-	return params, nil
+	return b, nil
+}
+
+// marshal encodes b byte for byte as the SDK encodes its params
+// (TestRequestBodySDK): without HTML escapes, and with "stream":true
+// last, as the SDK's streaming call adds it. It writes the adapted schema
+// as it is, without encoding/json: schema.Adapt returns compact JSON, which
+// a json.RawMessage field would scan again, and for a composed schema of
+// ten tools (5 KB and more) that scan cost as much as the rest of the
+// request. It fails only for a temperature that is NaN or infinite.
+func (b *requestBody) marshal() ([]byte, error) {
+	n := len(b.schema) + 512 // the body's size, give or take the escapes
+	for _, m := range b.Messages {
+		n += len(m.Content) + len(m.Content)/8 + 32
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, n))
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(b); err != nil {
+		return nil, err
+	}
+	buf.Truncate(buf.Len() - len("}\n")) // reopen the object
+	switch {
+	case b.schema != nil:
+		buf.WriteString(`,"response_format":{"json_schema":{"name":`)
+		if err := enc.Encode(b.schemaName); err != nil {
+			return nil, err
+		}
+		buf.Truncate(buf.Len() - len("\n"))
+		buf.WriteString(`,"strict":true,"schema":`)
+		buf.Write(b.schema)
+		buf.WriteString(`},"type":"json_schema"}`)
+	case b.jsonObject:
+		buf.WriteString(`,"response_format":{"type":"json_object"}`)
+	}
+	if b.stream {
+		buf.WriteString(`,"stream":true`)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
 }
 
 // effort maps a thinking budget onto reasoning_effort: 0 leaves it unset,
