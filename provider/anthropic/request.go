@@ -1,11 +1,12 @@
 package anthropic
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/packages/param"
 
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/internal/limit"
@@ -18,7 +19,14 @@ const defaultToolName = "solution"
 // call is one Generate call translated for the API: the same request is sent
 // once per solution.
 type call struct {
-	p      *Provider
+	p *Provider
+	// body is the request body, without "stream", which NewStreaming adds.
+	body []byte
+	// params holds what the SDK's methods read of the request themselves:
+	// the model and max_tokens (for the timeout of a plain request) and
+	// thinking (for a deprecation warning). The SDK's OpenTelemetry span of
+	// a call, which records only when the application installs a tracer
+	// provider, sees these and not the rest. The body sent is body.
 	params sdk.MessageNewParams
 	// tool names the forced tool whose input is the solution, in tool mode;
 	// empty when the solution is the text of the answer.
@@ -33,18 +41,60 @@ type call struct {
 	budget *limit.Budget
 }
 
-// newCall builds the request parameters for req. It copies what it needs
-// and never modifies req.
+// requestBody is the Messages request body. Its fields are in the order
+// the SDK's params type has them; output_config and tools, which hold the
+// adapted schema, are written by [requestBody.marshal].
+type requestBody struct {
+	MaxTokens   int64     `json:"max_tokens"`
+	Messages    []message `json:"messages,omitzero"`
+	Model       string    `json:"model,omitzero"`
+	Temperature *float64  `json:"temperature,omitzero"`
+	// output_config goes here
+	System     []textBlock `json:"system,omitzero"`
+	Thinking   *thinking   `json:"thinking,omitzero"`
+	ToolChoice *toolChoice `json:"tool_choice,omitzero"`
+	// tools goes here
+
+	schema json.RawMessage // the adapted schema
+	tool   string          // in tool mode, the forced tool, whose input_schema is schema
+}
+
+type message struct {
+	Content []textBlock `json:"content"`
+	Role    string      `json:"role"`
+}
+
+type textBlock struct {
+	Text         string        `json:"text"`
+	CacheControl *cacheControl `json:"cache_control,omitzero"`
+	Type         string        `json:"type"`
+}
+
+type cacheControl struct {
+	Type string `json:"type"`
+}
+
+// ephemeral is the only cache_control the adapter sends.
+var ephemeral = &cacheControl{Type: "ephemeral"}
+
+type thinking struct {
+	BudgetTokens int64  `json:"budget_tokens,omitzero"`
+	Type         string `json:"type"`
+}
+
+type toolChoice struct {
+	Name string `json:"name,omitzero"`
+	Type string `json:"type"`
+}
+
+// newCall builds the request for req. It copies what it needs and never
+// modifies req.
 func (p *Provider) newCall(req *provider.Request) (*call, error) {
 	if req.MaxTokens < 0 {
 		return nil, fmt.Errorf("anthropic: negative MaxTokens %d", req.MaxTokens)
 	}
 	c := &call{p: p, stream: req.Stream, sse: req.Stream, budget: limit.NewBudget("anthropic", p.maxBytes)}
-	params := &c.params
-	params.Model = req.Model
-	if params.Model == "" {
-		params.Model = p.model
-	}
+	b := &requestBody{Model: cmp.Or(req.Model, p.model)}
 	maxTokens := req.MaxTokens
 	if maxTokens == 0 {
 		maxTokens = p.maxTokens
@@ -53,56 +103,107 @@ func (p *Provider) newCall(req *provider.Request) (*call, error) {
 	if err != nil {
 		return nil, err
 	}
-	params.System, params.Messages = system, messages
+	b.System, b.Messages = system, messages
 	if req.Temperature != nil {
-		params.Temperature = sdk.Float(*req.Temperature)
+		t := *req.Temperature
+		b.Temperature = &t
 	}
 	switch {
 	case req.Thinking > 0:
 		budget := max(MinThinkingBudget, req.Thinking)
-		params.Thinking = sdk.ThinkingConfigParamOfEnabled(int64(budget))
+		b.Thinking = &thinking{BudgetTokens: int64(budget), Type: "enabled"}
+		c.params.Thinking = sdk.ThinkingConfigParamOfEnabled(int64(budget))
 		maxTokens += budget // the API wants budget_tokens < max_tokens
 	case req.Thinking < 0:
-		params.Thinking = sdk.ThinkingConfigParamUnion{OfDisabled: &sdk.ThinkingConfigDisabledParam{}}
+		b.Thinking = &thinking{Type: "disabled"}
+		c.params.Thinking = sdk.ThinkingConfigParamUnion{OfDisabled: &sdk.ThinkingConfigDisabledParam{}}
 	}
-	params.MaxTokens = int64(maxTokens)
+	b.MaxTokens = int64(maxTokens)
+	c.params.Model, c.params.MaxTokens = sdk.Model(b.Model), b.MaxTokens
 	if req.Schema != nil {
 		adapted, err := schema.Adapt(req.Schema, schema.Anthropic)
 		if err != nil {
 			return nil, fmt.Errorf("anthropic: adapt schema: %w", err)
 		}
+		b.schema = adapted
 		if p.toolOutput {
-			c.tool = req.SchemaName
-			if c.tool == "" {
-				c.tool = defaultToolName
-			}
-			params.Tools = []sdk.ToolUnionParam{{OfTool: &sdk.ToolParam{
-				Name: c.tool,
-				// The raw schema keeps its property order, which a map
-				// would lose; the order is the one the model writes in.
-				InputSchema: param.Override[sdk.ToolInputSchemaParam](adapted),
-				// The tools come first in the cached prefix; see
-				// convertMessages for the other breakpoints.
-				CacheControl: sdk.NewCacheControlEphemeralParam(),
-			}}}
+			c.tool = cmp.Or(req.SchemaName, defaultToolName)
+			b.tool = c.tool
 			if req.Thinking > 0 {
 				// The API refuses a forced tool with thinking on.
-				params.ToolChoice = sdk.ToolChoiceUnionParam{OfAuto: &sdk.ToolChoiceAutoParam{}}
+				b.ToolChoice = &toolChoice{Type: "auto"}
 			} else {
-				params.ToolChoice = sdk.ToolChoiceParamOfTool(c.tool)
+				b.ToolChoice = &toolChoice{Name: c.tool, Type: "tool"}
 			}
-		} else {
-			format := append([]byte(`{"type":"json_schema","schema":`), adapted...)
-			format = append(format, '}')
-			params.OutputConfig.Format = param.Override[sdk.JSONOutputFormatParam](json.RawMessage(format))
 		}
 	}
+	if c.body, err = b.marshal(); err != nil {
+		return nil, fmt.Errorf("anthropic: %w", err)
+	}
 	if !c.sse {
-		if _, err := sdk.CalculateNonStreamingTimeout(maxTokens, params.Model, nil); err != nil {
+		if _, err := sdk.CalculateNonStreamingTimeout(maxTokens, c.params.Model, nil); err != nil {
 			c.sse = true
 		}
 	}
 	return c, nil
+}
+
+// marshal encodes b byte for byte as the SDK encodes its params
+// (TestRequestBodySDK): with HTML escapes, and output_config and tools in
+// their places. The adapted schema is copied as it is, so it keeps its
+// property order, which is the order the model writes in; only
+// json.HTMLEscape runs over it. schema.Adapt returns compact JSON, which
+// as a json.RawMessage encoding/json would scan again, and for a composed
+// schema of ten tools (5 KB and more) that scan cost as much as the rest
+// of the request. In tool mode, the tool comes first in the cached prefix
+// and has a breakpoint; see convertMessages for the others. It fails only
+// for a temperature that is NaN or infinite.
+func (b *requestBody) marshal() ([]byte, error) {
+	n := len(b.schema) + 512 // the body's size, give or take the escapes
+	for _, m := range b.Messages {
+		for _, c := range m.Content {
+			n += len(c.Text) + len(c.Text)/8 + 64
+		}
+	}
+	for _, c := range b.System {
+		n += len(c.Text) + len(c.Text)/8 + 64
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, n))
+	// The fields before output_config, then those after it, as a second
+	// object whose members join the first.
+	head := *b
+	head.System, head.Thinking, head.ToolChoice = nil, nil, nil
+	if err := json.NewEncoder(buf).Encode(&head); err != nil {
+		return nil, err
+	}
+	buf.Truncate(buf.Len() - len("}\n"))
+	if b.schema != nil && b.tool == "" {
+		buf.WriteString(`,"output_config":{"format":{"type":"json_schema","schema":`)
+		json.HTMLEscape(buf, b.schema)
+		buf.WriteString(`}}`)
+	}
+	tail, err := json.Marshal(struct {
+		System     []textBlock `json:"system,omitzero"`
+		Thinking   *thinking   `json:"thinking,omitzero"`
+		ToolChoice *toolChoice `json:"tool_choice,omitzero"`
+	}{b.System, b.Thinking, b.ToolChoice})
+	if err != nil {
+		return nil, err
+	}
+	if len(tail) > len("{}") {
+		buf.WriteByte(',')
+		buf.Write(tail[1 : len(tail)-1])
+	}
+	if b.tool != "" {
+		buf.WriteString(`,"tools":[{"input_schema":`)
+		json.HTMLEscape(buf, b.schema)
+		name, _ := json.Marshal(b.tool) // a string always encodes
+		buf.WriteString(`,"name":`)
+		buf.Write(name)
+		buf.WriteString(`,"cache_control":{"type":"ephemeral"}}]`)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
 }
 
 // convertMessages splits off the system messages, which go to the system
@@ -118,47 +219,39 @@ func (p *Provider) newCall(req *provider.Request) (*call, error) {
 // message marked Stable. Earlier Stable messages get none: the API finds
 // an entry written at an earlier breakpoint from a later one (looking back
 // up to 20 blocks), so one at the end of the stable prefix is enough.
-func convertMessages(msgs []provider.Message) ([]sdk.TextBlockParam, []sdk.MessageParam, error) {
+func convertMessages(msgs []provider.Message) ([]textBlock, []message, error) {
 	stable := -1 // the index in msgs of the last Stable message
 	for i, m := range msgs {
 		if m.Stable {
 			stable = i
 		}
 	}
-	var system []sdk.TextBlockParam
-	var out []sdk.MessageParam
+	var system []textBlock
+	var out []message
 	for i, m := range msgs {
-		var role sdk.MessageParamRole
+		block := textBlock{Text: m.Text, Type: "text"}
+		if i == stable {
+			block.CacheControl = ephemeral
+		}
 		switch m.Role {
 		case provider.RoleSystem:
-			block := sdk.TextBlockParam{Text: m.Text}
-			if i == stable {
-				block.CacheControl = sdk.NewCacheControlEphemeralParam()
-			}
 			system = append(system, block)
 			continue
-		case provider.RoleUser:
-			role = sdk.MessageParamRoleUser
-		case provider.RoleAssistant:
-			role = sdk.MessageParamRoleAssistant
+		case provider.RoleUser, provider.RoleAssistant:
 		default:
 			return nil, nil, fmt.Errorf("anthropic: message %d: unknown role %q", i, m.Role)
 		}
-		block := sdk.NewTextBlock(m.Text)
-		if i == stable {
-			block.OfText.CacheControl = sdk.NewCacheControlEphemeralParam()
-		}
-		if n := len(out); n > 0 && out[n-1].Role == role {
+		if n := len(out); n > 0 && out[n-1].Role == string(m.Role) {
 			out[n-1].Content = append(out[n-1].Content, block)
 			continue
 		}
-		out = append(out, sdk.MessageParam{Role: role, Content: []sdk.ContentBlockParamUnion{block}})
+		out = append(out, message{Role: string(m.Role), Content: []textBlock{block}})
 	}
 	if n := len(system); n > 0 {
 		// When the last Stable message is a system message, it has the
 		// breakpoint already or this one is a second in the system and the
 		// messages have none: at most three in all either way.
-		system[n-1].CacheControl = sdk.NewCacheControlEphemeralParam()
+		system[n-1].CacheControl = ephemeral
 	}
 	return system, out, nil
 }

@@ -1,11 +1,16 @@
 package anthropic
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"iter"
+	"net/http"
 	"strings"
+
+	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/anthropics/anthropic-sdk-go/packages/ssestream"
 
 	"github.com/augceo/agent/provider"
 )
@@ -26,7 +31,7 @@ func (c *call) solution(ctx context.Context, i int) iter.Seq2[*provider.Chunk, e
 // message sends a plain request and yields its one chunk.
 func (c *call) message(ctx context.Context, i int) iter.Seq2[*provider.Chunk, error] {
 	return func(yield func(*provider.Chunk, error) bool) {
-		msg, err := c.p.client.Messages.New(ctx, c.params)
+		msg, err := c.p.client.Messages.New(ctx, c.params, option.WithRequestBody("application/json", c.body))
 		if err != nil {
 			yield(nil, convertErr(ctx, err))
 			return
@@ -56,10 +61,24 @@ func (c *call) message(ctx context.Context, i int) iter.Seq2[*provider.Chunk, er
 
 // events sends a streamed request and yields a chunk per piece of text or
 // thinking, then a Done chunk at message_stop.
+//
+// NewStreaming sends the request, but its stream, which decodes each event
+// into the SDK's types, is not read: the events of the response are read
+// with the SDK's decoder and decoded by decodeEvent (see there). What the
+// stream does before decoding is done here too: ping events and events
+// without data are skipped, and an error event ends the stream.
 func (c *call) events(ctx context.Context, i int) iter.Seq2[*provider.Chunk, error] {
 	return func(yield func(*provider.Chunk, error) bool) {
-		stream := c.p.client.Messages.NewStreaming(ctx, c.params)
+		var res *http.Response
+		stream := c.p.client.Messages.NewStreaming(ctx, c.params,
+			option.WithRequestBody("application/json", c.body), option.WithResponseInto(&res))
 		defer stream.Close()
+		if err := stream.Err(); err != nil {
+			yield(nil, convertErr(ctx, err))
+			return
+		}
+		events := ssestream.NewDecoder(res)
+		defer events.Close()
 		var (
 			started    bool // whether an event arrived
 			usage      tokens
@@ -67,6 +86,8 @@ func (c *call) events(ctx context.Context, i int) iter.Seq2[*provider.Chunk, err
 			toolBlock  = int64(-1) // index of the forced tool's content block
 			toolInput  any         // its input at content_block_start
 			toolText   bool        // whether input_json_delta arrived for it
+			err        error       // what ended the events
+			ev         event       // the event read last
 		)
 		piece := func(text, thinking string) bool {
 			if text == "" && thinking == "" {
@@ -79,12 +100,27 @@ func (c *call) events(ctx context.Context, i int) iter.Seq2[*provider.Chunk, err
 			}
 			return yield(chunk, nil)
 		}
-		for stream.Next() {
-			ev := stream.Current()
+	read:
+		for events.Next() {
+			data := events.Event().Data
+			switch events.Event().Type {
+			case "ping", "":
+				continue
+			case "error":
+				err = streamError(res, data)
+				break read
+			}
+			if len(bytes.TrimSuffix(data, []byte("\n"))) == 0 {
+				continue
+			}
+			if err = decodeEvent(data, &ev); err != nil {
+				break
+			}
 			started = true
 			switch ev.Type {
 			case "message_start":
-				usage = usageOf(ev.Message.Usage)
+				usage = tokens{}
+				usage.merge(ev.Message.Usage)
 			case "content_block_start":
 				b := ev.ContentBlock
 				ok := true
@@ -132,7 +168,7 @@ func (c *call) events(ctx context.Context, i int) iter.Seq2[*provider.Chunk, err
 					}
 				}
 			case "message_delta":
-				stopReason = string(ev.Delta.StopReason)
+				stopReason = ev.Delta.StopReason
 				usage.merge(ev.Usage)
 			case "message_stop":
 				u := usage.usage()
@@ -140,7 +176,10 @@ func (c *call) events(ctx context.Context, i int) iter.Seq2[*provider.Chunk, err
 				return
 			}
 		}
-		if err := stream.Err(); err != nil {
+		if err == nil {
+			err = events.Err()
+		}
+		if err != nil {
 			if started {
 				err = convertStreamErr(ctx, err)
 			} else {

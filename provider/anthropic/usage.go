@@ -21,24 +21,21 @@ func usageOf(u sdk.Usage) tokens {
 	}
 }
 
-// merge takes the counts that a message_delta event reports, which are
-// cumulative, over those of message_start.
-func (t *tokens) merge(d sdk.MessageDeltaUsage) {
-	if d.JSON.InputTokens.Valid() {
-		t.input = d.InputTokens
+// merge takes the counts that u has: those of message_start, and then
+// those of message_delta, which are cumulative, over them.
+func (t *tokens) merge(u wireUsage) {
+	set := func(dst *int64, n *int64) {
+		if n != nil {
+			*dst = *n
+		}
 	}
-	if d.JSON.OutputTokens.Valid() {
-		t.output = d.OutputTokens
+	set(&t.input, u.InputTokens)
+	set(&t.output, u.OutputTokens)
+	if u.OutputTokensDetails != nil {
+		set(&t.thinking, u.OutputTokensDetails.ThinkingTokens)
 	}
-	if d.JSON.OutputTokensDetails.Valid() && d.OutputTokensDetails.JSON.ThinkingTokens.Valid() {
-		t.thinking = d.OutputTokensDetails.ThinkingTokens
-	}
-	if d.JSON.CacheReadInputTokens.Valid() {
-		t.cacheRead = d.CacheReadInputTokens
-	}
-	if d.JSON.CacheCreationInputTokens.Valid() {
-		t.cacheWrite = d.CacheCreationInputTokens
-	}
+	set(&t.cacheRead, u.CacheReadInputTokens)
+	set(&t.cacheWrite, u.CacheCreationInputTokens)
 }
 
 // usage normalises t: input_tokens already excludes the cache, and
