@@ -84,8 +84,8 @@ func (m *Memory) Acquire(ctx context.Context, id string, lease Lease, now time.T
 	if !ok {
 		return fmt.Errorf("acquire run %s: %w", id, ErrNotFound)
 	}
-	if h := r.run.Lease; h.Owner != "" && h.Owner != lease.Owner && h.Expires.After(now) {
-		return &LeaseError{Run: id, Owner: lease.Owner, Held: h}
+	if err := r.run.Lease.Yield(id, lease.Owner, now); err != nil {
+		return err
 	}
 	r.run.Lease = Lease{Owner: lease.Owner, Expires: lease.Expires.UTC()}
 	return nil
@@ -115,10 +115,7 @@ func (m *Memory) held(id, owner, what string) (*memoryRun, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s run %s: %w", what, id, ErrNotFound)
 	}
-	if r.run.Lease.Owner != owner {
-		return nil, &LeaseError{Run: id, Owner: owner, Held: r.run.Lease}
-	}
-	return r, nil
+	return r, r.run.Lease.Fence(id, owner)
 }
 
 // copyEntries copies entries, numbered after the journal's first n.

@@ -53,6 +53,26 @@ type Lease struct {
 	Expires time.Time
 }
 
+// Fence is the rule of Save and Append, for backends: it returns a
+// *LeaseError unless owner holds run, whose lease is l (an owner of ""
+// writes a run no one holds).
+func (l Lease) Fence(run, owner string) error {
+	if l.Owner != owner {
+		return &LeaseError{Run: run, Owner: owner, Held: l}
+	}
+	return nil
+}
+
+// Yield is the rule of Acquire, for backends: it returns a *LeaseError
+// when l, run's lease, keeps owner from taking it at now: another owner
+// holds it, and its lease has not expired.
+func (l Lease) Yield(run, owner string, now time.Time) error {
+	if l.Owner != "" && l.Owner != owner && l.Expires.After(now) {
+		return &LeaseError{Run: run, Owner: owner, Held: l}
+	}
+	return nil
+}
+
 // EntryType names what a journal entry records.
 type EntryType string
 

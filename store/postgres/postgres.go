@@ -204,8 +204,8 @@ func (s *Store) Save(ctx context.Context, owner string, run store.Run) error {
 		if err != nil {
 			return err
 		}
-		if held.Owner != owner {
-			return &store.LeaseError{Run: run.ID, Owner: owner, Held: held}
+		if err := held.Fence(run.ID, owner); err != nil {
+			return err
 		}
 		_, err = tx.Exec(ctx, `
 UPDATE runs SET kind = $2, idea = $3, model = $4, status = $5, error = $6, usage = $7, parent = $8,
@@ -228,8 +228,8 @@ func (s *Store) Acquire(ctx context.Context, id string, lease store.Lease, now t
 		if err != nil {
 			return err
 		}
-		if held.Owner != "" && held.Owner != lease.Owner && held.Expires.After(now) {
-			return &store.LeaseError{Run: id, Owner: lease.Owner, Held: held}
+		if err := held.Yield(id, lease.Owner, now); err != nil {
+			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE runs SET lease_owner = $2, lease_expires = $3 WHERE id = $1`, []byte(id), []byte(lease.Owner), expires)
 		return err
@@ -250,8 +250,8 @@ func (s *Store) Append(ctx context.Context, id, owner string, entries ...store.E
 		if err != nil {
 			return err
 		}
-		if held.Owner != owner {
-			return &store.LeaseError{Run: id, Owner: owner, Held: held}
+		if err := held.Fence(id, owner); err != nil {
+			return err
 		}
 		return insertEntries(ctx, tx, id, es)
 	})

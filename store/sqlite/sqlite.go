@@ -216,8 +216,8 @@ func (s *Store) Save(ctx context.Context, owner string, run store.Run) error {
 		if err != nil {
 			return err
 		}
-		if held.Owner != owner {
-			return &store.LeaseError{Run: run.ID, Owner: owner, Held: held}
+		if err := held.Fence(run.ID, owner); err != nil {
+			return err
 		}
 		_, err = tx.ExecContext(ctx, `
 UPDATE runs SET kind = ?2, idea = ?3, model = ?4, status = ?5, error = ?6, usage = ?7, parent = ?8,
@@ -240,8 +240,8 @@ func (s *Store) Acquire(ctx context.Context, id string, lease store.Lease, now t
 		if err != nil {
 			return err
 		}
-		if held.Owner != "" && held.Owner != lease.Owner && held.Expires.After(now) {
-			return &store.LeaseError{Run: id, Owner: lease.Owner, Held: held}
+		if err := held.Yield(id, lease.Owner, now); err != nil {
+			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE id = ?`, lease.Owner, expires, id)
 		return err
@@ -265,12 +265,12 @@ func (s *Store) Append(ctx context.Context, id, owner string, entries ...store.E
 		if err != nil {
 			return notFound(err)
 		}
-		if heldOwner != owner {
+		if heldOwner != owner { // the lease is parsed only to say whose it is
 			held, err := parseLease(heldOwner, heldExpires)
 			if err != nil {
 				return err
 			}
-			return &store.LeaseError{Run: id, Owner: owner, Held: held}
+			return held.Fence(id, owner)
 		}
 		return s.insertEntries(ctx, tx, id, last, entries, times)
 	})
