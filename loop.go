@@ -291,7 +291,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	cfg := r.cfg
 	// Calls run as they stream in, so a solution cannot be re-asked
 	// quietly: an invalid one becomes an error message for the next step.
-	cfg.CallbackPath, cfg.N, cfg.MaxRepairs, cfg.lazy = "calls", 1, -1, r.lazy
+	cfg.CallbackPath, cfg.N, cfg.MaxRepairs, cfg.lazy, cfg.ticks = "calls", 1, -1, r.lazy, true
 	r.sched.step = step
 	// Each call is checked against its tool as it streams in, and a bad
 	// one is an error of that call: the solution is checked with calls as

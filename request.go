@@ -131,6 +131,9 @@ type Config struct {
 	// solution's advisors as soon as they are written (Event.advisors):
 	// its calls wait for them.
 	advising bool
+	// ticks, set by the loop, marks the end of each chunk's elements
+	// (Event.tick), so the calls of a chunk start together.
+	ticks bool
 }
 
 // registry returns the Registry c names, or DefaultRegistry.
@@ -547,7 +550,7 @@ func readChunk(cfg *Config, n int, answers *[]*answer, resp *Response, yield fun
 	}
 	if a.x != nil {
 		els, xerr := a.x.Feed(p)
-		if !emit(c.Index, els, yield) || len(els) > 0 && !yield(Event{tick: true}, nil) {
+		if !emit(c.Index, els, yield) || cfg.ticks && len(els) > 0 && !yield(Event{tick: true}, nil) {
 			return errStopped
 		}
 		if xerr != nil {

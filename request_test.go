@@ -210,6 +210,8 @@ func TestRequestStreamsCallsEarly(t *testing.T) {
 			order = append(order, ev.Element.Path+"="+string(ev.Element.Value))
 		case ev.Response != nil:
 			order = append(order, "response")
+		case ev.Thinking == nil && ev.Output == nil && ev.Repair == nil:
+			order = append(order, "an event with nothing in it")
 		}
 	}
 	want := []string{`calls.0={"_tool":"t","x":1}`, `calls.1={"_tool":"t","x":2}`, "response"}
