@@ -292,11 +292,18 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 		if err != nil {
 			return fmt.Errorf("agent: journal usage: %w", err)
 		}
-		call := strconv.Itoa(ev.Step)
 		if ev.Call != nil {
-			call = ev.Call.ID
+			// A call's own request: its usage goes with the call's
+			// settling, which follows at once, and stays if the call is
+			// cut short.
+			j.buf = append(j.buf, store.Entry{Type: store.EntryUsage, Call: ev.Call.ID, Data: b, Time: now})
+			j.lastCall = len(j.buf)
+			if j.batch {
+				return nil
+			}
+			return j.flush(ctx)
 		}
-		j.buf = append(j.buf, store.Entry{Type: store.EntryUsage, Call: call, Data: b, Time: now})
+		j.buf = append(j.buf, store.Entry{Type: store.EntryUsage, Call: strconv.Itoa(ev.Step), Data: b, Time: now})
 		return j.flush(ctx)
 	case EventStep:
 		return j.flush(ctx)

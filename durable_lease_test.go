@@ -399,3 +399,34 @@ func TestDurableUsageAcrossCrash(t *testing.T) {
 		}
 	}
 }
+
+func TestDurableLatentCallUsage(t *testing.T) {
+	// A latent call's own request is journaled with the call, and counts
+	// in the run's usage.
+	st := store.NewMemory()
+	p := scripted.New(
+		costly(`{"calls":[{"_tool":"guess","q":"x","_outputPath":"†state.g"}],"output":null}`),
+		costly(`{"output":"latent answer"}`), // the call's own request
+		costly(`{"calls":[],"output":"done"}`))
+	res, err := agent.Run(t.Context(), agent.Config{Provider: p, Store: st, RunID: "l", Concurrency: 1}, json.RawMessage(`{"type":"string"}`),
+		ctxOf(t, `[{"type":"tool","tool":{"guess":{"type":"object","properties":{"q":{"type":"string"},"_output":{"type":"string"}},"required":["q"]}}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (provider.Usage{Input: 30, Output: 24}); res.Usage != want {
+		t.Fatalf("usage %+v, want %+v", res.Usage, want)
+	}
+	calls := 0
+	for _, e := range journal(t, st, "l") {
+		if e.Type == store.EntryUsage && e.Call == "1.0" {
+			calls++
+		}
+	}
+	if calls != 1 {
+		t.Errorf("%d usage entries of call 1.0", calls)
+	}
+	again, err := agent.Resume(t.Context(), agent.Config{Provider: scripted.New(), Store: st}, "l")
+	if err != nil || again.Usage != res.Usage {
+		t.Errorf("resumed usage %+v, %v", again.Usage, err)
+	}
+}
