@@ -82,13 +82,19 @@ func settingsOf(cfg *Config) *RunSettings {
 // SavedSettings returns the settings run was made with, or nil for a run
 // that saved none (a plan, or a run from before they were saved).
 func SavedSettings(run store.Run) (*RunSettings, error) {
+	spec, err := specOf(run)
+	return spec.Settings, err
+}
+
+// specOf reads what run saved for resuming it.
+func specOf(run store.Run) (runSpec, error) {
 	var spec runSpec
 	if len(run.Spec) > 0 {
 		if err := json.Unmarshal(run.Spec, &spec); err != nil {
-			return nil, fmt.Errorf("agent: run %s: spec: %w", run.ID, err)
+			return spec, fmt.Errorf("agent: run %s: spec: %w", run.ID, err)
 		}
 	}
-	return spec.Settings, nil
+	return spec, nil
 }
 
 // apply sets the settings cfg leaves unset.
@@ -200,7 +206,7 @@ func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msg
 		if id == "" {
 			id = platform.NewID(ctx)
 		}
-		j.lease = newLease(ctx, &cfg, id)
+		j.lease = newLease(&cfg, id)
 		spec.Settings = settingsOf(&cfg)
 		b, err := json.Marshal(spec)
 		if err != nil {
@@ -560,15 +566,13 @@ func ResumeEvents(ctx context.Context, cfg Config, id string) iter.Seq2[RunEvent
 // loadRun reads what a resume needs of run id: its metadata, journal and
 // spec.
 func loadRun(ctx context.Context, cat store.Catalog, st store.Store, id string) (store.Run, *resumed, runSpec, error) {
-	var spec runSpec
 	run, err := cat.Load(ctx, id)
 	if err != nil {
-		return run, nil, spec, fmt.Errorf("agent: resume %s: %w", id, err)
+		return run, nil, runSpec{}, fmt.Errorf("agent: resume %s: %w", id, err)
 	}
-	if len(run.Spec) > 0 {
-		if err := json.Unmarshal(run.Spec, &spec); err != nil {
-			return run, nil, spec, fmt.Errorf("agent: resume %s: spec: %w", id, err)
-		}
+	spec, err := specOf(run)
+	if err != nil {
+		return run, nil, spec, err
 	}
 	rs, err := readJournal(ctx, st, id)
 	if err != nil {

@@ -49,7 +49,7 @@ func leaseTTL(cfg *Config) time.Duration {
 }
 
 // newLease returns the lease a new run is created with.
-func newLease(ctx context.Context, cfg *Config, id string) *lease {
+func newLease(cfg *Config, id string) *lease {
 	return &lease{st: cfg.Store, run: id, owner: newOwner(), ttl: leaseTTL(cfg)}
 }
 
@@ -61,7 +61,7 @@ func (l *lease) terms(ctx context.Context) store.Lease {
 // acquire takes run id over: an error naming the holder if another
 // holds it.
 func acquire(ctx context.Context, cfg *Config, id string) (*lease, error) {
-	l := newLease(ctx, cfg, id)
+	l := newLease(cfg, id)
 	if err := cfg.Store.Acquire(ctx, id, l.terms(ctx), platform.Now(ctx).UTC()); err != nil {
 		if errors.Is(err, store.ErrLeased) {
 			return nil, fmt.Errorf("agent: run %s is being advanced by another process: %w", id, err)
