@@ -61,57 +61,88 @@ func (d Dialect) String() string {
 // steps of a run send the same one (a 10-tool schema takes about a
 // millisecond to adapt). The result is a copy the caller owns.
 func Adapt(s json.RawMessage, d Dialect) (json.RawMessage, error) {
-	key := adaptKey{string(s), d}
-	if out, ok := adapted.get(key); ok {
-		return bytes.Clone(out), nil
-	}
-	out, err := (*Registry)(nil).Adapt(s, d)
-	if err == nil {
-		adapted.put(key, bytes.Clone(out))
-	}
+	out, _, err := AdaptStrict(s, d)
 	return out, err
 }
 
-// adaptKey is what an adaptation depends on, with no registry to resolve
-// names in.
-type adaptKey struct {
-	schema  string
-	dialect Dialect
+// AdaptStrict is [Adapt] for a provider adapter that sends the schema in
+// strict mode: over is nil when the adapted schema is within the sizes
+// the dialect's provider accepts there, or says which it exceeds (too many
+// optional properties for Anthropic, too deep for OpenAI, ...). Every
+// keyword of an adapted schema is allowed whatever its size, so the
+// adapter can still send it with strict mode off, and the answer is
+// validated locally either way.
+func AdaptStrict(s json.RawMessage, d Dialect) (adapted json.RawMessage, over *LimitError, err error) {
+	if d < Full || d > GeminiJSON {
+		_, err := (*Registry)(nil).Adapt(s, d) // says which
+		return nil, nil, err
+	}
+	if e, ok := cache.get(s, d); ok {
+		return bytes.Clone(e.out), e.over, nil
+	}
+	out, err := (*Registry)(nil).Adapt(s, d)
+	if err != nil {
+		return nil, nil, err
+	}
+	e := adaptation{out: bytes.Clone(out)}
+	if d == OpenAI || d == Anthropic {
+		tree, err := parseTree(out)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: adapted: %w", ErrInvalidJSON, err)
+		}
+		e.over = checkLimits(tree, d)
+	}
+	cache.put(s, d, e)
+	return out, e.over, nil
+}
+
+// adaptation is a cached result of AdaptStrict.
+type adaptation struct {
+	out  json.RawMessage
+	over *LimitError
 }
 
 // adaptCacheSize bounds the adaptations Adapt keeps.
 const adaptCacheSize = 64
 
-// adaptCache holds recent adaptations; the oldest goes first.
+// adaptCache holds recent adaptations, by dialect and then by the
+// schema's bytes, so that a lookup does not copy them; the oldest goes
+// first.
 type adaptCache struct {
 	mu    sync.Mutex
-	m     map[adaptKey]json.RawMessage
-	order []adaptKey
+	m     [GeminiJSON + 1]map[string]adaptation
+	order []cacheKey
 }
 
-var adapted adaptCache
-
-func (c *adaptCache) get(k adaptKey) (json.RawMessage, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v, ok := c.m[k]
-	return v, ok
+type cacheKey struct {
+	d Dialect
+	s string
 }
 
-func (c *adaptCache) put(k adaptKey, v json.RawMessage) {
+var cache adaptCache
+
+func (c *adaptCache) get(s json.RawMessage, d Dialect) (adaptation, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[adaptKey]json.RawMessage{}
+	e, ok := c.m[d][string(s)]
+	return e, ok
+}
+
+func (c *adaptCache) put(s json.RawMessage, d Dialect, e adaptation) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m[d] == nil {
+		c.m[d] = map[string]adaptation{}
 	}
-	if _, ok := c.m[k]; ok {
+	if _, ok := c.m[d][string(s)]; ok {
 		return
 	}
 	if len(c.order) == adaptCacheSize {
-		delete(c.m, c.order[0])
+		delete(c.m[c.order[0].d], c.order[0].s)
 		c.order = c.order[1:]
 	}
-	c.m[k] = v
+	k := cacheKey{d, string(s)}
+	c.m[d][k.s] = e
 	c.order = append(c.order, k)
 }
 
@@ -1200,13 +1231,26 @@ func geminiRules(o *object, ptr string) (any, error) {
 			return nil, fmt.Errorf("%w: gemini: object with no properties at %s", ErrUnsupported, ptr)
 		}
 	}
-	if p, ok := o.get("properties"); ok {
-		if props, ok := p.(*object); ok {
-			order := make([]any, len(props.members))
-			for i, m := range props.members {
-				order[i] = m.key
-			}
-			o.set("propertyOrdering", order)
+	props, _ := o.get("properties")
+	po, _ := props.(*object)
+	if po != nil {
+		order := make([]any, len(po.members))
+		for i, m := range po.members {
+			order[i] = m.key
+		}
+		o.set("propertyOrdering", order)
+	}
+	if r, ok := o.get("required"); ok {
+		// Gemini rejects a required name with no property schema; the
+		// local validation still requires it.
+		names := slices.DeleteFunc(slices.Clone(asList(r)), func(n any) bool {
+			s, _ := n.(string)
+			return po == nil || !po.has(s)
+		})
+		if len(names) > 0 {
+			o.set("required", names)
+		} else {
+			o.del("required")
 		}
 	}
 	t, _ := o.get("type")

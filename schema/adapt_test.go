@@ -231,9 +231,12 @@ func TestAdaptKeepsRecent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	adapted.mu.Lock()
-	n := len(adapted.m)
-	adapted.mu.Unlock()
+	cache.mu.Lock()
+	n := 0
+	for _, m := range cache.m {
+		n += len(m)
+	}
+	cache.mu.Unlock()
 	if n > adaptCacheSize {
 		t.Errorf("the cache holds %d adaptations, more than %d", n, adaptCacheSize)
 	}

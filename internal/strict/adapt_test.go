@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,32 +32,75 @@ func optionalSchema(n int) string {
 	return `{"type":"object","properties":{` + strings.Join(props, ",") + `}}`
 }
 
-// TestAdaptKnownDefects pins what schema.Adapt lets through that the
-// providers' rules do not accept. Each case is a defect of Adapt: when
-// one is fixed, its case fails and moves to the accepted ones.
-func TestAdaptKnownDefects(t *testing.T) {
+// limitRules are the rules on sizes rather than keywords: a schema that
+// breaks only these is sent with strict mode off.
+var limitRules = []strict.Rule{strict.RuleDepth, strict.RulePropertyCount, strict.RuleStringSize,
+	strict.RuleEnumCount, strict.RuleEnumSize, strict.RuleOptionalCount, strict.RuleUnionCount}
+
+// TestAdaptStrictLimits checks that schema.AdaptStrict says a schema is
+// over its provider's limits exactly when the checker finds a limit
+// broken, and that nothing else is broken.
+func TestAdaptStrictLimits(t *testing.T) {
+	enum := func(n, size int) string {
+		vals := make([]string, n)
+		for i := range vals {
+			vals[i] = fmt.Sprintf("%q", fmt.Sprintf("%0*d", size, i))
+		}
+		return `{"type":"object","properties":{"e":{"enum":[` + strings.Join(vals, ",") + `]}},"required":["e"]}`
+	}
+	unions := func(n int) string {
+		props := make([]string, n)
+		names := make([]string, n)
+		for i := range props {
+			props[i] = fmt.Sprintf(`"u%d":{"type":["string","integer"]}`, i)
+			names[i] = fmt.Sprintf(`"u%d"`, i)
+		}
+		return `{"type":"object","properties":{` + strings.Join(props, ",") + `},"required":[` + strings.Join(names, ",") + `]}`
+	}
 	for _, tt := range []struct {
 		name    string
 		dialect schema.Dialect
 		schema  string
-		want    []string // rule@pointer of the adapted schema's violations
+		over    bool
 	}{
-		{"openai: objects nested past the limit", schema.OpenAI, deepSchema(strict.OpenAIMaxDepth + 1),
-			[]string{"nesting-depth@" + strings.Repeat("/properties/a", strict.OpenAIMaxDepth+1)}},
-		{"anthropic: too many optional properties", schema.Anthropic, optionalSchema(strict.AnthropicMaxOptional + 1),
-			[]string{"optional-parameters@"}},
+		{"openai: nested to the limit", schema.OpenAI, deepSchema(strict.OpenAIMaxDepth), false},
+		{"openai: nested past the limit", schema.OpenAI, deepSchema(strict.OpenAIMaxDepth + 1), true},
+		{"openai: nested past the limit in a definition", schema.OpenAI,
+			`{"type":"object","properties":{"d":{"$ref":"#/$defs/deep"}},"required":["d"],"$defs":{"deep":` + deepSchema(strict.OpenAIMaxDepth+1) + `}}`, true},
+		{"openai: enum values", schema.OpenAI, enum(strict.OpenAIMaxEnumValues+1, 1), true},
+		{"openai: a large enum's size", schema.OpenAI, enum(strict.OpenAILargeEnum+1, 60), true},
+		{"openai: a large enum within size", schema.OpenAI, enum(strict.OpenAILargeEnum+1, 5), false},
+		{"openai: many optional properties", schema.OpenAI, optionalSchema(strict.AnthropicMaxOptional + 1), false},
+		{"anthropic: optional properties to the limit", schema.Anthropic, optionalSchema(strict.AnthropicMaxOptional), false},
+		{"anthropic: too many optional properties", schema.Anthropic, optionalSchema(strict.AnthropicMaxOptional + 1), true},
+		{"anthropic: too many unions", schema.Anthropic, unions(strict.AnthropicMaxUnions + 1), true},
+		{"anthropic: unions to the limit", schema.Anthropic, unions(strict.AnthropicMaxUnions), false},
+		{"anthropic: deep", schema.Anthropic, deepSchema(strict.OpenAIMaxDepth + 1), false},
 		{"gemini: required names no property", schema.Gemini,
-			`{"type":"object","properties":{"a":{"type":"string"}},"required":["b"]}`,
-			[]string{"required-unknown@/required"}},
+			`{"type":"object","properties":{"a":{"type":"string"}},"required":["b"]}`, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			adapted, err := schema.Adapt(json.RawMessage(tt.schema), tt.dialect)
+			adapted, over, err := schema.AdaptStrict(json.RawMessage(tt.schema), tt.dialect)
 			if err != nil {
-				t.Fatalf("Adapt: %v", err)
+				t.Fatalf("AdaptStrict: %v", err)
 			}
-			got := violations(t, strict.Check(tt.dialect, adapted))
-			if strings.Join(got, " ") != strings.Join(tt.want, " ") {
-				t.Errorf("violations %q, want %q\nadapted: %s", got, tt.want, adapted)
+			if (over != nil) != tt.over {
+				t.Errorf("over = %v, want over: %v", over, tt.over)
+			}
+			var limits, others []string
+			for _, v := range violations(t, strict.Check(tt.dialect, adapted)) {
+				rule, _, _ := strings.Cut(v, "@")
+				if slices.Contains(limitRules, strict.Rule(rule)) {
+					limits = append(limits, v)
+				} else {
+					others = append(others, v)
+				}
+			}
+			if len(others) > 0 {
+				t.Errorf("violations other than limits: %q", others)
+			}
+			if (len(limits) > 0) != (over != nil) {
+				t.Errorf("the checker finds %q; AdaptStrict says %v", limits, over)
 			}
 		})
 	}
@@ -104,6 +148,8 @@ func TestAdaptAccepted(t *testing.T) {
 		`{"type":"object","properties":{"output":{"type":"object"},"meta":{"type":"object","nullable":true}},"required":["output"]}`,
 		// properties without a type.
 		`{"type":"object","properties":{"p":{"properties":{"a":{"type":"string"}}}}}`,
+		// Fixed: required names of absent properties (Gemini).
+		`{"type":"object","properties":{"a":{"type":"string"}},"required":["a","b"]}`,
 	} {
 		for _, d := range allDialects {
 			adapted, err := schema.Adapt(json.RawMessage(s), d)

@@ -140,19 +140,28 @@ func compact(t *testing.T, s json.RawMessage) string {
 	return b.String()
 }
 
-// TestServersRejectBrokenSchemas sends, through each adapter, a schema
-// that Adapt lets through but the provider's rules do not, and checks the
-// adapter reports the server's 400 as a provider.Error.
-func TestServersRejectBrokenSchemas(t *testing.T) {
+// TestAdaptersOverLimits sends schemas whose adaptation breaks only a
+// limit of the provider's strict mode, or that Adapt fixes: posted as
+// they are, the server refuses them; through each adapter they go with
+// strict mode off (OpenAI's strict false, Anthropic's tool that is not
+// strict), or fixed, and the answer arrives.
+func TestAdaptersOverLimits(t *testing.T) {
 	for _, tt := range []struct {
 		adapter string
 		schema  string
-		want    string // in the error's text
+		path    string // of the direct post
+		body    string // the direct post, %s the schema adapted
+		want    string // in the direct post's error
 	}{
-		{"openai", deepSchema(strict.OpenAIMaxDepth + 1), `Invalid schema for response_format 'solution': In context=(` + strings.Repeat(`'properties', 'a', `, strict.OpenAIMaxDepth) + `'properties', 'a'), objects nest 11 levels deep, more than 10.`},
-		{"anthropic", optionalSchema(strict.AnthropicMaxOptional + 1), `schemas contain too many optional parameters (25): the limit is 24`},
-		{"anthropic tool", optionalSchema(strict.AnthropicMaxOptional + 1), ""}, // a tool that is not strict: any schema
-		{"gemini", `{"type":"object","properties":{"n":{"type":"number"}},"required":["n","v"]}`, `GenerateContentRequest.generation_config.response_schema.required: required property "v" is not defined`},
+		{"openai", deepSchema(strict.OpenAIMaxDepth + 1), "/v1/chat/completions",
+			`{"model":"m","messages":[],"response_format":{"type":"json_schema","json_schema":{"name":"solution","strict":true,"schema":%s}}}`,
+			`Invalid schema for response_format 'solution': In context=(` + strings.Repeat(`'properties', 'a', `, strict.OpenAIMaxDepth) + `'properties', 'a'), objects nest 11 levels deep, more than 10.`},
+		{"anthropic", optionalSchema(strict.AnthropicMaxOptional + 1), "/v1/messages",
+			`{"model":"m","max_tokens":10,"messages":[],"output_config":{"format":{"type":"json_schema","schema":%s}}}`,
+			`schemas contain too many optional parameters (25): the limit is 24`},
+		{"gemini", `{"type":"object","properties":{"n":{"type":"number"}},"required":["n","v"]}`, "/v1beta/models/m:generateContent",
+			`{"contents":[],"generationConfig":{"responseMimeType":"application/json","responseSchema":{"type":"OBJECT","properties":{"n":{"type":"NUMBER"}},"required":["n","v"]}}}`,
+			`GenerateContentRequest.generation_config.response_schema.required: required property \"v\" is not defined`},
 	} {
 		t.Run(tt.adapter, func(t *testing.T) {
 			var a adapter
@@ -161,22 +170,34 @@ func TestServersRejectBrokenSchemas(t *testing.T) {
 					a = x
 				}
 			}
-			p, srv := a.start(t, func(*strict.Request, int) (string, error) { return `{"n":1,"v":"x"}`, nil })
-			_, err := provider.Collect(p.Generate(context.Background(), &provider.Request{
+			p, srv := a.start(t, func(*strict.Request, int) (string, error) { return `{"n":1}`, nil })
+			adapted, err := schema.Adapt(json.RawMessage(tt.schema), a.dialect)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := strings.Replace(tt.body, "%s", string(adapted), 1)
+			resp, err := http.Post(srv.URL+tt.path, "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(got), tt.want) {
+				t.Fatalf("direct post: got %d %s, want a 400 saying %s", resp.StatusCode, got, tt.want)
+			}
+
+			res, err := provider.Collect(p.Generate(context.Background(), &provider.Request{
 				Messages: []provider.Message{{Role: provider.RoleUser, Text: "Go."}}, Schema: json.RawMessage(tt.schema), SchemaName: "solution",
 			}))
-			if tt.want == "" {
-				if err != nil || len(srv.Rejected()) != 0 {
-					t.Errorf("got %v, rejected %v", err, srv.Rejected())
-				}
-				return
+			if err != nil || res.Texts[0] != `{"n":1}` {
+				t.Fatalf("through the adapter: got %v, %v", res, err)
 			}
-			var pe *provider.Error
-			if !errors.As(err, &pe) || pe.Status != http.StatusBadRequest || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("got %v, want a 400 saying %s", err, tt.want)
-			}
-			if len(srv.Rejected()) != 1 {
+			if n := len(srv.Rejected()); n != 1 { // the direct post
 				t.Errorf("rejected %v", srv.Rejected())
+			}
+			reqs := srv.Requests()
+			if last := reqs[len(reqs)-1]; last.Strict != (tt.adapter == "gemini") {
+				t.Errorf("the adapter's request was sent with strict %v, in %s", last.Strict, last.Field)
 			}
 		})
 	}
@@ -235,18 +256,17 @@ func TestServerErrorBodies(t *testing.T) {
 }
 
 func TestServerTolerates(t *testing.T) {
-	srv := strict.NewGemini(t, func(*strict.Request, int) (string, error) { return `{"t":"x"}`, nil })
+	srv := strict.NewGemini(t, func(*strict.Request, int) (string, error) { return `{"n":1}`, nil })
 	srv.Tolerate(strict.RuleRequiredUnknown)
-	p, err := gemini.New(gemini.Config{APIKey: "k", BaseURL: srv.URL, Model: "m"})
+	resp, err := http.Post(srv.URL+"/v1beta/models/m:generateContent", "application/json", strings.NewReader(
+		`{"contents":[{"role":"user","parts":[{"text":"Go."}]}],"generationConfig":{"responseMimeType":"application/json","responseSchema":{"type":"OBJECT","properties":{"n":{"type":"NUMBER"}},"required":["n","v"]}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := provider.Collect(p.Generate(context.Background(), &provider.Request{
-		Messages: []provider.Message{{Role: provider.RoleUser, Text: "Go."}},
-		Schema:   json.RawMessage(`{"type":"object","properties":{"t":{"const":"x"}},"required":["t","u"]}`),
-	}))
-	if err != nil || res.Texts[0] != `{"t":"x"}` {
-		t.Fatalf("got %v, %v", res, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `{\"n\":1}`) {
+		t.Fatalf("got %d %s", resp.StatusCode, body)
 	}
 	if tol := srv.Tolerated(); len(tol) != 1 || !strings.Contains(tol[0].Error(), `required-unknown at /required`) {
 		t.Errorf("tolerated %v", tol)

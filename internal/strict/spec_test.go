@@ -43,7 +43,10 @@ func TestSpecSchemasAdapt(t *testing.T) {
 						}
 					}
 				}
-				adapted, err := schema.Adapt(ex.Schema, d)
+				adapted, over, err := schema.AdaptStrict(ex.Schema, d)
+				if over != nil {
+					t.Errorf("AdaptStrict says the schema is over a limit: %v", over)
+				}
 				if wantErr != "" {
 					if !errors.Is(err, schema.ErrUnsupported) {
 						t.Errorf("Adapt: got %v, want ErrUnsupported", err)

@@ -121,12 +121,16 @@ func (p *Provider) newCall(req *provider.Request) (*call, error) {
 	b.MaxTokens = int64(maxTokens)
 	c.params.Model, c.params.MaxTokens = sdk.Model(b.Model), b.MaxTokens
 	if req.Schema != nil {
-		adapted, err := schema.Adapt(req.Schema, schema.Anthropic)
+		adapted, over, err := schema.AdaptStrict(req.Schema, schema.Anthropic)
 		if err != nil {
 			return nil, fmt.Errorf("anthropic: adapt schema: %w", err)
 		}
 		b.schema = adapted
-		if p.toolOutput {
+		// A schema over the limits of structured outputs (many tools
+		// with optional parameters) goes as a forced tool, which is not
+		// strict: the model is guided by it, and the answer is validated
+		// locally.
+		if p.toolOutput || over != nil {
 			c.tool = cmp.Or(req.SchemaName, defaultToolName)
 			b.tool = c.tool
 			if req.Thinking > 0 {

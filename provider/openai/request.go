@@ -40,6 +40,7 @@ type requestBody struct {
 
 	schemaName string          // the name of schema
 	schema     json.RawMessage // the adapted schema, for strict structured outputs
+	loose      bool            // schema is over strict mode's limits: "strict":false
 	jsonObject bool            // JSON mode: {"type":"json_object"}
 	stream     bool
 }
@@ -66,11 +67,14 @@ func (p *Provider) request(req *provider.Request) (*requestBody, error) {
 			msgs = withSchemaInstruction(msgs, req.Schema)
 			b.jsonObject = true
 		} else {
-			adapted, err := schema.Adapt(req.Schema, schema.OpenAI)
+			adapted, over, err := schema.AdaptStrict(req.Schema, schema.OpenAI)
 			if err != nil {
 				return nil, fmt.Errorf("%s: adapt schema: %w", p.cfg.Name, err)
 			}
-			b.schema = adapted
+			// A schema over the limits of strict mode (nested too deep, too
+			// large) is sent with strict off: the model is guided by it, and
+			// the answer is validated locally.
+			b.schema, b.loose = adapted, over != nil
 			b.schemaName = firstNonEmpty(req.SchemaName, DefaultSchemaName)
 		}
 	}
@@ -134,7 +138,11 @@ func (b *requestBody) marshal() ([]byte, error) {
 			return nil, err
 		}
 		buf.Truncate(buf.Len() - len("\n"))
-		buf.WriteString(`,"strict":true,"schema":`)
+		if b.loose {
+			buf.WriteString(`,"strict":false,"schema":`)
+		} else {
+			buf.WriteString(`,"strict":true,"schema":`)
+		}
 		buf.Write(b.schema)
 		buf.WriteString(`},"type":"json_schema"}`)
 	case b.jsonObject:

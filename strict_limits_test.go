@@ -1,0 +1,67 @@
+package agent_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/internal/strict"
+)
+
+// A context of twelve tools with optional parameters composes a schema
+// beyond Anthropic's limits on one request's strict schemas (24 optional,
+// 16 union-typed properties). Each adapter still gets the run through:
+// Anthropic's sends it as a forced tool that is not strict, the others
+// strict; the calls come back executed.
+func TestStrictManyTools(t *testing.T) {
+	forEachStrictAdapter(t, func(t *testing.T, a strictAdapter) {
+		reg, rec := agent.NewRegistry(), &strictRecorder{}
+		var msgs []string
+		for i := range 12 {
+			name := fmt.Sprintf("lookup%d", i)
+			reg.Tool(name, json.RawMessage(`{"type":"object","description":"Looks up a record.","properties":{
+				"id":{"type":"string"},"limit":{"type":"integer"},"since":{"type":"string","format":"date"},
+				"filter":{"type":["string","null"]}},"required":["id"]}`))
+			rec.activity(reg, name, func(c *agent.Call) (json.RawMessage, error) {
+				return json.RawMessage(`{"found":` + argString(c, "id") + `}`), nil
+			})
+			msgs = append(msgs, `{"type":"tool","tool":"`+name+`"}`)
+		}
+		msgs = append(msgs, `{"type":"text","text":"Look up r1 and r2."}`)
+		m := &strictModel{steps: []strictStep{
+			strictCalls(strict.Call{Tool: "lookup3", Set: set("id", `"r1"`, "since", `"2026-01-02"`, "_outputPath", `"†state.r1"`)},
+				strict.Call{Tool: "lookup11", Set: set("id", `"r2"`, "limit", `5`, "since", `"2026-01-02"`, "_outputPath", `"†state.r2"`)}),
+			strictOutput(`{"done":true}`),
+		}}
+		p, srv := a.start(t, m.answer)
+		cfg := agent.Config{Provider: p, Registry: reg, Concurrency: 1, MaxRepairs: -1, Clock: fixedClock}
+		res, err := agent.Run(t.Context(), cfg, json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}},"required":["done"]}`),
+			ctxOf(t, "["+strings.Join(msgs, ",")+"]"))
+		checkStrictServer(t, srv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, req := range srv.Requests() {
+			if wantStrict := a.name != "anthropic"; req.Strict != wantStrict {
+				t.Errorf("sent in %q with strict %v, want strict %v", req.Field, req.Strict, wantStrict)
+			}
+		}
+		for _, e := range strictErrors(res.Log) {
+			t.Errorf("error message: %s", e)
+		}
+		if got := strictValue(t, res.Log, "", "†state.r1"); got != `{"found":"r1"}` {
+			t.Errorf("state.r1 = %s", got)
+		}
+		if got := strictValue(t, res.Log, "", "†state.r2"); got != `{"found":"r2"}` {
+			t.Errorf("state.r2 = %s", got)
+		}
+		if n := len(rec.of("lookup11")); n != 1 {
+			t.Errorf("lookup11 ran %d times", n)
+		}
+		if string(res.Solution.Output) != `{"done":true}` {
+			t.Errorf("output %s", res.Solution.Output)
+		}
+	})
+}
