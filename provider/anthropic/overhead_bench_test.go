@@ -14,7 +14,9 @@ import (
 
 // BenchmarkAdapterOverhead prices the adapter against net/http and
 // encoding/json: see package overheadtest. The stream is what the Messages
-// API sends, ping included.
+// API sends, ping included. The run's ten tools have more optional
+// parameters than structured outputs take, so the adapter sends the
+// schema as a forced tool, and the answer streams as the tool's input.
 func BenchmarkAdapterOverhead(b *testing.B) {
 	overheadtest.Run(b, overheadtest.Wire{
 		Path:   "/v1/messages",
@@ -34,9 +36,9 @@ func BenchmarkAdapterOverhead(b *testing.B) {
 				var ev struct {
 					Type  string `json:"type"`
 					Delta struct {
-						Type       string `json:"type"`
-						Text       string `json:"text"`
-						StopReason string `json:"stop_reason"`
+						Type        string `json:"type"`
+						PartialJSON string `json:"partial_json"`
+						StopReason  string `json:"stop_reason"`
 					} `json:"delta"`
 					Usage *struct {
 						OutputTokens int `json:"output_tokens"`
@@ -47,7 +49,7 @@ func BenchmarkAdapterOverhead(b *testing.B) {
 				}
 				switch ev.Type {
 				case "content_block_delta":
-					text.WriteString(ev.Delta.Text)
+					text.WriteString(ev.Delta.PartialJSON)
 				case "message_stop":
 					stopped = true
 					return false
@@ -67,24 +69,24 @@ func BenchmarkAdapterOverhead(b *testing.B) {
 	})
 }
 
-// benchStream renders answer as the Messages API streams it: the
-// message_start, a text block of deltas of size bytes after a ping, the
-// message_delta and message_stop.
+// benchStream renders answer as the Messages API streams a forced tool's
+// input: the message_start, a tool_use block of input_json_delta pieces of
+// size bytes after a ping, the message_delta and message_stop.
 func benchStream(answer string, size int) []byte {
 	b := []byte("event: message_start\n" +
 		`data: {"type":"message_start","message":{"id":"msg_014p7gG3wDgGV9EUtLvnow3U","type":"message","role":"assistant","model":"claude-sonnet-4-6","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":412,"cache_creation_input_tokens":0,"cache_read_input_tokens":2048,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0},"output_tokens":1,"service_tier":"standard"}}}` + "\n\n" +
 		"event: content_block_start\n" +
-		`data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}` + "\n\n" +
+		`data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_01T1x1fJ34qAmk2tNTrN7Up6","name":"solution","input":{}}}` + "\n\n" +
 		"event: ping\n" +
 		`data: {"type": "ping"}` + "\n\n")
 	for _, piece := range overheadtest.Pieces(answer, size) {
 		b = fmt.Appendf(b, "event: content_block_delta\n"+
-			`data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":%s}}`+"\n\n", js(piece))
+			`data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":%s}}`+"\n\n", js(piece))
 	}
 	return append(b, "event: content_block_stop\n"+
 		`data: {"type":"content_block_stop","index":0}`+"\n\n"+
 		"event: message_delta\n"+
-		`data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":446}}`+"\n\n"+
+		`data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":446}}`+"\n\n"+
 		"event: message_stop\n"+
 		`data: {"type":"message_stop"}`+"\n\n"...)
 }

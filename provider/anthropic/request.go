@@ -20,13 +20,13 @@ const defaultToolName = "solution"
 // once per solution.
 type call struct {
 	p *Provider
-	// body is the request body, without "stream", which NewStreaming adds.
+	// body is the request body, with "stream": true when sse.
 	body []byte
 	// params holds what the SDK's methods read of the request themselves:
 	// the model and max_tokens (for the timeout of a plain request) and
 	// thinking (for a deprecation warning). The SDK's OpenTelemetry span of
-	// a call, which records only when the application installs a tracer
-	// provider, sees these and not the rest. The body sent is body.
+	// a plain call, which records only when the application installs a
+	// tracer provider, sees these and not the rest. The body sent is body.
 	params sdk.MessageNewParams
 	// tool names the forced tool whose input is the solution, in tool mode;
 	// empty when the solution is the text of the answer.
@@ -148,6 +148,9 @@ func (p *Provider) newCall(req *provider.Request) (*call, error) {
 		if _, err := sdk.CalculateNonStreamingTimeout(maxTokens, c.params.Model, nil); err != nil {
 			c.sse = true
 		}
+	}
+	if c.sse { // at the end, where NewStreaming would add it
+		c.body = append(c.body[:len(c.body)-1], `,"stream":true}`...)
 	}
 	return c, nil
 }

@@ -62,19 +62,22 @@ func (c *call) message(ctx context.Context, i int) iter.Seq2[*provider.Chunk, er
 // events sends a streamed request and yields a chunk per piece of text or
 // thinking, then a Done chunk at message_stop.
 //
-// NewStreaming sends the request, but its stream, which decodes each event
-// into the SDK's types, is not read: the events of the response are read
-// with the SDK's decoder and decoded by decodeEvent (see there). What the
-// stream does before decoding is done here too: ping events and events
-// without data are skipped, and an error event ends the stream.
+// The SDK's client posts the body, which ends with "stream": true as
+// NewStreaming would send it (NewStreaming would also parse and rewrite
+// the body to add it, and set up a stream that decodes each event into the
+// SDK's types). The events of the response are read with the SDK's decoder and
+// decoded by decodeEvent (see there). What the SDK's stream does before
+// decoding is done here too: ping events and events without data are
+// skipped, and an error event ends the stream.
 func (c *call) events(ctx context.Context, i int) iter.Seq2[*provider.Chunk, error] {
 	return func(yield func(*provider.Chunk, error) bool) {
 		var res *http.Response
-		stream := c.p.client.Messages.NewStreaming(ctx, c.params,
-			option.WithRequestBody("application/json", c.body), option.WithResponseInto(&res))
-		defer stream.Close()
-		if err := stream.Err(); err != nil {
-			yield(nil, convertErr(ctx, err))
+		postErr := c.p.client.Post(ctx, "v1/messages", nil, &res, option.WithRequestBody("application/json", c.body))
+		if res != nil && res.Body != nil {
+			defer res.Body.Close()
+		}
+		if postErr != nil {
+			yield(nil, convertErr(ctx, postErr))
 			return
 		}
 		events := ssestream.NewDecoder(res)
