@@ -8,7 +8,8 @@ import (
 
 // TestDependencies keeps imports pointing inward (STYLE 1): the pure core
 // uses the standard library only, schema adds its JSON Schema libraries,
-// and the root package never imports a provider or store adapter.
+// the root package never imports a provider or store adapter, and
+// telemetry only OpenTelemetry's API.
 func TestDependencies(t *testing.T) {
 	schemaLibs := []string{
 		"github.com/santhosh-tekuri/jsonschema/v6", "github.com/santhosh-tekuri/jsonschema/v6/", "github.com/invopop/jsonschema",
@@ -28,6 +29,11 @@ func TestDependencies(t *testing.T) {
 		{"./store", []string{"github.com/augceo/agent/store", "github.com/augceo/agent/provider"}},
 		{".", append(append([]string{"github.com/augceo/agent", "github.com/augceo/agent/internal/", "github.com/augceo/agent/schema",
 			"github.com/augceo/agent/provider", "github.com/augceo/agent/platform", "github.com/augceo/agent/store"}, core...), schemaLibs...)},
+		// telemetry: the root package and OpenTelemetry's API, not its SDK.
+		{"./telemetry", append(append([]string{"github.com/augceo/agent", "github.com/augceo/agent/telemetry", "github.com/augceo/agent/internal/",
+			"github.com/augceo/agent/schema", "github.com/augceo/agent/provider", "github.com/augceo/agent/platform", "github.com/augceo/agent/store",
+			"go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/attribute/", "go.opentelemetry.io/otel/codes", "go.opentelemetry.io/otel/semconv/",
+			"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/trace/", "github.com/cespare/xxhash/v2"}, core...), schemaLibs...)},
 	} {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", tt.pkg).CombinedOutput()
 		if err != nil {

@@ -1,0 +1,106 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strconv"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/provider"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+)
+
+// providerName returns the gen_ai.provider.name of an Endpoint's
+// Provider: the conventions' name of a provider they know, else the
+// adapter's own name (an OpenAI-compatible server's, say).
+func providerName(adapter string) string {
+	if adapter == "gemini" {
+		return "gcp.gemini"
+	}
+	return adapter
+}
+
+// endpointAttrs returns the attributes that say where requests go: the
+// provider, and the server of its base URL.
+func endpointAttrs(e provider.Endpoint) []attribute.KeyValue {
+	var attrs []attribute.KeyValue
+	if name := providerName(e.Provider); name != "" {
+		attrs = append(attrs, semconv.GenAIProviderNameKey.String(name))
+	}
+	u, err := url.Parse(e.BaseURL)
+	if err != nil || u.Hostname() == "" {
+		return attrs
+	}
+	attrs = append(attrs, semconv.ServerAddress(u.Hostname()))
+	port, _ := strconv.Atoi(u.Port())
+	if port == 0 {
+		switch u.Scheme {
+		case "https":
+			port = 443
+		case "http":
+			port = 80
+		}
+	}
+	if port > 0 {
+		attrs = append(attrs, semconv.ServerPort(port))
+	}
+	return attrs
+}
+
+// usageAttrs returns the usage attributes of u. The conventions count
+// cached tokens in the input and reasoning in the output, which
+// provider.Usage keeps apart.
+func usageAttrs(u provider.Usage) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{
+		semconv.GenAIUsageInputTokens(u.Input + u.CacheRead + u.CacheWrite),
+		semconv.GenAIUsageOutputTokens(u.Output + u.Thinking),
+	}
+	if u.CacheRead > 0 {
+		attrs = append(attrs, semconv.GenAIUsageCacheReadInputTokens(u.CacheRead))
+	}
+	if u.CacheWrite > 0 {
+		attrs = append(attrs, semconv.GenAIUsageCacheCreationInputTokens(u.CacheWrite))
+	}
+	if u.Thinking > 0 {
+		attrs = append(attrs, semconv.GenAIUsageReasoningOutputTokens(u.Thinking))
+	}
+	return attrs
+}
+
+// setError marks span as failed with err.
+func setError(span trace.Span, err error) {
+	span.RecordError(err)
+	span.SetStatus(codes.Error, err.Error())
+	span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
+}
+
+// errorType returns the error.type of err: a low-cardinality name of
+// what went wrong.
+func errorType(err error) string {
+	if ce, ok := errors.AsType[*agent.CallError](err); ok {
+		return string(ce.Kind)
+	}
+	if pe, ok := errors.AsType[*provider.Error](err); ok && pe.Status != 0 {
+		return strconv.Itoa(pe.Status)
+	}
+	for _, e := range []struct {
+		err  error
+		name string
+	}{
+		{context.Canceled, "canceled"},
+		{context.DeadlineExceeded, "timeout"},
+		{agent.ErrMaxSteps, "max_steps"},
+		{agent.ErrMaxCalls, "max_calls"},
+		{agent.ErrTokenBudget, "token_budget"},
+	} {
+		if errors.Is(err, e.err) {
+			return e.name
+		}
+	}
+	return semconv.ErrorTypeOther.Value.AsString()
+}

@@ -1,0 +1,39 @@
+// Package telemetry traces agent runs with OpenTelemetry, following the
+// GenAI semantic conventions (gen_ai.* attributes, semconv v1.41.0), and
+// logs a record per step with log/slog.
+//
+// Tracing is off unless a trace.TracerProvider is given: the root package
+// imports nothing of OpenTelemetry, and a program that does not import
+// this package does not compile it. A [Tracer] wraps the entry points of
+// the root package:
+//
+//	t := telemetry.New(tp) // tp: an sdktrace.TracerProvider, say
+//	for ev, err := range t.Events(ctx, cfg, schema, msgs) {
+//		...
+//	}
+//
+// [Tracer.Run], [Tracer.ResumeEvents] and [Tracer.Resume] do the same for
+// agent.Run, agent.ResumeEvents and agent.Resume, and [Tracer.Provider]
+// traces the requests of any provider, for agent.Request and friends. The
+// events and results are those of the root package, unchanged.
+//
+// # Spans
+//
+// A run is a span "invoke_agent" (gen_ai.operation.name invoke_agent),
+// a child of the span in the context given. Each step is a span "step",
+// a child of the run. Each request to the model is a span "chat {model}"
+// (gen_ai.operation.name chat), a child of the step it was made in: the
+// step's own request, and those of its latent calls and delegates, whose
+// calls run with the run's context. Each call is a span "execute_tool
+// {tool}" (gen_ai.operation.name execute_tool), a child of its step, from
+// its start to the moment the run took its result. A call that fails gets
+// the status Error, as does a request, a step or a run that fails.
+//
+// # Logs
+//
+// At the end of each step a record "step" goes to the Config's Logger
+// (slog.Default() when nil) at level Info, with the step's number, model,
+// token usage (its request's and its calls'), calls, failed calls and
+// duration, in the context of the step's span. A Tracer made with a
+// no-op TracerProvider logs without tracing.
+package telemetry

@@ -1,0 +1,143 @@
+package telemetry
+
+import (
+	"context"
+	"iter"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/augceo/agent/provider"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+)
+
+// Provider returns p traced: each Generate is a span "chat {model}". Its
+// parent is the open step of the traced run its context belongs to (see
+// Events), else the run, else the span in its context. The span holds the
+// request's settings, the finish reason of each solution and the usage,
+// and an error that ends the stream. The result is a provider.Describer
+// with p's Endpoint when p is one, so that durable runs save where their
+// requests go. A Tracer that is off returns p, as it does a p traced
+// already. Generate may be called concurrently, as p's may.
+func (t *Tracer) Provider(p provider.Provider) provider.Provider {
+	if !t.on() || p == nil {
+		return p
+	}
+	switch p.(type) {
+	case *traced, described:
+		return p
+	}
+	tp := &traced{t: t, inner: p}
+	if d, ok := p.(provider.Describer); ok {
+		tp.endpoint = endpointAttrs(d.Endpoint())
+		return described{tp, d}
+	}
+	return tp
+}
+
+// traced is a Provider whose requests are spans.
+type traced struct {
+	t        *Tracer
+	inner    provider.Provider
+	endpoint []attribute.KeyValue // of the provider, when it says
+}
+
+// described is a traced Describer.
+type described struct {
+	*traced
+	d provider.Describer
+}
+
+var (
+	_ provider.Provider  = (*traced)(nil)
+	_ provider.Describer = described{}
+)
+
+// Endpoint returns the Endpoint of the Provider traced.
+func (p described) Endpoint() provider.Endpoint { return p.d.Endpoint() }
+
+// Generate asks the traced Provider, in a span.
+func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+	return func(yield func(*provider.Chunk, error) bool) {
+		parent := ctx
+		if r := stateOf(ctx); r != nil {
+			parent = r.request(ctx, req.Model)
+		}
+		ctx, span := p.t.tracer.Start(parent, spanName("chat", req.Model), trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(p.requestAttrs(req)...))
+		defer span.End()
+		n := max(req.N, 1)
+		var (
+			reasons []string
+			usage   provider.Usage
+			counted bool
+			failed  error
+			stopped bool
+		)
+		// A plain function rather than a range loop: a faulty provider
+		// that yields again after being stopped is ignored, as the agent
+		// ignores it, not a panic.
+		p.inner.Generate(ctx, req)(func(c *provider.Chunk, err error) bool {
+			if stopped {
+				return false
+			}
+			if err != nil {
+				failed, stopped = err, true
+				yield(nil, err)
+				return false
+			}
+			if c != nil {
+				if c.Done && c.Index >= 0 && c.Index < n {
+					for len(reasons) <= c.Index {
+						reasons = append(reasons, "")
+					}
+					reasons[c.Index] = c.FinishReason
+				}
+				if c.Usage != nil {
+					usage.Add(*c.Usage)
+					counted = true
+				}
+			}
+			if !yield(c, nil) {
+				stopped = true
+				return false
+			}
+			return true
+		})
+		if len(reasons) > 0 {
+			span.SetAttributes(semconv.GenAIResponseFinishReasons(reasons...))
+		}
+		if counted {
+			span.SetAttributes(usageAttrs(usage)...)
+		}
+		if failed != nil {
+			setError(span, failed)
+		}
+	}
+}
+
+// requestAttrs returns the attributes of a request's span.
+func (p *traced) requestAttrs(req *provider.Request) []attribute.KeyValue {
+	attrs := make([]attribute.KeyValue, 0, 8+len(p.endpoint))
+	attrs = append(attrs, semconv.GenAIOperationNameChat)
+	attrs = append(attrs, p.endpoint...)
+	if req.Model != "" {
+		attrs = append(attrs, semconv.GenAIRequestModel(req.Model))
+	}
+	if req.Schema != nil {
+		attrs = append(attrs, semconv.GenAIOutputTypeJSON)
+	} else {
+		attrs = append(attrs, semconv.GenAIOutputTypeText)
+	}
+	attrs = append(attrs, semconv.GenAIRequestStream(req.Stream))
+	if req.N > 1 {
+		attrs = append(attrs, semconv.GenAIRequestChoiceCount(req.N))
+	}
+	if req.Temperature != nil {
+		attrs = append(attrs, semconv.GenAIRequestTemperature(*req.Temperature))
+	}
+	if req.MaxTokens > 0 {
+		attrs = append(attrs, semconv.GenAIRequestMaxTokens(req.MaxTokens))
+	}
+	return attrs
+}

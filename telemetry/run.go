@@ -1,0 +1,288 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/platform"
+	"github.com/augceo/agent/provider"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+)
+
+// Attributes of this package's own, outside the GenAI conventions.
+const (
+	stepKey         = attribute.Key("acts.step")              // a step's number, from 1
+	stepCallsKey    = attribute.Key("acts.step.calls")        // the calls of a step that started or failed
+	stepFailedKey   = attribute.Key("acts.step.failed_calls") // those that failed
+	runStepsKey     = attribute.Key("acts.run.steps")         // the steps of a run
+	callInstanceKey = attribute.Key("acts.call.instance")     // a call's _instance
+	compactionKey   = attribute.Key("acts.compaction")        // what a compaction did
+)
+
+// stateKey is the context key of the run a context belongs to.
+type stateKey struct{}
+
+// stateOf returns the traced run ctx belongs to, or nil.
+func stateOf(ctx context.Context) *runState {
+	r, _ := ctx.Value(stateKey{}).(*runState)
+	return r
+}
+
+// runState is a traced run. Its events come in on the consumer's
+// goroutine, which alone touches it, but for step: requests read it from
+// the goroutines of calls.
+type runState struct {
+	t      *Tracer
+	span   trace.Span
+	ctx    context.Context // the run's: its span, and the run on it
+	clock  context.Context // its Now is the Config's Clock
+	logger *slog.Logger
+	model  string // the Config's
+
+	mu   sync.Mutex
+	step *stepState // the open step; written under mu
+
+	calls map[*agent.Call]*callState // started and not ended
+}
+
+// stepState is an open step.
+type stepState struct {
+	n      int
+	span   trace.Span
+	ctx    context.Context
+	start  time.Time
+	usage  provider.Usage
+	calls  int
+	failed int
+	err    error
+	model  string // the model of its first request; under runState.mu
+}
+
+// callState is a call that started.
+type callState struct {
+	span trace.Span
+	step *stepState // nil: a call outside any step (a plan's, a resumed step's)
+}
+
+// events traces the events start returns for the run's context and
+// configuration. id is the run's id, when known upfront.
+func (t *Tracer) events(ctx context.Context, cfg agent.Config, id string, start func(context.Context, agent.Config) iter.Seq2[agent.RunEvent, error]) iter.Seq2[agent.RunEvent, error] {
+	return func(yield func(agent.RunEvent, error) bool) {
+		cfg.Provider = t.Provider(cfg.Provider)
+		parent := ctx
+		if outer := stateOf(ctx); outer != nil { // a run inside a call of a traced run
+			parent = outer.current(ctx)
+		}
+		attrs := []attribute.KeyValue{semconv.GenAIOperationNameInvokeAgent}
+		if d, ok := cfg.Provider.(provider.Describer); ok {
+			if name := providerName(d.Endpoint().Provider); name != "" {
+				attrs = append(attrs, semconv.GenAIProviderNameKey.String(name))
+			}
+		}
+		if cfg.Model != "" {
+			attrs = append(attrs, semconv.GenAIRequestModel(cfg.Model))
+		}
+		if id != "" {
+			attrs = append(attrs, semconv.GenAIConversationID(id))
+		}
+		r := &runState{t: t, clock: platform.WithClock(ctx, cfg.Clock), logger: cfg.Logger, model: cfg.Model, calls: map[*agent.Call]*callState{}}
+		if r.logger == nil {
+			r.logger = slog.Default()
+		}
+		ctx, r.span = t.tracer.Start(parent, "invoke_agent", trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+		r.ctx = context.WithValue(ctx, stateKey{}, r)
+		defer r.close()
+		for ev, err := range start(r.ctx, cfg) {
+			r.observe(ev, err)
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+}
+
+// current returns ctx with the span that what happens now in the run
+// belongs to: the open step's, else the run's.
+func (r *runState) current(ctx context.Context) context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.step != nil {
+		return trace.ContextWithSpan(ctx, r.step.span)
+	}
+	return trace.ContextWithSpan(ctx, r.span)
+}
+
+// request returns ctx with the parent of a request for model: the open
+// step, which takes the model of its first request, else the run.
+func (r *runState) request(ctx context.Context, model string) context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s := r.step; s != nil {
+		if s.model == "" {
+			s.model = model
+		}
+		return trace.ContextWithSpan(ctx, s.span)
+	}
+	return trace.ContextWithSpan(ctx, r.span)
+}
+
+// observe takes an event of the run before the consumer sees it.
+func (r *runState) observe(ev agent.RunEvent, err error) {
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	switch ev.Kind {
+	case agent.EventStep:
+		r.endStep()
+		r.startStep(ev.Step)
+	case agent.EventUsage:
+		s := r.step
+		if cs := r.calls[ev.Call]; ev.Call != nil && cs != nil {
+			s = cs.step
+		}
+		if s != nil && ev.Usage != nil {
+			s.usage.Add(*ev.Usage)
+		}
+	case agent.EventCallStarted:
+		r.calls[ev.Call] = r.startCall(ev.Call)
+	case agent.EventCallFinished, agent.EventCallFailed:
+		r.endCall(ev.Call, ev.Err)
+	case agent.EventCompacted:
+		if s := r.step; s != nil {
+			s.span.AddEvent("compacted", trace.WithAttributes(compactionKey.String(ev.Text)))
+		}
+	case agent.EventDone:
+		r.endStep()
+		r.ended(ev.Result)
+	}
+}
+
+// startStep opens step n.
+func (r *runState) startStep(n int) {
+	s := &stepState{n: n, start: platform.Now(r.clock)}
+	s.ctx, s.span = r.t.tracer.Start(r.ctx, "step", trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(stepKey.Int(n)))
+	r.mu.Lock()
+	r.step = s
+	r.mu.Unlock()
+}
+
+// endStep closes the open step, if any, and logs it.
+func (r *runState) endStep() {
+	s := r.step
+	if s == nil {
+		return
+	}
+	r.mu.Lock()
+	r.step = nil
+	model := s.model
+	r.mu.Unlock()
+	if model == "" {
+		model = r.model
+	}
+	s.span.SetAttributes(stepCallsKey.Int(s.calls), stepFailedKey.Int(s.failed))
+	s.span.End()
+	u := s.usage
+	attrs := []slog.Attr{
+		slog.Int("step", s.n),
+		slog.String("model", model),
+		slog.Group("tokens", "input", u.Input, "output", u.Output, "thinking", u.Thinking, "cache_read", u.CacheRead, "cache_write", u.CacheWrite),
+		slog.Int("calls", s.calls),
+		slog.Int("failed", s.failed),
+		slog.Duration("duration", platform.Now(r.clock).Sub(s.start)),
+	}
+	if s.err != nil {
+		attrs = append(attrs, slog.String("error", s.err.Error()))
+	}
+	r.logger.LogAttrs(s.ctx, slog.LevelInfo, "step", attrs...)
+}
+
+// startCall opens the span of c, in the open step.
+func (r *runState) startCall(c *agent.Call) *callState {
+	cs := &callState{step: r.step}
+	parent := r.ctx
+	if cs.step != nil {
+		parent = cs.step.ctx
+		cs.step.calls++
+	}
+	attrs := []attribute.KeyValue{semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(c.Tool)}
+	if c.ID != "" {
+		attrs = append(attrs, semconv.GenAIToolCallID(c.ID))
+	}
+	if c.Instance != "" {
+		attrs = append(attrs, callInstanceKey.String(c.Instance))
+	}
+	_, cs.span = r.t.tracer.Start(parent, spanName("execute_tool", c.Tool), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	return cs
+}
+
+// endCall closes the span of c, with err when it failed. A call that
+// failed before it started gets a span of no length.
+func (r *runState) endCall(c *agent.Call, err error) {
+	if c == nil {
+		return
+	}
+	cs, ok := r.calls[c]
+	if !ok {
+		cs = r.startCall(c)
+	}
+	delete(r.calls, c)
+	if err != nil {
+		setError(cs.span, err)
+		if cs.step != nil {
+			cs.step.failed++
+		}
+	}
+	cs.span.End()
+}
+
+// fail records the error that ended the run.
+func (r *runState) fail(err error) {
+	if s := r.step; s != nil {
+		s.err = err
+		setError(s.span, err)
+	}
+	setError(r.span, err)
+	if le, ok := errors.AsType[*agent.LimitError](err); ok {
+		r.ended(le.Result)
+	}
+}
+
+// ended records the run's result on its span.
+func (r *runState) ended(res *agent.RunResult) {
+	if res == nil {
+		return
+	}
+	r.span.SetAttributes(usageAttrs(res.Usage)...)
+	r.span.SetAttributes(runStepsKey.Int(res.Steps))
+	if res.RunID != "" {
+		r.span.SetAttributes(semconv.GenAIConversationID(res.RunID))
+	}
+}
+
+// close ends what is still open when the stream ends: calls abandoned
+// when the consumer stopped, the last step, the run.
+func (r *runState) close() {
+	for c, cs := range r.calls {
+		cs.span.End()
+		delete(r.calls, c)
+	}
+	r.endStep()
+	r.span.End()
+}
+
+// spanName returns op followed by what it acts on, when known.
+func spanName(op, what string) string {
+	if what == "" {
+		return op
+	}
+	return op + " " + what
+}

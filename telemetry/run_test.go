@@ -1,0 +1,687 @@
+package telemetry_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/scripted"
+	"github.com/augceo/agent/store"
+	"github.com/augceo/agent/telemetry"
+)
+
+var fixed = func() time.Time { return time.Date(2025, 10, 26, 12, 0, 0, 0, time.UTC) }
+
+// recording returns a Tracer whose spans go to the recorder returned.
+func recording() (*telemetry.Tracer, *tracetest.SpanRecorder) {
+	rec := tracetest.NewSpanRecorder()
+	return telemetry.New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))), rec
+}
+
+// described is a Provider that says its Endpoint.
+type described struct {
+	provider.Provider
+	e provider.Endpoint
+}
+
+func (d described) Endpoint() provider.Endpoint { return d.e }
+
+var anthropic = provider.Endpoint{Provider: "anthropic", BaseURL: "https://api.anthropic.com/v1"}
+
+// tree renders spans as an indented tree of names, children in order of
+// their step or call id, then of their start.
+func tree(spans []sdktrace.ReadOnlySpan) string {
+	children := map[trace.SpanID][]sdktrace.ReadOnlySpan{}
+	ids := map[trace.SpanID]bool{}
+	for _, s := range spans {
+		ids[s.SpanContext().SpanID()] = true
+	}
+	var roots []sdktrace.ReadOnlySpan
+	for _, s := range spans {
+		if p := s.Parent().SpanID(); ids[p] {
+			children[p] = append(children[p], s)
+		} else {
+			roots = append(roots, s)
+		}
+	}
+	order := func(ss []sdktrace.ReadOnlySpan) {
+		slices.SortStableFunc(ss, func(a, b sdktrace.ReadOnlySpan) int {
+			if c := strings.Compare(sortKey(a), sortKey(b)); c != 0 {
+				return c
+			}
+			return a.StartTime().Compare(b.StartTime())
+		})
+	}
+	var b strings.Builder
+	var walk func(ss []sdktrace.ReadOnlySpan, depth int)
+	walk = func(ss []sdktrace.ReadOnlySpan, depth int) {
+		order(ss)
+		for _, s := range ss {
+			fmt.Fprintf(&b, "%s%s", strings.Repeat("  ", depth), s.Name())
+			if s.Status().Code == codes.Error {
+				b.WriteString(" (error)")
+			}
+			b.WriteByte('\n')
+			walk(children[s.SpanContext().SpanID()], depth+1)
+		}
+	}
+	walk(roots, 0)
+	return b.String()
+}
+
+// sortKey orders sibling spans: steps by number, then requests, then
+// calls by id.
+func sortKey(s sdktrace.ReadOnlySpan) string {
+	a := attrs(s)
+	switch {
+	case a["acts.step"] != nil:
+		return fmt.Sprintf("step %03d", a["acts.step"])
+	case a["gen_ai.tool.call.id"] != nil:
+		return "tool " + a["gen_ai.tool.call.id"].(string)
+	}
+	return "chat"
+}
+
+// attrs returns the attributes of s by key.
+func attrs(s sdktrace.ReadOnlySpan) map[string]any {
+	m := map[string]any{}
+	for _, kv := range s.Attributes() {
+		m[string(kv.Key)] = kv.Value.AsInterface()
+	}
+	return m
+}
+
+// checkAttrs compares the attributes of s that want names.
+func checkAttrs(t *testing.T, s sdktrace.ReadOnlySpan, want map[string]any) {
+	t.Helper()
+	got := map[string]any{}
+	all := attrs(s)
+	for k := range want {
+		if v, ok := all[k]; ok {
+			got[k] = v
+		}
+	}
+	if d := cmp.Diff(got, want); d != "" {
+		t.Errorf("%s: attributes (-got +want):\n%s", s.Name(), d)
+	}
+}
+
+// find returns the spans named name, in order of start.
+func find(spans []sdktrace.ReadOnlySpan, name string) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range spans {
+		if s.Name() == name {
+			out = append(out, s)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b sdktrace.ReadOnlySpan) int { return strings.Compare(sortKey(a), sortKey(b)) })
+	return out
+}
+
+func parentOf(s sdktrace.ReadOnlySpan) trace.SpanID { return s.Parent().SpanID() }
+func idOf(s sdktrace.ReadOnlySpan) trace.SpanID     { return s.SpanContext().SpanID() }
+
+func tools(names ...string) []message.Message {
+	var msgs []message.Message
+	for _, n := range names {
+		msgs = append(msgs, message.Message{Type: message.TypeTool, Tool: json.RawMessage(`"` + n + `"`)})
+	}
+	return msgs
+}
+
+var anyOutput = json.RawMessage(`{"type":"object"}`)
+
+// twoSteps is a run of two steps whose first calls lookup, which works,
+// and charge, which fails.
+func twoSteps() (agent.Config, []message.Message) {
+	reg := agent.NewRegistry()
+	reg.Tool("lookup", json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}}}`))
+	reg.Tool("charge", json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}}}`))
+	reg.Activity("lookup", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		return &agent.Result{Value: json.RawMessage(`{"name":"Ada"}`)}, nil
+	}))
+	reg.Activity("charge", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		return nil, errors.New("card declined")
+	}))
+	model := scripted.New(
+		scripted.Response{Solutions: []string{`{"calls":[{"_tool":"lookup","id":"c1","_outputPath":"†state.customer"},
+			{"_tool":"charge","amount":5,"_outputPath":"†state.receipt"}],"output":null}`},
+			Usage: provider.Usage{Input: 100, Output: 20, Thinking: 5, CacheRead: 50, CacheWrite: 10}},
+		scripted.Response{Solutions: []string{`{"calls":[],"output":{"done":true}}`}, Usage: provider.Usage{Input: 10, Output: 5}},
+	)
+	cfg := agent.Config{Provider: described{model, anthropic}, Registry: reg, Model: "claude-test", Clock: fixed,
+		Logger: slog.New(slog.DiscardHandler)}
+	return cfg, append(tools("lookup", "charge"), message.Text("charge the customer"))
+}
+
+func TestRunSpans(t *testing.T) {
+	tr, rec := recording()
+	cfg, msgs := twoSteps()
+	res, err := tr.Run(context.Background(), cfg, anyOutput, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps != 2 {
+		t.Fatalf("steps = %d", res.Steps)
+	}
+	spans := rec.Ended()
+	want := `invoke_agent
+  step
+    chat claude-test
+    execute_tool lookup
+    execute_tool charge (error)
+  step
+    chat claude-test
+`
+	if got := tree(spans); got != want {
+		t.Fatalf("spans:\n%s\nwant:\n%s", got, want)
+	}
+	run := find(spans, "invoke_agent")[0]
+	checkAttrs(t, run, map[string]any{
+		"gen_ai.operation.name":                    "invoke_agent",
+		"gen_ai.provider.name":                     "anthropic",
+		"gen_ai.request.model":                     "claude-test",
+		"gen_ai.usage.input_tokens":                int64(170),
+		"gen_ai.usage.output_tokens":               int64(30),
+		"gen_ai.usage.cache_read.input_tokens":     int64(50),
+		"gen_ai.usage.cache_creation.input_tokens": int64(10),
+		"gen_ai.usage.reasoning.output_tokens":     int64(5),
+		"acts.run.steps":                           int64(2),
+	})
+	if run.Status().Code != codes.Unset {
+		t.Errorf("run status %v", run.Status())
+	}
+	steps := find(spans, "step")
+	checkAttrs(t, steps[0], map[string]any{"acts.step": int64(1), "acts.step.calls": int64(2), "acts.step.failed_calls": int64(1)})
+	checkAttrs(t, steps[1], map[string]any{"acts.step": int64(2), "acts.step.calls": int64(0), "acts.step.failed_calls": int64(0)})
+	chats := find(spans, "chat claude-test")
+	slices.SortFunc(chats, func(a, b sdktrace.ReadOnlySpan) int { return a.StartTime().Compare(b.StartTime()) })
+	checkAttrs(t, chats[0], map[string]any{
+		"gen_ai.operation.name":                    "chat",
+		"gen_ai.provider.name":                     "anthropic",
+		"server.address":                           "api.anthropic.com",
+		"server.port":                              int64(443),
+		"gen_ai.request.model":                     "claude-test",
+		"gen_ai.output.type":                       "json",
+		"gen_ai.request.stream":                    true,
+		"gen_ai.response.finish_reasons":           []string{"stop"},
+		"gen_ai.usage.input_tokens":                int64(160),
+		"gen_ai.usage.output_tokens":               int64(25),
+		"gen_ai.usage.cache_read.input_tokens":     int64(50),
+		"gen_ai.usage.cache_creation.input_tokens": int64(10),
+		"gen_ai.usage.reasoning.output_tokens":     int64(5),
+	})
+	if parentOf(chats[0]) != idOf(steps[0]) || parentOf(chats[1]) != idOf(steps[1]) {
+		t.Error("a request is not a child of its step")
+	}
+	if a := attrs(chats[1]); a["gen_ai.usage.cache_read.input_tokens"] != nil || a["gen_ai.usage.input_tokens"] != int64(10) {
+		t.Errorf("second request's usage: %v", a)
+	}
+	lookup, charge := find(spans, "execute_tool lookup")[0], find(spans, "execute_tool charge")[0]
+	checkAttrs(t, lookup, map[string]any{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup", "gen_ai.tool.call.id": "1.0"})
+	checkAttrs(t, charge, map[string]any{"gen_ai.tool.name": "charge", "gen_ai.tool.call.id": "1.1", "error.type": "runtime"})
+	if lookup.Status().Code != codes.Unset {
+		t.Errorf("lookup status %v", lookup.Status())
+	}
+	if st := charge.Status(); st.Code != codes.Error || !strings.Contains(st.Description, "card declined") {
+		t.Errorf("charge status %v", st)
+	}
+	if ev := charge.Events(); len(ev) != 1 || ev[0].Name != "exception" {
+		t.Errorf("charge events %v", ev)
+	}
+	for _, s := range spans {
+		if s.SpanContext().TraceID() != run.SpanContext().TraceID() {
+			t.Errorf("%s is in another trace", s.Name())
+		}
+	}
+}
+
+func TestRequestFails(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		err      error
+		wantType string
+	}{
+		{"provider error", &provider.Error{Provider: "anthropic", Status: 529, Err: errors.New("overloaded")}, "529"},
+		{"other error", errors.New("connection reset"), "_OTHER"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, rec := recording()
+			cfg, msgs := twoSteps()
+			cfg.Provider = described{scripted.New(scripted.Response{Err: tt.err}), anthropic}
+			_, err := tr.Run(context.Background(), cfg, anyOutput, msgs)
+			if err == nil {
+				t.Fatal("the run did not fail")
+			}
+			spans := rec.Ended()
+			want := "invoke_agent (error)\n  step (error)\n    chat claude-test (error)\n"
+			if got := tree(spans); got != want {
+				t.Fatalf("spans:\n%s\nwant:\n%s", got, want)
+			}
+			chat := find(spans, "chat claude-test")[0]
+			checkAttrs(t, chat, map[string]any{"error.type": tt.wantType})
+			for _, s := range spans {
+				if !strings.Contains(s.Status().Description, tt.err.Error()) {
+					t.Errorf("%s: status %q does not say %q", s.Name(), s.Status().Description, tt.err)
+				}
+				if ev := s.Events(); len(ev) != 1 || ev[0].Name != "exception" {
+					t.Errorf("%s: events %v", s.Name(), ev)
+				}
+			}
+			if run := find(spans, "invoke_agent")[0]; attrs(run)["gen_ai.usage.input_tokens"] != int64(0) {
+				t.Errorf("run usage %v", attrs(run))
+			}
+		})
+	}
+}
+
+// rendezvous is an activity that returns once n calls are running at
+// once, or fails after a while.
+func rendezvous(n int) agent.Activity {
+	var wg sync.WaitGroup
+	wg.Add(n)
+	return agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		wg.Done()
+		all := make(chan struct{})
+		go func() { wg.Wait(); close(all) }()
+		select {
+		case <-all:
+			return &agent.Result{Value: json.RawMessage(`true`)}, nil
+		case <-time.After(10 * time.Second):
+			return nil, errors.New("the other calls never ran alongside")
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+}
+
+// byContent answers each request with the response of the first key its
+// messages contain, or else with the last response.
+func byContent(keys []string, responses ...scripted.Response) provider.Provider {
+	return provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		var text strings.Builder
+		for _, m := range req.Messages {
+			text.WriteString(m.Text + "\n")
+		}
+		i := slices.IndexFunc(keys, func(k string) bool { return strings.Contains(text.String(), k) })
+		if i < 0 {
+			i = len(responses) - 1
+		}
+		return scripted.New(responses[i]).Generate(ctx, req)
+	})
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	// Two calls of code that run at once, and two latent calls whose
+	// requests are made at once: every span is a child of its step.
+	tr, rec := recording()
+	// Two runs at once, too: each keeps its own spans.
+	var wg sync.WaitGroup
+	for range 2 {
+		reg := agent.NewRegistry()
+		for _, n := range []string{"a", "b"} {
+			reg.Tool(n, json.RawMessage(`{"type":"object"}`))
+		}
+		both := rendezvous(2)
+		reg.Activity("a", both)
+		reg.Activity("b", both)
+		reg.Tool("guessX", json.RawMessage(`{"type":"object","description":"guess x","properties":{"_output":{"type":"integer"}}}`))
+		reg.Tool("guessY", json.RawMessage(`{"type":"object","description":"guess y","properties":{"_output":{"type":"integer"}}}`))
+		model := byContent([]string{"guess x", "guess y", "## Plan"},
+			scripted.Response{Solutions: []string{`{"output":1}`}, Usage: provider.Usage{Input: 3}},
+			scripted.Response{Solutions: []string{`{"output":2}`}, Usage: provider.Usage{Input: 4}},
+			scripted.Response{Solutions: []string{`{"calls":[],"output":{}}`}, Usage: provider.Usage{Input: 2}},
+			scripted.Response{Solutions: []string{`{"calls":[{"_tool":"a","_outputPath":"†state.a"},{"_tool":"b","_outputPath":"†state.b"},
+			{"_tool":"guessX","_outputPath":"†state.x"},{"_tool":"guessY","_outputPath":"†state.y"}],"output":null}`}, Usage: provider.Usage{Input: 1}},
+		)
+		cfg := agent.Config{Provider: model, Registry: reg, Model: "m", Logger: slog.New(slog.DiscardHandler)}
+		msgs := append(tools("a", "b", "guessX", "guessY"), message.Text("go"))
+		wg.Go(func() {
+			if _, err := tr.Run(context.Background(), cfg, anyOutput, msgs); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	spans := rec.Ended()
+	want := `invoke_agent
+  step
+    chat m
+    chat m
+    chat m
+    execute_tool a
+    execute_tool b
+    execute_tool guessX
+    execute_tool guessY
+  step
+    chat m
+`
+	if got := tree(spans); got != strings.Repeat(want, 2) {
+		t.Fatalf("spans:\n%s\nwant twice:\n%s", got, want)
+	}
+	for _, run := range find(spans, "invoke_agent") {
+		var inputs []int64
+		for _, s := range spans {
+			if s.SpanContext().TraceID() == run.SpanContext().TraceID() && s.Name() == "chat m" {
+				inputs = append(inputs, attrs(s)["gen_ai.usage.input_tokens"].(int64))
+			}
+		}
+		slices.Sort(inputs)
+		if !slices.Equal(inputs, []int64{1, 2, 3, 4}) {
+			t.Errorf("the requests of a run used %v input tokens, want 1, 2, 3, 4: runs mixed up", inputs)
+		}
+	}
+	a, b := find(spans, "execute_tool a"), find(spans, "execute_tool b")
+	for i := range a {
+		if a[i].StartTime().After(b[i].EndTime()) || b[i].StartTime().After(a[i].EndTime()) {
+			t.Error("calls a and b did not overlap")
+		}
+	}
+}
+
+func TestLatentAndDelegate(t *testing.T) {
+	for _, tt := range []struct {
+		name, tool, def string
+	}{
+		{"latent", "guess", `{"type":"object","properties":{"_output":{"type":"integer"}}}`},
+		{"delegate", "translate", `{"type":"object","description":"You translate.","_delegate":"anonymous","properties":{"_output":{"type":"integer"}}}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, rec := recording()
+			reg := agent.NewRegistry()
+			reg.Tool(tt.tool, json.RawMessage(tt.def))
+			model := scripted.New(
+				scripted.Response{Solutions: []string{`{"calls":[{"_tool":"` + tt.tool + `","_outputPath":"†state.n"}],"output":null}`}},
+				scripted.Response{Solutions: []string{`{"output":7}`}, Usage: provider.Usage{Input: 42, Output: 1}},
+				scripted.Response{Solutions: []string{`{"calls":[],"output":{}}`}},
+			)
+			cfg := agent.Config{Provider: model, Registry: reg, Model: "m", Logger: slog.New(slog.DiscardHandler)}
+			if _, err := tr.Run(context.Background(), cfg, anyOutput, append(tools(tt.tool), message.Text("go"))); err != nil {
+				t.Fatal(err)
+			}
+			spans := rec.Ended()
+			want := "invoke_agent\n  step\n    chat m\n    chat m\n    execute_tool " + tt.tool + "\n  step\n    chat m\n"
+			if got := tree(spans); got != want {
+				t.Fatalf("spans:\n%s\nwant:\n%s", got, want)
+			}
+			var own sdktrace.ReadOnlySpan
+			for _, s := range find(spans, "chat m") {
+				if attrs(s)["gen_ai.usage.input_tokens"] == int64(42) {
+					own = s
+				}
+			}
+			if own == nil {
+				t.Fatal("no span for the call's request")
+			}
+			if step := find(spans, "step")[0]; parentOf(own) != idOf(step) {
+				t.Error("the call's request is not a child of its step")
+			}
+		})
+	}
+}
+
+// render writes an event as text, for comparing streams.
+func render(ev agent.RunEvent, err error) string {
+	if err != nil {
+		return "error " + err.Error()
+	}
+	s := fmt.Sprintf("%s %d", ev.Kind, ev.Step)
+	if ev.Call != nil {
+		s += fmt.Sprintf(" call %s %s %s", ev.Call.ID, ev.Call.Tool, ev.Call.Params)
+	}
+	if ev.Err != nil {
+		s += " err " + ev.Err.Error()
+	}
+	if ev.Message != nil {
+		m, _ := json.Marshal(ev.Message)
+		s += " message " + string(m)
+	}
+	if ev.Usage != nil {
+		s += fmt.Sprintf(" usage %+v", *ev.Usage)
+	}
+	if ev.Result != nil {
+		s += fmt.Sprintf(" result %d %s %+v", ev.Result.Steps, ev.Result.Solution.Output, ev.Result.Usage)
+	}
+	return s + ev.Text
+}
+
+func TestEventsUnchanged(t *testing.T) {
+	// Tracing or not, the events are agent.Events'; without a provider
+	// nothing is recorded, not even through the global one.
+	rec := tracetest.NewSpanRecorder()
+	global := otel.GetTracerProvider()
+	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	defer otel.SetTracerProvider(global)
+	on, onRec := recording()
+	for _, tt := range []struct {
+		name string
+		t    *telemetry.Tracer
+	}{
+		{"nil", nil},
+		{"New(nil)", telemetry.New(nil)},
+		{"on", on},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var want, got []string
+			cfg, msgs := twoSteps()
+			for ev, err := range agent.Events(context.Background(), cfg, anyOutput, msgs) {
+				want = append(want, render(ev, err))
+			}
+			cfg, msgs = twoSteps()
+			for ev, err := range tt.t.Events(context.Background(), cfg, anyOutput, msgs) {
+				got = append(got, render(ev, err))
+			}
+			// Calls finish in any order: compare the events as sets.
+			slices.Sort(want)
+			slices.Sort(got)
+			if d := cmp.Diff(got, want); d != "" {
+				t.Errorf("events (-got +want):\n%s", d)
+			}
+			cfg, msgs = twoSteps()
+			res, err := tt.t.Run(context.Background(), cfg, anyOutput, msgs)
+			if err != nil || render(agent.RunEvent{Result: res}, nil) != " 0 result 2 {\"done\":true} {Input:110 Output:25 Thinking:5 CacheRead:50 CacheWrite:10}" {
+				t.Errorf("Run = %s, %v", render(agent.RunEvent{Result: res}, nil), err)
+			}
+		})
+	}
+	if n := len(rec.Started()); n != 0 {
+		t.Errorf("%d spans recorded through the global provider", n)
+	}
+	if n := len(onRec.Ended()); n != 2*7 {
+		t.Errorf("%d spans when on, want 14", n)
+	}
+	p := scripted.New()
+	if telemetry.New(nil).Provider(p) != provider.Provider(p) {
+		t.Error("an off Tracer wrapped the provider")
+	}
+}
+
+func TestProviderDescriber(t *testing.T) {
+	tr, rec := recording()
+	p := tr.Provider(described{scripted.Solutions(`{"output":1}`), anthropic})
+	d, ok := p.(provider.Describer)
+	if !ok || d.Endpoint() != anthropic {
+		t.Fatalf("traced provider: Describer %v", ok)
+	}
+	if tr.Provider(p) != p {
+		t.Error("a traced provider was traced again")
+	}
+	if _, ok := tr.Provider(scripted.New()).(provider.Describer); ok {
+		t.Error("a provider with no Endpoint became a Describer")
+	}
+	// Outside a run, a request's span is a child of the context's.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	c, parent := tp.Tracer("test").Start(context.Background(), "parent")
+	if _, err := agent.Request(c, agent.Config{Provider: p}, json.RawMessage(`{"type":"integer"}`), []message.Message{message.Text("one")}); err != nil {
+		t.Fatal(err)
+	}
+	parent.End()
+	if got := tree(rec.Ended()); got != "parent\n  chat\n" {
+		t.Errorf("spans:\n%s", got)
+	}
+	chat := find(rec.Ended(), "chat")[0]
+	checkAttrs(t, chat, map[string]any{"gen_ai.provider.name": "anthropic", "gen_ai.output.type": "json", "gen_ai.request.stream": false})
+	if _, ok := attrs(chat)["gen_ai.request.model"]; ok {
+		t.Error("a request with no model has gen_ai.request.model")
+	}
+}
+
+func TestDurable(t *testing.T) {
+	// A durable run saves the traced provider's Endpoint; a resume is a
+	// run span of its own, named by the run's id.
+	tr, rec := recording()
+	cfg, msgs := twoSteps()
+	st := store.NewMemory()
+	cfg.Store, cfg.RunID = st, "r1"
+	for ev, err := range tr.Events(context.Background(), cfg, anyOutput, msgs) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == agent.EventStep && ev.Step == 2 {
+			break // the second step is resumed
+		}
+	}
+	run, err := st.Load(context.Background(), "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := agent.SavedSettings(run)
+	if err != nil || saved == nil || saved.Endpoint == nil || *saved.Endpoint != anthropic {
+		t.Fatalf("saved settings %+v, %v", saved, err)
+	}
+	cfg.Provider = described{scripted.Solutions(`{"calls":[],"output":{"done":true}}`), anthropic}
+	res, err := tr.Resume(context.Background(), cfg, "r1")
+	if err != nil || !res.Solution.Done() {
+		t.Fatalf("resume: %v", err)
+	}
+	spans := rec.Ended()
+	want := `invoke_agent
+  step
+    chat claude-test
+    execute_tool lookup
+    execute_tool charge (error)
+  step
+invoke_agent
+  step
+    chat claude-test
+`
+	if got := tree(spans); got != want {
+		t.Fatalf("spans:\n%s\nwant:\n%s", got, want)
+	}
+	for _, s := range find(spans, "invoke_agent") {
+		checkAttrs(t, s, map[string]any{"gen_ai.conversation.id": "r1"})
+	}
+}
+
+func TestStopEndsSpans(t *testing.T) {
+	// A consumer that stops while calls run: every span ends.
+	tr, rec := recording()
+	reg := agent.NewRegistry()
+	reg.Tool("slow", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("slow", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}))
+	model := scripted.Solutions(`{"calls":[{"_tool":"slow","_outputPath":"†state.s"}],"output":null}`)
+	cfg := agent.Config{Provider: model, Registry: reg, Logger: slog.New(slog.DiscardHandler)}
+	for ev, err := range tr.Events(context.Background(), cfg, anyOutput, append(tools("slow"), message.Text("go"))) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == agent.EventCallStarted {
+			break
+		}
+	}
+	if started, ended := len(rec.Started()), len(rec.Ended()); started != 4 || ended != started {
+		t.Errorf("%d spans started, %d ended; want 4", started, ended)
+	}
+}
+
+func TestNestedRun(t *testing.T) {
+	// A traced run inside a call of a traced run is a child of the call's
+	// step; the context's span is the parent of the outer run.
+	tr, rec := recording()
+	reg := agent.NewRegistry()
+	reg.Tool("inner", json.RawMessage(`{"type":"object"}`))
+	inner := scripted.Solutions(`{"output":{"ok":true}}`)
+	reg.Activity("inner", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		res, err := tr.Run(ctx, agent.Config{Provider: inner, Model: "small", Logger: slog.New(slog.DiscardHandler)}, anyOutput, []message.Message{message.Text("inner")})
+		if err != nil {
+			return nil, err
+		}
+		return &agent.Result{Value: res.Solution.Output}, nil
+	}))
+	model := scripted.Solutions(`{"calls":[{"_tool":"inner","_outputPath":"†state.i"}],"output":null}`, `{"calls":[],"output":{}}`)
+	cfg := agent.Config{Provider: model, Registry: reg, Model: "big", Logger: slog.New(slog.DiscardHandler)}
+	c, root := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("test").Start(context.Background(), "request")
+	if _, err := tr.Run(c, cfg, anyOutput, append(tools("inner"), message.Text("go"))); err != nil {
+		t.Fatal(err)
+	}
+	root.End()
+	want := `request
+  invoke_agent
+    step
+      chat big
+      invoke_agent
+        step
+          chat small
+      execute_tool inner
+    step
+      chat big
+`
+	if got := tree(rec.Ended()); got != want {
+		t.Fatalf("spans:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestStepLog(t *testing.T) {
+	var buf bytes.Buffer
+	h := slog.NewJSONHandler(&buf, &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey && len(groups) == 0 {
+			return slog.Attr{}
+		}
+		return a
+	}})
+	for _, tt := range []struct {
+		name string
+		t    *telemetry.Tracer
+		want string
+	}{
+		{"no-op provider", telemetry.New(noop.NewTracerProvider()), `{"level":"INFO","msg":"step","step":1,"model":"claude-test","tokens":{"input":100,"output":20,"thinking":5,"cache_read":50,"cache_write":10},"calls":2,"failed":1,"duration":0}
+{"level":"INFO","msg":"step","step":2,"model":"claude-test","tokens":{"input":10,"output":5,"thinking":0,"cache_read":0,"cache_write":0},"calls":0,"failed":0,"duration":0}
+`},
+		{"off", telemetry.New(nil), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			buf.Reset()
+			cfg, msgs := twoSteps()
+			cfg.Logger = slog.New(h)
+			if _, err := tt.t.Run(context.Background(), cfg, anyOutput, msgs); err != nil {
+				t.Fatal(err)
+			}
+			if got := buf.String(); got != tt.want {
+				t.Errorf("log:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+}
