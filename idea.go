@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/augceo/agent/message"
 )
@@ -20,6 +21,47 @@ type Idea struct {
 	// Presets are the Idea's own presets (801), found before a registry's
 	// when its context names one (see ExpandPresets).
 	Presets map[string]Preset `json:"presets,omitempty"`
+	// MCP lists the MCP servers whose tools its runs may call; the mcp
+	// package connects them (mcp.ConnectIdea).
+	MCP []MCPServer `json:"mcp,omitempty"`
+}
+
+// MCPServer says how to reach an MCP server: a program to start, which
+// speaks MCP on its standard input and output, or the URL of a streamable
+// HTTP endpoint. It is plain data, as an Idea file holds it; package mcp
+// connects to it.
+type MCPServer struct {
+	// Name names the server in errors; empty means its command or URL.
+	Name string `json:"name,omitempty"`
+	// Command is the program and its arguments.
+	Command []string `json:"command,omitempty"`
+	// Env holds KEY=VALUE entries added to the program's environment.
+	Env []string `json:"env,omitempty"`
+	// URL is the streamable HTTP endpoint.
+	URL string `json:"url,omitempty"`
+	// Prefix is put before the name of each of the server's tools, as it
+	// is, to keep them apart from other tools: "fs_" makes "read_file"
+	// "fs_read_file".
+	Prefix string `json:"prefix,omitempty"`
+}
+
+// Check reports a server description that names both a command and a
+// URL, or neither, or that has a malformed Env entry.
+func (s MCPServer) Check() error {
+	switch {
+	case len(s.Command) > 0 && s.URL != "":
+		return errors.New("both command and url are set; give one")
+	case len(s.Command) == 0 && s.URL == "":
+		return errors.New("give a command or a url")
+	case len(s.Command) > 0 && s.Command[0] == "":
+		return errors.New("the command's program is empty")
+	}
+	for _, e := range s.Env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return fmt.Errorf("env entry %q is not KEY=VALUE", e)
+		}
+	}
+	return nil
 }
 
 // ParseIdea reads an Idea file's JSON. Errors name the field and, for the
@@ -31,9 +73,13 @@ func ParseIdea(data []byte) (*Idea, error) {
 		Solution  json.RawMessage   `json:"solution"`
 		Rendering Rendering         `json:"rendering"`
 		Presets   map[string]Preset `json:"presets"`
+		MCP       []MCPServer       `json:"mcp"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return nil, fmt.Errorf("agent: idea: field %q: unexpected JSON %s", te.Field, te.Value)
+		}
 		if errors.As(err, &te) {
 			return nil, fmt.Errorf("agent: idea must be a JSON object with schema and context, got %s", te.Value)
 		}
@@ -45,7 +91,12 @@ func ParseIdea(data []byte) (*Idea, error) {
 	if err := raw.Rendering.Check(); err != nil {
 		return nil, fmt.Errorf("agent: idea: %w", err)
 	}
-	idea := &Idea{Schema: raw.Schema, Solution: raw.Solution, Rendering: raw.Rendering, Presets: raw.Presets}
+	for i := range raw.MCP {
+		if err := raw.MCP[i].Check(); err != nil {
+			return nil, fmt.Errorf("agent: idea: mcp[%d]: %w", i, err)
+		}
+	}
+	idea := &Idea{Schema: raw.Schema, Solution: raw.Solution, Rendering: raw.Rendering, Presets: raw.Presets, MCP: raw.MCP}
 	if raw.Context != nil {
 		msgs, err := message.ParseContext(raw.Context)
 		if err != nil {
@@ -61,6 +112,11 @@ func ParseIdea(data []byte) (*Idea, error) {
 func (i *Idea) Marshal() ([]byte, error) {
 	if i.Schema == nil {
 		return nil, errors.New("agent: idea: no schema")
+	}
+	for j := range i.MCP {
+		if err := i.MCP[j].Check(); err != nil {
+			return nil, fmt.Errorf("agent: idea: mcp[%d]: %w", j, err)
+		}
 	}
 	b, err := json.MarshalIndent(i, "", "  ")
 	if err != nil {
