@@ -65,3 +65,30 @@ func TestStrictManyTools(t *testing.T) {
 		}
 	})
 }
+
+// A tool's parameters and the output may name registered schemas
+// ({"$ref":"City"}). The provider cannot see the registry, so the schema
+// it gets has them bundled into $defs.
+func TestStrictNamedRefs(t *testing.T) {
+	forEachStrictAdapter(t, func(t *testing.T, a strictAdapter) {
+		reg, rec := agent.NewRegistry(), &strictRecorder{}
+		reg.Schemas().Register("City", json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"country":{"type":"string"}},"required":["name","country"]}`))
+		reg.Tool("forecast", json.RawMessage(`{"type":"object","properties":{"city":{"$ref":"City"}},"required":["city"]}`))
+		rec.activity(reg, "forecast", func(c *agent.Call) (json.RawMessage, error) {
+			return json.RawMessage(`{"sky":"clear"}`), nil
+		})
+		res, m := strictRun(t, a, reg, `{"type":"object","properties":{"city":{"$ref":"City"}},"required":["city"]}`,
+			`[{"type":"tool","tool":"forecast"},{"type":"text","text":"Weather in Paris?"}]`, false,
+			strictCalls(strict.Call{Tool: "forecast", Set: set("city", `{"name":"Paris","country":"FR"}`, "_outputPath", `"†state.sky"`)}),
+			strictOutput(`{"city":{"name":"Paris","country":"FR"}}`))
+		if strings.Contains(string(m.schemas()[0]), `"City"`) && !strings.Contains(string(m.schemas()[0]), `$defs`) && a.name != "gemini" {
+			t.Errorf("the schema sent names City without defining it: %s", m.schemas()[0])
+		}
+		if calls := rec.of("forecast"); len(calls) != 1 || argString(calls[0], "city") != `{"name":"Paris","country":"FR"}` {
+			t.Errorf("forecast calls %v", calls)
+		}
+		if string(res.Solution.Output) != `{"city":{"name":"Paris","country":"FR"}}` {
+			t.Errorf("output %s", res.Solution.Output)
+		}
+	})
+}

@@ -554,7 +554,8 @@ func stringExample(o *object) (any, error) {
 }
 
 // Property returns the schema of property name of the root object schema
-// s ($ref resolved), such as "output".
+// s ($ref resolved), such as "output", with the root's definitions when it
+// refers to them.
 func Property(s json.RawMessage, name string) (json.RawMessage, error) {
 	root, err := parse(s)
 	if err != nil {
@@ -565,8 +566,22 @@ func Property(s json.RawMessage, name string) (json.RawMessage, error) {
 	if !ok {
 		return nil, fmt.Errorf("strict: the schema has no property %q", name)
 	}
-	if refTargets(p) != nil {
+	out := g.resolve(p)
+	if refTargets(out) == nil {
+		return marshal(out), nil
+	}
+	// It refers to definitions of the root: they come along.
+	o, ok := out.(*object)
+	if !ok {
 		return nil, fmt.Errorf("strict: property %q refers to definitions of its schema", name)
 	}
-	return marshal(g.resolve(p)), nil
+	withDefs := &object{keys: slices.Clone(o.keys), vals: slices.Clone(o.vals)}
+	if ro, ok := root.(*object); ok {
+		for _, k := range []string{"$defs", "definitions"} {
+			if d, ok := ro.get(k); ok && !withDefs.has(k) {
+				withDefs.keys, withDefs.vals = append(withDefs.keys, k), append(withDefs.vals, d)
+			}
+		}
+	}
+	return marshal(withDefs), nil
 }
