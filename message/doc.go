@@ -7,6 +7,15 @@
 // (010). Output messages (008) are data messages with hidden metadata
 // (_call, _date, _outputMethod, _outputPath) that the LLM never sees.
 //
+// [Text], [System], [Input], [Data] and [Tool] build the common messages
+// without writing JSON:
+//
+//	msgs := []message.Message{
+//		message.System("You plan trips."),
+//		message.Tool("weather"), // offers the registered tool weather
+//		message.Text("Where is it warmest this weekend?"),
+//	}
+//
 // # Spellings
 //
 // Parsing accepts every spelling the protocol pages use and normalises it;

@@ -1,7 +1,9 @@
 package message
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/augceo/agent/ref"
 )
@@ -110,7 +112,35 @@ func (m *Message) Identity() Identity { return Identity{Kind: m.Kind, Instance: 
 // Text returns a user text message.
 func Text(s string) Message { return Message{Type: TypeText, Role: RoleUser, Text: s} }
 
+// System returns a system text message: instructions, {"type":"system",
+// "message":"..."} in the protocol's spelling.
+func System(s string) Message { return Message{Type: TypeText, Role: RoleSystem, Text: s} }
+
 // Data returns a data message of kind holding data.
 func Data(kind string, data json.RawMessage) Message {
 	return Message{Type: TypeData, Kind: kind, Data: data}
+}
+
+// Input returns an input message (006) holding v encoded as JSON: the
+// structured prompt of a request, which calls read as †input.path. Set
+// its Schema (schema.For of v's type, say) to tell the model what the
+// fields mean. It fails only when encoding/json cannot encode v.
+func Input(v any) (Message, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // the model reads "<", not "\u003c"
+	if err := enc.Encode(v); err != nil {
+		return Message{}, fmt.Errorf("message: input: %w", err)
+	}
+	return Data(KindInput, bytes.TrimSuffix(b.Bytes(), []byte("\n"))), nil
+}
+
+// Tool returns a tool message (002) naming a registered tool,
+// {"type":"tool","tool":"name"}: it offers that tool to the model, whose
+// definition the request takes from its registry. A tool that is
+// registered but not offered by any tool message cannot be called.
+func Tool(name string) Message {
+	var b bytes.Buffer
+	writeString(&b, name)
+	return Message{Type: TypeTool, Tool: b.Bytes()}
 }
