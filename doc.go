@@ -16,7 +16,10 @@
 //
 // Handlers, tools, activities and schemas live in a [Registry];
 // [DefaultRegistry] holds the built-in handlers and is used when a Config
-// names none, like http.DefaultServeMux.
+// names none, like http.DefaultServeMux. [Func] registers a Go function
+// as a tool with its code; the model is offered the tools that the
+// context's tool messages name ([message.Tool], [Registry.Offer]).
+// docs/guide.md walks through it all, one runnable example a step.
 //
 // # Where each act lives
 //

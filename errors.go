@@ -17,6 +17,9 @@ var (
 	ErrUnknownTool = errors.New("agent: unknown tool")
 	// ErrRendering reports a Rendering that is not one of the renderings.
 	ErrRendering = errors.New("unknown rendering")
+	// ErrDuplicate reports a registration under a name that is taken (see
+	// [Func]).
+	ErrDuplicate = errors.New("agent: already registered")
 )
 
 // Plan errors. A *PlanError lists its problems; errors.Is finds these

@@ -105,7 +105,10 @@ func (r *Registry) handler(typ message.Type) (Handler, error) {
 // Tool registers a tool definition under name: a JSON Schema object whose
 // non-underscored properties are the tool's parameters and whose
 // meta-properties (_output, _outputPath, _activity, ...) say how it runs. A
-// tool message can then name it ({"type":"tool","tool":"name"}).
+// tool message can then name it ({"type":"tool","tool":"name"}, see
+// [message.Tool] and [Registry.Offer]); the model is offered only the tools
+// the context's tool messages name. [Func] registers a tool and its
+// activity from a Go function.
 func (r *Registry) Tool(name string, s json.RawMessage) {
 	if name == "" || strings.HasPrefix(name, "_") {
 		panic(fmt.Sprintf("agent: invalid tool name %q", name))

@@ -1,0 +1,138 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/augceo/agent/internal/ojson"
+	"github.com/augceo/agent/schema"
+)
+
+// Func registers the Go function f as the tool name, with f as the code
+// that runs its calls, in one step. The tool's parameters are the schema
+// of P, its _output the schema of R (both from [schema.For], so struct
+// tags describe the fields: `jsonschema:"description=...,minimum=1"`, or
+// `jsonschema_description:"..."` for text with commas), and description
+// says what it does. It is what [Registry.Tool] with that definition,
+// [Registry.Activity] under the same name and [Bind] do together:
+//
+//	type City struct {
+//		Name string `json:"name" jsonschema_description:"A city, e.g. Paris"`
+//	}
+//	err := agent.Func(reg, "weather", "Current weather in a city",
+//		func(ctx context.Context, c City) (Weather, error) { ... })
+//
+// A registered tool is offered to the model only by a tool message of the
+// context: [message.Tool] names one, [Registry.Offer] makes one message
+// of several.
+//
+// P must have an object schema: a struct, a pointer to one, or a map
+// with string keys. The model never sees R's schema, only the
+// description (say there what the tool returns), but each result must
+// meet it: a nil slice or map, which encodes as null, does not, so
+// return empty ones or tag the field omitempty. A nil r means
+// [DefaultRegistry]; Func is a function, not a method, because methods
+// cannot have type parameters.
+//
+// Unlike Registry.Tool and Registry.Activity, which panic, Func returns
+// an error and registers nothing when name is empty or starts with "_",
+// when f is nil, when P or R has no JSON Schema (a channel, a function,
+// a complex number) or P's is not an object, and when a tool or an
+// activity of that name is registered already ([ErrDuplicate]).
+func Func[P, R any](r *Registry, name, description string, f func(ctx context.Context, params P) (R, error)) error {
+	if r == nil {
+		r = DefaultRegistry
+	}
+	if name == "" || strings.HasPrefix(name, "_") {
+		return fmt.Errorf("agent: Func: invalid tool name %q", name)
+	}
+	if f == nil {
+		return fmt.Errorf("agent: Func %q: nil function", name)
+	}
+	def, err := funcTool[P, R](description)
+	if err != nil {
+		return fmt.Errorf("agent: Func %q: %w", name, err)
+	}
+	return r.toolWithActivity(name, def, Bind(f))
+}
+
+// funcTool returns the definition of a tool taking a P and returning an
+// R: P's schema with the description after its type, and R's schema as
+// the _output property.
+func funcTool[P, R any](description string) (json.RawMessage, error) {
+	params, err := typeSchema[P]()
+	if err != nil {
+		return nil, fmt.Errorf("parameters: %w", err)
+	}
+	result, err := typeSchema[R]()
+	if err != nil {
+		return nil, fmt.Errorf("result: %w", err)
+	}
+	o, err := ojson.Parse(params)
+	var typ string
+	if err == nil {
+		err = json.Unmarshal(o.Get("type"), &typ)
+	}
+	if err != nil || typ != "object" {
+		return nil, fmt.Errorf("parameters: %v has the schema %s, not an object's: use a struct", reflect.TypeFor[P](), params)
+	}
+	props := &ojson.Object{}
+	if p := o.Get("properties"); p != nil {
+		if props, err = ojson.Parse(p); err != nil {
+			return nil, fmt.Errorf("parameters: properties: %w", err)
+		}
+	}
+	props.Set("_output", result)
+	o.Set("properties", props.Bytes())
+	if description == "" {
+		return o.Bytes(), nil
+	}
+	def := &ojson.Object{} // the description after "type", where schema.For writes one
+	for i, k := range o.Keys {
+		if k != "description" {
+			def.Set(k, o.Values[i])
+		}
+		if k == "type" {
+			def.Set("description", ojson.Quote(description))
+		}
+	}
+	return def.Bytes(), nil
+}
+
+// typeSchema returns the schema of T, checked to compile. schema.For
+// panics on a type it cannot describe (a channel, a function); that is
+// an error here.
+func typeSchema[T any]() (s json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s, err = nil, fmt.Errorf("%v has no JSON Schema: %v", reflect.TypeFor[T](), p)
+		}
+	}()
+	s = schema.For[T]()
+	if _, err := schema.Compile(s); err != nil {
+		return nil, fmt.Errorf("schema of %v: %w", reflect.TypeFor[T](), err)
+	}
+	return s, nil
+}
+
+// toolWithActivity registers a tool and its activity under name, both or
+// neither.
+func (r *Registry) toolWithActivity(name string, def json.RawMessage, a Activity) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.tools[name]; ok {
+		return fmt.Errorf("%w: tool %q", ErrDuplicate, name)
+	}
+	if _, ok := r.activities[name]; ok {
+		return fmt.Errorf("%w: activity %q", ErrDuplicate, name)
+	}
+	if r.activities == nil {
+		r.activities = map[string]Activity{}
+	}
+	r.tools[name] = def
+	r.activities[name] = a
+	return nil
+}
