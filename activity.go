@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/schema"
@@ -82,6 +84,13 @@ func (r *Registry) Activity(name string, a Activity) {
 		panic(fmt.Sprintf("agent: activity %q is already registered", name))
 	}
 	r.activities[name] = a
+}
+
+// activityNames returns the names of the registered activities, sorted.
+func (r *Registry) activityNames() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Sorted(maps.Keys(r.activities))
 }
 
 // resolveActivity applies the resolution of page 003: the tool's

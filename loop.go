@@ -306,6 +306,9 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 		r.fail(err)
 		return nil, false
 	}
+	if step == 1 && len(p.build.tools.Keys) == 0 {
+		r.warnNoTools(ctx)
+	}
 	r.last = p
 	s := r.sched
 	s.step = step
@@ -422,6 +425,22 @@ func (r *run) compact(ctx context.Context, cfg Config, step int, p *prepared) (*
 		return nil, errStopped
 	}
 	return p, nil
+}
+
+// warnNoTools logs a warning when a run's context offers no tool while
+// its registry holds activities: registering a tool does not offer it, so
+// the model can call none of them and the run is most likely to end at
+// its first answer. A context without tools is legitimate (a Request in a
+// loop), so this is a warning, not an error; delegates' sub-runs, whose
+// Ideas rarely have tools, do not warn.
+func (r *run) warnNoTools(ctx context.Context) {
+	if depth, _ := ctx.Value(depthKey{}).(int); depth > 0 {
+		return
+	}
+	if names := r.cfg.registry().activityNames(); len(names) > 0 {
+		logger(r.cfg).WarnContext(ctx, "the context offers no tool, so the model cannot call the registered activities; offer tools with tool messages (message.Tool, Registry.Offer)",
+			"activities", names)
+	}
 }
 
 // answered takes the usage of the step's response.
