@@ -1,8 +1,9 @@
 // Package cli is the acts command line: run, resume and inspect durable
 // runs, send one Request, validate and draw plans, resolve references.
 //
-// cmd/acts runs it with the default registry. A program with activities
-// of its own runs the same commands over its registry:
+// cmd/acts runs it with the default registry and every model provider. A
+// program with activities of its own runs the same commands over its
+// registry:
 //
 //	func main() {
 //		reg := agent.NewRegistry()
@@ -13,17 +14,27 @@
 //		os.Exit(cli.Main(ctx, os.Args[1:], cli.Env{Registry: reg}))
 //	}
 //
-// Usage:
+// Such a program has no model providers, and builds without their SDKs:
+// plans whose calls all have activities run, and a command that needs a
+// model says the program has none. Setting [Env.Providers] to
+// providers.New (package github.com/augceo/agent/cli/providers) gives it
+// the providers of cmd/acts.
 //
-//	acts run IDEA.json [--input JSON|@FILE] [--model provider:model] [--store URL] [--id ID] [--json]
-//	acts resume RUN [--store URL] [--model provider:model] [--json]
-//	acts runs [--store URL] [--json]
-//	acts log RUN [--store URL] [--json]
-//	acts fork RUN --at N [--id NEW] [--store URL]
-//	acts request [--model provider:model] [--n N] [--stream] [--json] IDEA.json
+// # Commands
+//
+//	acts run IDEA.json [--input JSON|@FILE] [flags]
+//	acts resume RUN [flags]
+//	acts runs [flags]
+//	acts log RUN [flags]
+//	acts fork RUN --at N [flags]
+//	acts request IDEA.json [flags]
 //	acts plan validate [--structure] FILE
 //	acts plan graph FILE
 //	acts resolve [--instance ID] CONTEXT.json EXPR
+//
+// "acts help COMMAND" and "acts COMMAND --help" print a command's
+// synopsis, what it does and every flag with its default; docs/cli.md in
+// the repository describes them all.
 //
 // run runs an Idea ({schema, context}) durably in a store. When the
 // context ends with a plan whose calls all have code activities, the plan
@@ -40,14 +51,15 @@
 // idempotent, and is reported otherwise.
 //
 // runs lists the runs of a store; log prints a run's trace (steps, calls
-// with their references resolved, outputs, errors, usage and cost); fork
-// copies a run up to its message N into a new run, which resume continues.
+// with their references resolved, outputs, errors, usage, and the cost
+// when a price list is given with --prices or ACTS_PRICES); fork copies a
+// run up to its message N into a new run, which resume continues.
 //
 // request runs one Request from a saved Idea and prints the solutions and
-// the usage. --model picks the provider: openai, anthropic, gemini,
-// ollama, or any name with --base-url for an OpenAI-compatible server;
-// keys come from the usual variables (OPENAI_API_KEY, ANTHROPIC_API_KEY,
-// GEMINI_API_KEY).
+// the usage. With cmd/acts, --model picks the provider: openai,
+// anthropic, gemini, ollama, or any name with --base-url for an
+// OpenAI-compatible server; keys come from the usual variables
+// (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY).
 //
 // plan validate checks a plan (an array of calls, {"plan", "context"} or
 // an Idea whose context holds a plan message) before anything runs; plan
@@ -55,8 +67,15 @@
 // reference expression (†kind.path, with || and &&) against a context
 // file; with --instance it resolves as a call of that instance would.
 //
-// Exit status: 0 on success; 1 on an error; 2 on a usage error; 3 when a
-// run ended but some of its calls failed; 130 when a run was interrupted.
+// Text that runs, users and models wrote is printed with its control
+// characters escaped (\x1b, \u009b, \n in a one-line field), so that a
+// trace cannot drive the terminal; --json output is plain JSON.
+//
+// # Exit status
+//
+// 0 on success; 1 on an error; 2 on a usage error; 3 when a run ended but
+// some of its calls failed; 130 when a run was interrupted. Help asked
+// for with --help, -h or "acts help" exits 0.
 package cli
 
 import (
@@ -66,18 +85,32 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/augceo/agent"
+	"github.com/augceo/agent/provider"
 )
 
 // Env is what the commands run with. The zero value uses
-// agent.DefaultRegistry and the process's standard streams.
+// agent.DefaultRegistry, the process's standard streams and no model
+// providers.
 type Env struct {
 	// Registry holds the tools and activities runs can use.
 	Registry *agent.Registry
 	Stdin    io.Reader
 	Stdout   io.Writer
 	Stderr   io.Writer
+	// Providers builds the provider a command calls for --model
+	// NAME:MODEL, with --base-url as baseURL (or, on resume, the model
+	// and base URL the run was made with). Main wraps what it returns in
+	// provider.Retry. For a name it does not know it returns an error
+	// wrapping [ErrUnknownProvider]; ctx bounds any I/O it does.
+	//
+	// Nil means the program has no model providers: commands that need a
+	// model fail saying so, and a model named only by ACTS_MODEL is
+	// ignored where none is needed. cmd/acts sets it to providers.New.
+	// Keeping it nil keeps the provider SDKs out of the program.
+	Providers func(ctx context.Context, name, model, baseURL string) (provider.Provider, error)
 }
 
 // Exit statuses of Main besides 0, 1 and 2.
@@ -86,29 +119,45 @@ const (
 	ExitInterrupted = 130 // the run was interrupted (Ctrl-C); resume continues it
 )
 
-// errUsage marks errors that exit with status 2.
-var errUsage = errors.New("usage")
-
-// exitError carries an exit status other than 1.
-type exitError struct {
-	code int
-	err  error
+// A command is one of acts' commands.
+type command struct {
+	name     string
+	synopsis []string // usage lines, after "acts "
+	summary  string   // what it does, for the list of commands
+	doc      string   // what it does, a paragraph for its help
+	// setup registers the command's flags on fs and returns the function
+	// that runs it, given the arguments left once they are parsed.
+	setup func(fs *flag.FlagSet) func(ctx context.Context, env *Env, pos []string) error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
+// commands are acts' commands, in the order the usage lists them.
+var commands = []*command{runCommand, resumeCommand, runsCommand, logCommand, forkCommand, requestCommand, planCommand, resolveCommand}
 
-const usage = `Usage:
-  acts run IDEA.json [--input JSON|@FILE] [--model provider:model] [--store URL] [--id ID] [--concurrency N] [--json]
-  acts resume RUN [--store URL] [--model provider:model] [--json]
-  acts runs [--store URL] [--json]
-  acts log RUN [--store URL] [--json]
-  acts fork RUN --at N [--id NEW] [--store URL]
-  acts request [--model provider:model] [--base-url URL] [--n N] [--thinking N] [--stream] [--json] IDEA.json
-  acts plan validate [--structure] FILE
-  acts plan graph FILE
-  acts resolve [--instance ID] CONTEXT.json EXPR
-`
+func lookupCommand(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// usage is the global usage.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("Usage: acts COMMAND [ARGUMENTS] [FLAGS]\n\nCommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
+	}
+	b.WriteString(`
+Run "acts help COMMAND" or "acts COMMAND --help" for a command's flags.
+Flags may come before or after the arguments.
+
+Exit status: 0 ok, 1 error, 2 usage error, 3 run ended with failed calls,
+130 run interrupted (acts resume continues it).
+`)
+	return b.String()
+}
 
 // Main runs one command and returns the exit status.
 func Main(ctx context.Context, args []string, env Env) int {
@@ -124,58 +173,143 @@ func Main(ctx context.Context, args []string, env Env) int {
 	if env.Stderr == nil {
 		env.Stderr = os.Stderr
 	}
-	stdin, stdout, stderr := env.Stdin, env.Stdout, env.Stderr
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(env.Stderr, usage())
 		return 2
 	}
-	var err error
-	switch args[0] {
-	case "run":
-		err = runCmd(ctx, &env, args[1:])
-	case "resume":
-		err = resumeCmd(ctx, &env, args[1:])
-	case "runs":
-		err = runsCmd(ctx, &env, args[1:])
-	case "log":
-		err = logCmd(ctx, &env, args[1:])
-	case "fork":
-		err = forkCmd(ctx, &env, args[1:])
-	case "resolve":
-		err = resolveCmd(ctx, args[1:], stdin, stdout)
-	case "request":
-		err = requestCmd(ctx, args[1:], stdout, stderr)
-	case "plan":
-		err = planCmd(ctx, args[1:], stdin, stdout)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help":
+		fmt.Fprint(env.Stdout, usage())
 		return 0
-	default:
-		err = fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+	case "help":
+		if len(args) == 1 {
+			fmt.Fprint(env.Stdout, usage())
+			return 0
+		}
+		name, args = args[1], []string{args[1], "--help"}
+	}
+	c := lookupCommand(name)
+	if c == nil {
+		fmt.Fprintf(env.Stderr, "acts: %v: unknown command %q\n%s", errUsage, name, usage())
+		return 2
+	}
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	run := c.setup(fs)
+	pos, err := parseFlags(fs, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		if _, err := io.WriteString(env.Stdout, help(c, fs, true)); err != nil {
+			return 1
+		}
+		return 0
+	}
+	if err == nil {
+		err = run(ctx, &env, pos)
 	}
 	var ee *exitError
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "acts: %v\n%s", err, usage)
+		fmt.Fprintf(env.Stderr, "acts: %s\n%s", escapeText(err.Error()), help(c, fs, false))
 		return 2
 	case errors.As(err, &ee):
-		fmt.Fprintf(stderr, "acts: %v\n", err)
+		fmt.Fprintf(env.Stderr, "acts: %s\n", escapeText(err.Error()))
 		return ee.code
 	default:
-		fmt.Fprintf(stderr, "acts: %v\n", err)
+		fmt.Fprintf(env.Stderr, "acts: %s\n", escapeText(err.Error()))
 		return 1
 	}
 }
 
+// help is a command's help: its synopsis, what it does when full, and its
+// flags with their defaults.
+func help(c *command, fs *flag.FlagSet, full bool) string {
+	var b strings.Builder
+	b.WriteString("Usage:\n")
+	for _, s := range c.synopsis {
+		fmt.Fprintf(&b, "  acts %s\n", s)
+	}
+	if full {
+		fmt.Fprintf(&b, "\n%s\n", strings.TrimSpace(c.doc))
+	}
+	if n := flagCount(fs); n > 0 {
+		b.WriteString("\nFlags:\n")
+		fs.VisitAll(func(f *flag.Flag) {
+			arg, text := flag.UnquoteUsage(f)
+			fmt.Fprintf(&b, "  --%s", f.Name)
+			if arg != "" {
+				fmt.Fprintf(&b, " %s", arg)
+			}
+			if !zeroDefault(f) {
+				text += fmt.Sprintf(" (default %s)", defaultText(f))
+			}
+			b.WriteString("\n")
+			for _, l := range wrap(text, 72) {
+				fmt.Fprintf(&b, "        %s\n", l)
+			}
+		})
+	}
+	if !full {
+		fmt.Fprintf(&b, "\nRun \"acts %s --help\" for more.\n", c.name)
+	}
+	return b.String()
+}
+
+func flagCount(fs *flag.FlagSet) int {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n
+}
+
+// zeroDefault reports whether a flag's default is its type's zero value,
+// which help leaves out.
+func zeroDefault(f *flag.Flag) bool {
+	switch f.DefValue {
+	case "", "0", "false", "0s":
+		return true
+	}
+	return false
+}
+
+// defaultText is a flag's default as help shows it: quoted for strings,
+// as flag.PrintDefaults does.
+func defaultText(f *flag.Flag) string {
+	if g, ok := f.Value.(flag.Getter); ok {
+		if _, isString := g.Get().(string); isString {
+			return fmt.Sprintf("%q", f.DefValue)
+		}
+	}
+	return escapeLine(f.DefValue)
+}
+
+// wrap breaks text into lines of at most width characters at spaces.
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	return append(lines, line)
+}
+
 // parseFlags parses flags placed anywhere among the arguments and returns
-// the positional ones.
+// the positional ones. It returns flag.ErrHelp for -h, -help and --help.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
 			return nil, fmt.Errorf("%w: %v", errUsage, err)
 		}
 		args = fs.Args()
@@ -185,4 +319,41 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// isSet reports whether the flag name was given on the command line.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// provider builds the provider of a model named provider:model.
+func (env *Env) provider(ctx context.Context, spec, baseURL string) (provider.Provider, string, error) {
+	name, model, ok := strings.Cut(spec, ":")
+	if !ok || name == "" || model == "" {
+		return nil, "", fmt.Errorf("%w: --model must be provider:model (or set ACTS_MODEL), got %q", errUsage, spec)
+	}
+	if env.Providers == nil {
+		return nil, "", noProviders(spec)
+	}
+	p, err := env.Providers(ctx, name, model, baseURL)
+	switch {
+	case errors.Is(err, ErrUnknownProvider):
+		return nil, "", fmt.Errorf("%w: --model %s: %w", errUsage, spec, err)
+	case err != nil:
+		return nil, "", err
+	case p == nil:
+		return nil, "", fmt.Errorf("cli.Env.Providers returned no provider for %q", spec)
+	}
+	return provider.Retry(p, provider.RetryConfig{}), model, nil
+}
+
+// noProviders is the error of a command that needs a model in a program
+// with no Env.Providers; model is "" when none was named.
+func noProviders(model string) error {
+	if model != "" {
+		model = " for " + model
+	}
+	return fmt.Errorf("this program has no model providers%s: use the acts command (cmd/acts), or set cli.Env.Providers", model)
 }

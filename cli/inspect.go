@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/platform"
@@ -52,40 +53,56 @@ type memoryStore struct{ *store.Memory }
 
 func (memoryStore) Close() error { return nil }
 
-// runsCmd lists runs: acts runs.
-func runsCmd(ctx context.Context, env *Env, args []string) error {
-	fs := flag.NewFlagSet("runs", flag.ContinueOnError)
-	storeURL := fs.String("store", defaultStore(), "where runs are kept")
-	asJSON := fs.Bool("json", false, "print JSON lines")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 0 {
-		return fmt.Errorf("%w: runs takes no arguments", errUsage)
-	}
-	st, err := openStore(ctx, *storeURL)
+// storeFlag registers --store.
+func storeFlag(fs *flag.FlagSet) *string {
+	return fs.String("store", defaultStore(), "where runs are kept: a SQLite file, memory:, or a postgres:// `URL`; ACTS_STORE sets the default")
+}
+
+var runsCommand = &command{
+	name:     "runs",
+	synopsis: []string{"runs [flags]"},
+	summary:  "list the runs of a store",
+	doc: `
+Lists the runs of a store, most recently created first: id, kind (plan
+or loop), status (running, done, failed, interrupted), model, tokens used,
+when it last changed and the Idea it came from. --json prints one JSON
+object per run.`,
+	setup: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
+		storeURL := storeFlag(fs)
+		asJSON := fs.Bool("json", false, "print JSON lines, one run per line")
+		return func(ctx context.Context, env *Env, pos []string) error {
+			if len(pos) != 0 {
+				return fmt.Errorf("%w: runs takes no arguments", errUsage)
+			}
+			return listRuns(ctx, env.Stdout, *storeURL, *asJSON)
+		}
+	},
+}
+
+// listRuns lists runs: acts runs.
+func listRuns(ctx context.Context, w io.Writer, storeURL string, asJSON bool) error {
+	st, err := openStore(ctx, storeURL)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	if !*asJSON {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if !asJSON {
 		fmt.Fprintln(tw, "RUN\tKIND\tSTATUS\tMODEL\tTOKENS\tUPDATED\tIDEA")
 	}
 	for r, err := range st.Runs(ctx) {
 		if err != nil {
 			return err
 		}
-		if *asJSON {
+		if asJSON {
 			b, err := json.Marshal(runJSON(r))
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(env.Stdout, "%s\n", b)
+			fmt.Fprintf(w, "%s\n", b)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Kind, r.Status, dash(r.Model), r.Usage.Total(),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", escapeLine(r.ID), escapeLine(r.Kind), escapeLine(string(r.Status)), dash(r.Model), r.Usage.Total(),
 			r.Updated.Local().Format(time.DateTime), dash(r.Idea))
 	}
 	return tw.Flush()
@@ -108,75 +125,137 @@ func runJSON(r store.Run) any {
 	}{r.ID, r.Kind, r.Status, r.Error, r.Idea, r.Model, r.Usage, r.Parent, r.ForkedAt, r.Created, r.Updated}
 }
 
+// dash is s escaped for one line, or "-" when it is empty.
 func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return escapeLine(s)
 }
 
-// forkCmd copies a run up to a message into a new run: acts fork RUN --at N.
-func forkCmd(ctx context.Context, env *Env, args []string) error {
-	fs := flag.NewFlagSet("fork", flag.ContinueOnError)
-	storeURL := fs.String("store", defaultStore(), "where runs are kept")
-	at := fs.Int("at", -1, "the last message (as acts log numbers them) the new run keeps")
-	id := fs.String("id", "", "the new run's id (default: a new one)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 || *at < 0 {
-		return fmt.Errorf("%w: fork takes RUN and --at N", errUsage)
-	}
-	st, err := openStore(ctx, *storeURL)
+var forkCommand = &command{
+	name:     "fork",
+	synopsis: []string{"fork RUN --at N [flags]"},
+	summary:  "copy a run up to a message into a new run",
+	doc: `
+Copies a run's journal up to its message N (as acts log numbers them) into
+a new run, which "acts resume NEW" continues: what came after N runs again,
+as it now would. The source run is left as it was. Prints the new run's id
+(--json: {"run", "parent", "at"}).`,
+	setup: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
+		storeURL := storeFlag(fs)
+		at := fs.Int("at", 0, "keep messages 0 to `N` (as acts log numbers them) in the new run; required")
+		id := fs.String("id", "", "the new run's `ID` (default: a new one)")
+		asJSON := fs.Bool("json", false, `print one JSON object: {"run": NEW, "parent": RUN, "at": N}`)
+		return func(ctx context.Context, env *Env, pos []string) error {
+			if len(pos) != 1 || !isSet(fs, "at") {
+				return fmt.Errorf("%w: fork takes RUN and --at N", errUsage)
+			}
+			if *at < 0 {
+				return fmt.Errorf("%w: --at must be 0 or more, got %d", errUsage, *at)
+			}
+			return fork(ctx, env.Stdout, *storeURL, pos[0], *at, *id, *asJSON)
+		}
+	},
+}
+
+// fork copies a run up to a message into a new run: acts fork RUN --at N.
+func fork(ctx context.Context, w io.Writer, storeURL, src string, at int, id string, asJSON bool) error {
+	st, err := openStore(ctx, storeURL)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	newID := *id
-	if newID == "" {
-		newID = platform.NewID(ctx)
+	if id == "" {
+		id = platform.NewID(ctx)
 	}
-	r, err := store.Fork(ctx, st, st, pos[0], *at, newID, platform.Now(ctx).UTC())
+	r, err := store.Fork(ctx, st, st, src, at, id, platform.Now(ctx).UTC())
 	if err != nil {
-		return fmt.Errorf("fork %s: %w", pos[0], err)
+		return fmt.Errorf("fork %s: %w", src, err)
 	}
-	_, err = fmt.Fprintf(env.Stdout, "run %s: forked from %s at message %d; continue it with: acts resume %s\n", r.ID, pos[0], *at, r.ID)
+	if asJSON {
+		b, err := json.Marshal(struct {
+			Run    string `json:"run"`
+			Parent string `json:"parent"`
+			At     int    `json:"at"`
+		}{r.ID, src, at})
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	_, err = fmt.Fprintf(w, "run %s: forked from %s at message %d; continue it with: acts resume %s\n", escapeLine(r.ID), escapeLine(src), at, escapeLine(r.ID))
 	return err
 }
 
-// logCmd prints a run's trace: acts log RUN.
-func logCmd(ctx context.Context, env *Env, args []string) error {
-	fs := flag.NewFlagSet("log", flag.ContinueOnError)
-	storeURL := fs.String("store", defaultStore(), "where runs are kept")
-	asJSON := fs.Bool("json", false, "print the journal as JSON lines")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: log takes RUN", errUsage)
-	}
-	st, err := openStore(ctx, *storeURL)
+// pricesFlag registers --prices.
+func pricesFlag(fs *flag.FlagSet) *string {
+	return fs.String("prices", os.Getenv("ACTS_PRICES"), "the price list `FILE` (JSON: model name or prefix* to US dollars per million tokens) to show costs with; with none, no cost is shown; ACTS_PRICES sets the default")
+}
+
+var logCommand = &command{
+	name:     "log",
+	synopsis: []string{"log RUN [flags]"},
+	summary:  "print a run's trace",
+	doc: `
+Prints a run's trace: its messages numbered (the numbers fork takes), each
+step of an agent loop, each call with its references resolved against the
+log as it was when the call started, how each call ended, the answer, and
+the token usage with the prompt cache's hit rate. With a price list
+(--prices or ACTS_PRICES) it adds the cost. --json prints the journal as
+JSON lines: first {"run": ..., "cost": ...} (cost only with a price list
+that prices the run's model), then one line per entry.`,
+	setup: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
+		storeURL := storeFlag(fs)
+		priceFile := pricesFlag(fs)
+		asJSON := fs.Bool("json", false, "print the journal as JSON lines")
+		return func(ctx context.Context, env *Env, pos []string) error {
+			if len(pos) != 1 {
+				return fmt.Errorf("%w: log takes RUN", errUsage)
+			}
+			pl, err := loadPrices(*priceFile)
+			if err != nil {
+				return err
+			}
+			return printLog(ctx, env.Stdout, *storeURL, pos[0], pl, *asJSON)
+		}
+	},
+}
+
+// printLog prints a run's trace: acts log RUN.
+func printLog(ctx context.Context, w io.Writer, storeURL, id string, pl *prices, asJSON bool) error {
+	st, err := openStore(ctx, storeURL)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	run, err := st.Load(ctx, pos[0])
+	run, err := st.Load(ctx, id)
 	if err != nil {
-		return fmt.Errorf("run %s: %w", pos[0], err)
+		return fmt.Errorf("run %s: %w", id, err)
 	}
-	if *asJSON {
-		return journalJSON(ctx, env.Stdout, st, run)
+	if asJSON {
+		return journalJSON(ctx, w, st, run, pl)
 	}
-	return trace(ctx, env.Stdout, st, run)
+	return trace(ctx, w, st, run, pl)
 }
 
-func journalJSON(ctx context.Context, w io.Writer, st runStore, run store.Run) error {
+func journalJSON(ctx context.Context, w io.Writer, st runStore, run store.Run, pl *prices) error {
+	head := struct {
+		Run  any      `json:"run"`
+		Cost *float64 `json:"cost,omitempty"`
+	}{Run: runJSON(run)}
+	if pl != nil {
+		u, err := runUsage(ctx, st, run)
+		if err != nil {
+			return err
+		}
+		if c, ok := pl.cost(run.Model, u); ok {
+			head.Cost = &c
+		}
+	}
 	enc := json.NewEncoder(w)
-	if err := enc.Encode(struct {
-		Run any `json:"run"`
-	}{runJSON(run)}); err != nil {
+	if err := enc.Encode(head); err != nil {
 		return err
 	}
 	for e, err := range st.Entries(ctx, run.ID, 0) {
@@ -198,22 +277,23 @@ func journalJSON(ctx context.Context, w io.Writer, st runStore, run store.Run) e
 
 // trace prints a journal for people: messages numbered as in the log,
 // each call with its references resolved against the log as it was when
-// the call started, how it ended, then usage and cost.
-func trace(ctx context.Context, w io.Writer, st runStore, run store.Run) error {
+// the call started, how it ended, then usage, and cost with a price list.
+// What runs, users and models wrote is escaped.
+func trace(ctx context.Context, w io.Writer, st runStore, run store.Run, pl *prices) error {
 	bw := &errWriter{w: w}
-	bw.printf("run %s  %s  %s", run.ID, run.Kind, run.Status)
+	bw.printf("run %s  %s  %s", escapeLine(run.ID), escapeLine(run.Kind), run.Status)
 	if run.Idea != "" {
-		bw.printf("  idea %s", run.Idea)
+		bw.printf("  idea %s", escapeLine(run.Idea))
 	}
 	if run.Model != "" {
-		bw.printf("  model %s", run.Model)
+		bw.printf("  model %s", escapeLine(run.Model))
 	}
 	if run.Parent != "" {
-		bw.printf("  forked from %s", run.Parent)
+		bw.printf("  forked from %s", escapeLine(run.Parent))
 	}
 	bw.printf("\n")
 	if run.Error != "" {
-		bw.printf("error: %s\n", run.Error)
+		bw.printf("error: %s\n", escapeLine(run.Error))
 	}
 	log, err := message.NewLog()
 	if err != nil {
@@ -243,21 +323,21 @@ func trace(ctx context.Context, w io.Writer, st runStore, run store.Run) error {
 			// A loop's call ids are step.position: mark each new step.
 			if st, _, ok := strings.Cut(e.Call, "."); ok && st != step {
 				step = st
-				bw.printf("  ── step %s\n", step)
+				bw.printf("  ── step %s\n", escapeLine(step))
 			}
-			bw.printf("       call %s started: %s\n", e.Call, describeCall(log, e.Data))
+			bw.printf("       call %s started: %s\n", escapeLine(e.Call), describeCall(log, e.Data))
 		case store.EntrySettled:
 			if len(e.Data) == 0 {
-				bw.printf("       call %s done\n", e.Call)
+				bw.printf("       call %s done\n", escapeLine(e.Call))
 				continue
 			}
 			failed++
 			var m message.Message
 			if json.Unmarshal(e.Data, &m) == nil {
-				bw.printf("       call %s failed: %s\n", e.Call, m.Error)
+				bw.printf("       call %s failed: %s\n", escapeLine(e.Call), escapeLine(m.Error))
 			}
 		case store.EntrySolution:
-			bw.printf("       step %s: solution %s\n", e.Call, clip(string(e.Data), 200))
+			bw.printf("       step %s: solution %s\n", escapeLine(e.Call), clip(string(e.Data), 200))
 		case store.EntryUsage:
 			var u provider.Usage
 			if json.Unmarshal(e.Data, &u) == nil {
@@ -267,7 +347,7 @@ func trace(ctx context.Context, w io.Writer, st runStore, run store.Run) error {
 		case store.EntryStatus:
 			var st struct{ Status, Error string }
 			if json.Unmarshal(e.Data, &st) == nil {
-				bw.printf("       stopped: %s: %s\n", st.Status, clip(st.Error, 300))
+				bw.printf("       stopped: %s: %s\n", escapeLine(st.Status), clip(st.Error, 300))
 			}
 		case store.EntryEnd:
 			bw.printf("       end\n")
@@ -291,21 +371,18 @@ func trace(ctx context.Context, w io.Writer, st runStore, run store.Run) error {
 	}
 	bw.printf("usage: %d input tokens, %d read from the cache and %d written to it (hit rate %.0f%%), %d output tokens (%d thinking)",
 		u.Input, u.CacheRead, u.CacheWrite, 100*u.CacheHitRate(), u.Output, u.Thinking)
-	if c, ok := cost(run.Model, u); ok {
-		bw.printf("; cost $%.4f\n", c)
-	} else if u.Total() > 0 {
-		bw.printf("; cost unknown for model %q\n", run.Model)
-	} else {
-		bw.printf("; cost $0\n")
+	if c := pl.costText(run.Model, u); c != "" {
+		bw.printf("; %s", escapeLine(c))
 	}
+	bw.printf("\n")
 	return bw.err
 }
 
-// describe is a message on one line.
+// describe is a message on one line, escaped.
 func describe(m *message.Message) string {
 	inst := ""
 	if m.Instance != "" {
-		inst = "[" + m.Instance + "]"
+		inst = "[" + escapeLine(m.Instance) + "]"
 	}
 	switch m.Type {
 	case message.TypeText:
@@ -313,11 +390,11 @@ func describe(m *message.Message) string {
 		if role == "" {
 			role = "user"
 		}
-		return fmt.Sprintf("%s: %s", role, clip(m.Text, 120))
+		return fmt.Sprintf("%s: %s", escapeLine(role), clip(m.Text, 120))
 	case message.TypeData:
-		s := fmt.Sprintf("%s%s", m.Kind, inst)
+		s := escapeLine(m.Kind) + inst
 		if m.OutputPath != "" {
-			s += " ← " + m.OutputPath
+			s += " ← " + escapeLine(m.OutputPath)
 		}
 		return s + " " + clip(string(m.Data), 120)
 	case message.TypeTool:
@@ -331,24 +408,25 @@ func describe(m *message.Message) string {
 	case message.TypeCompaction:
 		return "compaction: the model sees what comes before as a snapshot (the log keeps it all)"
 	}
-	return string(m.Type)
+	return escapeLine(string(m.Type))
 }
 
-// describeCall is a call with its references resolved where they resolve.
+// describeCall is a call with its references resolved where they
+// resolve, escaped.
 func describeCall(log *message.Log, raw json.RawMessage) string {
 	meta, err := message.ParseCallMeta(raw)
 	if err != nil {
 		return clip(string(raw), 200)
 	}
 	var src ref.Source = log
-	name := meta.Tool
+	name := escapeLine(meta.Tool)
 	if meta.Instance != "" {
 		src = log.Instance(meta.Instance)
-		name += "[" + meta.Instance + "]"
+		name += "[" + escapeLine(meta.Instance) + "]"
 	}
 	out := ""
 	if meta.OutputPath != "" {
-		out = " → " + meta.OutputPath
+		out = " → " + escapeLine(meta.OutputPath)
 	}
 	params := string(raw)
 	if sub, err := ref.Substitute(src, raw); err == nil {
@@ -357,12 +435,15 @@ func describeCall(log *message.Log, raw json.RawMessage) string {
 	return fmt.Sprintf("%s %s%s", name, clip(params, 200), out)
 }
 
+// clip puts s on one line of at most n characters, escaped: runs of
+// white space become one space.
 func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
+	s = escapeLine(strings.Join(strings.Fields(s), " "))
+	if utf8.RuneCountInString(s) <= n {
+		return s
 	}
-	return s
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
 }
 
 // errWriter keeps the first write error.
@@ -377,36 +458,23 @@ func (e *errWriter) printf(format string, args ...any) {
 	}
 }
 
-// prices are list prices in US dollars per million input and output
-// tokens, for the trace's cost line. They change; a model not listed has
-// no cost shown.
-var prices = map[string][2]float64{
-	"gpt-5":             {1.25, 10},
-	"gpt-5-mini":        {0.25, 2},
-	"gpt-5-nano":        {0.05, 0.4},
-	"gpt-4.1":           {2, 8},
-	"gpt-4.1-mini":      {0.4, 1.6},
-	"gpt-4o":            {2.5, 10},
-	"gpt-4o-mini":       {0.15, 0.6},
-	"claude-opus-4-1":   {15, 75},
-	"claude-sonnet-4-5": {3, 15},
-	"claude-haiku-4-5":  {1, 5},
-	"gemini-2.5-pro":    {1.25, 10},
-	"gemini-2.5-flash":  {0.3, 2.5},
-}
-
-// cost prices usage for a model named provider:model.
-func cost(model string, u provider.Usage) (float64, bool) {
-	name, m, ok := strings.Cut(model, ":")
-	if !ok {
-		m = name
+// runUsage is the usage of a run: the sum of its journaled usage, exact
+// across failures and resumes, else the usage saved with the run.
+func runUsage(ctx context.Context, st runStore, run store.Run) (provider.Usage, error) {
+	var u provider.Usage
+	journaled := false
+	for e, err := range st.Entries(ctx, run.ID, 0) {
+		if err != nil {
+			return u, err
+		}
+		var eu provider.Usage
+		if e.Type == store.EntryUsage && json.Unmarshal(e.Data, &eu) == nil {
+			u.Add(eu)
+			journaled = true
+		}
 	}
-	if name == "ollama" {
-		return 0, true
+	if !journaled {
+		return run.Usage, nil
 	}
-	p, ok := prices[m]
-	if !ok {
-		return 0, false
-	}
-	return (float64(u.Input)*p[0] + float64(u.Output)*p[1]) / 1e6, true
+	return u, nil
 }

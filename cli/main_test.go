@@ -3,9 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
+	"flag"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/openai"
 )
 
 func TestResolve(t *testing.T) {
@@ -48,5 +53,27 @@ func TestResolve(t *testing.T) {
 
 // run runs a command with the default registry.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return Main(ctx, args, Env{Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	return Main(ctx, args, Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Providers: openaiProviders})
+}
+
+// openaiProviders is the Env.Providers of the tests, whose servers speak
+// OpenAI's wire format: any name with a base URL is an OpenAI-compatible
+// server, as with cli/providers.
+func openaiProviders(_ context.Context, name, model, baseURL string) (provider.Provider, error) {
+	if baseURL == "" {
+		return nil, fmt.Errorf("%w %q", ErrUnknownProvider, name)
+	}
+	return openai.New(openai.Config{Name: name, Model: model, BaseURL: baseURL})
+}
+
+// execute parses a command's flags and runs it, as Main does, and returns
+// its error.
+func execute(ctx context.Context, c *command, env *Env, args []string) error {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	run := c.setup(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	return run(ctx, env, pos)
 }

@@ -14,27 +14,35 @@ import (
 	"github.com/augceo/agent/message"
 )
 
+var planCommand = &command{
+	name:     "plan",
+	synopsis: []string{"plan validate [--structure] FILE", "plan graph FILE"},
+	summary:  "check a plan before it runs, or draw it as a Mermaid graph",
+	doc: `
+FILE ("-" for standard input) holds an array of calls, an object
+{"plan": [...], "context": [...]}, or an Idea ({schema, context}) whose
+last plan message is the plan. validate prints "ok: N calls", or lists
+every problem (unknown tools, cycles, references nothing can satisfy) and
+exits 1; with no context in the file, or with --structure, only what the
+plan says on its own is checked (no tools, no context). graph prints the
+plan as a Mermaid flowchart.`,
+	setup: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
+		structure := fs.Bool("structure", false, "validate: check the plan alone, without tools or context")
+		return func(ctx context.Context, env *Env, pos []string) error {
+			return planCmd(ctx, env.Stdin, env.Stdout, pos, *structure)
+		}
+	},
+}
+
 // planCmd checks a plan or draws it (012):
 //
 //	acts plan validate [--structure] FILE
 //	acts plan graph FILE
-//
-// FILE ("-" for standard input) holds an array of calls, an object
-// {"plan": [...], "context": [...]}, or an Idea ({schema, context}) whose
-// last plan message is the plan. validate prints "ok: N calls", or every
-// problem and fails; with no context in the file, or with --structure,
-// only what the plan says on its own is checked (no tools, no context).
-// graph prints the plan as a Mermaid flowchart.
-func planCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	structure := fs.Bool("structure", false, "check the plan alone, without tools or context")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
+func planCmd(ctx context.Context, stdin io.Reader, stdout io.Writer, pos []string, structure bool) error {
 	if len(pos) != 2 || (pos[0] != "validate" && pos[0] != "graph") {
 		return fmt.Errorf("%w: plan takes validate or graph, and FILE", errUsage)
 	}
+	var err error
 	file := pos[1]
 	var data []byte
 	if file == "-" {
@@ -54,11 +62,11 @@ func planCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 		if err != nil {
 			return fmt.Errorf("%s: %w", file, err)
 		}
-		_, err = fmt.Fprint(stdout, g)
+		_, err = fmt.Fprint(stdout, escapeText(g))
 		return err
 	}
 	only := ""
-	if *structure || !hasContext {
+	if structure || !hasContext {
 		err = agent.CheckPlan(plan)
 		only = " (structure only)"
 	} else {
@@ -66,7 +74,7 @@ func planCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 	}
 	if pe, ok := errors.AsType[*agent.PlanError](err); ok {
 		for _, p := range pe.Problems {
-			fmt.Fprintln(stdout, p)
+			fmt.Fprintln(stdout, escapeText(fmt.Sprint(p)))
 		}
 		if len(pe.Problems) == 1 {
 			return fmt.Errorf("%s: invalid plan (1 problem)", file)

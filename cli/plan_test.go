@@ -67,7 +67,7 @@ func TestPlanCommand(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout bytes.Buffer
-			err := planCmd(context.Background(), tt.args, strings.NewReader(tt.stdin), &stdout)
+			err := execute(context.Background(), planCommand, &Env{Stdin: strings.NewReader(tt.stdin), Stdout: &stdout}, tt.args)
 			if got := stdout.String(); got != tt.stdout {
 				t.Errorf("stdout:\n%s\nwant:\n%s", got, tt.stdout)
 			}

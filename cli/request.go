@@ -7,38 +7,55 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/provider"
-	"github.com/augceo/agent/provider/anthropic"
-	"github.com/augceo/agent/provider/gemini"
-	"github.com/augceo/agent/provider/openai"
 )
 
-// requestCmd runs one Request from a saved Idea.
-func requestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("request", flag.ContinueOnError)
-	model := fs.String("model", os.Getenv("ACTS_MODEL"), "provider:model, e.g. openai:gpt-5-mini, anthropic:claude-sonnet-4-5, gemini:gemini-2.5-flash, ollama:llama3.2")
-	baseURL := fs.String("base-url", "", "API base URL (OpenAI-compatible servers, proxies)")
-	n := fs.Int("n", 1, "number of solutions")
-	thinking := fs.Int("thinking", 0, "reasoning budget in tokens (negative: off)")
-	stream := fs.Bool("stream", false, "stream, printing each call as soon as it is complete")
-	asJSON := fs.Bool("json", false, "print one JSON object for scripts")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	idea, err := readIdea("request", pos)
-	if err != nil {
-		return err
-	}
-	p, name, err := NewProvider(*model, *baseURL)
-	if err != nil {
-		return err
-	}
-	cfg := agent.Config{Provider: provider.Retry(p, provider.RetryConfig{}), Model: name, N: *n, Thinking: *thinking, Stream: *stream}
-	if *stream {
+var requestCommand = &command{
+	name:     "request",
+	synopsis: []string{"request IDEA.json [flags]"},
+	summary:  "send one Request from a saved Idea and print its solutions",
+	doc: `
+Sends one Request from a saved Idea ({"schema", "context"}) to the model
+of --model and prints the solutions and the token usage, and the cost with
+a price list (--prices or ACTS_PRICES). The acts command knows the
+providers openai, anthropic, gemini (or google) and ollama, and takes any
+other name with --base-url as an OpenAI-compatible server (vLLM, LM
+Studio); keys come from OPENAI_API_KEY, ANTHROPIC_API_KEY and
+GEMINI_API_KEY (or GOOGLE_API_KEY), Ollama's address from OLLAMA_HOST.
+--stream prints each call on standard error as soon as it is complete, and
+the model's visible thinking as it comes.`,
+	setup: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
+		model := fs.String("model", os.Getenv("ACTS_MODEL"), "`provider:model`, e.g. openai:gpt-5-mini, anthropic:claude-sonnet-4-5, gemini:gemini-2.5-flash, ollama:llama3.2; ACTS_MODEL sets the default")
+		baseURL := fs.String("base-url", "", "the provider's API base `URL` (OpenAI-compatible servers, proxies)")
+		n := fs.Int("n", 1, "ask for `N` solutions")
+		thinking := fs.Int("thinking", 0, "a reasoning budget of `N` tokens (0: the provider's default; negative: off)")
+		stream := fs.Bool("stream", false, "stream, printing each call as soon as it is complete")
+		priceFile := pricesFlag(fs)
+		asJSON := fs.Bool("json", false, `print one JSON object for scripts: {"solutions", "usage", "cost"}`)
+		return func(ctx context.Context, env *Env, pos []string) error {
+			idea, err := readIdea("request", pos)
+			if err != nil {
+				return err
+			}
+			pl, err := loadPrices(*priceFile)
+			if err != nil {
+				return err
+			}
+			p, name, err := env.provider(ctx, *model, *baseURL)
+			if err != nil {
+				return err
+			}
+			cfg := agent.Config{Provider: p, Model: name, N: *n, Thinking: *thinking, Stream: *stream}
+			return request(ctx, env, cfg, idea, *model, pl, *asJSON)
+		}
+	},
+}
+
+// request runs one Request from a saved Idea: acts request IDEA.json.
+func request(ctx context.Context, env *Env, cfg agent.Config, idea *agent.Idea, model string, pl *prices, asJSON bool) error {
+	if cfg.Stream {
 		cfg.CallbackPath = "calls"
 	}
 	var resp *agent.Response
@@ -47,86 +64,50 @@ func requestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		switch {
-		case ev.Element != nil && !*asJSON:
-			fmt.Fprintf(stderr, "call %d.%d: %s\n", ev.Element.Index, ev.Element.Element.Index, ev.Element.Value)
-		case ev.Thinking != nil && !*asJSON:
-			fmt.Fprint(stderr, ev.Thinking.Text)
+		case ev.Element != nil && !asJSON:
+			fmt.Fprintf(env.Stderr, "call %d.%d: %s\n", ev.Element.Index, ev.Element.Element.Index, escapeJSON(string(ev.Element.Value)))
+		case ev.Thinking != nil && !asJSON:
+			fmt.Fprint(env.Stderr, escapeText(ev.Thinking.Text))
 		case ev.Repair != nil:
-			fmt.Fprintf(stderr, "repairing solution %d: %v\n", ev.Repair.Index, ev.Repair.Err)
+			fmt.Fprintf(env.Stderr, "repairing solution %d: %s\n", ev.Repair.Index, escapeLine(ev.Repair.Err.Error()))
 		case ev.Response != nil:
 			resp = ev.Response
 		}
 	}
-	return printResponse(stdout, resp, *asJSON)
+	return printResponse(env.Stdout, resp, model, pl, asJSON)
 }
 
-func printResponse(w io.Writer, resp *agent.Response, asJSON bool) error {
+func printResponse(w io.Writer, resp *agent.Response, model string, pl *prices, asJSON bool) error {
 	if asJSON {
 		sols := make([]json.RawMessage, len(resp.Solutions))
 		for i, s := range resp.Solutions {
 			sols[i] = s.Raw
 		}
-		out, err := json.MarshalIndent(struct {
+		out := struct {
 			Solutions []json.RawMessage `json:"solutions"`
 			Usage     provider.Usage    `json:"usage"`
-		}{sols, resp.Usage}, "", "  ")
+			Cost      *float64          `json:"cost,omitempty"`
+		}{Solutions: sols, Usage: resp.Usage}
+		if c, ok := pl.cost(model, resp.Usage); ok {
+			out.Cost = &c
+		}
+		b, err := json.MarshalIndent(out, "", "  ")
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(w, "%s\n", out)
+		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
 	for i, s := range resp.Solutions {
 		fmt.Fprintf(w, "solution %d:\n%s\n", i, indentJSON(s.Raw))
 	}
 	u := resp.Usage
-	_, err := fmt.Fprintf(w, "usage: input %d, output %d, thinking %d, cache read %d, cache write %d\n", u.Input, u.Output, u.Thinking, u.CacheRead, u.CacheWrite)
+	fmt.Fprintf(w, "usage: input %d, output %d, thinking %d, cache read %d, cache write %d", u.Input, u.Output, u.Thinking, u.CacheRead, u.CacheWrite)
+	if c := pl.costText(model, u); c != "" {
+		fmt.Fprintf(w, "; %s", escapeLine(c))
+	}
+	_, err := fmt.Fprintln(w)
 	return err
-}
-
-// NewProvider builds the provider named by spec ("provider:model":
-// openai, anthropic, gemini, ollama) and returns it with the model name. A
-// name it does not know, given a base URL, is an OpenAI-compatible server.
-// Keys come from the providers' usual environment variables.
-func NewProvider(spec, baseURL string) (provider.Provider, string, error) {
-	name, model, ok := strings.Cut(spec, ":")
-	if !ok || name == "" || model == "" {
-		return nil, "", fmt.Errorf("%w: --model must be provider:model (or set ACTS_MODEL), got %q", errUsage, spec)
-	}
-	switch name {
-	case "openai":
-		p, err := openai.New(openai.Config{Model: model, BaseURL: baseURL})
-		return p, model, err
-	case "anthropic":
-		p, err := anthropic.New(anthropic.Config{Model: model, BaseURL: baseURL})
-		return p, model, err
-	case "gemini", "google":
-		p, err := gemini.New(gemini.Config{Model: model, BaseURL: baseURL})
-		return p, model, err
-	case "ollama":
-		if baseURL == "" {
-			baseURL = ollamaURL()
-		}
-		p, err := openai.New(openai.Config{Name: "ollama", Model: model, BaseURL: baseURL})
-		return p, model, err
-	}
-	if baseURL == "" {
-		return nil, "", fmt.Errorf("%w: unknown provider %q (openai, anthropic, gemini, ollama, or any name with --base-url for an OpenAI-compatible server)", errUsage, name)
-	}
-	p, err := openai.New(openai.Config{Name: name, Model: model, BaseURL: baseURL})
-	return p, model, err
-}
-
-// ollamaURL is Ollama's OpenAI-compatible endpoint, from OLLAMA_HOST.
-func ollamaURL() string {
-	host := os.Getenv("OLLAMA_HOST")
-	if host == "" {
-		return "http://localhost:11434/v1"
-	}
-	if !strings.Contains(host, "://") {
-		host = "http://" + host
-	}
-	return strings.TrimRight(host, "/") + "/v1"
 }
 
 // readIdea reads the one Idea file a command takes.

@@ -13,16 +13,31 @@ import (
 	"github.com/augceo/agent/ref"
 )
 
-func resolveCmd(_ context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("resolve", flag.ContinueOnError)
-	instance := fs.String("instance", "", "resolve as a call targeting this instance")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
+var resolveCommand = &command{
+	name:     "resolve",
+	synopsis: []string{"resolve [--instance ID] CONTEXT.json EXPR"},
+	summary:  "print the value of a reference expression against a context",
+	doc: `
+Prints the value, as indented JSON, of a reference expression (†kind.path,
+with || and &&) against the messages of CONTEXT.json ("-" reads standard
+input), or the error with exit status 1. --instance resolves as a call
+targeting that instance would: the instance's data first, global data
+where the instance has none.`,
+	setup: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
+		instance := fs.String("instance", "", "resolve as a call targeting instance `ID` would")
+		return func(ctx context.Context, env *Env, pos []string) error {
+			return resolveCmd(ctx, env.Stdin, env.Stdout, pos, *instance)
+		}
+	},
+}
+
+// resolveCmd prints the value of a reference expression: acts resolve
+// CONTEXT.json EXPR.
+func resolveCmd(_ context.Context, stdin io.Reader, stdout io.Writer, pos []string, instance string) error {
 	if len(pos) != 2 {
 		return fmt.Errorf("%w: resolve takes CONTEXT.json and EXPR", errUsage)
 	}
+	var err error
 	file, expr := pos[0], pos[1]
 	var data []byte
 	if file == "-" {
@@ -42,8 +57,8 @@ func resolveCmd(_ context.Context, args []string, stdin io.Reader, stdout io.Wri
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	var src ref.Source = log
-	if *instance != "" {
-		src = log.Instance(*instance)
+	if instance != "" {
+		src = log.Instance(instance)
 	}
 	v, err := ref.EvalString(src, expr)
 	if err != nil {
@@ -53,10 +68,12 @@ func resolveCmd(_ context.Context, args []string, stdin io.Reader, stdout io.Wri
 	return err
 }
 
+// indentJSON is v indented for people, escaped (see escapeJSON): still
+// valid JSON, with the same value.
 func indentJSON(v json.RawMessage) string {
 	var out bytes.Buffer
 	if err := json.Indent(&out, v, "", "  "); err != nil {
-		return string(v)
+		return escapeText(string(v))
 	}
-	return out.String()
+	return escapeJSON(out.String())
 }

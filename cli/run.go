@@ -22,10 +22,12 @@ import (
 	"github.com/augceo/agent/platform"
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/store"
+	"golang.org/x/term"
 )
 
 // runFlags are the flags run and resume share.
 type runFlags struct {
+	fs                                         *flag.FlagSet
 	model, baseURL, store, progress, rendering string
 	concurrency                                int
 	json                                       bool
@@ -33,32 +35,49 @@ type runFlags struct {
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.model, "model", os.Getenv("ACTS_MODEL"), "provider:model for latent calls and the agent loop")
-	fs.StringVar(&f.baseURL, "base-url", "", "API base URL (OpenAI-compatible servers, proxies)")
-	fs.StringVar(&f.store, "store", defaultStore(), "where runs are kept: a SQLite file, memory:, or a postgres:// URL")
-	fs.StringVar(&f.progress, "progress", "auto", "progress bar on standard error: auto (when a terminal), always, never")
-	fs.IntVar(&f.concurrency, "concurrency", 0, "calls running at once (0: the default)")
+	f.fs = fs
+	fs.StringVar(&f.model, "model", os.Getenv("ACTS_MODEL"), "`provider:model` for latent calls and the agent loop; ACTS_MODEL sets the default")
+	fs.StringVar(&f.baseURL, "base-url", "", "the provider's API base `URL` (OpenAI-compatible servers, proxies)")
+	fs.StringVar(&f.store, "store", defaultStore(), "where runs are kept: a SQLite file, memory:, or a postgres:// `URL`; ACTS_STORE sets the default")
+	fs.StringVar(&f.progress, "progress", "auto", "the progress bar on standard error (`MODE`): auto (when it is a terminal and --json is not given), always, never")
+	fs.IntVar(&f.concurrency, "concurrency", 0, "run at most `N` calls at once (0: the agent's default)")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object for scripts")
-	fs.DurationVar(&f.lease, "lease", agent.DefaultLeaseTTL, "how long the run stays held by this process without renewing its lease; after a crash, a resume waits this long")
-	fs.StringVar(&f.rendering, "rendering", "", "how data reaches the model: cached (each message rendered once, so requests share their prefix with the prompt cache) or snapshot (each identity's merged value); default: the Idea's, else cached")
+	fs.DurationVar(&f.lease, "lease", agent.DefaultLeaseTTL, "the lease's `DURATION`: how long the run stays held by this process without renewing it; after a crash, a resume waits this long")
+	fs.StringVar(&f.rendering, "rendering", "", "how data reaches the model (`MODE`): cached (each message rendered once, so requests share their prefix with the prompt cache) or snapshot (each identity's merged value); default: the Idea's, else cached")
 }
 
-// runCmd runs an Idea durably: acts run IDEA.json [--input ...].
-func runCmd(ctx context.Context, env *Env, args []string) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	var rf runFlags
-	rf.register(fs)
-	input := fs.String("input", "", "input: JSON, or @FILE (a JSON object, a JSON array or JSON lines; arrays and lines are instanced)")
-	id := fs.String("id", "", "the new run's id (default: a new one)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
+var runCommand = &command{
+	name:     "run",
+	synopsis: []string{"run IDEA.json [--input JSON|@FILE] [flags]"},
+	summary:  "run an Idea durably in a store",
+	doc: `
+Runs an Idea ({"schema", "context"}) durably in a store. When the context
+ends with a plan whose calls all have code activities, the plan runs with
+no model, once per instance when the inputs are instanced; otherwise the
+agent loop runs with --model. --input adds inputs: a JSON object is one
+input; a JSON array, or a file of JSON lines, is one instanced input per
+element (its _instance, or its position from 1). No run is created for a
+command that fails its checks. Ctrl-C stops the run cleanly (exit status
+130) and "acts resume RUN" continues it; exit status 3 means the run ended
+with failed calls. Prints a summary (--json: one JSON object).`,
+	setup: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
+		var rf runFlags
+		rf.register(fs)
+		input := fs.String("input", "", "the inputs: `JSON` or @FILE (a JSON object, a JSON array or JSON lines; arrays and lines are instanced)")
+		id := fs.String("id", "", "the new run's `ID` (default: a new one)")
+		return func(ctx context.Context, env *Env, pos []string) error {
+			return runIdea(ctx, env, &rf, pos, *input, *id)
+		}
+	},
+}
+
+// runIdea runs an Idea durably: acts run IDEA.json [--input ...].
+func runIdea(ctx context.Context, env *Env, rf *runFlags, pos []string, input, id string) error {
 	idea, err := readIdea("run", pos)
 	if err != nil {
 		return err
 	}
-	inputs, err := readInput(*input)
+	inputs, err := readInput(input)
 	if err != nil {
 		return err
 	}
@@ -66,12 +85,15 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}
+	if err := rf.check(); err != nil {
+		return err
+	}
 	st, err := openStore(ctx, rf.store)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	runID := *id
+	runID := id
 	if runID == "" {
 		runID = platform.NewID(ctx)
 	} else if _, err := st.Load(ctx, runID); err == nil {
@@ -80,7 +102,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	// Every check comes before the run is created: a command that fails
 	// leaves no run behind. The agent creates it, atomically: of two
 	// commands racing for one id, the second fails.
-	cfg, err := rf.config(env, st, runID, rf.model, rf.baseURL)
+	cfg, err := rf.config(ctx, env, st, runID, rf.model, rf.baseURL)
 	if err != nil {
 		return err
 	}
@@ -90,9 +112,12 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	}
 	events, total, kind := chooseRun(ctx, cfg, idea.Schema, msgs)
 	if kind == "loop" && cfg.Provider == nil {
+		if env.Providers == nil {
+			return fmt.Errorf("%s has no plan to run offline, and %w", pos[0], noProviders(rf.model))
+		}
 		return fmt.Errorf("%w: %s has no plan to run offline; the agent loop needs --model (or ACTS_MODEL)", errUsage, pos[0])
 	}
-	return drive(ctx, env, &rf, runID, events, total)
+	return drive(ctx, env, rf, runID, events, total)
 }
 
 // chooseRun picks how an Idea runs: its last plan with no model (per
@@ -117,36 +142,66 @@ func instanced(plan []json.RawMessage) bool {
 	return false
 }
 
-// config builds the agent configuration of a run.
-func (f *runFlags) config(env *Env, st store.Store, id, model, baseURL string) (agent.Config, error) {
-	cfg := agent.Config{Registry: env.Registry, Store: st, RunID: id, Concurrency: f.concurrency, Rendering: agent.Rendering(f.rendering), LeaseTTL: f.lease}
+// check checks the flags, before the store is opened.
+func (f *runFlags) check() error {
 	if f.lease <= 0 {
-		return cfg, fmt.Errorf("%w: --lease must be positive, got %s", errUsage, f.lease)
+		return fmt.Errorf("%w: --lease must be positive, got %s", errUsage, f.lease)
 	}
 	if err := agent.Rendering(f.rendering).Check(); err != nil {
-		return cfg, fmt.Errorf("%w: --rendering: %w", errUsage, err)
+		return fmt.Errorf("%w: --rendering: %w", errUsage, err)
 	}
-	if model != "" {
-		p, name, err := NewProvider(model, baseURL)
-		if err != nil {
-			return cfg, err
-		}
-		cfg.Provider, cfg.Model = provider.Retry(p, provider.RetryConfig{}), name
+	switch f.progress {
+	case "auto", "always", "never":
+	default:
+		return fmt.Errorf("%w: --progress must be auto, always or never, got %q", errUsage, f.progress)
 	}
+	return nil
+}
+
+// config builds the agent configuration of a run, once check has passed.
+// With no Env.Providers, a model the command line did not name is left
+// out: the run fails later only if it needs one.
+func (f *runFlags) config(ctx context.Context, env *Env, st store.Store, id, model, baseURL string) (agent.Config, error) {
+	cfg := agent.Config{Registry: env.Registry, Store: st, RunID: id, Concurrency: f.concurrency, Rendering: agent.Rendering(f.rendering), LeaseTTL: f.lease}
+	if model == "" || env.Providers == nil && !isSet(f.fs, "model") {
+		return cfg, nil
+	}
+	p, name, err := env.provider(ctx, model, baseURL)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Provider, cfg.Model = p, name
 	return cfg, nil
 }
 
-// resumeCmd continues a run: acts resume RUN.
-func resumeCmd(ctx context.Context, env *Env, args []string) error {
-	fs := flag.NewFlagSet("resume", flag.ContinueOnError)
-	var rf runFlags
-	rf.register(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
+var resumeCommand = &command{
+	name:     "resume",
+	synopsis: []string{"resume RUN [flags]"},
+	summary:  "continue a run that was interrupted, failed or forked",
+	doc: `
+Continues a run from its journal: calls that finished are never run again;
+a call that started and did not finish runs again only if its activity is
+idempotent, and is reported otherwise. An agent loop calls the endpoint and
+model the run was made with (and says which on standard error) unless
+--model or --base-url say otherwise. A run held by another process fails,
+naming the holder; after a crash its lease expires and resume takes over.
+Exit statuses and the summary are those of run.`,
+	setup: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
+		var rf runFlags
+		rf.register(fs)
+		return func(ctx context.Context, env *Env, pos []string) error {
+			return resume(ctx, env, &rf, pos)
+		}
+	},
+}
+
+// resume continues a run: acts resume RUN.
+func resume(ctx context.Context, env *Env, rf *runFlags, pos []string) error {
 	if len(pos) != 1 {
 		return fmt.Errorf("%w: resume takes RUN", errUsage)
+	}
+	if err := rf.check(); err != nil {
+		return err
 	}
 	st, err := openStore(ctx, rf.store)
 	if err != nil {
@@ -157,27 +212,30 @@ func resumeCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("run %s: %w", pos[0], err)
 	}
-	model, baseURL, err := resumeEndpoint(run, &rf)
+	model, baseURL, err := resumeEndpoint(run, rf)
 	if err != nil {
 		return err
 	}
-	cfg, err := rf.config(env, st, run.ID, model, baseURL)
+	cfg, err := rf.config(ctx, env, st, run.ID, model, baseURL)
 	if err != nil {
 		return err
 	}
 	if run.Kind == "loop" && cfg.Provider == nil {
+		if env.Providers == nil {
+			return fmt.Errorf("run %s is an agent loop, and %w", run.ID, noProviders(model))
+		}
 		return fmt.Errorf("%w: run %s is an agent loop and needs --model", errUsage, run.ID)
 	}
 	if d, ok := cfg.Provider.(provider.Describer); ok {
 		// Say where the run's context goes before it goes.
 		e := d.Endpoint()
-		fmt.Fprintf(env.Stderr, "resuming run %s: %s at %s, model %s\n", run.ID, e.Provider, e.BaseURL, cfg.Model)
+		fmt.Fprintf(env.Stderr, "resuming run %s: %s at %s, model %s\n", escapeLine(run.ID), escapeLine(e.Provider), escapeLine(e.BaseURL), escapeLine(cfg.Model))
 	}
 	total := 0
 	if run.Kind == "plan" {
 		total = planSize(ctx, st, run)
 	}
-	return drive(ctx, env, &rf, run.ID, agent.ResumeEvents(ctx, cfg, run.ID), total)
+	return drive(ctx, env, rf, run.ID, agent.ResumeEvents(ctx, cfg, run.ID), total)
 }
 
 // resumeEndpoint returns the provider:model and base URL a resume calls:
@@ -315,7 +373,7 @@ func printSummary(w io.Writer, s *summary, rf *runFlags) error {
 		return err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "run %s: %s in %.2fs\n", s.Run, s.Status, s.Seconds)
+	fmt.Fprintf(&b, "run %s: %s in %.2fs\n", escapeLine(s.Run), s.Status, s.Seconds)
 	fmt.Fprintf(&b, "  calls: %d ok, %d failed\n", s.Calls-s.Failed, s.Failed)
 	fmt.Fprintf(&b, "  messages: %d", s.Messages)
 	if s.Steps > 0 {
@@ -326,9 +384,9 @@ func printSummary(w io.Writer, s *summary, rf *runFlags) error {
 	}
 	b.WriteString("\n")
 	if s.Output != nil {
-		fmt.Fprintf(&b, "  output: %s\n", s.Output)
+		fmt.Fprintf(&b, "  output: %s\n", escapeJSON(string(s.Output)))
 	}
-	fmt.Fprintf(&b, "  trace: acts log %s --store %s\n", s.Run, rf.store)
+	fmt.Fprintf(&b, "  trace: acts log %s --store %s\n", escapeLine(s.Run), escapeLine(rf.store))
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -421,13 +479,10 @@ func newProgress(w io.Writer, mode string, total int, asJSON bool) *progress {
 	return &progress{w: w, on: on, total: total}
 }
 
+// isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // step redraws the bar, at most ten times a second.

@@ -72,7 +72,7 @@ func writeFile(t *testing.T, name, content string) string {
 // what it printed.
 func acts(ctx context.Context, reg *agent.Registry, args ...string) (int, string, string) {
 	var stdout, stderr bytes.Buffer
-	code := Main(ctx, args, Env{Registry: reg, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
+	code := Main(ctx, args, Env{Registry: reg, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Providers: openaiProviders})
 	return code, stdout.String(), stderr.String()
 }
 
@@ -123,11 +123,13 @@ func TestRunPlanOffline(t *testing.T) {
 		"state[2] ← †state.big {\"big\":{\"n\":14}}",
 		"end",
 		"11 messages, 6 calls started, 0 failed",
-		"cost $0",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, "cost") {
+		t.Errorf("log with no price list shows a cost:\n%s", out)
 	}
 	code, out, _ = acts(ctx, reg, "log", "r1", "--store", db, "--json")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -237,8 +239,20 @@ func TestFork(t *testing.T) {
 	// Messages 0-1 are the tools and the plan, 2-3 the inputs, 4 the first
 	// output: the fork keeps one output and runs the rest.
 	code, out, errOut := acts(ctx, reg, "fork", "p", "--at", "4", "--id", "b", "--store", db)
-	if code != 0 || !strings.Contains(out, "run b: forked from p at message 4; continue it with: acts resume b") {
+	if code != 0 || out != "run b: forked from p at message 4; continue it with: acts resume b\n" {
 		t.Fatalf("fork: %d %q %q", code, out, errOut)
+	}
+	// --json: one object, and an id of the store's choosing.
+	code, out, errOut = acts(ctx, reg, "fork", "p", "--at", "3", "--json", "--store", db)
+	var forked struct {
+		Run, Parent string
+		At          int
+	}
+	if err := json.Unmarshal([]byte(out), &forked); code != 0 || err != nil || forked.Run == "" || forked.Run == "p" || forked.Parent != "p" || forked.At != 3 {
+		t.Fatalf("fork --json: %d %q %q: %+v, %v", code, out, errOut, forked, err)
+	}
+	if _, out, _ := acts(ctx, reg, "runs", "--store", db, "--json"); !strings.Contains(out, `{"id":"`+forked.Run+`","kind":"plan","status":"interrupted"`) {
+		t.Errorf("the run fork --json named is not in the store: %s", out)
 	}
 	calls.Store(0)
 	code, out, errOut = acts(ctx, reg, "resume", "b", "--store", db, "--json")
@@ -253,6 +267,11 @@ func TestFork(t *testing.T) {
 	}
 	if code, _, errOut := acts(ctx, reg, "fork", "p", "--at", "99", "--store", db); code != 1 || !strings.Contains(errOut, "fork p") {
 		t.Errorf("fork past the end: %d %q", code, errOut)
+	}
+	for _, args := range [][]string{{"p"}, {"p", "--at", "-1"}, {"--at", "2"}} {
+		if code, _, errOut := acts(ctx, reg, append([]string{"fork", "--store", db}, args...)...); code != 2 || !strings.Contains(errOut, "acts: usage: ") {
+			t.Errorf("fork %q: %d %q", args, code, errOut)
+		}
 	}
 }
 
@@ -277,7 +296,7 @@ func TestRunLoop(t *testing.T) {
 		t.Errorf("summary %+v", s)
 	}
 	_, out, _ = acts(context.Background(), agent.NewRegistry(), "log", "l", "--store", db)
-	if !strings.Contains(out, "run l  loop  done") || !strings.Contains(out, "model openai:gpt-test") || !strings.Contains(out, "cost unknown") ||
+	if !strings.Contains(out, "run l  loop  done") || !strings.Contains(out, "model openai:gpt-test") || strings.Contains(out, "cost") ||
 		!strings.Contains(out, "(hit rate ") ||
 		!strings.Contains(out, "── step 1\n       call 1.0 started: lookup {\"_tool\":\"lookup\",\"q\":\"France\"") || !strings.Contains(out, "call 1.0 done") {
 		t.Errorf("log:\n%s", out)

@@ -1,6 +1,11 @@
 // Command acts runs and inspects Acts agents from a terminal: durable
 // runs of Ideas and plans, resume after a crash, traces, forks, single
-// Requests, plan checks and references. See package cli for the commands.
+// Requests, plan checks and references. See package cli for the commands,
+// and "acts help COMMAND" for each one's flags.
+//
+// acts is package cli with the default registry and the model providers
+// of package cli/providers: openai, anthropic, gemini, ollama, and
+// OpenAI-compatible servers.
 package main
 
 import (
@@ -10,10 +15,11 @@ import (
 	"syscall"
 
 	"github.com/augceo/agent/cli"
+	"github.com/augceo/agent/cli/providers"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(cli.Main(ctx, os.Args[1:], cli.Env{}))
+	os.Exit(cli.Main(ctx, os.Args[1:], cli.Env{Providers: providers.New}))
 }

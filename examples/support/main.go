@@ -22,7 +22,7 @@ import (
 	"strings"
 
 	"github.com/augceo/agent"
-	"github.com/augceo/agent/cli"
+	"github.com/augceo/agent/cli/providers"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
 )
@@ -100,7 +100,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "support needs a model: set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY, or ACTS_MODEL=provider:model")
 		return 2
 	}
-	p, model, err := cli.NewProvider(spec, baseURL)
+	name, model, _ := strings.Cut(spec, ":")
+	p, err := providers.New(ctx, name, model, baseURL)
 	if err != nil {
 		fmt.Fprintln(stderr, "support:", err)
 		return 1

@@ -1,0 +1,99 @@
+package providers_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/augceo/agent/cli"
+	"github.com/augceo/agent/cli/providers"
+	"github.com/augceo/agent/internal/openaitest"
+	"github.com/augceo/agent/provider"
+)
+
+func TestNew(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "k")
+	t.Setenv("OPENAI_BASE_URL", "")
+	t.Setenv("ANTHROPIC_API_KEY", "k")
+	t.Setenv("ANTHROPIC_BASE_URL", "")
+	t.Setenv("GEMINI_API_KEY", "k")
+	t.Setenv("OLLAMA_HOST", "")
+	for _, tt := range []struct {
+		name, baseURL string
+		want          provider.Endpoint
+	}{
+		{"openai", "", provider.Endpoint{Provider: "openai", BaseURL: "https://api.openai.com/v1/"}},
+		{"openai", "http://proxy/v1", provider.Endpoint{Provider: "openai", BaseURL: "http://proxy/v1"}},
+		{"anthropic", "http://proxy", provider.Endpoint{Provider: "anthropic", BaseURL: "http://proxy"}},
+		{"gemini", "http://proxy", provider.Endpoint{Provider: "gemini", BaseURL: "http://proxy"}},
+		{"google", "http://proxy", provider.Endpoint{Provider: "gemini", BaseURL: "http://proxy"}},
+		{"ollama", "", provider.Endpoint{Provider: "ollama", BaseURL: "http://localhost:11434/v1"}},
+		{"vllm", "http://gpu:8000/v1", provider.Endpoint{Provider: "vllm", BaseURL: "http://gpu:8000/v1"}},
+	} {
+		p, err := providers.New(context.Background(), tt.name, "m", tt.baseURL)
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		d, ok := p.(provider.Describer)
+		if !ok {
+			t.Errorf("%s: %T does not say its endpoint", tt.name, p)
+			continue
+		}
+		if got := d.Endpoint(); got != tt.want {
+			t.Errorf("%s at %q: endpoint %+v, want %+v", tt.name, tt.baseURL, got, tt.want)
+		}
+	}
+	t.Setenv("OLLAMA_HOST", "box:1234/")
+	if p, err := providers.New(context.Background(), "ollama", "m", ""); err != nil || p.(provider.Describer).Endpoint().BaseURL != "http://box:1234/v1" {
+		t.Errorf("OLLAMA_HOST: %v", err)
+	}
+	_, err := providers.New(context.Background(), "acme", "m", "")
+	if !errors.Is(err, cli.ErrUnknownProvider) || !strings.Contains(err.Error(), `unknown provider "acme" (openai, anthropic, gemini, ollama, or any name with --base-url`) {
+		t.Errorf("unknown provider: %v", err)
+	}
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	if _, err := providers.New(context.Background(), "anthropic", "m", ""); !errors.Is(err, provider.ErrNoKey) {
+		t.Errorf("no key: %v", err)
+	}
+}
+
+// TestActs runs the acts command's wiring, cli.Main with providers.New,
+// against a fake OpenAI-compatible server.
+func TestActs(t *testing.T) {
+	srv := openaitest.Server(t, func([]byte) string { return `{"output":{"capital":"Paris"}}` })
+	idea := filepath.Join(t.TempDir(), "idea.json")
+	if err := os.WriteFile(idea, []byte(`{"schema":{"type":"object"},"context":[{"type":"input","country":"France"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	acts := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := cli.Main(context.Background(), args, cli.Env{Stdout: &stdout, Stderr: &stderr, Providers: providers.New})
+		return code, stdout.String(), stderr.String()
+	}
+	code, out, errOut := acts("request", idea, "--model", "vllm:m", "--base-url", srv.URL+"/v1")
+	if code != 0 || !strings.Contains(out, `"capital": "Paris"`) {
+		t.Errorf("request: exit %d, %q, %q", code, out, errOut)
+	}
+	code, _, errOut = acts("request", idea, "--model", "acme:m")
+	if code != 2 || !strings.HasPrefix(errOut, `acts: usage: --model acme:m: unknown provider "acme" (openai, anthropic`) {
+		t.Errorf("unknown provider: exit %d, %q", code, errOut)
+	}
+	// A run resumed with no flags is rebuilt from its saved endpoint.
+	db := filepath.Join(t.TempDir(), "runs.db")
+	if code, _, errOut := acts("run", idea, "--model", "vllm:m", "--base-url", srv.URL+"/v1", "--store", db, "--id", "r"); code != 0 {
+		t.Fatalf("run: %s", errOut)
+	}
+	fork := []string{"fork", "r", "--at", "0", "--id", "f", "--store", db}
+	if code, _, errOut := acts(fork...); code != 0 {
+		t.Fatalf("fork: %s", errOut)
+	}
+	code, _, errOut = acts("resume", "f", "--store", db)
+	if code != 0 || !strings.Contains(errOut, "resuming run f: vllm at "+srv.URL+"/v1, model m") {
+		t.Errorf("resume: exit %d, %q", code, errOut)
+	}
+}
