@@ -66,11 +66,17 @@ type RunSettings struct {
 	MaxTokens   int                `json:"maxTokens,omitempty"`
 	Thinking    int                `json:"thinking,omitempty"`
 	Rendering   Rendering          `json:"rendering,omitempty"`
+	// MCP are the MCP servers of Config.MCP, as given (their Env
+	// entries included): a program that resumes the run connects them
+	// again and registers their tools (acts resume does), since the
+	// run's context offers those tools and its calls need their
+	// activities. Resume itself does not read them.
+	MCP []MCPServer `json:"mcp,omitempty"`
 }
 
 // settingsOf returns the settings of cfg to save with a run.
 func settingsOf(cfg *Config) *RunSettings {
-	s := &RunSettings{Model: cfg.Model, Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens, Thinking: cfg.Thinking, Rendering: cfg.Rendering}
+	s := &RunSettings{Model: cfg.Model, Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens, Thinking: cfg.Thinking, Rendering: cfg.Rendering, MCP: cfg.MCP}
 	if d, ok := cfg.Provider.(provider.Describer); ok {
 		if e := d.Endpoint(); e.Provider != "" {
 			s.Endpoint = &e
@@ -79,8 +85,8 @@ func settingsOf(cfg *Config) *RunSettings {
 	return s
 }
 
-// SavedSettings returns the settings run was made with, or nil for a run
-// that saved none (a plan, or a run from before they were saved).
+// SavedSettings returns the settings run was made with, a loop's or a
+// plan's, or nil for a run from before they were saved.
 func SavedSettings(run store.Run) (*RunSettings, error) {
 	spec, err := specOf(run)
 	return spec.Settings, err

@@ -12,6 +12,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/internal/pgtest"
 	"github.com/augceo/agent/provider"
@@ -342,7 +344,8 @@ func TestDurableDoneResult(t *testing.T) {
 	st := store.NewMemory()
 	ctx := ctxOf(t, `[{"type":"advisor","id":"critic","on":"request","role":"Judges."}]`)
 	sol := `{"advisors":[{"id":"critic","calls":"{\"x\":1}"}],"output":{"answer":42}}`
-	first, err := agent.Run(t.Context(), agent.Config{Provider: scripted.New(costly(sol)), Store: st, RunID: "d", Temperature: new(0.25), MaxTokens: 900}, json.RawMessage(`{"type":"object"}`), ctx)
+	servers := []agent.MCPServer{{Name: "git", Command: []string{"mcp-server-git", "--repository", "."}, Env: []string{"GIT_DIR=.git"}, Prefix: "git_"}, {URL: "https://example.com/mcp"}}
+	first, err := agent.Run(t.Context(), agent.Config{Provider: scripted.New(costly(sol)), Store: st, RunID: "d", Temperature: new(0.25), MaxTokens: 900, MCP: servers}, json.RawMessage(`{"type":"object"}`), ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,6 +362,11 @@ func TestDurableDoneResult(t *testing.T) {
 	saved, err := agent.SavedSettings(run)
 	if err != nil || saved == nil || *saved.Temperature != 0.25 || saved.MaxTokens != 900 {
 		t.Errorf("settings %+v, %v", saved, err)
+	}
+	// The MCP servers are saved as given, for a program that resumes the
+	// run to connect them again.
+	if diff := cmp.Diff(saved.MCP, servers); diff != "" {
+		t.Errorf("saved MCP servers (-got +want):\n%s", diff)
 	}
 }
 

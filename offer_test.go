@@ -44,6 +44,12 @@ func TestOffer(t *testing.T) {
 	if _, err := agent.NewRegistry().Offer(); !errors.Is(err, agent.ErrUnknownTool) {
 		t.Errorf("empty registry: %v", err)
 	}
+	if got, want := reg.ToolNames(), []string{"forecast", "summarize"}; !cmp.Equal(got, want) {
+		t.Errorf("ToolNames() = %q, want %q", got, want)
+	}
+	if got := agent.NewRegistry().ToolNames(); len(got) != 0 {
+		t.Errorf("ToolNames() of an empty registry = %q", got)
+	}
 
 	// The model sees the same request whether the tool is named or offered
 	// with its definition.

@@ -135,6 +135,13 @@ func (r *Registry) LookupTool(name string) (json.RawMessage, error) {
 	return s, nil
 }
 
+// ToolNames returns the names of the registered tools, sorted.
+func (r *Registry) ToolNames() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Sorted(maps.Keys(r.tools))
+}
+
 // Schemas returns the named schemas that composed schemas may $ref.
 func (r *Registry) Schemas() *schema.Registry { return r.schemas }
 

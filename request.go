@@ -94,6 +94,12 @@ type Config struct {
 	// Origin says where a durable run came from, such as an Idea file's
 	// path; it is saved as store.Run.Idea.
 	Origin string
+	// MCP lists the MCP servers whose tools Registry holds for the run
+	// (an Idea's MCP, connected by package mcp). The agent neither
+	// connects nor reads them: a durable run saves them with its settings
+	// (RunSettings.MCP), so that a program resuming it can connect them
+	// again, as acts resume does.
+	MCP []MCPServer
 	// LeaseTTL is how long a durable run stays held by this process
 	// without renewing its lease (see lease.go); it is renewed every
 	// third of it while the run works. 0 means DefaultLeaseTTL.
