@@ -1,5 +1,6 @@
 // Package cli is the acts command line: run, resume and inspect durable
-// runs, send one Request, validate and draw plans, resolve references.
+// runs, send one Request, validate and draw plans, resolve references,
+// and serve tools and Ideas over MCP.
 //
 // cmd/acts runs it with the default registry and every model provider. A
 // program with activities of its own runs the same commands over its
@@ -31,6 +32,7 @@
 //	acts plan validate [--structure] FILE
 //	acts plan graph FILE
 //	acts resolve [--instance ID] CONTEXT.json EXPR
+//	acts mcp serve [--tool NAME]... [--idea NAME=FILE]... [--model provider:model] [--base-url URL]
 //
 // "acts help COMMAND" and "acts COMMAND --help" print a command's
 // synopsis, what it does and every flag with its default; docs/cli.md in
@@ -71,6 +73,27 @@
 // characters escaped (\x1b, \u009b, \n in a one-line field), so that a
 // trace cannot drive the terminal; --json output is plain JSON.
 //
+// # MCP
+//
+// run, request and resume connect the MCP servers an Idea lists ("mcp",
+// see package github.com/augceo/agent/mcp) for the command's duration and
+// register their tools on [Env.Registry]; a name taken there already is
+// an error, so give the server a prefix. run and request put one tool
+// message at the start of the context that offers them all, with their
+// definitions, unless the Idea's context offers some of them itself and
+// so chose among them. The message renders no text, so it is part of the
+// prefix every request repeats. A durable run saves the servers with its
+// settings (agent.RunSettings.MCP) and resume starts them again. A server
+// that does not start fails the command, naming it, and leaves no run
+// behind.
+//
+// mcp serve serves the registry's tools (every one, or those --tool
+// names) and the Ideas of --idea as MCP tools, over [Env.Stdin] and
+// [Env.Stdout], until standard input closes or ctx is cancelled; logs go
+// to [Env.Stderr]. The servers its Ideas list are connected while it
+// runs. --model is needed for Ideas, and for latent tools and delegates,
+// whose calls fail without one.
+//
 // # Exit status
 //
 // 0 on success; 1 on an error; 2 on a usage error; 3 when a run ended but
@@ -95,7 +118,9 @@ import (
 // agent.DefaultRegistry, the process's standard streams and no model
 // providers.
 type Env struct {
-	// Registry holds the tools and activities runs can use.
+	// Registry holds the tools and activities runs can use. run,
+	// request and resume register the tools of an Idea's MCP servers on
+	// it for as long as they run; mcp serve serves its tools.
 	Registry *agent.Registry
 	Stdin    io.Reader
 	Stdout   io.Writer
@@ -131,7 +156,7 @@ type command struct {
 }
 
 // commands are acts' commands, in the order the usage lists them.
-var commands = []*command{runCommand, resumeCommand, runsCommand, logCommand, forkCommand, requestCommand, planCommand, resolveCommand}
+var commands = []*command{runCommand, resumeCommand, runsCommand, logCommand, forkCommand, requestCommand, planCommand, resolveCommand, mcpCommand}
 
 func lookupCommand(name string) *command {
 	for _, c := range commands {

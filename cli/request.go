@@ -25,7 +25,9 @@ other name with --base-url as an OpenAI-compatible server (vLLM, LM
 Studio); keys come from OPENAI_API_KEY, ANTHROPIC_API_KEY and
 GEMINI_API_KEY (or GOOGLE_API_KEY), Ollama's address from OLLAMA_HOST.
 --stream prints each call on standard error as soon as it is complete, and
-the model's visible thinking as it comes.`,
+the model's visible thinking as it comes. The MCP servers the Idea lists
+run while the command does, and their tools are offered as acts run offers
+them; a Request runs no calls.`,
 	setup: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		model := fs.String("model", os.Getenv("ACTS_MODEL"), "`provider:model`, e.g. openai:gpt-5-mini, anthropic:claude-sonnet-4-5, gemini:gemini-2.5-flash, ollama:llama3.2; ACTS_MODEL sets the default")
 		baseURL := fs.String("base-url", "", "the provider's API base `URL` (OpenAI-compatible servers, proxies)")
@@ -47,7 +49,18 @@ the model's visible thinking as it comes.`,
 			if err != nil {
 				return err
 			}
-			cfg := agent.Config{Provider: p, Model: name, N: *n, Thinking: *thinking, Stream: *stream}
+			// The Idea's MCP servers: the model is offered their tools. A
+			// Request runs no calls, but their activities make them
+			// explicit tools, whose results the model does not write.
+			tools, closeMCP, err := connectMCP(ctx, env, pos[0], idea.MCP)
+			if err != nil {
+				return err
+			}
+			defer closeMCP()
+			if idea.Context, err = offerMCP(env.Registry, tools, idea.Context); err != nil {
+				return fmt.Errorf("%s: %w", pos[0], err)
+			}
+			cfg := agent.Config{Provider: p, Registry: env.Registry, Model: name, N: *n, Thinking: *thinking, Stream: *stream}
 			return request(ctx, env, cfg, idea, *model, pl, *asJSON)
 		}
 	},

@@ -56,10 +56,13 @@ ends with a plan whose calls all have code activities, the plan runs with
 no model, once per instance when the inputs are instanced; otherwise the
 agent loop runs with --model. --input adds inputs: a JSON object is one
 input; a JSON array, or a file of JSON lines, is one instanced input per
-element (its _instance, or its position from 1). No run is created for a
-command that fails its checks. Ctrl-C stops the run cleanly (exit status
-130) and "acts resume RUN" continues it; exit status 3 means the run ended
-with failed calls. Prints a summary (--json: one JSON object).`,
+element (its _instance, or its position from 1). The MCP servers the Idea
+lists ("mcp") run while the command does, and one tool message at the start
+of the context offers their tools, unless the context offers some of them
+itself. No run is created for a command that fails its checks. Ctrl-C stops
+the run cleanly (exit status 130) and "acts resume RUN" continues it; exit
+status 3 means the run ended with failed calls. Prints a summary (--json:
+one JSON object).`,
 	setup: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		var rf runFlags
 		rf.register(fs)
@@ -110,26 +113,44 @@ func runIdea(ctx context.Context, env *Env, rf *runFlags, pos []string, input, i
 	if cfg.Rendering == "" {
 		cfg.Rendering = idea.Rendering
 	}
-	events, total, kind := chooseRun(ctx, cfg, idea.Schema, msgs)
-	if kind == "loop" && cfg.Provider == nil {
+	if _, ok := offlinePlan(msgs); !ok && cfg.Provider == nil {
 		if env.Providers == nil {
 			return fmt.Errorf("%s has no plan to run offline, and %w", pos[0], noProviders(rf.model))
 		}
 		return fmt.Errorf("%w: %s has no plan to run offline; the agent loop needs --model (or ACTS_MODEL)", errUsage, pos[0])
 	}
+	// The Idea's MCP servers last, once everything else is checked; the
+	// run saves them (cfg.MCP) for acts resume to connect again.
+	tools, closeMCP, err := connectMCP(ctx, env, pos[0], idea.MCP)
+	if err != nil {
+		return err
+	}
+	defer closeMCP()
+	if msgs, err = offerMCP(env.Registry, tools, msgs); err != nil {
+		return fmt.Errorf("%s: %w", pos[0], err)
+	}
+	cfg.MCP = idea.MCP
+	events, total := chooseRun(ctx, cfg, idea.Schema, msgs)
 	return drive(ctx, env, rf, runID, events, total)
+}
+
+// offlinePlan returns the plan an Idea's context ends with, which runs
+// with no model, and whether there is one.
+func offlinePlan(msgs []message.Message) ([]json.RawMessage, bool) {
+	plan, mode, ok := agent.LastPlan(msgs)
+	return plan, ok && mode != agent.PlanLazy && len(plan) > 0
 }
 
 // chooseRun picks how an Idea runs: its last plan with no model (per
 // instance when the inputs are instanced), or the agent loop.
-func chooseRun(ctx context.Context, cfg agent.Config, schema json.RawMessage, msgs []message.Message) (iter.Seq2[agent.RunEvent, error], int, string) {
-	if plan, mode, ok := agent.LastPlan(msgs); ok && mode != agent.PlanLazy && len(plan) > 0 {
+func chooseRun(ctx context.Context, cfg agent.Config, schema json.RawMessage, msgs []message.Message) (iter.Seq2[agent.RunEvent, error], int) {
+	if plan, ok := offlinePlan(msgs); ok {
 		if ids := agent.InstanceIDs(msgs); len(ids) > 0 && !instanced(plan) {
-			return agent.PlanInstancesEvents(ctx, cfg, plan, msgs), len(plan) * len(ids), "plan"
+			return agent.PlanInstancesEvents(ctx, cfg, plan, msgs), len(plan) * len(ids)
 		}
-		return agent.PlanEvents(ctx, cfg, plan, msgs), len(plan), "plan"
+		return agent.PlanEvents(ctx, cfg, plan, msgs), len(plan)
 	}
-	return agent.Events(ctx, cfg, schema, msgs), 0, "loop"
+	return agent.Events(ctx, cfg, schema, msgs), 0
 }
 
 // instanced reports whether a plan's calls name their instances already.
@@ -181,11 +202,12 @@ var resumeCommand = &command{
 	doc: `
 Continues a run from its journal: calls that finished are never run again;
 a call that started and did not finish runs again only if its activity is
-idempotent, and is reported otherwise. An agent loop calls the endpoint and
-model the run was made with (and says which on standard error) unless
---model or --base-url say otherwise. A run held by another process fails,
-naming the holder; after a crash its lease expires and resume takes over.
-Exit statuses and the summary are those of run.`,
+idempotent, and is reported otherwise. The MCP servers of the run's Idea,
+saved with the run, are started again for their tools. An agent loop calls
+the endpoint and model the run was made with (and says which on standard
+error) unless --model or --base-url say otherwise. A run held by another
+process fails, naming the holder; after a crash its lease expires and
+resume takes over. Exit statuses and the summary are those of run.`,
 	setup: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		var rf runFlags
 		rf.register(fs)
@@ -212,10 +234,11 @@ func resume(ctx context.Context, env *Env, rf *runFlags, pos []string) error {
 	if err != nil {
 		return fmt.Errorf("run %s: %w", pos[0], err)
 	}
-	model, baseURL, err := resumeEndpoint(run, rf)
+	saved, err := agent.SavedSettings(run)
 	if err != nil {
 		return err
 	}
+	model, baseURL := resumeEndpoint(run, saved, rf)
 	cfg, err := rf.config(ctx, env, st, run.ID, model, baseURL)
 	if err != nil {
 		return err
@@ -231,6 +254,15 @@ func resume(ctx context.Context, env *Env, rf *runFlags, pos []string) error {
 		e := d.Endpoint()
 		fmt.Fprintf(env.Stderr, "resuming run %s: %s at %s, model %s\n", escapeLine(run.ID), escapeLine(e.Provider), escapeLine(e.BaseURL), escapeLine(cfg.Model))
 	}
+	if saved != nil && run.Status != store.Done {
+		// The run's context offers the tools of its Idea's MCP servers,
+		// with their definitions: its calls need their activities again.
+		_, closeMCP, err := connectMCP(ctx, env, "run "+run.ID, saved.MCP)
+		if err != nil {
+			return err
+		}
+		defer closeMCP()
+	}
 	total := 0
 	if run.Kind == "plan" {
 		total = planSize(ctx, st, run)
@@ -241,17 +273,13 @@ func resume(ctx context.Context, env *Env, rf *runFlags, pos []string) error {
 // resumeEndpoint returns the provider:model and base URL a resume calls:
 // the flags', else those the run was made with, so that a run made
 // against a local server is not sent to a provider's default endpoint.
-func resumeEndpoint(run store.Run, rf *runFlags) (model, baseURL string, err error) {
+func resumeEndpoint(run store.Run, saved *agent.RunSettings, rf *runFlags) (model, baseURL string) {
 	model, baseURL = rf.model, rf.baseURL
-	saved, err := agent.SavedSettings(run)
-	if err != nil {
-		return "", "", err
-	}
 	if saved == nil || saved.Endpoint == nil {
 		if model == "" {
 			model = run.Model // a run from before settings were saved
 		}
-		return model, baseURL, nil
+		return model, baseURL
 	}
 	e := saved.Endpoint
 	if model == "" && saved.Model != "" {
@@ -260,7 +288,7 @@ func resumeEndpoint(run store.Run, rf *runFlags) (model, baseURL string, err err
 	if name, _, _ := strings.Cut(model, ":"); baseURL == "" && name == e.Provider {
 		baseURL = e.BaseURL
 	}
-	return model, baseURL, nil
+	return model, baseURL
 }
 
 // planSize is the number of calls of a plan run, for the progress bar.

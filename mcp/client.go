@@ -134,8 +134,8 @@ func (c *Client) Register(ctx context.Context, reg *agent.Registry) ([]string, e
 // a closer that does nothing.
 //
 // A tool is offered to the model only by a tool message in the run's
-// context; to offer them all, put one naming each,
-// {"type":"tool","tool":"name"}, before the Idea's context.
+// context; to offer them all, put reg.Offer(tools...), one message
+// with every definition, before the Idea's context, as acts run does.
 func ConnectIdea(ctx context.Context, idea *agent.Idea, reg *agent.Registry) (closeAll func() error, tools []string, err error) {
 	var clients []*Client
 	closeAll = func() error {

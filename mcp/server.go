@@ -51,7 +51,8 @@ type ServerConfig struct {
 	// none; its output schema is the Idea's schema; its description the
 	// Idea's first system message. A call runs the Idea with [agent.Run]:
 	// its context, the declaration taken out, then the arguments as an
-	// input message. The Ideas' own MCP servers are not connected.
+	// input message. The Ideas' own MCP servers are not connected here;
+	// acts mcp serve connects them.
 	Ideas map[string]*agent.Idea
 }
 

@@ -1,6 +1,7 @@
 // Command acts runs and inspects Acts agents from a terminal: durable
-// runs of Ideas and plans, resume after a crash, traces, forks, single
-// Requests, plan checks and references. See package cli for the commands,
+// runs of Ideas and plans (with their MCP servers), resume after a crash,
+// traces, forks, single Requests, plan checks and references, and serves
+// Ideas over MCP (acts mcp serve). See package cli for the commands,
 // and "acts help COMMAND" for each one's flags.
 //
 // acts is package cli with the default registry and the model providers
