@@ -390,7 +390,7 @@ func (p *prepared) compose(cfg Config, userSchema json.RawMessage, anyCalls bool
 	}
 	// The provider cannot see the registry: the schemas a tool or the
 	// output names by {"$ref":"Name"} go into the composed schema's $defs.
-	if namesSchemas(p.composed) {
+	if p.compiled.NamesSchemas() {
 		if p.composed, err = b.Registry.Schemas().Adapt(p.composed, schema.Full); err != nil {
 			return fmt.Errorf("agent: composed schema: %w", err)
 		}
@@ -412,28 +412,6 @@ func (p *prepared) compose(cfg Config, userSchema json.RawMessage, anyCalls bool
 		p.cacheKey = hex.EncodeToString(h.Sum(nil)[:8])
 	}
 	return nil
-}
-
-// namesSchemas reports whether the schema s may name a registered schema:
-// whether a "$ref" key has a value that does not start with '#'. Bundling
-// parses and rewrites the whole composed schema, so a step does it only
-// then; a false positive (the text "$ref" in a value) costs a bundling
-// that changes nothing.
-func namesSchemas(s []byte) bool {
-	for rest := s; ; {
-		i := bytes.Index(rest, []byte(`"$ref"`))
-		if i < 0 {
-			return false
-		}
-		rest = bytes.TrimLeft(rest[i+len(`"$ref"`):], " \t\r\n")
-		if len(rest) == 0 || rest[0] != ':' {
-			continue
-		}
-		rest = bytes.TrimLeft(rest[1:], " \t\r\n")
-		if len(rest) > 1 && rest[0] == '"' && rest[1] != '#' {
-			return true
-		}
-	}
 }
 
 // solutionSchema composes the schema of a solution and compiles it.

@@ -266,7 +266,12 @@ func (r *Registry) compileTree(tree any, name string, relax bool) (*Schema, erro
 			queue = append(queue, ref)
 		}
 	}
-	return compileResourcesAt(resources, top)
+	c, err := compileResourcesAt(resources, top)
+	if err != nil {
+		return nil, err
+	}
+	c.named = len(resources) > 1
+	return c, nil
 }
 
 // resolveNames rewrites the named refs in tree (the schema registered as in, or the

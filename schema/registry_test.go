@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -246,5 +247,25 @@ func TestRegistryZeroValue(t *testing.T) {
 	}
 	if s.Validate(raw(`1`)) == nil {
 		t.Error("zero-value registry: ref not followed")
+	}
+}
+
+func TestNamesSchemas(t *testing.T) {
+	r := NewRegistry()
+	r.Register("City", json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`))
+	for s, want := range map[string]bool{
+		`{"type":"object"}`:                                     false,
+		`{"$ref":"#/$defs/a","$defs":{"a":{}}}`:                 false,
+		`{"properties":{"c":{"$ref":"City"}}}`:                  true,
+		`{"properties":{"c":{"$ref":"City#/properties/name"}}}`: true,
+		`{"enum":["$ref"]}`:                                     false,
+	} {
+		c, err := r.Compile(json.RawMessage(s))
+		if err != nil {
+			t.Fatalf("Compile(%s): %v", s, err)
+		}
+		if got := c.NamesSchemas(); got != want {
+			t.Errorf("NamesSchemas(%s) = %v, want %v", s, got, want)
+		}
 	}
 }

@@ -16,9 +16,15 @@ import (
 // Validation follows JSON Schema 2020-12, with two choices: "format" is asserted (a
 // "date-time" must be one), and "nullable" is read as OpenAPI 3.0 defines it.
 type Schema struct {
-	lib  *jsonschema.Schema
-	fast *fastNode // nil when refs resolve in ways the fast path does not follow (see fast.go)
+	lib   *jsonschema.Schema
+	fast  *fastNode // nil when refs resolve in ways the fast path does not follow (see fast.go)
+	named bool      // its refs reach schemas registered by name
 }
+
+// NamesSchemas reports whether s refers to schemas registered by name
+// ({"$ref":"City"}). Whoever gets s without its registry (a provider)
+// cannot resolve those: [Registry.Adapt] bundles them into "$defs".
+func (s *Schema) NamesSchemas() bool { return s.named }
 
 // Validate reports whether data, one JSON value, conforms to s. It returns nil, an error
 // wrapping [ErrInvalidJSON], or a [*ValidationError].
