@@ -92,3 +92,23 @@ func TestStrictNamedRefs(t *testing.T) {
 		}
 	})
 }
+
+// A tool definition may keep its own definitions ("$defs") and refer to
+// them ("#/$defs/Point"). Inside the composed schema "#" is no longer the
+// definition's root, so the tool's local refs are inlined when it is
+// shaped; the calls come back executed through each strict adapter.
+func TestStrictToolLocalRefs(t *testing.T) {
+	forEachStrictAdapter(t, func(t *testing.T, a strictAdapter) {
+		reg, rec := agent.NewRegistry(), &strictRecorder{}
+		reg.Tool("plot", json.RawMessage(`{"type":"object","properties":{"at":{"$ref":"#/$defs/Point"}},"required":["at"],
+			"$defs":{"Point":{"type":"object","properties":{"x":{"type":"integer"},"y":{"type":"integer"}},"required":["x","y"]}}}`))
+		rec.activity(reg, "plot", func(c *agent.Call) (json.RawMessage, error) { return json.RawMessage(`"plotted"`), nil })
+		strictRun(t, a, reg, `{"type":"object","properties":{"done":{"type":"boolean"}},"required":["done"]}`,
+			`[{"type":"tool","tool":"plot"},{"type":"text","text":"Plot (1, 2)."}]`, false,
+			strictCalls(strict.Call{Tool: "plot", Set: set("at", `{"x":1,"y":2}`, "_outputPath", `"†state.p"`)}),
+			strictOutput(`{"done":true}`))
+		if calls := rec.of("plot"); len(calls) != 1 || argString(calls[0], "at") != `{"x":1,"y":2}` {
+			t.Errorf("plot calls %v", calls)
+		}
+	})
+}

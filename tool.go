@@ -120,6 +120,15 @@ func (b *Build) shape(name string) *shaped {
 // shape prepares a tool definition for requests. A loop shapes its
 // tools once, as it handles its tool messages once (RenderCached).
 func shape(name string, def json.RawMessage, explicit bool) (*shaped, error) {
+	if bytes.Contains(def, []byte(`"$ref"`)) {
+		// The definition goes inside the composed schema, where "#" is no
+		// longer its root: its local refs are inlined.
+		inlined, err := schema.InlineLocal(def)
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: %w", name, err)
+		}
+		def = inlined
+	}
 	check, llm, result, err := llmTool(name, def, explicit)
 	if err != nil {
 		return nil, err

@@ -394,8 +394,35 @@ func unknownRef(ref, where, in string) error {
 
 // inliner replaces every $ref by a copy of its target.
 type inliner struct {
-	r    *Registry
-	memo map[string]any // target key → inlined target
+	r         *Registry
+	memo      map[string]any // target key → inlined target
+	localOnly bool           // leave named refs as they are
+}
+
+// InlineLocal returns s with each local ref ("#/$defs/x", any JSON pointer
+// into s) replaced by the schema it points to, and without s's own "$defs"
+// and "definitions", which nothing refers to then. Refs to registered
+// schemas ("City") stay. It is for a schema that will be embedded in
+// another, where "#" no longer means its root, such as a tool's definition
+// in a composed schema. A recursive ref cannot be inlined: ErrRecursive.
+func InlineLocal(s json.RawMessage) (json.RawMessage, error) {
+	tree, err := parseTree(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidJSON, err)
+	}
+	body := tree // the schema without its definitions, which only refs use
+	if o, ok := tree.(*object); ok {
+		o = o.clone()
+		o.del("$defs")
+		o.del("definitions")
+		body = o
+	}
+	in := &inliner{memo: map[string]any{}, localOnly: true}
+	out, err := in.inline(body, tree, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	return marshalTree(out), nil
 }
 
 // inline inlines the refs of tree, a part of doc (the schema registered as name, or the
@@ -410,6 +437,9 @@ func (in *inliner) inline(tree, doc any, name string, stack []string) (any, erro
 		refName, frag, err := splitRef(ref)
 		if err != nil {
 			return nil, err
+		}
+		if refName != "" && in.localOnly {
+			return o, nil
 		}
 		targetDoc, targetName := doc, name
 		if refName != "" {

@@ -385,3 +385,28 @@ func TestAdaptLocalValidation(t *testing.T) {
 		}
 	}
 }
+
+func TestInlineLocal(t *testing.T) {
+	for _, tt := range []struct{ in, want, err string }{
+		{`{"type":"object","properties":{"a":{"type":"string"}}}`, `{"type":"object","properties":{"a":{"type":"string"}}}`, ""},
+		{`{"type":"object","properties":{"at":{"$ref":"#/$defs/P","description":"Where."}},"$defs":{"P":{"type":"object","properties":{"x":{"type":"integer"}}}}}`,
+			`{"type":"object","properties":{"at":{"type":"object","properties":{"x":{"type":"integer"}},"description":"Where."}}}`, ""},
+		{`{"properties":{"c":{"$ref":"City"},"d":{"$ref":"#/definitions/D"}},"definitions":{"D":{"type":"boolean"}}}`,
+			`{"properties":{"c":{"$ref":"City"},"d":{"type":"boolean"}}}`, ""},
+		// An unused recursive definition is dropped; a used one cannot be inlined.
+		{`{"type":"object","$defs":{"n":{"properties":{"next":{"$ref":"#/$defs/n"}}}}}`, `{"type":"object"}`, ""},
+		{`{"properties":{"l":{"$ref":"#/$defs/n"}},"$defs":{"n":{"properties":{"next":{"$ref":"#/$defs/n"}}}}}`, "", "recursive"},
+		{`{"properties":{"a":{"$ref":"#/$defs/none"}}}`, "", "points nowhere"},
+	} {
+		got, err := InlineLocal(json.RawMessage(tt.in))
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("InlineLocal(%s) = %s, %v; want an error saying %s", tt.in, got, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || string(got) != tt.want {
+			t.Errorf("InlineLocal(%s)\n= %s, %v\nwant %s", tt.in, got, err, tt.want)
+		}
+	}
+}
