@@ -146,3 +146,24 @@ func TestRunValuesAreTheCallers(t *testing.T) {
 		t.Errorf("the log changed with what was handed out (-got +want):\n%s", cmp.Diff(got, want))
 	}
 }
+
+// TestRegisteredToolIsACopy: the registry keeps its own copy of a tool's
+// definition, compact, and LookupTool hands out one the caller owns.
+func TestRegisteredToolIsACopy(t *testing.T) {
+	def := []byte("{ \"type\": \"object\",\n  \"properties\": {\"x\": {\"type\": \"integer\"}} }")
+	reg := agent.NewRegistry()
+	reg.Tool("a", def)
+	scribble(def)
+	got, err := reg.LookupTool("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"type":"object","properties":{"x":{"type":"integer"}}}`
+	if string(got) != want {
+		t.Fatalf("LookupTool = %s, want %s", got, want)
+	}
+	scribble(got)
+	if again, _ := reg.LookupTool("a"); string(again) != want {
+		t.Errorf("after the caller wrote over its copy, LookupTool = %s", again)
+	}
+}

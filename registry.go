@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -113,9 +114,13 @@ func (r *Registry) Tool(name string, s json.RawMessage) {
 	if name == "" || strings.HasPrefix(name, "_") {
 		panic(fmt.Sprintf("agent: invalid tool name %q", name))
 	}
-	if !json.Valid(s) || !strings.HasPrefix(strings.TrimSpace(string(s)), "{") {
+	// A compact copy: the caller may reuse s, and shaping joins the
+	// definition's parts without compacting them again.
+	var c bytes.Buffer
+	if json.Compact(&c, s) != nil || !bytes.HasPrefix(c.Bytes(), []byte("{")) {
 		panic(fmt.Sprintf("agent: tool %q: schema is not a JSON object", name))
 	}
+	s = c.Bytes()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.tools[name]; ok {
@@ -124,7 +129,8 @@ func (r *Registry) Tool(name string, s json.RawMessage) {
 	r.tools[name] = s
 }
 
-// LookupTool returns the registered definition of a tool.
+// LookupTool returns the registered definition of a tool, compact, as a
+// copy the caller owns.
 func (r *Registry) LookupTool(name string) (json.RawMessage, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -132,7 +138,7 @@ func (r *Registry) LookupTool(name string) (json.RawMessage, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w %q (registered: %s)", ErrUnknownTool, name, strings.Join(slices.Sorted(maps.Keys(r.tools)), ", "))
 	}
-	return s, nil
+	return bytes.Clone(s), nil
 }
 
 // ToolNames returns the names of the registered tools, sorted.

@@ -12,26 +12,33 @@ import (
 	"github.com/augceo/agent/internal/jsonfast"
 )
 
-// Object is a JSON object as an ordered list of members.
+// Object is a JSON object as an ordered list of members. Its values are
+// compact, valid JSON: Parse compacts what it reads, and whoever sets a
+// value gives it so (constants, Bytes, Parse's values). Bytes can then
+// join them without scanning each one again, which made shaping a tool
+// cost a scan per nesting level.
 type Object struct {
 	Keys   []string
 	Values []json.RawMessage
 }
 
-// Parse parses a JSON object.
+// Parse parses a JSON object. Its values are compacted copies: they do
+// not alias data.
 func Parse(data []byte) (*Object, error) {
-	if !json.Valid(data) {
+	var c bytes.Buffer
+	c.Grow(len(data))
+	if err := json.Compact(&c, data); err != nil {
 		var v any
 		if err := json.Unmarshal(data, &v); err != nil {
-			return nil, err
+			return nil, err // says where, which Compact does not
 		}
-		return nil, fmt.Errorf("ojson: invalid JSON")
+		return nil, fmt.Errorf("ojson: invalid JSON: %w", err)
 	}
-	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
+	if c.Len() == 0 || c.Bytes()[0] != '{' {
 		return nil, fmt.Errorf("ojson: not an object")
 	}
 	o := &Object{}
-	jsonfast.Members(data, func(k string, v []byte) bool {
+	jsonfast.Members(c.Bytes(), func(k string, v []byte) bool {
 		o.Set(k, v)
 		return true
 	})
@@ -90,31 +97,25 @@ func (o *Object) index(k string) int {
 }
 
 // MarshalJSON writes the members in order, compact, without HTML escaping.
-func (o *Object) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
+func (o *Object) MarshalJSON() ([]byte, error) { return o.Bytes(), nil }
+
+// Bytes is the object as JSON: its members in order, compact, without
+// HTML escaping.
+func (o *Object) Bytes() json.RawMessage {
+	n := 2
+	for i, k := range o.Keys {
+		n += len(k) + len(o.Values[i]) + 4
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
 	for i, k := range o.Keys {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		kb, _ := String(k)
-		b.Write(kb)
-		b.WriteByte(':')
-		if err := json.Compact(&b, o.Values[i]); err != nil {
-			return nil, fmt.Errorf("ojson: value of %q: %w", k, err)
-		}
+		b = append(AppendQuote(b, k), ':')
+		b = append(b, o.Values[i]...)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
-
-// Bytes is MarshalJSON for callers that know the values are valid.
-func (o *Object) Bytes() json.RawMessage {
-	b, err := o.MarshalJSON()
-	if err != nil {
-		panic(err)
-	}
-	return b
+	return append(b, '}')
 }
 
 // String encodes s as a JSON string without HTML escaping.
