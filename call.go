@@ -42,6 +42,17 @@ type Call struct {
 	resolved bool
 }
 
+// handed returns a copy of c for user code (an activity, Confirm, an
+// event), whose bytes it owns: writing over them changes neither the
+// log, nor the calls after it, nor the tool's definition.
+func (c *Call) handed() *Call {
+	h := *c
+	h.Raw = bytes.Clone(c.Raw)
+	h.Params = bytes.Clone(c.Params)
+	h.Schema = bytes.Clone(c.Schema)
+	return &h
+}
+
 // outputs returns the output messages that record result for c.
 func (c *Call) outputs(result json.RawMessage, b message.Branch, date time.Time) ([]message.Message, error) {
 	if c.output == nil {

@@ -174,7 +174,7 @@ func (x *executor) invoke(ctx context.Context, c *Call) (res *Result, resp *Resp
 				err = &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("panic: %v", p)}
 			}
 		}()
-		res, err = a.Run(ctx, c)
+		res, err = a.Run(ctx, c.handed())
 		if err != nil {
 			var ce *CallError
 			if !errors.As(err, &ce) {

@@ -216,6 +216,9 @@ func (s *stream) emit(ev RunEvent) bool {
 	if s.stopped {
 		return false
 	}
+	if ev.Call != nil {
+		ev.Call = ev.Call.handed()
+	}
 	if !s.yield(ev, nil) {
 		s.stopped = true
 	}

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -165,5 +166,64 @@ func TestRegisteredToolIsACopy(t *testing.T) {
 	scribble(got)
 	if again, _ := reg.LookupTool("a"); string(again) != want {
 		t.Errorf("after the caller wrote over its copy, LookupTool = %s", again)
+	}
+}
+
+// TestCallIsTheActivitys: an activity may write over the call it is
+// handed (Raw, Params, Schema) and over a result it handed back. The
+// calls after it, the runs after it and the log must not see it.
+func TestCallIsTheActivitys(t *testing.T) {
+	const def = `{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}`
+	reg := agent.NewRegistry()
+	reg.Tool("inc", json.RawMessage(def))
+	scribbling := false
+	var seen []string
+	var buf []byte // reused by every call, as a pooled encoder would
+	reg.Activity("inc", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		var p struct {
+			X int `json:"x"`
+		}
+		if err := json.Unmarshal(c.Params, &p); err != nil {
+			return nil, err
+		}
+		seen = append(seen, string(c.Schema))
+		if scribbling {
+			scribble(c.Raw)
+			scribble(c.Params)
+			scribble(c.Schema)
+			scribble(buf) // the result handed back before
+		}
+		buf = fmt.Appendf(buf[:0], `{"y":%d}`, p.X+1)
+		return &agent.Result{Value: buf}, nil
+	}))
+	run := func() []message.Message {
+		p := scripted.Solutions(
+			`{"calls":[{"_tool":"inc","x":1,"_outputPath":"†state.a"},{"_tool":"inc","x":"†state.a.y","_outputPath":"†state.b"}],"output":null}`,
+			`{"calls":[{"_tool":"inc","x":"†state.b.y","_outputPath":"†state.c"}],"output":null}`,
+			`{"calls":[],"output":3}`)
+		cfg := agent.Config{Provider: p, Registry: reg, Clock: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }}
+		res, err := agent.Run(context.Background(), cfg, json.RawMessage(`{"type":"integer"}`), ctxOf(t, `[{"type":"tool","tool":"inc"}]`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := lookup(t, res.Log, "†state.c.y"); got != "4" {
+			t.Errorf("state.c.y = %s", got)
+		}
+		return res.Log.Messages()
+	}
+	want := run()
+	scribbling = true
+	got := run()
+	scribbling = false
+	again := run()
+	for _, g := range [][]message.Message{got, again} {
+		if !slices.EqualFunc(g, want, func(a, b message.Message) bool { return cmp.Equal(a, b) }) {
+			t.Errorf("the log changed with what the activity wrote over (-got +want):\n%s", cmp.Diff(g, want))
+		}
+	}
+	for i, s := range seen {
+		if s != def {
+			t.Errorf("call %d was handed the schema %s", i, s)
+		}
 	}
 }

@@ -157,7 +157,8 @@ func (s *scheduler) start(ctx context.Context) bool {
 			}
 		}
 		if err == nil && s.confirm != nil {
-			d, cerr := s.confirm(ctx, c)
+			c.ID = t.id // the call Confirm sees is the one that runs
+			d, cerr := s.confirm(ctx, c.handed())
 			switch {
 			case cerr != nil:
 				s.fail(fmt.Errorf("agent: confirm: %w", cerr))

@@ -50,7 +50,7 @@ type runState struct {
 	mu   sync.Mutex
 	step *stepState // the open step; written under mu
 
-	calls map[*agent.Call]*callState // started and not ended
+	calls map[string]*callState // by call ID: started and not ended
 }
 
 // stepState is an open step.
@@ -93,7 +93,7 @@ func (t *Tracer) events(ctx context.Context, cfg agent.Config, id string, start 
 		if id != "" {
 			attrs = append(attrs, semconv.GenAIConversationID(id))
 		}
-		r := &runState{t: t, clock: platform.WithClock(ctx, cfg.Clock), logger: cfg.Logger, model: cfg.Model, calls: map[*agent.Call]*callState{}}
+		r := &runState{t: t, clock: platform.WithClock(ctx, cfg.Clock), logger: cfg.Logger, model: cfg.Model, calls: map[string]*callState{}}
 		if r.logger == nil {
 			r.logger = slog.Default()
 		}
@@ -146,14 +146,14 @@ func (r *runState) observe(ev agent.RunEvent, err error) {
 		r.startStep(ev.Step)
 	case agent.EventUsage:
 		s := r.step
-		if cs := r.calls[ev.Call]; ev.Call != nil && cs != nil {
+		if cs := r.calls[callID(ev.Call)]; cs != nil {
 			s = cs.step
 		}
 		if s != nil && ev.Usage != nil {
 			s.usage.Add(*ev.Usage)
 		}
 	case agent.EventCallStarted:
-		r.calls[ev.Call] = r.startCall(ev.Call)
+		r.calls[callID(ev.Call)] = r.startCall(ev.Call)
 	case agent.EventCallFinished, agent.EventCallFailed:
 		r.endCall(ev.Call, ev.Err)
 	case agent.EventCompacted:
@@ -226,15 +226,24 @@ func (r *runState) startCall(c *agent.Call) *callState {
 
 // endCall closes the span of c, with err when it failed. A call that
 // failed before it started gets a span of no length.
+// callID keys a call's span: each event hands over its own copy of the
+// call, and a call that failed before it started has no ID (nor span).
+func callID(c *agent.Call) string {
+	if c == nil || c.ID == "" {
+		return "\x00none"
+	}
+	return c.ID
+}
+
 func (r *runState) endCall(c *agent.Call, err error) {
 	if c == nil {
 		return
 	}
-	cs, ok := r.calls[c]
+	cs, ok := r.calls[callID(c)]
 	if !ok {
 		cs = r.startCall(c)
 	}
-	delete(r.calls, c)
+	delete(r.calls, callID(c))
 	if err != nil {
 		setError(cs.span, err)
 		if cs.step != nil {
