@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 
@@ -102,7 +103,7 @@ func (b *Build) DefineTool(name string, s json.RawMessage) {
 // shaped for the model, or nil.
 func (b *Build) Definition(name string) json.RawMessage {
 	if sh := b.shape(name); sh != nil {
-		return sh.def
+		return bytes.Clone(sh.def)
 	}
 	return nil
 }
