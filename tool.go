@@ -134,8 +134,9 @@ func (b *Build) shape(name string) *shaped {
 	return nil
 }
 
-// shape prepares a tool definition for requests. A loop shapes its
-// tools once, as it handles its tool messages once (RenderCached).
+// shape prepares a tool definition for requests. A registered tool is
+// shaped when it is registered (Registry.setTool); one given in full in
+// the context, once per run, as a loop handles its messages once.
 func shape(name string, def json.RawMessage, explicit bool) (*shaped, error) {
 	if bytes.Contains(def, []byte(`"$ref"`)) {
 		// The definition goes inside the composed schema, where "#" is no
