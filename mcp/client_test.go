@@ -73,8 +73,8 @@ func TestRegisterDefinitions(t *testing.T) {
 	for _, tt := range []struct{ tool, want string }{
 		{"t_add", `{"type":"object","description":"Adds two numbers.","properties":{"a":{"type":"number"},"b":{"type":"number"},"_output":{"properties":{"sum":{"type":"number"}},"required":["sum"],"type":"object"}},"required":["a","b"]}`},
 		{"t_json_text", `{"type":"object"}`},
-		// Local refs are inlined, $defs dropped; a $ref with siblings is an allOf.
-		{"t_nested", `{"type":"object","description":"Returns the point's x.","properties":{"at":{"allOf":[{"properties":{"x":{"type":"integer"}},"required":["x"],"type":"object"},{"description":"Where."}]}},"required":["at"]}`},
+		// Local refs are inlined, $defs dropped; a $ref's siblings join the schema it names.
+		{"t_nested", `{"type":"object","description":"Returns the point's x.","properties":{"at":{"properties":{"x":{"type":"integer"}},"required":["x"],"type":"object","description":"Where."}},"required":["at"]}`},
 	} {
 		got, err := reg.LookupTool(tt.tool)
 		if err != nil {
@@ -311,8 +311,8 @@ func TestRegisterInvalidSchema(t *testing.T) {
 	}{
 		{"reserved parameter", `{"type":"object","properties":{"_secret":{"type":"string"}}}`, "", `parameter "_secret"`},
 		{"not an object", `{"type":"object","properties":{"a":{"type":"nope"}}}`, "", `mcp: invalid tool schema`},
-		{"recursive", `{"type":"object","$defs":{"n":{"type":"object","properties":{"next":{"$ref":"#/$defs/n"}}}},"properties":{"list":{"$ref":"#/$defs/n"}}}`, "", `$ref "#/$defs/n" is recursive`},
-		{"dangling ref", `{"type":"object","properties":{"a":{"$ref":"#/$defs/none"}}}`, "", `$ref "#/$defs/none": nothing there`},
+		{"recursive", `{"type":"object","$defs":{"n":{"type":"object","properties":{"next":{"$ref":"#/$defs/n"}}}},"properties":{"list":{"$ref":"#/$defs/n"}}}`, "", `recursive ref: "#/$defs/n" at /properties/next/$ref`},
+		{"dangling ref", `{"type":"object","properties":{"a":{"$ref":"#/$defs/none"}}}`, "", `invalid ref: "#/$defs/none" at /properties/a/$ref points nowhere`},
 		{"remote ref", `{"type":"object","properties":{"a":{"$ref":"https://example.com/s.json"}}}`, "", `mcp: invalid tool schema`},
 		{"bad output", `{"type":"object"}`, `{"type":7}`, `mcp: invalid tool schema`},
 	} {

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"slices"
-	"strconv"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -115,119 +112,12 @@ func withoutKeys(doc json.RawMessage, keys ...string) json.RawMessage {
 }
 
 // inlineRefs replaces each local $ref of a schema document ("#/$defs/x",
-// any JSON pointer into the document) with the schema it points to. A
-// recursive ref cannot be inlined and is an error; other refs are left
-// as they are.
+// any JSON pointer into the document) with the schema it points to, as a
+// registered tool's are (schema.InlineLocal). A recursive ref cannot be
+// inlined and is an error.
 func inlineRefs(doc json.RawMessage) (json.RawMessage, error) {
 	if !bytes.Contains(doc, []byte(`"$ref"`)) {
 		return doc, nil
 	}
-	return inline(doc, doc, nil)
-}
-
-// notSchemas are keywords whose values are data or definitions, not
-// schemas to walk: definitions are inlined where they are used.
-var notSchemas = []string{"$defs", "definitions", "enum", "const", "default", "examples"}
-
-func inline(v, root json.RawMessage, stack []string) (json.RawMessage, error) {
-	v = bytes.TrimSpace(v)
-	if len(v) == 0 {
-		return v, nil
-	}
-	switch v[0] {
-	case '[':
-		var items []json.RawMessage
-		if err := json.Unmarshal(v, &items); err != nil {
-			return nil, err
-		}
-		b := []byte{'['}
-		for i, it := range items {
-			x, err := inline(it, root, stack)
-			if err != nil {
-				return nil, err
-			}
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, x...)
-		}
-		return append(b, ']'), nil
-	case '{':
-	default:
-		return v, nil
-	}
-	o, err := ojson.Parse(v)
-	if err != nil {
-		return nil, err
-	}
-	var target json.RawMessage
-	var ref string
-	if r := o.Get("$ref"); r != nil && json.Unmarshal(r, &ref) == nil && strings.HasPrefix(ref, "#") {
-		if slices.Contains(stack, ref) {
-			return nil, fmt.Errorf("$ref %q is recursive, which a tool's schema cannot be", ref)
-		}
-		t, err := pointer(root, ref[1:])
-		if err != nil {
-			return nil, fmt.Errorf("$ref %q: %w", ref, err)
-		}
-		if target, err = inline(t, root, append(stack, ref)); err != nil {
-			return nil, err
-		}
-		o.Delete("$ref")
-	}
-	for i, k := range o.Keys {
-		if slices.Contains(notSchemas, k) {
-			continue
-		}
-		x, err := inline(o.Values[i], root, stack)
-		if err != nil {
-			return nil, err
-		}
-		o.Values[i] = x
-	}
-	switch {
-	case target == nil:
-		return o.Bytes(), nil
-	case len(o.Keys) == 0:
-		return target, nil
-	}
-	// A $ref with siblings applies both, as allOf does (2020-12).
-	return json.RawMessage(`{"allOf":[` + string(target) + `,` + string(o.Bytes()) + `]}`), nil
-}
-
-// pointer returns the value at the JSON pointer p (RFC 6901, as a URI
-// fragment) in doc.
-func pointer(doc json.RawMessage, p string) (json.RawMessage, error) {
-	p, err := url.PathUnescape(p)
-	if err != nil {
-		return nil, err
-	}
-	if p == "" {
-		return doc, nil
-	}
-	if !strings.HasPrefix(p, "/") {
-		return nil, errors.New("only JSON pointers are supported")
-	}
-	cur := doc
-	for _, tok := range strings.Split(p[1:], "/") {
-		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
-		cur = bytes.TrimSpace(cur)
-		var next json.RawMessage
-		switch {
-		case len(cur) > 0 && cur[0] == '{':
-			if o, err := ojson.Parse(cur); err == nil {
-				next = o.Get(tok)
-			}
-		case len(cur) > 0 && cur[0] == '[':
-			var items []json.RawMessage
-			if i, err := strconv.Atoi(tok); err == nil && json.Unmarshal(cur, &items) == nil && i >= 0 && i < len(items) {
-				next = items[i]
-			}
-		}
-		if next == nil {
-			return nil, errors.New("nothing there")
-		}
-		cur = next
-	}
-	return cur, nil
+	return schema.InlineLocal(doc)
 }
