@@ -252,7 +252,11 @@ func resume(ctx context.Context, env *Env, rf *runFlags, pos []string) error {
 	if d, ok := cfg.Provider.(provider.Describer); ok {
 		// Say where the run's context goes before it goes.
 		e := d.Endpoint()
-		fmt.Fprintf(env.Stderr, "resuming run %s: %s at %s, model %s\n", escapeLine(run.ID), escapeLine(e.Provider), escapeLine(e.BaseURL), escapeLine(cfg.Model))
+		at := ""
+		if e.BaseURL != "" { // a provider without one (a test double, say) says so by leaving it out
+			at = " at " + escapeLine(e.BaseURL)
+		}
+		fmt.Fprintf(env.Stderr, "resuming run %s: %s%s, model %s\n", escapeLine(run.ID), escapeLine(e.Provider), at, escapeLine(cfg.Model))
 	}
 	if saved != nil && run.Status != store.Done {
 		// The run's context offers the tools of its Idea's MCP servers,
