@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -12,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/augceo/agent/store"
+	"github.com/augceo/agent/store/internal/columns"
 )
 
 // Store is a [store.Store] and [store.Catalog] in a PostgreSQL database.
@@ -189,7 +189,7 @@ ON CONFLICT (id) DO NOTHING`, cols...)
 		}
 		return insertEntries(ctx, tx, run.ID, es)
 	})
-	return wrap(err, "create", run.ID)
+	return columns.Wrap(err, "create", run.ID)
 }
 
 // Save replaces the metadata of a run for owner, in one transaction that
@@ -213,13 +213,13 @@ UPDATE runs SET kind = $2, idea = $3, model = $4, status = $5, error = $6, usage
 WHERE id = $1`, cols...)
 		return err
 	})
-	return wrap(err, "save", run.ID)
+	return columns.Wrap(err, "save", run.ID)
 }
 
 // Acquire leases a run to lease.Owner, in one transaction that locks the
 // run's row; see [store.Store.Acquire].
 func (s *Store) Acquire(ctx context.Context, id string, lease store.Lease, now time.Time) error {
-	expires, err := formatTime(lease.Expires)
+	expires, err := columns.FormatTime(lease.Expires)
 	if err != nil {
 		return fmt.Errorf("acquire run %s: lease expiry: %w", id, err)
 	}
@@ -234,7 +234,7 @@ func (s *Store) Acquire(ctx context.Context, id string, lease store.Lease, now t
 		_, err = tx.Exec(ctx, `UPDATE runs SET lease_owner = $2, lease_expires = $3 WHERE id = $1`, []byte(id), []byte(lease.Owner), expires)
 		return err
 	})
-	return wrap(err, "acquire", id)
+	return columns.Wrap(err, "acquire", id)
 }
 
 // Append adds entries to the end of a run's journal for owner in one
@@ -255,7 +255,7 @@ func (s *Store) Append(ctx context.Context, id, owner string, entries ...store.E
 		}
 		return insertEntries(ctx, tx, id, es)
 	})
-	return wrap(err, "append to", id)
+	return columns.Wrap(err, "append to", id)
 }
 
 // lock locks run id's row until tx ends and returns its lease, or
@@ -269,7 +269,7 @@ func lock(ctx context.Context, tx pgx.Tx, id string) (store.Lease, error) {
 	if err != nil {
 		return store.Lease{}, notFound(err)
 	}
-	return parseLease(owner, expires)
+	return columns.Lease(string(owner), expires)
 }
 
 // entryColumns holds the columns of entries to insert, one array each.
@@ -287,7 +287,7 @@ func entryValues(entries []store.Entry) (entryColumns, error) {
 	}
 	for i, e := range entries {
 		var err error
-		if es.times[i], err = formatTime(e.Time); err != nil {
+		if es.times[i], err = columns.FormatTime(e.Time); err != nil {
 			return entryColumns{}, fmt.Errorf("entry %d: %w", i, err)
 		}
 		es.types[i], es.calls[i], es.data[i] = []byte(e.Type), []byte(e.Call), e.Data
@@ -355,7 +355,7 @@ func (s *Store) entries(ctx context.Context, id string, after int64, yield func(
 			return n, err
 		}
 		e.Type, e.Call, e.Data = store.EntryType(typ), string(call), data
-		if e.Time, err = parseTime(tm); err != nil {
+		if e.Time, err = columns.ParseTime(tm); err != nil {
 			return n, fmt.Errorf("entry %d: %w", e.Seq, err)
 		}
 		if !yield(e, nil) {
@@ -410,25 +410,13 @@ const runColumns = `id, kind, idea, model, status, error, usage, parent, forked_
 // runValues returns the values of run's columns, in the order of
 // runColumns: strings as bytes, for bytea.
 func runValues(run store.Run) ([]any, error) {
-	created, err := formatTime(run.Created)
-	if err != nil {
-		return nil, fmt.Errorf("created: %w", err)
-	}
-	updated, err := formatTime(run.Updated)
-	if err != nil {
-		return nil, fmt.Errorf("updated: %w", err)
-	}
-	expires, err := formatTime(run.Lease.Expires)
-	if err != nil {
-		return nil, fmt.Errorf("lease expiry: %w", err)
-	}
-	usage, err := json.Marshal(run.Usage)
+	c, err := columns.Texts(run)
 	if err != nil {
 		return nil, err
 	}
 	return []any{[]byte(run.ID), []byte(run.Kind), []byte(run.Idea), []byte(run.Model), []byte(run.Status),
-		[]byte(run.Error), string(usage), []byte(run.Parent), run.ForkedAt, []byte(run.Spec), created, updated,
-		[]byte(run.Lease.Owner), expires}, nil
+		[]byte(run.Error), c.Usage, []byte(run.Parent), run.ForkedAt, []byte(run.Spec), c.Created, c.Updated,
+		[]byte(run.Lease.Owner), c.Expires}, nil
 }
 
 func scanRun(row pgx.Row) (store.Run, error) {
@@ -436,45 +424,20 @@ func scanRun(row pgx.Row) (store.Run, error) {
 		run                                         store.Run
 		id, kind, idea, model, status, text, parent []byte
 		usage, spec, owner                          []byte
-		created, updated, expires                   string
+		c                                           columns.Run
 	)
 	err := row.Scan(&id, &kind, &idea, &model, &status, &text, &usage,
-		&parent, &run.ForkedAt, &spec, &created, &updated, &owner, &expires)
+		&parent, &run.ForkedAt, &spec, &c.Created, &c.Updated, &owner, &c.Expires)
 	if err != nil {
 		return store.Run{}, err
 	}
 	run.ID, run.Kind, run.Idea, run.Model = string(id), string(kind), string(idea), string(model)
 	run.Status, run.Error, run.Parent, run.Spec = store.Status(status), string(text), string(parent), spec
-	if err := json.Unmarshal(usage, &run.Usage); err != nil {
-		return store.Run{}, fmt.Errorf("run %s: usage: %w", run.ID, err)
-	}
-	if run.Created, err = parseTime(created); err != nil {
-		return store.Run{}, fmt.Errorf("run %s: created: %w", run.ID, err)
-	}
-	if run.Updated, err = parseTime(updated); err != nil {
-		return store.Run{}, fmt.Errorf("run %s: updated: %w", run.ID, err)
-	}
-	if run.Lease, err = parseLease(owner, expires); err != nil {
-		return store.Run{}, fmt.Errorf("run %s: %w", run.ID, err)
+	c.Usage = string(usage)
+	if err := columns.Read(&run, c, string(owner)); err != nil {
+		return store.Run{}, err
 	}
 	return run, nil
-}
-
-func parseLease(owner []byte, expires string) (store.Lease, error) {
-	t, err := parseTime(expires)
-	if err != nil {
-		return store.Lease{}, fmt.Errorf("lease expiry: %w", err)
-	}
-	return store.Lease{Owner: string(owner), Expires: t}, nil
-}
-
-// wrap returns err with what the call did to run id, except a nil err
-// and a *store.LeaseError, which names the run already.
-func wrap(err error, what, id string) error {
-	if _, ok := errors.AsType[*store.LeaseError](err); err == nil || ok {
-		return err
-	}
-	return fmt.Errorf("%s run %s: %w", what, id, err)
 }
 
 // notFound returns store.ErrNotFound for pgx.ErrNoRows, else err.
@@ -483,20 +446,4 @@ func notFound(err error) error {
 		return store.ErrNotFound
 	}
 	return err
-}
-
-// timeLayout is RFC 3339 in UTC with all nine fractional digits, so that
-// the text has a fixed width and sorts as the times do.
-const timeLayout = "2006-01-02T15:04:05.000000000Z"
-
-func formatTime(t time.Time) (string, error) {
-	t = t.UTC()
-	if t.Year() < 0 || t.Year() > 9999 {
-		return "", fmt.Errorf("time %v is outside years 0 to 9999", t)
-	}
-	return t.Format(timeLayout), nil
-}
-
-func parseTime(s string) (time.Time, error) {
-	return time.Parse(timeLayout, s)
 }

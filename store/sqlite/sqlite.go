@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -13,6 +12,7 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
 
 	"github.com/augceo/agent/store"
+	"github.com/augceo/agent/store/internal/columns"
 )
 
 // Store is a [store.Store] and [store.Catalog] in one SQLite database
@@ -201,7 +201,7 @@ func (s *Store) Create(ctx context.Context, run store.Run, entries ...store.Entr
 		}
 		return s.insertEntries(ctx, tx, run.ID, 0, entries, times)
 	})
-	return wrap(err, "create", run.ID)
+	return columns.Wrap(err, "create", run.ID)
 }
 
 // Save replaces the metadata of a run for owner, in one transaction that
@@ -225,13 +225,13 @@ UPDATE runs SET kind = ?2, idea = ?3, model = ?4, status = ?5, error = ?6, usage
 WHERE id = ?1`, cols...)
 		return err
 	})
-	return wrap(err, "save", run.ID)
+	return columns.Wrap(err, "save", run.ID)
 }
 
 // Acquire leases a run to lease.Owner, in one transaction; see
 // [store.Store.Acquire].
 func (s *Store) Acquire(ctx context.Context, id string, lease store.Lease, now time.Time) error {
-	expires, err := formatTime(lease.Expires)
+	expires, err := columns.FormatTime(lease.Expires)
 	if err != nil {
 		return fmt.Errorf("acquire run %s: lease expiry: %w", id, err)
 	}
@@ -246,7 +246,7 @@ func (s *Store) Acquire(ctx context.Context, id string, lease store.Lease, now t
 		_, err = tx.ExecContext(ctx, `UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE id = ?`, lease.Owner, expires, id)
 		return err
 	})
-	return wrap(err, "acquire", id)
+	return columns.Wrap(err, "acquire", id)
 }
 
 // Append adds entries to the end of a run's journal for owner in one
@@ -266,7 +266,7 @@ func (s *Store) Append(ctx context.Context, id, owner string, entries ...store.E
 			return notFound(err)
 		}
 		if heldOwner != owner { // the lease is parsed only to say whose it is
-			held, err := parseLease(heldOwner, heldExpires)
+			held, err := columns.Lease(heldOwner, heldExpires)
 			if err != nil {
 				return err
 			}
@@ -274,7 +274,7 @@ func (s *Store) Append(ctx context.Context, id, owner string, entries ...store.E
 		}
 		return s.insertEntries(ctx, tx, id, last, entries, times)
 	})
-	return wrap(err, "append to", id)
+	return columns.Wrap(err, "append to", id)
 }
 
 // inTx runs f in a transaction on the writer, BEGIN IMMEDIATE, and
@@ -351,7 +351,7 @@ func (s *Store) entries(ctx context.Context, id string, after int64, yield func(
 			return n, err
 		}
 		e.Type, e.Data = store.EntryType(typ), data
-		if e.Time, parseTime = parseTimeText(tm); parseTime != nil {
+		if e.Time, parseTime = columns.ParseTime(tm); parseTime != nil {
 			return n, fmt.Errorf("entry %d: %w", e.Seq, parseTime)
 		}
 		if !yield(e, nil) {
@@ -406,50 +406,30 @@ const runColumns = `id, kind, idea, model, status, error, usage, parent, forked_
 // runValues returns the values of run's columns, in the order of
 // runColumns.
 func runValues(run store.Run) ([]any, error) {
-	created, err := formatTime(run.Created)
-	if err != nil {
-		return nil, fmt.Errorf("created: %w", err)
-	}
-	updated, err := formatTime(run.Updated)
-	if err != nil {
-		return nil, fmt.Errorf("updated: %w", err)
-	}
-	expires, err := formatTime(run.Lease.Expires)
-	if err != nil {
-		return nil, fmt.Errorf("lease expiry: %w", err)
-	}
-	usage, err := json.Marshal(run.Usage)
+	c, err := columns.Texts(run)
 	if err != nil {
 		return nil, err
 	}
-	return []any{run.ID, run.Kind, run.Idea, run.Model, string(run.Status), run.Error, string(usage),
-		run.Parent, run.ForkedAt, nullBytes(run.Spec), created, updated, run.Lease.Owner, expires}, nil
+	return []any{run.ID, run.Kind, run.Idea, run.Model, string(run.Status), run.Error, c.Usage,
+		run.Parent, run.ForkedAt, nullBytes(run.Spec), c.Created, c.Updated, run.Lease.Owner, c.Expires}, nil
 }
 
 func scanRun(row interface{ Scan(...any) error }) (store.Run, error) {
 	var (
-		run                             store.Run
-		status, usage, created, updated string
-		owner, expires                  string
-		spec                            []byte
+		run    store.Run
+		status string
+		c      columns.Run
+		owner  string
+		spec   []byte
 	)
-	err := row.Scan(&run.ID, &run.Kind, &run.Idea, &run.Model, &status, &run.Error, &usage,
-		&run.Parent, &run.ForkedAt, &spec, &created, &updated, &owner, &expires)
+	err := row.Scan(&run.ID, &run.Kind, &run.Idea, &run.Model, &status, &run.Error, &c.Usage,
+		&run.Parent, &run.ForkedAt, &spec, &c.Created, &c.Updated, &owner, &c.Expires)
 	if err != nil {
 		return store.Run{}, err
 	}
 	run.Status, run.Spec = store.Status(status), spec
-	if err := json.Unmarshal([]byte(usage), &run.Usage); err != nil {
-		return store.Run{}, fmt.Errorf("run %s: usage: %w", run.ID, err)
-	}
-	if run.Created, err = parseTimeText(created); err != nil {
-		return store.Run{}, fmt.Errorf("run %s: created: %w", run.ID, err)
-	}
-	if run.Updated, err = parseTimeText(updated); err != nil {
-		return store.Run{}, fmt.Errorf("run %s: updated: %w", run.ID, err)
-	}
-	if run.Lease, err = parseLease(owner, expires); err != nil {
-		return store.Run{}, fmt.Errorf("run %s: %w", run.ID, err)
+	if err := columns.Read(&run, c, owner); err != nil {
+		return store.Run{}, err
 	}
 	return run, nil
 }
@@ -461,24 +441,7 @@ func scanLease(row *sql.Row) (store.Lease, error) {
 	if err := row.Scan(&owner, &expires); err != nil {
 		return store.Lease{}, notFound(err)
 	}
-	return parseLease(owner, expires)
-}
-
-func parseLease(owner, expires string) (store.Lease, error) {
-	t, err := parseTimeText(expires)
-	if err != nil {
-		return store.Lease{}, fmt.Errorf("lease expiry: %w", err)
-	}
-	return store.Lease{Owner: owner, Expires: t}, nil
-}
-
-// wrap returns err with what the call did to run id, except a nil err
-// and a *store.LeaseError, which names the run already.
-func wrap(err error, what, id string) error {
-	if _, ok := errors.AsType[*store.LeaseError](err); err == nil || ok {
-		return err
-	}
-	return fmt.Errorf("%s run %s: %w", what, id, err)
+	return columns.Lease(owner, expires)
 }
 
 // notFound returns store.ErrNotFound for sql.ErrNoRows, else err.
@@ -494,27 +457,11 @@ func entryTimes(entries []store.Entry) ([]string, error) {
 	times := make([]string, len(entries))
 	for i, e := range entries {
 		var err error
-		if times[i], err = formatTime(e.Time); err != nil {
+		if times[i], err = columns.FormatTime(e.Time); err != nil {
 			return nil, fmt.Errorf("entry %d: %w", i, err)
 		}
 	}
 	return times, nil
-}
-
-// timeLayout is RFC 3339 in UTC with all nine fractional digits, so that
-// the text has a fixed width and sorts as the times do.
-const timeLayout = "2006-01-02T15:04:05.000000000Z"
-
-func formatTime(t time.Time) (string, error) {
-	t = t.UTC()
-	if t.Year() < 0 || t.Year() > 9999 {
-		return "", fmt.Errorf("time %v is outside years 0 to 9999", t)
-	}
-	return t.Format(timeLayout), nil
-}
-
-func parseTimeText(s string) (time.Time, error) {
-	return time.Parse(timeLayout, s)
 }
 
 // nullBytes returns b, or nil (NULL) for a nil b.
