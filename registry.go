@@ -149,22 +149,26 @@ func (r *Registry) setTool(name string, def json.RawMessage) {
 	r.tools[name] = t
 }
 
-// shapedTool returns a registered tool's definition and its shape for a
-// run that runs it latently or by code (explicit). The shape is shared:
-// nothing may change it.
-func (r *Registry) shapedTool(name string, explicit bool) (json.RawMessage, *shaped, error) {
+// registered returns a registered tool. It is shared: nothing may
+// change it.
+func (r *Registry) registered(name string) (*registeredTool, error) {
 	r.mu.RLock()
 	t, ok := r.tools[name]
 	r.mu.RUnlock()
 	if !ok {
 		_, err := r.LookupTool(name)
-		return nil, nil, err
+		return nil, err
 	}
-	i := 0
+	return t, nil
+}
+
+// shape returns t shaped for a run that runs it latently or by code
+// (explicit).
+func (t *registeredTool) shape(explicit bool) (*shaped, error) {
 	if explicit {
-		i = 1
+		return t.shapes[1], t.errs[1]
 	}
-	return t.def, t.shapes[i], t.errs[i]
+	return t.shapes[0], t.errs[0]
 }
 
 // LookupTool returns the registered definition of a tool, compact, as a

@@ -60,11 +60,11 @@ func defineTool(b *Build, name string, def json.RawMessage) error {
 // defineRegistered defines a registered tool, shaped when it was
 // registered.
 func defineRegistered(b *Build, name string) error {
-	def, _, err := b.Registry.shapedTool(name, false)
-	if def == nil {
+	t, err := b.Registry.registered(name)
+	if err != nil {
 		return err
 	}
-	_, sh, err := b.Registry.shapedTool(name, b.explicit(name, def))
+	sh, err := t.shape(b.explicit(name, t.def))
 	return b.define(name, sh, err)
 }
 
