@@ -227,10 +227,10 @@ func (r *runState) startCall(c *agent.Call) *callState {
 // endCall closes the span of c, with err when it failed. A call that
 // failed before it started gets a span of no length.
 // callID keys a call's span: each event hands over its own copy of the
-// call, and a call that failed before it started has no ID (nor span).
+// call. A call that failed before it started has no ID, nor a span.
 func callID(c *agent.Call) string {
-	if c == nil || c.ID == "" {
-		return "\x00none"
+	if c == nil {
+		return ""
 	}
 	return c.ID
 }
