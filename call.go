@@ -91,36 +91,16 @@ func (c *Call) Args() json.RawMessage {
 	}
 	b := make([]byte, 1, len(c.Params)) // no longer, but for odd escapes
 	b[0] = '{'
-	jsonfast.RawMembers(c.Params, func(k, v []byte) bool {
-		if plainKey(k) { // most keys: taken as written
-			if k[1] != '_' {
-				if len(b) > 1 {
-					b = append(b, ',')
-				}
-				b = append(append(append(b, k...), ':'), v...)
-			}
-			return true
-		}
-		if key := jsonfast.Unquote(k); !strings.HasPrefix(key, "_") {
+	jsonfast.Members(c.Params, func(k string, v []byte) bool {
+		if !strings.HasPrefix(k, "_") {
 			if len(b) > 1 {
 				b = append(b, ',')
 			}
-			b = append(append(ojson.AppendQuote(b, key), ':'), v...)
+			b = append(append(ojson.AppendQuote(b, k), ':'), v...)
 		}
 		return true
 	})
 	return append(b, '}')
-}
-
-// plainKey reports whether the JSON string literal k reads as written:
-// ASCII without escapes, so it needs no unquoting nor quoting again.
-func plainKey(k []byte) bool {
-	for _, c := range k {
-		if c == '\\' || c >= 0x80 {
-			return false
-		}
-	}
-	return true
 }
 
 // ErrorKind says whether a call failed before it ran or while running.
