@@ -62,7 +62,10 @@ func (d Dialect) String() string {
 // millisecond to adapt). The result is a copy the caller owns.
 func Adapt(s json.RawMessage, d Dialect) (json.RawMessage, error) {
 	out, _, err := AdaptStrict(s, d)
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return json.RawMessage(out), nil
 }
 
 // AdaptStrict is [Adapt] for a provider adapter that sends the schema in
@@ -72,33 +75,37 @@ func Adapt(s json.RawMessage, d Dialect) (json.RawMessage, error) {
 // keyword of an adapted schema is allowed whatever its size, so the
 // adapter can still send it with strict mode off, and the answer is
 // validated locally either way.
-func AdaptStrict(s json.RawMessage, d Dialect) (adapted json.RawMessage, over *LimitError, err error) {
+//
+// The adapted schema is a string, which no one can change: a run's steps
+// get the one the cache holds, and an adapter writes it into the request
+// body without a copy of its own.
+func AdaptStrict(s json.RawMessage, d Dialect) (adapted string, over *LimitError, err error) {
 	if d < Full || d > GeminiJSON {
 		_, err := (*Registry)(nil).Adapt(s, d) // says which
-		return nil, nil, err
+		return "", nil, err
 	}
 	if e, ok := cache.get(s, d); ok {
-		return bytes.Clone(e.out), e.over, nil
+		return e.out, e.over, nil
 	}
 	out, err := (*Registry)(nil).Adapt(s, d)
 	if err != nil {
-		return nil, nil, err
+		return "", nil, err
 	}
-	e := adaptation{out: bytes.Clone(out)}
+	e := adaptation{out: string(out)}
 	if d == OpenAI || d == Anthropic {
 		tree, err := parseTree(out)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: adapted: %w", ErrInvalidJSON, err)
+			return "", nil, fmt.Errorf("%w: adapted: %w", ErrInvalidJSON, err)
 		}
 		e.over = checkLimits(tree, d)
 	}
 	cache.put(s, d, e)
-	return out, e.over, nil
+	return e.out, e.over, nil
 }
 
 // adaptation is a cached result of AdaptStrict.
 type adaptation struct {
-	out  json.RawMessage
+	out  string
 	over *LimitError
 }
 

@@ -88,7 +88,7 @@ func TestAdaptStrictLimits(t *testing.T) {
 				t.Errorf("over = %v, want over: %v", over, tt.over)
 			}
 			var limits, others []string
-			for _, v := range violations(t, strict.Check(tt.dialect, adapted)) {
+			for _, v := range violations(t, strict.Check(tt.dialect, json.RawMessage(adapted))) {
 				rule, _, _ := strings.Cut(v, "@")
 				if slices.Contains(limitRules, strict.Rule(rule)) {
 					limits = append(limits, v)

@@ -56,9 +56,9 @@ func TestSpecSchemasAdapt(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Adapt: %v", err)
 				}
-				got := violations(t, strict.Check(d, adapted))
+				got := violations(t, strict.Check(d, json.RawMessage(adapted)))
 				if strings.Join(got, " ") != strings.Join(want, " ") {
-					t.Errorf("violations %q, want %q\nadapted: %s\nerror: %v", got, want, adapted, strict.Check(d, adapted))
+					t.Errorf("violations %q, want %q\nadapted: %s\nerror: %v", got, want, adapted, strict.Check(d, json.RawMessage(adapted)))
 				}
 			})
 		}

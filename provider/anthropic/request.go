@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 
@@ -55,8 +56,8 @@ type requestBody struct {
 	ToolChoice *toolChoice `json:"tool_choice,omitzero"`
 	// tools goes here
 
-	schema json.RawMessage // the adapted schema
-	tool   string          // in tool mode, the forced tool, whose input_schema is schema
+	schema string // the adapted schema
+	tool   string // in tool mode, the forced tool, whose input_schema is schema
 }
 
 type message struct {
@@ -155,6 +156,17 @@ func (p *Provider) newCall(req *provider.Request) (*call, error) {
 	return c, nil
 }
 
+// htmlEscape writes s to buf as json.HTMLEscape does, without copying s
+// when it has nothing to escape, as a schema seldom has.
+func htmlEscape(buf *bytes.Buffer, s string) {
+	// ContainsAny takes its fast path only for ASCII sets.
+	if !strings.ContainsAny(s, "<>&") && !strings.Contains(s, "\u2028") && !strings.Contains(s, "\u2029") {
+		buf.WriteString(s)
+		return
+	}
+	json.HTMLEscape(buf, []byte(s))
+}
+
 // marshal encodes b byte for byte as the SDK encodes its params
 // (TestRequestBodySDK): with HTML escapes, and output_config and tools in
 // their places. The adapted schema is copied as it is, so it keeps its
@@ -184,9 +196,9 @@ func (b *requestBody) marshal() ([]byte, error) {
 		return nil, err
 	}
 	buf.Truncate(buf.Len() - len("}\n"))
-	if b.schema != nil && b.tool == "" {
+	if b.schema != "" && b.tool == "" {
 		buf.WriteString(`,"output_config":{"format":{"type":"json_schema","schema":`)
-		json.HTMLEscape(buf, b.schema)
+		htmlEscape(buf, b.schema)
 		buf.WriteString(`}}`)
 	}
 	tail, err := json.Marshal(struct {
@@ -203,7 +215,7 @@ func (b *requestBody) marshal() ([]byte, error) {
 	}
 	if b.tool != "" {
 		buf.WriteString(`,"tools":[{"input_schema":`)
-		json.HTMLEscape(buf, b.schema)
+		htmlEscape(buf, b.schema)
 		name, _ := json.Marshal(b.tool) // a string always encodes
 		buf.WriteString(`,"name":`)
 		buf.Write(name)

@@ -38,10 +38,10 @@ type requestBody struct {
 	ReasoningEffort     string         `json:"reasoning_effort,omitempty"`
 	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
 
-	schemaName string          // the name of schema
-	schema     json.RawMessage // the adapted schema, for strict structured outputs
-	loose      bool            // schema is over strict mode's limits: "strict":false
-	jsonObject bool            // JSON mode: {"type":"json_object"}
+	schemaName string // the name of schema
+	schema     string // the adapted schema, for strict structured outputs
+	loose      bool   // schema is over strict mode's limits: "strict":false
+	jsonObject bool   // JSON mode: {"type":"json_object"}
 	stream     bool
 }
 
@@ -132,7 +132,7 @@ func (b *requestBody) marshal() ([]byte, error) {
 	}
 	buf.Truncate(buf.Len() - len("}\n")) // reopen the object
 	switch {
-	case b.schema != nil:
+	case b.schema != "":
 		buf.WriteString(`,"response_format":{"json_schema":{"name":`)
 		if err := enc.Encode(b.schemaName); err != nil {
 			return nil, err
@@ -143,7 +143,7 @@ func (b *requestBody) marshal() ([]byte, error) {
 		} else {
 			buf.WriteString(`,"strict":true,"schema":`)
 		}
-		buf.Write(b.schema)
+		buf.WriteString(b.schema)
 		buf.WriteString(`},"type":"json_schema"}`)
 	case b.jsonObject:
 		buf.WriteString(`,"response_format":{"type":"json_object"}`)
