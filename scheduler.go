@@ -198,7 +198,7 @@ func (s *scheduler) start(ctx context.Context) bool {
 			s.bg++
 		}
 		run := func() {
-			msgs, resp, err := t.exec.runCall(ctx, c)
+			msgs, resp, err := t.exec.runCall(platform.WithCall(ctx, c.ID), c)
 			s.done <- finished{t: t, call: c, bg: bg, msgs: msgs, resp: resp, err: err}
 		}
 		if s.flush == nil {

@@ -21,13 +21,15 @@
 //
 // A run is a span "invoke_agent" (gen_ai.operation.name invoke_agent),
 // a child of the span in the context given. Each step is a span "step",
-// a child of the run. Each request to the model is a span "chat {model}"
-// (gen_ai.operation.name chat), a child of the step it was made in: the
-// step's own request, and those of its latent calls and delegates, whose
-// calls run with the run's context. Each call is a span "execute_tool
-// {tool}" (gen_ai.operation.name execute_tool), a child of its step, from
-// its start to the moment the run took its result. A call that fails gets
-// the status Error, as does a request, a step or a run that fails.
+// a child of the run. Each call is a span "execute_tool {tool}"
+// (gen_ai.operation.name execute_tool), a child of its step, from its
+// start to the moment the run took its result. Each request to the model
+// is a span "chat {model}" (gen_ai.operation.name chat): the step's own
+// request is a child of the step; a latent call's, a delegate's and
+// whatever else a call's code asks are children of the call, as are the
+// spans that code starts from its context (which holds the call's span,
+// through platform.WithCallHook). A call that fails gets the status
+// Error, as does a request, a step or a run that fails.
 //
 // # Logs
 //

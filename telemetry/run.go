@@ -37,20 +37,20 @@ func stateOf(ctx context.Context) *runState {
 }
 
 // runState is a traced run. Its events come in on the consumer's
-// goroutine, which alone touches it, but for step: requests read it from
-// the goroutines of calls.
+// goroutine, which alone touches it, but for step and calls: requests
+// read them from the goroutines of calls.
 type runState struct {
 	t      *Tracer
 	span   trace.Span
 	ctx    context.Context // the run's: its span, and the run on it
 	clock  context.Context // its Now is the Config's Clock
 	logger *slog.Logger
-	model  string // the Config's
+	model  string              // the Config's
+	outer  *platform.CallScope // the call the run runs for, if any: its own calls' Outer
 
-	mu   sync.Mutex
-	step *stepState // the open step; written under mu
-
-	calls map[string]*callState // by call ID: started and not ended
+	mu    sync.Mutex
+	step  *stepState            // the open step; written under mu
+	calls map[string]*callState // by call ID: started and not ended; written under mu
 }
 
 // stepState is an open step.
@@ -93,12 +93,12 @@ func (t *Tracer) events(ctx context.Context, cfg agent.Config, id string, start 
 		if id != "" {
 			attrs = append(attrs, semconv.GenAIConversationID(id))
 		}
-		r := &runState{t: t, clock: platform.WithClock(ctx, cfg.Clock), logger: cfg.Logger, model: cfg.Model, calls: map[string]*callState{}}
+		r := &runState{t: t, clock: platform.WithClock(ctx, cfg.Clock), logger: cfg.Logger, model: cfg.Model, outer: platform.CallOf(ctx), calls: map[string]*callState{}}
 		if r.logger == nil {
 			r.logger = slog.Default()
 		}
 		ctx, r.span = t.tracer.Start(parent, "invoke_agent", trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
-		r.ctx = context.WithValue(ctx, stateKey{}, r)
+		r.ctx = platform.WithCallHook(context.WithValue(ctx, stateKey{}, r), r.callContext)
 		defer r.close()
 		for ev, err := range start(r.ctx, cfg) {
 			r.observe(ev, err)
@@ -110,21 +110,52 @@ func (t *Tracer) events(ctx context.Context, cfg agent.Config, id string, start 
 }
 
 // current returns ctx with the span that what happens now in the run
-// belongs to: the open step's, else the run's.
+// belongs to: the call ctx runs for, else the open step's, else the
+// run's.
 func (r *runState) current(ctx context.Context) context.Context {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if cs := r.callOf(ctx); cs != nil {
+		return trace.ContextWithSpan(ctx, cs.span)
+	}
 	if r.step != nil {
 		return trace.ContextWithSpan(ctx, r.step.span)
 	}
 	return trace.ContextWithSpan(ctx, r.span)
 }
 
-// request returns ctx with the parent of a request for model: the open
-// step, which takes the model of its first request, else the run.
+// callOf returns the open call of the run that ctx runs for, or nil; r.mu
+// is held. A call of a run nested in it (a delegate's, a run an activity
+// starts) runs for that call too: what it does goes under the call.
+func (r *runState) callOf(ctx context.Context) *callState {
+	for s := platform.CallOf(ctx); s != nil; s = s.Outer() {
+		if s.Outer() == r.outer {
+			return r.calls[s.ID()]
+		}
+	}
+	return nil
+}
+
+// callContext is the run's platform.CallHook: a call's code runs with
+// the call's span, so that the spans it starts are the call's children.
+func (r *runState) callContext(ctx context.Context) context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cs := r.callOf(ctx); cs != nil {
+		return trace.ContextWithSpan(ctx, cs.span)
+	}
+	return ctx
+}
+
+// request returns ctx with the parent of a request for model: the call
+// ctx runs for (a latent call's, a delegate's), else the open step, which
+// takes the model of its first request, else the run.
 func (r *runState) request(ctx context.Context, model string) context.Context {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if cs := r.callOf(ctx); cs != nil {
+		return trace.ContextWithSpan(ctx, cs.span)
+	}
 	if s := r.step; s != nil {
 		if s.model == "" {
 			s.model = model
@@ -153,7 +184,10 @@ func (r *runState) observe(ev agent.RunEvent, err error) {
 			s.usage.Add(*ev.Usage)
 		}
 	case agent.EventCallStarted:
-		r.calls[callID(ev.Call)] = r.startCall(ev.Call)
+		cs := r.startCall(ev.Call)
+		r.mu.Lock()
+		r.calls[callID(ev.Call)] = cs
+		r.mu.Unlock()
 	case agent.EventCallFinished, agent.EventCallFailed:
 		r.endCall(ev.Call, ev.Err)
 	case agent.EventCompacted:
@@ -243,7 +277,9 @@ func (r *runState) endCall(c *agent.Call, err error) {
 	if !ok {
 		cs = r.startCall(c)
 	}
+	r.mu.Lock()
 	delete(r.calls, callID(c))
+	r.mu.Unlock()
 	if err != nil {
 		setError(cs.span, err)
 		if cs.step != nil {
@@ -280,10 +316,12 @@ func (r *runState) ended(res *agent.RunResult) {
 // close ends what is still open when the stream ends: calls abandoned
 // when the consumer stopped, the last step, the run.
 func (r *runState) close() {
+	r.mu.Lock()
 	for c, cs := range r.calls {
 		cs.span.End()
 		delete(r.calls, c)
 	}
+	r.mu.Unlock()
 	r.endStep()
 	r.span.End()
 }

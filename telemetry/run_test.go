@@ -333,7 +333,8 @@ func byContent(keys []string, responses ...scripted.Response) provider.Provider 
 
 func TestConcurrentCalls(t *testing.T) {
 	// Two calls of code that run at once, and two latent calls whose
-	// requests are made at once: every span is a child of its step.
+	// requests are made at once: every call is a child of its step, and
+	// a latent call's request a child of its call.
 	tr, rec := recording()
 	// Two runs at once, too: each keeps its own spans.
 	var wg sync.WaitGroup
@@ -367,12 +368,12 @@ func TestConcurrentCalls(t *testing.T) {
 	want := `invoke_agent
   step
     chat m
-    chat m
-    chat m
     execute_tool a
     execute_tool b
     execute_tool guessX
+      chat m
     execute_tool guessY
+      chat m
   step
     chat m
 `
@@ -420,7 +421,7 @@ func TestLatentAndDelegate(t *testing.T) {
 				t.Fatal(err)
 			}
 			spans := rec.Ended()
-			want := "invoke_agent\n  step\n    chat m\n    chat m\n    execute_tool " + tt.tool + "\n  step\n    chat m\n"
+			want := "invoke_agent\n  step\n    chat m\n    execute_tool " + tt.tool + "\n      chat m\n  step\n    chat m\n"
 			if got := tree(spans); got != want {
 				t.Fatalf("spans:\n%s\nwant:\n%s", got, want)
 			}
@@ -433,8 +434,8 @@ func TestLatentAndDelegate(t *testing.T) {
 			if own == nil {
 				t.Fatal("no span for the call's request")
 			}
-			if step := find(spans, "step")[0]; parentOf(own) != idOf(step) {
-				t.Error("the call's request is not a child of its step")
+			if call := find(spans, "execute_tool "+tt.tool)[0]; parentOf(own) != idOf(call) {
+				t.Error("the call's request is not a child of its call")
 			}
 		})
 	}
@@ -618,8 +619,8 @@ func TestStopEndsSpans(t *testing.T) {
 }
 
 func TestNestedRun(t *testing.T) {
-	// A traced run inside a call of a traced run is a child of the call's
-	// step; the context's span is the parent of the outer run.
+	// A traced run inside a call of a traced run is a child of the call;
+	// the context's span is the parent of the outer run.
 	tr, rec := recording()
 	reg := agent.NewRegistry()
 	reg.Tool("inner", json.RawMessage(`{"type":"object"}`))
@@ -642,15 +643,124 @@ func TestNestedRun(t *testing.T) {
   invoke_agent
     step
       chat big
-      invoke_agent
-        step
-          chat small
       execute_tool inner
+        invoke_agent
+          step
+            chat small
     step
       chat big
 `
 	if got := tree(rec.Ended()); got != want {
 		t.Fatalf("spans:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestActivitySpans(t *testing.T) {
+	// An activity's context holds its call's span: the spans it starts
+	// (an HTTP client's, say) are the call's children.
+	tr, rec := recording()
+	reg := agent.NewRegistry()
+	reg.Tool("fetch", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("fetch", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		_, s := trace.SpanFromContext(ctx).TracerProvider().Tracer("http").Start(ctx, "GET")
+		s.End()
+		return &agent.Result{Value: json.RawMessage(`true`)}, nil
+	}))
+	model := scripted.Solutions(`{"calls":[{"_tool":"fetch","_outputPath":"†state.f"}],"output":null}`, `{"calls":[],"output":{}}`)
+	cfg := agent.Config{Provider: model, Registry: reg, Model: "m", Logger: slog.New(slog.DiscardHandler)}
+	if _, err := tr.Run(context.Background(), cfg, anyOutput, append(tools("fetch"), message.Text("go"))); err != nil {
+		t.Fatal(err)
+	}
+	want := `invoke_agent
+  step
+    chat m
+    execute_tool fetch
+      GET
+  step
+    chat m
+`
+	if got := tree(rec.Ended()); got != want {
+		t.Fatalf("spans:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestNestedRunCalls(t *testing.T) {
+	// The runs inside a call have calls of their own, whose IDs the outer
+	// run's repeat: the inner run's "1.0" while the outer run's "1.0" runs
+	// too. A latent call's request goes under the call of the run it is
+	// of when that run is traced, and under the outer call when it is not.
+	for _, tt := range []struct {
+		name   string
+		traced bool
+		want   string
+	}{
+		{"traced", true, `invoke_agent
+  step
+    chat big
+    execute_tool wait
+    execute_tool inner
+      invoke_agent
+        step
+          chat small
+          execute_tool guess
+            chat small
+        step
+          chat small
+  step
+    chat big
+`},
+		{"untraced", false, `invoke_agent
+  step
+    chat big
+    execute_tool wait
+    execute_tool inner
+      chat small
+      chat small
+      chat small
+  step
+    chat big
+`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, rec := recording()
+			innerReg := agent.NewRegistry()
+			innerReg.Tool("guess", json.RawMessage(`{"type":"object","description":"guess","properties":{"_output":{"type":"integer"}}}`))
+			reg := agent.NewRegistry()
+			reg.Tool("inner", json.RawMessage(`{"type":"object"}`))
+			reg.Tool("wait", json.RawMessage(`{"type":"object"}`))
+			innerDone := make(chan struct{})
+			reg.Activity("wait", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+				<-innerDone
+				return &agent.Result{Value: json.RawMessage(`true`)}, nil
+			}))
+			reg.Activity("inner", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+				defer close(innerDone)
+				small := byContent([]string{"The tool: guess", "## Plan"},
+					scripted.Response{Solutions: []string{`{"output":3}`}},
+					scripted.Response{Solutions: []string{`{"calls":[],"output":{"ok":true}}`}},
+					scripted.Response{Solutions: []string{`{"calls":[{"_tool":"guess","_outputPath":"†state.g"}],"output":null}`}},
+				)
+				cfg := agent.Config{Provider: tr.Provider(small), Registry: innerReg, Model: "small", Logger: slog.New(slog.DiscardHandler)}
+				msgs := append(tools("guess"), message.Text("inner"))
+				run := agent.Run
+				if tt.traced {
+					run = tr.Run
+				}
+				res, err := run(ctx, cfg, anyOutput, msgs)
+				if err != nil {
+					return nil, err
+				}
+				return &agent.Result{Value: res.Solution.Output}, nil
+			}))
+			model := scripted.Solutions(`{"calls":[{"_tool":"wait","_outputPath":"†state.w"},{"_tool":"inner","_outputPath":"†state.i"}],"output":null}`, `{"calls":[],"output":{}}`)
+			cfg := agent.Config{Provider: model, Registry: reg, Model: "big", Logger: slog.New(slog.DiscardHandler)}
+			if _, err := tr.Run(context.Background(), cfg, anyOutput, append(tools("wait", "inner"), message.Text("go"))); err != nil {
+				t.Fatal(err)
+			}
+			if got := tree(rec.Ended()); got != tt.want {
+				t.Fatalf("spans:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
 	}
 }
 
