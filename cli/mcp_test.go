@@ -24,10 +24,19 @@ import (
 )
 
 // TestMain runs a small MCP server on stdio when the test binary is
-// started as one (ACTS_CLI_TEST_MCP=stdio), or a server that dies at
-// once (=die); otherwise the tests.
+// started as one (ACTS_CLI_TEST_MCP=stdio), a server that dies at once
+// (=die), or one that dies at once while a file exists (=unless:path);
+// otherwise the tests.
 func TestMain(m *testing.M) {
-	switch os.Getenv("ACTS_CLI_TEST_MCP") {
+	mode := os.Getenv("ACTS_CLI_TEST_MCP")
+	if path, ok := strings.CutPrefix(mode, "unless:"); ok {
+		mode = "stdio"
+		if _, err := os.Stat(path); err == nil {
+			fmt.Fprintln(os.Stderr, "the server is down")
+			os.Exit(2)
+		}
+	}
+	switch mode {
 	case "stdio":
 		if err := echoServer().Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -205,6 +214,53 @@ func TestResumeMCP(t *testing.T) {
 	_, out, _ = acts(t.Context(), agent.NewRegistry(), "log", "r", "--store", db)
 	if !strings.Contains(out, `"echo: again"`) || !strings.Contains(out, "call 2.0 done") {
 		t.Errorf("log:\n%s", out)
+	}
+}
+
+// TestResumeMCPServerFails: a resume whose MCP server does not start
+// fails with the server's error and leaves the run as it was, so that a
+// later resume, the server back, carries it on.
+func TestResumeMCPServerFails(t *testing.T) {
+	down := filepath.Join(t.TempDir(), "down")
+	idea := echoIdea(t, "unless:"+down)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	p := scripted.New(scripted.Response{Solutions: []string{callEcho}}, scripted.Response{Err: errors.New("model overloaded")})
+	if code, _, errOut := actsScripted(t.Context(), agent.NewRegistry(), p, "run", idea, "--model", "test:m", "--store", db, "--id", "r"); code != 1 {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	_, before, _ := acts(t.Context(), agent.NewRegistry(), "log", "r", "--store", db)
+	_, runsBefore, _ := acts(t.Context(), agent.NewRegistry(), "runs", "--store", db, "--json")
+
+	if err := os.WriteFile(down, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p = scripted.Solutions(callAgain, answer)
+	code, _, errOut := actsScripted(t.Context(), agent.NewRegistry(), p, "resume", "r", "--model", "test:m", "--store", db)
+	if code != 1 || !strings.Contains(errOut, `mcp: server "echo": connect: `) || !strings.Contains(errOut, "(stderr: the server is down)") {
+		t.Errorf("resume with the server down: exit %d, stderr %q", code, errOut)
+	}
+	if !strings.HasPrefix(errOut, "resuming run r: model m\n") { // a test double has no name nor URL to say
+		t.Errorf("stderr %q, want it to start with the resume's line", errOut)
+	}
+	if n := len(p.Requests()); n != 0 {
+		t.Errorf("the model was asked %d times with the server down", n)
+	}
+	if _, after, _ := acts(t.Context(), agent.NewRegistry(), "log", "r", "--store", db); after != before {
+		t.Errorf("the log changed:\n%s\nwas:\n%s", after, before)
+	}
+	if _, runsAfter, _ := acts(t.Context(), agent.NewRegistry(), "runs", "--store", db, "--json"); runsAfter != runsBefore {
+		t.Errorf("the run changed: %s, was %s", runsAfter, runsBefore)
+	}
+
+	if err := os.Remove(down); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := actsScripted(t.Context(), agent.NewRegistry(), p, "resume", "r", "--model", "test:m", "--store", db, "--json")
+	if code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, errOut)
+	}
+	if s := summaryOf(t, out); s.Status != "done" || s.Failed != 0 || string(s.Output) != `{"said":"echo: hello"}` {
+		t.Errorf("summary %+v", s)
 	}
 }
 

@@ -251,12 +251,17 @@ func resume(ctx context.Context, env *Env, rf *runFlags, pos []string) error {
 	}
 	if d, ok := cfg.Provider.(provider.Describer); ok {
 		// Say where the run's context goes before it goes.
+		// A provider that leaves its name or URL out (a test double, say)
+		// is said without them.
 		e := d.Endpoint()
-		at := ""
-		if e.BaseURL != "" { // a provider without one (a test double, say) says so by leaving it out
-			at = " at " + escapeLine(e.BaseURL)
+		where := escapeLine(e.Provider)
+		if e.BaseURL != "" {
+			where = strings.TrimSpace(where + " at " + escapeLine(e.BaseURL))
 		}
-		fmt.Fprintf(env.Stderr, "resuming run %s: %s%s, model %s\n", escapeLine(run.ID), escapeLine(e.Provider), at, escapeLine(cfg.Model))
+		if where != "" {
+			where += ", "
+		}
+		fmt.Fprintf(env.Stderr, "resuming run %s: %smodel %s\n", escapeLine(run.ID), where, escapeLine(cfg.Model))
 	}
 	if saved != nil && run.Status != store.Done {
 		// The run's context offers the tools of its Idea's MCP servers,
