@@ -38,7 +38,9 @@ type Client struct {
 // handshake, waiting for it as long as ctx allows. A server with a
 // Command is started as a child process, with s.Env added to this
 // process's environment, and spoken to over its standard input and
-// output; it runs until [Client.Close]. A server with a URL is reached
+// output; it runs until [Client.Close], in a process group of its own,
+// so that a terminal's Ctrl-C stops the run, not the server under its
+// calls. A server with a URL is reached
 // over streamable HTTP. The errors say which server failed and how: a
 // description that is not valid, a program that does not start, a
 // handshake that fails (with the end of what the program wrote to its
@@ -57,6 +59,7 @@ func Connect(ctx context.Context, s agent.MCPServer) (*Client, error) {
 	}
 	stderr := &tail{}
 	cmd.Stderr = stderr
+	detach(cmd)
 	return connect(ctx, &sdk.CommandTransport{Command: cmd}, name, s.Prefix, stderr)
 }
 

@@ -10,10 +10,18 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// serverModes are more servers the test binary runs as, by
+// ACTS_MCP_TEST_SERVER, registered by the test files of one platform.
+var serverModes = map[string]func(){}
+
 // TestMain runs the test server on stdio when the test binary is started
-// as one (ACTS_MCP_TEST_SERVER=stdio), or a server that dies at once
-// (=die); otherwise the tests.
+// as one (ACTS_MCP_TEST_SERVER=stdio), a server that dies at once (=die),
+// or one of serverModes; otherwise the tests.
 func TestMain(m *testing.M) {
+	if f, ok := serverModes[os.Getenv("ACTS_MCP_TEST_SERVER")]; ok {
+		f()
+		os.Exit(0)
+	}
 	switch os.Getenv("ACTS_MCP_TEST_SERVER") {
 	case "stdio":
 		if err := testServer().Run(context.Background(), &sdk.StdioTransport{}); err != nil {
