@@ -1,7 +1,9 @@
 // Package platform is the one place that reads the wall clock, makes ids
 // and starts goroutines for calls. Everything else asks it through the
 // context, so a test, a replay or a durable engine can supply its own
-// time, ids and fan-out.
+// time, ids and fan-out. The context of a call's code also says which
+// call it runs for ([CallOf]), for instrumentation to hook into
+// ([WithCallHook]).
 package platform
 
 import (
