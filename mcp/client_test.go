@@ -405,3 +405,36 @@ func TestRegisterConcurrentCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestCallCancelled: a call that the run's cancellation cuts short fails
+// with the context's error, which a durable run takes for a call to run
+// again on resume, not for a failed one.
+func TestCallCancelled(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "slow", Version: "v1"}, nil)
+	started := make(chan struct{})
+	srv.AddTool(&sdk.Tool{Name: "wait", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			close(started)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	reg := agent.NewRegistry()
+	if _, err := memClient(t, srv, "").Register(context.Background(), reg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-started
+		cancel()
+	}()
+	var got error
+	plan := []json.RawMessage{json.RawMessage(`{"_tool":"wait","_outputPath":"†state.w"}`)}
+	for ev, err := range agent.PlanEvents(ctx, agent.Config{Registry: reg}, plan, nil) {
+		if err == nil && ev.Kind == agent.EventCallFailed {
+			got = ev.Err
+		}
+	}
+	if !errors.Is(got, context.Canceled) {
+		t.Errorf("the call failed with %v, want context.Canceled", got)
+	}
+}
