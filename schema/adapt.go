@@ -76,9 +76,9 @@ func Adapt(s json.RawMessage, d Dialect) (json.RawMessage, error) {
 // adapter can still send it with strict mode off, and the answer is
 // validated locally either way.
 //
-// The adapted schema is a string, which no one can change: a run's steps
-// get the one the cache holds, and an adapter writes it into the request
-// body without a copy of its own.
+// The adapted schema is compact JSON in a string, which no one can
+// change: a run's steps get the one the cache holds, and an adapter
+// writes it into the request body as it is, without a copy of its own.
 func AdaptStrict(s json.RawMessage, d Dialect) (adapted string, over *LimitError, err error) {
 	if d < Full || d > GeminiJSON {
 		_, err := (*Registry)(nil).Adapt(s, d) // says which

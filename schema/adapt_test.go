@@ -242,6 +242,28 @@ func TestAdaptKeepsRecent(t *testing.T) {
 	}
 }
 
+// TestAdaptCompact checks what the provider adapters rely on to write
+// the adapted schema into a request body as it is: in every provider's
+// dialect it is compact JSON, whatever the spacing of the original (Full
+// keeps the original: TestAdaptFullUnchanged).
+func TestAdaptCompact(t *testing.T) {
+	for _, src := range []string{
+		solutionSchema(3),
+		`{"type":"object", "properties": {"a": {"type": "string", "description": "x < y"}}}`,
+	} {
+		for d := OpenAI; d <= GeminiJSON; d++ {
+			adapted, _, err := AdaptStrict(raw(src), d)
+			if err != nil {
+				t.Fatalf("%v: %v", d, err)
+			}
+			var compact bytes.Buffer
+			if err := json.Compact(&compact, []byte(adapted)); err != nil || compact.String() != adapted {
+				t.Errorf("%v: AdaptStrict(%s) = %s, not compact (%v)", d, src, adapted, err)
+			}
+		}
+	}
+}
+
 // TestAdaptDialectRules checks, one rule at a time, what a dialect makes of a
 // schema the provider would reject as it is: the adapted schema at ptr.
 func TestAdaptDialectRules(t *testing.T) {

@@ -240,19 +240,3 @@ func FuzzRequestBody(f *testing.F) {
 		}
 	})
 }
-
-// TestAdaptedSchemaCompact checks what requestBody.marshal relies on to
-// copy the adapted schema as it is: schema.Adapt returns compact JSON.
-func TestAdaptedSchemaCompact(t *testing.T) {
-	for _, s := range []string{`{"type":"object","properties":{"a":{"type":"string"}}}`,
-		`{"type":"object", "properties": {"a": {"type": "string", "description": "x < y"}}}`} {
-		adapted, err := schema.Adapt([]byte(s), schema.Anthropic)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, adapted); err != nil || !bytes.Equal(compact.Bytes(), adapted) {
-			t.Errorf("schema.Adapt(%s) = %s, not compact (%v)", s, adapted, err)
-		}
-	}
-}

@@ -3,7 +3,6 @@ package openai
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -195,19 +194,4 @@ func FuzzRequestBody(f *testing.F) {
 			t.Errorf("body\n%s\nwant the SDK's\n%s", ours, sdk)
 		}
 	})
-}
-
-// TestAdaptedSchemaCompact checks what requestBody.marshal relies on to
-// copy the adapted schema as it is: schema.Adapt returns compact JSON.
-func TestAdaptedSchemaCompact(t *testing.T) {
-	for _, s := range []string{testSchema, `{"type":"object", "properties": {"a": {"type": "string", "description": "x < y"}}}`} {
-		adapted, err := schema.Adapt([]byte(s), schema.OpenAI)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, adapted); err != nil || !bytes.Equal(compact.Bytes(), adapted) {
-			t.Errorf("schema.Adapt(%s) = %s, not compact (%v)", s, adapted, err)
-		}
-	}
 }
