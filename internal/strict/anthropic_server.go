@@ -152,7 +152,7 @@ func serveAnthropic(s *Server, w http.ResponseWriter, r *http.Request, body []by
 		event("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
 	}
 	event("ping", `{"type": "ping"}`)
-	for _, p := range pieces(text, 16) {
+	for _, p := range Pieces(text, 16) {
 		if tool != "" {
 			event("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":%s}}`, js(p))
 		} else {

@@ -110,7 +110,7 @@ func serveGemini(s *Server, w http.ResponseWriter, r *http.Request, body []byte)
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	for i, t := range texts {
-		ps := pieces(t, 16)
+		ps := Pieces(t, 16)
 		for j, p := range ps {
 			finish, u := "", `{"promptTokenCount":20,"totalTokenCount":20}`
 			if j == len(ps)-1 {

@@ -93,7 +93,7 @@ func serveOpenAI(s *Server, w http.ResponseWriter, r *http.Request, body []byte)
 	}
 	for i, text := range texts {
 		chunk(fmt.Sprintf(`{"index":%d,"delta":{"role":"assistant","content":""},"finish_reason":null}`, i))
-		for _, p := range pieces(text, 16) {
+		for _, p := range Pieces(text, 16) {
 			chunk(fmt.Sprintf(`{"index":%d,"delta":{"content":%s},"finish_reason":null}`, i, js(p)))
 		}
 		chunk(fmt.Sprintf(`{"index":%d,"delta":{},"finish_reason":"stop"}`, i))

@@ -172,9 +172,10 @@ func firstViolation(err error) Violation {
 	return Violation{Rule: RuleJSON, Detail: err.Error()}
 }
 
-// pieces splits s into pieces of about n bytes, on rune boundaries, as a
-// stream delivers them.
-func pieces(s string, n int) []string {
+// Pieces splits s into pieces of about n bytes (n > 0), on rune
+// boundaries, as a stream delivers them: the fake servers here stream
+// with it, and so do the adapters' own fakes and benchmarks.
+func Pieces(s string, n int) []string {
 	var out []string
 	for len(s) > 0 {
 		i := min(n, len(s))

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"unicode/utf8"
 
+	"github.com/augceo/agent/internal/strict"
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/providertest"
 )
@@ -281,7 +281,7 @@ func (a answer) events() []string {
 	index := 0
 	if a.thinking != "" {
 		add("content_block_start", `{"type":"content_block_start","index":%d,"content_block":{"type":"thinking","thinking":"","signature":""}}`, index)
-		for _, p := range pieces(a.thinking, 6) {
+		for _, p := range strict.Pieces(a.thinking, 6) {
 			add("content_block_delta", `{"type":"content_block_delta","index":%d,"delta":{"type":"thinking_delta","thinking":%s}}`, index, js(p))
 		}
 		add("content_block_delta", `{"type":"content_block_delta","index":%d,"delta":{"type":"signature_delta","signature":%s}}`, index, js(testSignature))
@@ -294,7 +294,7 @@ func (a answer) events() []string {
 		add("content_block_start", `{"type":"content_block_start","index":%d,"content_block":{"type":"text","text":""}}`, index)
 	}
 	add("ping", `{"type": "ping"}`)
-	ps := pieces(a.text, 9)
+	ps := strict.Pieces(a.text, 9)
 	if a.truncate {
 		ps = ps[:(len(ps)+1)/2]
 	}
@@ -313,20 +313,6 @@ func (a answer) events() []string {
 		js(a.stopReason()), a.usage.Output+a.usage.Thinking, a.usage.Thinking)
 	add("message_stop", `{"type":"message_stop"}`)
 	return evs
-}
-
-// pieces splits s into pieces of about n bytes, on rune boundaries.
-func pieces(s string, n int) []string {
-	var out []string
-	for len(s) > 0 {
-		i := min(n, len(s))
-		for i < len(s) && !utf8.RuneStart(s[i]) {
-			i++
-		}
-		out = append(out, s[:i])
-		s = s[i:]
-	}
-	return out
 }
 
 // js encodes s as a JSON string.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/augceo/agent/internal/strict"
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/internal/overheadtest"
 )
@@ -79,7 +80,7 @@ func benchStream(answer string, size int) []byte {
 		`data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_01T1x1fJ34qAmk2tNTrN7Up6","name":"solution","input":{}}}` + "\n\n" +
 		"event: ping\n" +
 		`data: {"type": "ping"}` + "\n\n")
-	for _, piece := range overheadtest.Pieces(answer, size) {
+	for _, piece := range strict.Pieces(answer, size) {
 		b = fmt.Appendf(b, "event: content_block_delta\n"+
 			`data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":%s}}`+"\n\n", js(piece))
 	}

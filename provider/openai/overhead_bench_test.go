@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/augceo/agent/internal/strict"
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/internal/overheadtest"
 )
@@ -76,7 +77,7 @@ func benchStream(answer string, size int) []byte {
 	const head = `data: {"id":"chatcmpl-C3aBcDeFgHiJkLmNoPqRsTuVwXyZ1","object":"chat.completion.chunk","created":1741570400,"model":"gpt-5-mini-2025-08-07","service_tier":"default","system_fingerprint":null,`
 	var b []byte
 	b = append(b, head+`"choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"x2Qv"}`+"\n\n"...)
-	for _, piece := range overheadtest.Pieces(answer, size) {
+	for _, piece := range strict.Pieces(answer, size) {
 		b = fmt.Appendf(b, head+`"choices":[{"index":0,"delta":{"content":%s},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"%s"}`+"\n\n",
 			quote(piece), "Zt9k"[:1+len(piece)%4])
 	}

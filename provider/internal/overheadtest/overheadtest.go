@@ -95,16 +95,6 @@ func Requests() [2]*provider.Request {
 	}
 }
 
-// Pieces splits s into pieces of size bytes, the last one shorter.
-func Pieces(s string, size int) []string {
-	var out []string
-	for len(s) > size {
-		out = append(out, s[:size])
-		s = s[size:]
-	}
-	return append(out, s)
-}
-
 // Wire is what the benchmark needs of one adapter.
 type Wire struct {
 	// Path is the API's path under the server's URL.
