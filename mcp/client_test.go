@@ -51,6 +51,22 @@ func stdioServer(prefix string) agent.MCPServer {
 	return agent.MCPServer{Name: "calc", Command: []string{os.Args[0]}, Env: []string{"ACTS_MCP_TEST_SERVER=stdio"}, Prefix: prefix}
 }
 
+// stdioRegistry returns a registry with the tools of the test server,
+// run as a child process, whose session closes when the test ends.
+func stdioRegistry(t *testing.T, prefix string) *agent.Registry {
+	t.Helper()
+	c, err := mcp.Connect(t.Context(), stdioServer(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	reg := agent.NewRegistry()
+	if _, err := c.Register(t.Context(), reg); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
 var testTools = []string{"add", "crash", "echo", "fail", "json_text", "nested"}
 
 func prefixed(prefix string, names []string) []string {
@@ -183,15 +199,7 @@ func TestRegisterHTTP(t *testing.T) {
 // tool of a server running in a child process.
 func TestStdioRun(t *testing.T) {
 	ctx := context.Background()
-	c, err := mcp.Connect(ctx, stdioServer("calc_"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	reg := agent.NewRegistry()
-	if _, err := c.Register(ctx, reg); err != nil {
-		t.Fatal(err)
-	}
+	reg := stdioRegistry(t, "calc_")
 	model := scripted.Solutions(
 		`{"calls":[{"_tool":"calc_add","a":"†input.x","b":2,"_outputPath":"†state.sum"}],"output":null}`,
 		`{"calls":[],"output":{"total":42}}`,
@@ -224,15 +232,7 @@ func TestStdioRun(t *testing.T) {
 // the error says what the program wrote to its standard error.
 func TestStdioCrash(t *testing.T) {
 	ctx := context.Background()
-	c, err := mcp.Connect(ctx, stdioServer(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	reg := agent.NewRegistry()
-	if _, err := c.Register(ctx, reg); err != nil {
-		t.Fatal(err)
-	}
+	reg := stdioRegistry(t, "")
 	plan := []json.RawMessage{json.RawMessage(`{"_tool":"crash","_outputPath":"†state.x"}`)}
 	res, err := agent.ExecutePlan(ctx, agent.Config{Registry: reg}, plan, nil)
 	if err != nil {
