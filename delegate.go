@@ -263,7 +263,7 @@ func (r *Registry) UpfrontDelegates(fsys fs.FS) error {
 			return fmt.Errorf("tool %q: %w", name, err)
 		}
 		r.mu.Lock()
-		r.setTool(name, merged)
+		r.tools[name] = merged
 		r.mu.Unlock()
 	}
 	return nil

@@ -132,7 +132,7 @@ func (r *Registry) toolWithActivity(name string, def json.RawMessage, a Activity
 	if r.activities == nil {
 		r.activities = map[string]Activity{}
 	}
-	r.setTool(name, def)
+	r.tools[name] = def
 	r.activities[name] = a
 	return nil
 }

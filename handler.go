@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 
@@ -103,7 +102,7 @@ func (b *Build) DefineTool(name string, s json.RawMessage) {
 // shaped for the model, or nil.
 func (b *Build) Definition(name string) json.RawMessage {
 	if sh := b.shape(name); sh != nil {
-		return bytes.Clone(sh.def)
+		return sh.def
 	}
 	return nil
 }

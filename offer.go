@@ -36,7 +36,7 @@ func (r *Registry) Offer(names ...string) (message.Message, error) {
 		if !ok {
 			return message.Message{}, fmt.Errorf("%w %q (registered: %s)", ErrUnknownTool, n, strings.Join(slices.Sorted(maps.Keys(r.tools)), ", "))
 		}
-		tools.Set(strings.TrimPrefix(n, "Tool."), def.def)
+		tools.Set(strings.TrimPrefix(n, "Tool."), def)
 	}
 	return message.Message{Type: message.TypeTool, Tool: tools.Bytes()}, nil
 }

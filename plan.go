@@ -271,7 +271,7 @@ func planExecutor(ctx context.Context, cfg Config, log *message.Log) (*executor,
 	names := slices.Sorted(maps.Keys(reg.tools))
 	defs := make([]json.RawMessage, len(names))
 	for i, n := range names {
-		defs[i] = reg.tools[n].def
+		defs[i] = reg.tools[n]
 	}
 	reg.mu.RUnlock()
 	for i, n := range names {

@@ -20,7 +20,7 @@ type Registry struct {
 	mu       sync.RWMutex
 	handlers map[message.Type]Handler
 	builtin  map[message.Type]bool
-	tools    map[string]*registeredTool
+	tools    map[string]json.RawMessage
 	schemas  *schema.Registry
 
 	activities map[string]Activity
@@ -36,7 +36,7 @@ func NewRegistry() *Registry {
 	r := &Registry{
 		handlers: map[message.Type]Handler{},
 		builtin:  map[message.Type]bool{},
-		tools:    map[string]*registeredTool{},
+		tools:    map[string]json.RawMessage{},
 		schemas:  schema.NewRegistry(),
 	}
 	r.Handle(message.TypeText, HandlerFunc(renderText))
@@ -126,49 +126,7 @@ func (r *Registry) Tool(name string, s json.RawMessage) {
 	if _, ok := r.tools[name]; ok {
 		panic(fmt.Sprintf("agent: tool %q is already registered", name))
 	}
-	r.setTool(name, s)
-}
-
-// registeredTool is a registered tool's definition, and that definition
-// shaped for requests (shape): once here rather than in every run that
-// offers it. [0] is the tool shaped to run latently, [1] to run code
-// (its activity is bound, or in lazy mode); which one a run takes
-// depends on what is bound then.
-type registeredTool struct {
-	def    json.RawMessage
-	shapes [2]*shaped
-	errs   [2]error // why it could not be shaped, said when a run offers it
-}
-
-// setTool registers def, compact, under name; r.mu is held.
-func (r *Registry) setTool(name string, def json.RawMessage) {
-	t := &registeredTool{def: def}
-	for i, explicit := range []bool{false, true} {
-		t.shapes[i], t.errs[i] = shape(name, def, explicit)
-	}
-	r.tools[name] = t
-}
-
-// registered returns a registered tool. It is shared: nothing may
-// change it.
-func (r *Registry) registered(name string) (*registeredTool, error) {
-	r.mu.RLock()
-	t, ok := r.tools[name]
-	r.mu.RUnlock()
-	if !ok {
-		_, err := r.LookupTool(name)
-		return nil, err
-	}
-	return t, nil
-}
-
-// shape returns t shaped for a run that runs it latently or by code
-// (explicit).
-func (t *registeredTool) shape(explicit bool) (*shaped, error) {
-	if explicit {
-		return t.shapes[1], t.errs[1]
-	}
-	return t.shapes[0], t.errs[0]
+	r.tools[name] = s
 }
 
 // LookupTool returns the registered definition of a tool, compact, as a
@@ -180,7 +138,7 @@ func (r *Registry) LookupTool(name string) (json.RawMessage, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w %q (registered: %s)", ErrUnknownTool, name, strings.Join(slices.Sorted(maps.Keys(r.tools)), ", "))
 	}
-	return bytes.Clone(s.def), nil
+	return bytes.Clone(s), nil
 }
 
 // ToolNames returns the names of the registered tools, sorted.

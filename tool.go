@@ -19,7 +19,11 @@ import (
 func defineTools(_ context.Context, b *Build, m *message.Message) error {
 	var name string
 	if json.Unmarshal(m.Tool, &name) == nil {
-		return defineRegistered(b, strings.TrimPrefix(name, "Tool."))
+		def, err := b.Registry.LookupTool(name)
+		if err != nil {
+			return err
+		}
+		return defineTool(b, strings.TrimPrefix(name, "Tool."), def)
 	}
 	o, err := ojson.Parse(m.Tool)
 	if err != nil {
@@ -51,36 +55,15 @@ func toolName(o *ojson.Object) string {
 	return t.Const
 }
 
-// defineTool defines a tool the context gives in full.
 func defineTool(b *Build, name string, def json.RawMessage) error {
-	sh, err := shape(name, def, b.explicit(name, def))
-	return b.define(name, sh, err)
-}
-
-// defineRegistered defines a registered tool, shaped when it was
-// registered.
-func defineRegistered(b *Build, name string) error {
-	t, err := b.Registry.registered(name)
-	if err != nil {
-		return err
-	}
-	sh, err := t.shape(b.explicit(name, t.def))
-	return b.define(name, sh, err)
-}
-
-// explicit reports whether the tool's calls run code (or a delegate),
-// rather than have the model write their result.
-func (b *Build) explicit(name string, def json.RawMessage) bool {
 	// A tool that names an activity is explicit even where that activity
 	// is not registered: a plain Request does not run calls.
 	a, _, aerr := b.Registry.resolveActivity(name, def)
 	explicit := a != nil || aerr != nil || bytes.Contains(def, []byte(`"_delegate"`)) // a delegate makes its own output
 	// In lazy mode nothing runs: a latent tool is shaped as an explicit
 	// one, without the _output the model would otherwise write.
-	return explicit || b.lazy
-}
-
-func (b *Build) define(name string, sh *shaped, err error) error {
+	explicit = explicit || b.lazy
+	sh, err := shape(name, def, explicit)
 	if err != nil {
 		return fmt.Errorf("tool %q: %w", name, err)
 	}
@@ -134,9 +117,8 @@ func (b *Build) shape(name string) *shaped {
 	return nil
 }
 
-// shape prepares a tool definition for requests. A registered tool is
-// shaped when it is registered (Registry.setTool); one given in full in
-// the context, once per run, as a loop handles its messages once.
+// shape prepares a tool definition for requests, once per run that
+// offers the tool, as a loop handles its messages once.
 func shape(name string, def json.RawMessage, explicit bool) (*shaped, error) {
 	if bytes.Contains(def, []byte(`"$ref"`)) {
 		// The definition goes inside the composed schema, where "#" is no
