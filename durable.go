@@ -179,6 +179,9 @@ type resumed struct {
 	end *runEnd
 	// lease is the run's, held by the resume.
 	lease *lease
+	// run is the run as the resume loaded it, under the lease: no one
+	// else writes it until the journal takes it over.
+	run store.Run
 }
 
 // openJournal creates the run, held by this process, with the messages
@@ -190,10 +193,7 @@ func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msg
 	j := &journal{st: cfg.Store}
 	if rs := cfg.resume; rs != nil {
 		j.lease = rs.lease
-		run, err := cfg.Store.(store.Catalog).Load(ctx, cfg.RunID)
-		if err != nil {
-			return nil, fmt.Errorf("agent: load run %s: %w", cfg.RunID, err)
-		}
+		run := rs.run
 		run.Kind, run.Status, run.Error, run.Updated, run.Lease = kind, store.Running, "", now, j.lease.terms(ctx)
 		if err := cfg.Store.Save(ctx, j.lease.owner, run); err != nil {
 			return nil, fmt.Errorf("agent: save run %s: %w", run.ID, err)
@@ -531,7 +531,7 @@ func ResumeEvents(ctx context.Context, cfg Config, id string) iter.Seq2[RunEvent
 			yield(RunEvent{}, err)
 			return
 		}
-		rs.lease = l
+		rs.lease, rs.run = l, run
 		cfg.RunID, cfg.resume = id, rs
 		if rs.ended { // nothing left to do: its result is in the journal
 			res, err := rs.result(id)
