@@ -598,16 +598,8 @@ func (rs *resumed) result(id string) (*RunResult, error) {
 	}
 	res := &RunResult{Log: log, Usage: rs.usage, RunID: id, Steps: rs.end.Steps}
 	if len(rs.end.Solution) > 0 {
-		var parts struct {
-			Output json.RawMessage   `json:"output"`
-			Calls  []json.RawMessage `json:"calls"`
-		}
-		if err := json.Unmarshal(rs.end.Solution, &parts); err != nil {
+		if res.Solution, err = splitSolution(rs.end.Solution); err != nil {
 			return nil, fmt.Errorf("agent: resume %s: solution: %w", id, err)
-		}
-		res.Solution = &Solution{Raw: rs.end.Solution, Calls: parts.Calls}
-		if string(parts.Output) != "null" {
-			res.Solution.Output = parts.Output
 		}
 	}
 	if len(rs.end.Advice) > 0 {

@@ -652,12 +652,22 @@ func parseSolution(text string, compiled *schema.Schema) (*Solution, error) {
 	if err := compiled.Validate(raw); err != nil {
 		return nil, err
 	}
+	sol, err := splitSolution(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errInvalidJSON, err)
+	}
+	return sol, nil
+}
+
+// splitSolution returns the solution raw with its output and calls
+// apart; a null output is none.
+func splitSolution(raw json.RawMessage) (*Solution, error) {
 	var parts struct {
 		Output json.RawMessage   `json:"output"`
 		Calls  []json.RawMessage `json:"calls"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return nil, fmt.Errorf("%w: %w", errInvalidJSON, err)
+		return nil, err
 	}
 	sol := &Solution{Raw: raw, Calls: parts.Calls} // Unmarshal copies each part
 	if string(parts.Output) != "null" {
