@@ -85,10 +85,13 @@ func AdaptStrict(s json.RawMessage, d Dialect) (adapted string, over *LimitError
 		return "", nil, err
 	}
 	if e, ok := cache.get(s, d); ok {
-		return e.out, e.over, nil
+		return e.out, e.over, e.err
 	}
 	out, err := (*Registry)(nil).Adapt(s, d)
 	if err != nil {
+		// Kept too: the Gemini adapter tries its subset first at every
+		// request, and falls back to GeminiJSON when this fails.
+		cache.put(s, d, adaptation{err: err})
 		return "", nil, err
 	}
 	e := adaptation{out: string(out)}
@@ -103,10 +106,12 @@ func AdaptStrict(s json.RawMessage, d Dialect) (adapted string, over *LimitError
 	return e.out, e.over, nil
 }
 
-// adaptation is a cached result of AdaptStrict.
+// adaptation is a cached result of AdaptStrict: a schema adapted, or
+// the error that adapting it gave, which depends on nothing else.
 type adaptation struct {
 	out  string
 	over *LimitError
+	err  error
 }
 
 // adaptCacheSize bounds the adaptations Adapt keeps.

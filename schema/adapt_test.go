@@ -242,6 +242,23 @@ func TestAdaptKeepsRecent(t *testing.T) {
 	}
 }
 
+// TestAdaptKeepsErrors checks that Adapt's cache keeps a schema a dialect
+// cannot say, with its error: the Gemini adapter tries its subset at
+// every request before it falls back.
+func TestAdaptKeepsErrors(t *testing.T) {
+	src := raw(`{"type":"object","properties":{"next":{"$ref":"#"}}}`)
+	_, _, want := AdaptStrict(src, Gemini)
+	if want == nil {
+		t.Fatal("Gemini adapted a recursive schema")
+	}
+	if e, ok := cache.get(src, Gemini); !ok || e.err != want {
+		t.Errorf("the cache holds %+v, %v; want the error %v", e, ok, want)
+	}
+	if _, _, err := AdaptStrict(src, Gemini); err != want {
+		t.Errorf("again: %v, want %v", err, want)
+	}
+}
+
 // TestAdaptCompact checks what the provider adapters rely on to write
 // the adapted schema into a request body as it is: in every provider's
 // dialect it is compact JSON, whatever the spacing of the original (Full
