@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -276,7 +277,9 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 		}
 		return j.message(ctx, ev.Message)
 	case EventCallStarted:
-		j.buf = append(j.buf, store.Entry{Type: store.EntryStarted, Call: ev.Call.ID, Data: ev.Call.Raw, Time: now})
+		// A copy: the event's call is its consumer's, and the entry may
+		// wait for the round's Append while the consumer changes it.
+		j.buf = append(j.buf, store.Entry{Type: store.EntryStarted, Call: ev.Call.ID, Data: bytes.Clone(ev.Call.Raw), Time: now})
 	case EventCallFinished:
 		j.buf = append(j.buf, store.Entry{Type: store.EntrySettled, Call: ev.Call.ID, Time: now})
 	case EventCallFailed:

@@ -11,6 +11,7 @@ import (
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider/scripted"
+	"github.com/augceo/agent/store"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -225,5 +226,41 @@ func TestCallIsTheActivitys(t *testing.T) {
 		if s != def {
 			t.Errorf("call %d was handed the schema %s", i, s)
 		}
+	}
+}
+
+// TestJournalKeepsItsCalls writes over each call an event hands to the
+// consumer of a durable run: the journal, written after the event, must
+// hold the call as the model wrote it.
+func TestJournalKeepsItsCalls(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("t", json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}}}`))
+	reg.Activity("t", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		return &agent.Result{Value: json.RawMessage(`1`)}, nil
+	}))
+	call := `{"_tool":"t","x":1,"_outputPath":"†state.a"}`
+	st := store.NewMemory()
+	cfg := agent.Config{Provider: scripted.Solutions(`{"calls":[`+call+`],"output":null}`, `{"calls":[],"output":{}}`),
+		Registry: reg, Store: st, RunID: "r"}
+	msgs := []message.Message{message.Tool("t"), message.Text("go")}
+	for ev, err := range agent.Events(context.Background(), cfg, json.RawMessage(`{"type":"object"}`), msgs) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Call != nil {
+			scribble(ev.Call.Raw)
+		}
+	}
+	var started []string
+	for e, err := range st.Entries(context.Background(), "r", 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Type == store.EntryStarted {
+			started = append(started, string(e.Data))
+		}
+	}
+	if len(started) != 1 || started[0] != call {
+		t.Errorf("the journal's started calls: %q, want [%q]", started, call)
 	}
 }
