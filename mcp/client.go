@@ -294,9 +294,8 @@ func resultValue(res *sdk.CallToolResult) (json.RawMessage, error) {
 	if !ok {
 		return json.RawMessage(`null`), nil
 	}
-	if t := bytes.TrimSpace([]byte(text)); json.Valid(t) {
-		var b bytes.Buffer
-		_ = json.Compact(&b, t) // valid
+	var b bytes.Buffer
+	if json.Compact(&b, bytes.TrimSpace([]byte(text))) == nil { // it is JSON
 		return b.Bytes(), nil
 	}
 	return ojson.Quote(text), nil
