@@ -114,8 +114,7 @@ func (r *Registry) Tool(name string, s json.RawMessage) {
 	if name == "" || strings.HasPrefix(name, "_") {
 		panic(fmt.Sprintf("agent: invalid tool name %q", name))
 	}
-	// A compact copy: the caller may reuse s, and shaping joins the
-	// definition's parts without compacting them again.
+	// A compact copy: the caller may reuse s.
 	var c bytes.Buffer
 	if json.Compact(&c, s) != nil || !bytes.HasPrefix(c.Bytes(), []byte("{")) {
 		panic(fmt.Sprintf("agent: tool %q: schema is not a JSON object", name))
