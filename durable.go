@@ -180,6 +180,8 @@ type resumed struct {
 	end *runEnd
 	// lease is the run's, held by the resume.
 	lease *lease
+	// journaled is set once the journal took the run and its lease over.
+	journaled bool
 	// run is the run as the resume loaded it, under the lease: no one
 	// else writes it until the journal takes it over.
 	run store.Run
@@ -208,6 +210,8 @@ func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msg
 		if err := j.flush(ctx); err != nil {
 			return nil, err
 		}
+		rs.journaled = true // the resume renews its lease already
+		return j, nil
 	} else {
 		id := cfg.RunID
 		if id == "" {
@@ -272,10 +276,17 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 	now := platform.Now(ctx).UTC()
 	switch ev.Kind {
 	case EventMessage:
-		if m := ev.Message; m.Type == message.TypeError && j.cut[string(m.Failed)] {
+		m := ev.Message
+		if len(j.cut) > 0 && j.run.Kind == kindLoop && (m.Type == message.TypePlan || m.Type == message.TypeError) {
+			// A step whose calls the cancellation cut short did not end:
+			// its plan and errors stay out, and Resume ends the step from
+			// its calls' entries, as after a crash.
 			return nil
 		}
-		return j.message(ctx, ev.Message)
+		if m.Type == message.TypeError && j.cut[string(m.Failed)] {
+			return nil
+		}
+		return j.message(ctx, m)
 	case EventCallStarted:
 		// A copy: the event's call is its consumer's, and the entry may
 		// wait for the round's Append while the consumer changes it.
@@ -528,9 +539,21 @@ func ResumeEvents(ctx context.Context, cfg Config, id string) iter.Seq2[RunEvent
 			yield(RunEvent{}, fmt.Errorf("agent: resume %s: %w", id, err))
 			return
 		}
+		// Renewed from now on: finishing the step the run stopped in can
+		// run calls again before the journal takes the run over. A resume
+		// that stops before that gives the run back at once rather than
+		// holding it until its lease expires.
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		l.keep(ctx, cancel)
 		run, rs, spec, err := loadRun(ctx, cat, cfg.Store, id)
+		defer func() {
+			if rs == nil || !rs.journaled {
+				l.giveUp(ctx, run)
+			}
+			l.release()
+		}()
 		if err != nil {
-			l.giveUp(ctx, run)
 			yield(RunEvent{}, err)
 			return
 		}
@@ -560,7 +583,6 @@ func ResumeEvents(ctx context.Context, cfg Config, id string) iter.Seq2[RunEvent
 		case kindLoop:
 			events = resumeLoop(ctx, cfg, spec.Schema)
 		default:
-			l.giveUp(ctx, run)
 			yield(RunEvent{}, fmt.Errorf("agent: resume %s: unknown kind of run %q", id, run.Kind))
 			return
 		}

@@ -291,6 +291,130 @@ func TestDurableLeaseRenewed(t *testing.T) {
 	})
 }
 
+func TestDurableResumeRenewedWhileFinishing(t *testing.T) {
+	// A resumed loop first finishes the step it stopped in. A call it runs
+	// again there keeps the run held for as long as it runs, before the
+	// resumed loop's journal takes the run over.
+	synctest.Test(t, func(t *testing.T) {
+		reg := agent.NewRegistry()
+		reg.Tool("long", json.RawMessage(`{"type":"object"}`))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var runs atomic.Int64
+		reg.Activity("long", agent.Idempotent(agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+			if runs.Add(1) == 1 {
+				cancel() // the first attempt is interrupted
+				<-c.Done()
+				return nil, c.Err()
+			}
+			time.Sleep(time.Minute)
+			return agent.Value("done")
+		})))
+		st := store.NewMemory()
+		cfg := agent.Config{Provider: scripted.Solutions(`{"calls":[{"_tool":"long","_outputPath":"†state.s"}],"output":null}`),
+			Registry: reg, Store: st, RunID: "long", LeaseTTL: 3 * time.Second}
+		msgs := ctxOf(t, `[{"type":"tool","tool":"long"}]`)
+		if _, err := agent.Run(ctx, cfg, json.RawMessage(`{}`), msgs); !errors.Is(err, context.Canceled) {
+			t.Fatalf("interrupted run: %v", err)
+		}
+		// The step did not end: its plan is not in the journal, so the
+		// resume ends the step, running the idempotent call again.
+		for _, e := range journal(t, st, "long") {
+			if e.Type == store.EntryMessage && strings.Contains(string(e.Data), `"type":"plan"`) {
+				t.Errorf("the interrupted step's plan is in the journal: %s", e.Data)
+			}
+		}
+		cfg.Provider = scripted.Solutions(`{"calls":[],"output":"†state.s"}`)
+		done := make(chan *agent.RunResult, 1)
+		go func() {
+			res, err := agent.Resume(context.Background(), cfg, "long")
+			if err != nil {
+				t.Error(err)
+			}
+			done <- res
+		}()
+		time.Sleep(30 * time.Second)
+		err := st.Acquire(context.Background(), "long", store.Lease{Owner: "other", Expires: time.Now().Add(time.Minute)}, time.Now())
+		if !errors.Is(err, store.ErrLeased) {
+			t.Fatalf("half a minute into the resumed call (ten lease periods), another took the run: %v", err)
+		}
+		if res := <-done; res == nil || stateOf(t, res.Log) != `{"s":"done"}` {
+			t.Fatalf("resumed run: %+v", res)
+		}
+		if run, _ := st.Load(context.Background(), "long"); run.Lease.Owner != "" || run.Status != store.Done {
+			t.Errorf("after the run: %+v", run)
+		}
+		if runs.Load() != 2 {
+			t.Errorf("long ran %d times", runs.Load())
+		}
+	})
+}
+
+func TestDurableResumeFailsEarly(t *testing.T) { forEachStore(t, testDurableResumeFailsEarly) }
+
+// A resume that fails before it goes on (here finishing the interrupted
+// step needs a tool its registry lacks) gives the run back at once, as it
+// found it: a resume with the right registry can take it straight away
+// rather than when the failed one's lease expires.
+func testDurableResumeFailsEarly(t *testing.T, st runStore) {
+	reg := agent.NewRegistry()
+	var runs sync.Map
+	for _, name := range []string{"a", "b"} {
+		reg.Tool(name, json.RawMessage(`{"type":"object","properties":{"v":{"type":"integer"}},"required":["v"]}`))
+		reg.Activity(name, countRuns(&runs, name, agent.Bind(func(ctx context.Context, p struct {
+			V int `json:"v"`
+		}) (map[string]int, error) {
+			return map[string]int{"v": p.V + 1}, nil
+		})))
+	}
+	msgs := ctxOf(t, `[{"type":"tool","tool":"a"},{"type":"tool","tool":"c"},{"type":"input","data":{"v":1}}]`)
+	step1 := `{"calls":[{"_tool":"a","v":"†input.v","_outputPath":"†state.a"},{"_tool":"c","v":"†state.a.v","_outputPath":"†state.c"}],"output":null}`
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reg.Tool("c", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("c", agent.Idempotent(agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+		cancel() // c is interrupted
+		<-c.Done()
+		return nil, c.Err()
+	})))
+	cfg := agent.Config{Provider: scripted.Solutions(step1), Registry: reg, Store: st, RunID: "early"}
+	if _, err := agent.Run(ctx, cfg, json.RawMessage(`{}`), msgs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	before, err := st.Load(t.Context(), "early")
+	if err != nil || before.Status != store.Interrupted {
+		t.Fatalf("the interrupted run: %+v, %v", before, err)
+	}
+	entries := len(journal(t, st, "early"))
+
+	p := scripted.Solutions(`{"calls":[],"output":"†state.c"}`)
+	cfg = agent.Config{Provider: p, Registry: agent.NewRegistry(), Store: st}
+	if _, err := agent.Resume(t.Context(), cfg, "early"); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+		t.Fatalf("resume without the run's tools: %v", err)
+	}
+	after, err := st.Load(t.Context(), "early")
+	if err != nil || after.Lease.Owner != "" || after.Status != store.Interrupted || after.Error != before.Error {
+		t.Errorf("the run after a failed resume: %+v, %v", after, err)
+	}
+	if n := len(journal(t, st, "early")); n != entries || len(p.Requests()) != 0 {
+		t.Errorf("a failed resume wrote %d entries and asked the model %d times", n-entries, len(p.Requests()))
+	}
+
+	reg2 := agent.NewRegistry()
+	counted(reg2)
+	cfg.Registry = reg2
+	res, err := agent.Resume(t.Context(), cfg, "early")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stateOf(t, res.Log); got != `{"a":{"v":2},"c":{"v":3}}` {
+		t.Errorf("state %s", got)
+	}
+	if n, _ := runs.Load("a/"); n.(*atomic.Int64).Load() != 1 {
+		t.Errorf("a ran %d times", n.(*atomic.Int64).Load())
+	}
+}
+
 func TestDurableUsageExact(t *testing.T) { forEachStore(t, testDurableUsageExact) }
 
 // A run whose second request fails, resumed, reports the usage of the

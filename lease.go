@@ -32,6 +32,7 @@ type lease struct {
 	ttl   time.Duration
 	stop  chan struct{}
 	done  chan struct{}
+	given bool // giveUp saved the run without it
 }
 
 // newOwner names this process and attempt as a lease owner, as a person
@@ -110,11 +111,13 @@ func (l *lease) release() {
 }
 
 // giveUp releases a lease taken for a run that does not go on, saving
-// run as it is without it.
+// run as it is without it; only the first call saves.
 func (l *lease) giveUp(ctx context.Context, run store.Run) {
-	if run.ID == "" {
+	l.release()
+	if run.ID == "" || l.given {
 		return
 	}
+	l.given = true
 	run.Lease = store.Lease{}
 	_ = l.st.Save(context.WithoutCancel(ctx), l.owner, run)
 }
