@@ -21,7 +21,6 @@ import (
 func BenchmarkAdapterOverhead(b *testing.B) {
 	overheadtest.Run(b, overheadtest.Wire{
 		Path:   "/v1/messages",
-		Header: http.Header{"X-Api-Key": {testKey}, "Anthropic-Version": {"2023-06-01"}},
 		Stream: benchStream,
 		New: func(b *testing.B, hc *http.Client, baseURL string) provider.Provider {
 			p, err := New(Config{APIKey: testKey, BaseURL: baseURL, Model: "claude-sonnet-4-6", HTTPClient: hc})

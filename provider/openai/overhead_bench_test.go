@@ -19,7 +19,6 @@ import (
 func BenchmarkAdapterOverhead(b *testing.B) {
 	overheadtest.Run(b, overheadtest.Wire{
 		Path:   "/v1/chat/completions",
-		Header: http.Header{"Authorization": {"Bearer sk-test"}},
 		Stream: benchStream,
 		New: func(b *testing.B, hc *http.Client, baseURL string) provider.Provider {
 			p, err := New(Config{APIKey: "sk-test", BaseURL: baseURL + "/v1", Model: "gpt-5-mini", HTTPClient: hc})

@@ -1,9 +1,9 @@
 // Package overheadtest is the run that each adapter's
 // BenchmarkAdapterOverhead measures: the two requests of a two-step,
 // ten-call agent run, each answered by an SSE stream, sent once through the
-// adapter and once as the same request bodies with net/http, the events
-// decoded with encoding/json. The ratio of the two is the adapter's own
-// cost.
+// adapter and once as the same requests (body and headers) with net/http,
+// the events decoded with encoding/json. The ratio of the two is the
+// adapter's own cost.
 package overheadtest
 
 import (
@@ -99,9 +99,6 @@ func Requests() [2]*provider.Request {
 type Wire struct {
 	// Path is the API's path under the server's URL.
 	Path string
-	// Header holds the headers that the raw requests send besides
-	// Content-Type.
-	Header http.Header
 	// Stream renders answer as the body of an SSE stream whose text
 	// events carry size bytes of it each.
 	Stream func(answer string, size int) []byte
@@ -114,10 +111,13 @@ type Wire struct {
 }
 
 // Run runs, for each of [Sizes], the sub-benchmarks adapter (the two
-// requests through the adapter) and raw (the same request bodies sent with
-// net/http and the same events decoded with [ScanData] and
-// encoding/json). The server writes each prebuilt stream at once, so the
-// figures are the client's cost, not the pace of a network.
+// requests through the adapter) and raw (the same requests, body and
+// headers, sent with net/http and the same events decoded with [ScanData]
+// and encoding/json). The server writes each prebuilt stream at once, so
+// the figures are the client's cost, not the pace of a network; it runs in
+// the benchmark's process, so the raw side sends every header the adapter
+// sent (an SDK's own headers among them), lest the server's reading of
+// those count as the adapter's cost.
 func Run(b *testing.B, w Wire) {
 	reqs := Requests()
 	for _, size := range Sizes {
@@ -125,7 +125,8 @@ func Run(b *testing.B, w Wire) {
 			streams := [2][]byte{w.Stream(Answers[0], size), w.Stream(Answers[1], size)}
 			var (
 				mu     sync.Mutex
-				bodies [2][]byte // the last request body of each step
+				bodies [2][]byte   // the last request body of each step
+				header http.Header // the last request's headers
 			)
 			srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 				body, err := io.ReadAll(r.Body)
@@ -139,6 +140,10 @@ func Run(b *testing.B, w Wire) {
 				}
 				mu.Lock()
 				bodies[step] = body
+				header = r.Header.Clone()
+				// The transport sets these from the request itself.
+				header.Del("Content-Length")
+				header.Del("Accept-Encoding")
 				mu.Unlock()
 				rw.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 				rw.Write(streams[step])
@@ -161,14 +166,17 @@ func Run(b *testing.B, w Wire) {
 				return nil
 			}
 			var text strings.Builder
-			// One run first, for the request bodies the raw client sends.
+			// One run first, for the requests the raw client sends.
 			if err := adapter(b.Context(), &text); err != nil {
 				b.Fatal(err)
 			}
+			mu.Lock()
+			sent, sentHeader := bodies, header
+			mu.Unlock()
 			raw := func(ctx context.Context, text *strings.Builder) error {
-				for step, body := range bodies {
+				for step, body := range sent {
 					text.Reset()
-					if err := post(ctx, srv.Client(), srv.URL+w.Path, w.Header, body, text, w.Decode); err != nil {
+					if err := post(ctx, srv.Client(), srv.URL+w.Path, sentHeader, body, text, w.Decode); err != nil {
 						return err
 					}
 					if text.String() != Answers[step] {
@@ -194,7 +202,8 @@ func Run(b *testing.B, w Wire) {
 	}
 }
 
-// post sends body and decodes the stream that answers it.
+// post sends body with the headers h and decodes the stream that answers
+// it.
 func post(ctx context.Context, hc *http.Client, url string, h http.Header, body []byte, text *strings.Builder,
 	decode func(io.Reader, *strings.Builder) error) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
