@@ -86,8 +86,8 @@ func (r *Registry) Activity(name string, a Activity) {
 	r.activities[name] = a
 }
 
-// activityNames returns the names of the registered activities, sorted.
-func (r *Registry) activityNames() []string {
+// ActivityNames returns the names of the registered activities, sorted.
+func (r *Registry) ActivityNames() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return slices.Sorted(maps.Keys(r.activities))

@@ -440,7 +440,7 @@ func (r *run) warnNoTools(ctx context.Context) {
 	if depth, _ := ctx.Value(depthKey{}).(int); depth > 0 {
 		return
 	}
-	if names := r.cfg.registry().activityNames(); len(names) > 0 {
+	if names := r.cfg.registry().ActivityNames(); len(names) > 0 {
 		logger(r.cfg).WarnContext(ctx, "the context offers no tool, so the model cannot call the registered activities; offer tools with tool messages (message.Tool, Registry.Offer)",
 			"activities", names)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 
@@ -217,6 +218,7 @@ func register(reg *agent.Registry, tools []tool) error {
 		reg = agent.DefaultRegistry
 	}
 	seen := map[string]bool{}
+	activities := reg.ActivityNames()
 	for _, t := range tools {
 		if seen[t.name] {
 			return fmt.Errorf("%w: two tools are named %q; give their servers prefixes", ErrClash, t.name)
@@ -224,6 +226,9 @@ func register(reg *agent.Registry, tools []tool) error {
 		seen[t.name] = true
 		if _, err := reg.LookupTool(t.name); err == nil {
 			return fmt.Errorf("%w: a tool %q is registered already; give the server a prefix", ErrClash, t.name)
+		}
+		if _, found := slices.BinarySearch(activities, t.name); found {
+			return fmt.Errorf("%w: an activity %q is registered already; give the server a prefix", ErrClash, t.name)
 		}
 	}
 	for _, t := range tools {

@@ -299,9 +299,12 @@ func TestRegisterClash(t *testing.T) {
 	}
 	// An activity of the name, without a tool.
 	reg = agent.NewRegistry()
-	reg.Activity("add", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) { return nil, nil }))
-	if _, err := memClient(t, testServer(), "").Register(ctx, reg); !errors.Is(err, mcp.ErrClash) || !strings.Contains(err.Error(), "activity") {
+	reg.Activity("echo", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) { return nil, nil }))
+	if _, err := memClient(t, testServer(), "").Register(ctx, reg); !errors.Is(err, mcp.ErrClash) || !strings.Contains(err.Error(), `activity "echo"`) {
 		t.Errorf("got %v, want ErrClash about the activity", err)
+	}
+	if names := reg.ToolNames(); len(names) != 0 {
+		t.Errorf("registered %q: a clash must register nothing", names)
 	}
 }
 
