@@ -445,8 +445,10 @@ func (j *journal) wrap(ctx context.Context, yield func(RunEvent, error) bool) (w
 	return wrapped, finish
 }
 
-// readJournal loads a run's journal.
-func readJournal(ctx context.Context, st store.Store, id string) (*resumed, error) {
+// readJournal loads the journal of run.
+func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, error) {
+	id := run.ID
+	var usage store.UsageTotal
 	r := &resumed{settled: map[string]*message.Message{}, started: map[string]json.RawMessage{}, calls: map[string]json.RawMessage{}}
 	note := func(id string, raw json.RawMessage) {
 		if _, ok := r.calls[id]; !ok {
@@ -483,11 +485,9 @@ func readJournal(ctx context.Context, st store.Store, id string) (*resumed, erro
 			}
 			note(e.Call, failed)
 		case store.EntryUsage:
-			var u provider.Usage
-			if err := json.Unmarshal(e.Data, &u); err != nil {
-				return nil, fmt.Errorf("agent: run %s: entry %d: %w", id, e.Seq, err)
+			if err := usage.Add(e); err != nil {
+				return nil, fmt.Errorf("agent: run %s: %w", id, err)
 			}
-			r.usage.Add(u)
 		case store.EntryEnd:
 			r.ended, r.end = true, &runEnd{}
 			if len(e.Data) > 0 {
@@ -497,6 +497,7 @@ func readJournal(ctx context.Context, st store.Store, id string) (*resumed, erro
 			}
 		}
 	}
+	r.usage = usage.Of(run)
 	return r, nil
 }
 
@@ -605,12 +606,9 @@ func loadRun(ctx context.Context, cat store.Catalog, st store.Store, id string) 
 	if err != nil {
 		return run, nil, spec, err
 	}
-	rs, err := readJournal(ctx, st, id)
+	rs, err := readJournal(ctx, st, run)
 	if err != nil {
 		return run, nil, spec, err
-	}
-	if rs.usage == (provider.Usage{}) {
-		rs.usage = run.Usage // a journal from before usage entries
 	}
 	return run, rs, spec, nil
 }

@@ -301,8 +301,7 @@ func trace(ctx context.Context, w io.Writer, st runStore, run store.Run, pl *pri
 	}
 	n, failed, calls, step := 0, 0, 0, ""
 	var answer json.RawMessage
-	var usage provider.Usage
-	journaled := false
+	var usage store.UsageTotal
 	for e, err := range st.Entries(ctx, run.ID, 0) {
 		if err != nil {
 			return err
@@ -339,10 +338,8 @@ func trace(ctx context.Context, w io.Writer, st runStore, run store.Run, pl *pri
 		case store.EntrySolution:
 			bw.printf("       step %s: solution %s\n", escapeLine(e.Call), clip(string(e.Data), 200))
 		case store.EntryUsage:
-			var u provider.Usage
-			if json.Unmarshal(e.Data, &u) == nil {
-				usage.Add(u)
-				journaled = true
+			if err := usage.Add(e); err != nil {
+				return err
 			}
 		case store.EntryStatus:
 			var st struct{ Status, Error string }
@@ -365,10 +362,7 @@ func trace(ctx context.Context, w io.Writer, st runStore, run store.Run, pl *pri
 	if answer != nil {
 		bw.printf("answer: %s\n", indentJSON(answer))
 	}
-	u := run.Usage
-	if journaled { // exact across failures and resumes
-		u = usage
-	}
+	u := usage.Of(run)
 	bw.printf("usage: %d input tokens, %d read from the cache and %d written to it (hit rate %.0f%%), %d output tokens (%d thinking)",
 		u.Input, u.CacheRead, u.CacheWrite, 100*u.CacheHitRate(), u.Output, u.Thinking)
 	if c := pl.costText(run.Model, u); c != "" {
@@ -458,23 +452,16 @@ func (e *errWriter) printf(format string, args ...any) {
 	}
 }
 
-// runUsage is the usage of a run: the sum of its journaled usage, exact
-// across failures and resumes, else the usage saved with the run.
+// runUsage is the usage of a run (see store.UsageTotal).
 func runUsage(ctx context.Context, st runStore, run store.Run) (provider.Usage, error) {
-	var u provider.Usage
-	journaled := false
+	var u store.UsageTotal
 	for e, err := range st.Entries(ctx, run.ID, 0) {
 		if err != nil {
-			return u, err
+			return provider.Usage{}, err
 		}
-		var eu provider.Usage
-		if e.Type == store.EntryUsage && json.Unmarshal(e.Data, &eu) == nil {
-			u.Add(eu)
-			journaled = true
+		if err := u.Add(e); err != nil {
+			return provider.Usage{}, err
 		}
 	}
-	if !journaled {
-		return run.Usage, nil
-	}
-	return u, nil
+	return u.Of(run), nil
 }
