@@ -509,19 +509,7 @@ func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, 
 // was in and goes on with the loop. A run that already ended returns its
 // result as it is. cfg.Store must also be a store.Catalog.
 func Resume(ctx context.Context, cfg Config, id string) (*RunResult, error) {
-	var res *RunResult
-	for ev, err := range ResumeEvents(ctx, cfg, id) {
-		if err != nil {
-			if le, ok := errors.AsType[*LimitError](err); ok {
-				return le.Result, err
-			}
-			return res, err
-		}
-		if ev.Kind == EventDone {
-			res = ev.Result
-		}
-	}
-	return res, nil
+	return Collect(ResumeEvents(ctx, cfg, id))
 }
 
 // ResumeEvents is Resume as a stream of events.

@@ -23,7 +23,7 @@ import (
 // error; a context with no instance is ErrNoInstances. Problems of a
 // *PlanError name the template call and the instance.
 func ExecutePlanInstances(ctx context.Context, cfg Config, plan []json.RawMessage, context []message.Message) (*RunResult, error) {
-	return collect(PlanInstancesEvents(ctx, cfg, plan, context))
+	return Collect(PlanInstancesEvents(ctx, cfg, plan, context))
 }
 
 // PlanInstancesEvents is ExecutePlanInstances as a stream of events, as

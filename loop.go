@@ -97,12 +97,14 @@ type RunEvent struct {
 // output, running the calls of each solution as they stream in. It is
 // Events, collected.
 func Run(ctx context.Context, cfg Config, schema json.RawMessage, msgs []message.Message) (*RunResult, error) {
-	return collect(Events(ctx, cfg, schema, msgs))
+	return Collect(Events(ctx, cfg, schema, msgs))
 }
 
-// collect returns the result of a run's events: the done event's, or the
-// log as it was when the run failed.
-func collect(events iter.Seq2[RunEvent, error]) (*RunResult, error) {
+// Collect returns the result of a run's events, as Run, ExecutePlan and
+// Resume do: the done event's, or, when the run fails, the log as it was
+// then (from a *LimitError) with the error. A program that wraps a run's
+// events (to trace or filter them) collects them with it.
+func Collect(events iter.Seq2[RunEvent, error]) (*RunResult, error) {
 	var res *RunResult
 	for ev, err := range events {
 		if err != nil {

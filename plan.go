@@ -214,7 +214,7 @@ func ValidatePlan(ctx context.Context, cfg Config, plan []json.RawMessage, conte
 // *LimitError returned then holds the log as it was. RunResult.Solution
 // is nil and Steps 0: no request was made.
 func ExecutePlan(ctx context.Context, cfg Config, plan []json.RawMessage, context []message.Message) (*RunResult, error) {
-	return collect(PlanEvents(ctx, cfg, plan, context))
+	return Collect(PlanEvents(ctx, cfg, plan, context))
 }
 
 // PlanEvents is ExecutePlan as a stream of events: call started, finished

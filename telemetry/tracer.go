@@ -3,7 +3,6 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"iter"
 
 	"go.opentelemetry.io/otel/trace"
@@ -51,7 +50,7 @@ func (t *Tracer) Events(ctx context.Context, cfg agent.Config, schema json.RawMe
 
 // Run is agent.Run, traced as Events is.
 func (t *Tracer) Run(ctx context.Context, cfg agent.Config, schema json.RawMessage, msgs []message.Message) (*agent.RunResult, error) {
-	return collect(t.Events(ctx, cfg, schema, msgs))
+	return agent.Collect(t.Events(ctx, cfg, schema, msgs))
 }
 
 // ResumeEvents is agent.ResumeEvents, traced as Events is: the run span
@@ -67,23 +66,5 @@ func (t *Tracer) ResumeEvents(ctx context.Context, cfg agent.Config, id string) 
 
 // Resume is agent.Resume, traced as Events is.
 func (t *Tracer) Resume(ctx context.Context, cfg agent.Config, id string) (*agent.RunResult, error) {
-	return collect(t.ResumeEvents(ctx, cfg, id))
-}
-
-// collect returns the result of a run's events, as agent.Run does: the
-// done event's, or the log as it was when the run failed.
-func collect(events iter.Seq2[agent.RunEvent, error]) (*agent.RunResult, error) {
-	var res *agent.RunResult
-	for ev, err := range events {
-		if err != nil {
-			if le, ok := errors.AsType[*agent.LimitError](err); ok {
-				return le.Result, err
-			}
-			return res, err
-		}
-		if ev.Kind == agent.EventDone {
-			res = ev.Result
-		}
-	}
-	return res, nil
+	return agent.Collect(t.ResumeEvents(ctx, cfg, id))
 }
