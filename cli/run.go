@@ -249,11 +249,14 @@ func resume(ctx context.Context, env *Env, rf *runFlags, pos []string) error {
 		}
 		return fmt.Errorf("%w: run %s is an agent loop and needs --model", errUsage, run.ID)
 	}
-	if d, ok := cfg.Provider.(provider.Describer); ok {
+	if cfg.Provider != nil {
 		// Say where the run's context goes before it goes.
 		// A provider that leaves its name or URL out (a test double, say)
 		// is said without them.
-		e := d.Endpoint()
+		var e provider.Endpoint
+		if d, ok := cfg.Provider.(provider.Describer); ok {
+			e = d.Endpoint()
+		}
 		where := escapeLine(e.Provider)
 		if e.BaseURL != "" {
 			where = strings.TrimSpace(where + " at " + escapeLine(e.BaseURL))

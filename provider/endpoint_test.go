@@ -44,7 +44,7 @@ func TestEndpoints(t *testing.T) {
 			t.Errorf("%T: %+v, want %+v", tt.p, got, tt.want)
 		}
 	}
-	if d, ok := provider.Retry(provider.Func(nil), provider.RetryConfig{}).(provider.Describer); !ok || d.Endpoint() != (provider.Endpoint{}) {
-		t.Error("a retried provider that says no endpoint should say the zero one")
+	if _, ok := provider.Retry(provider.Func(nil), provider.RetryConfig{}).(provider.Describer); ok {
+		t.Error("a retried provider that says no endpoint is a Describer")
 	}
 }

@@ -52,7 +52,7 @@ func Retry(p Provider, cfg RetryConfig) Provider {
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleep
 	}
-	return retrying{p, Func(func(ctx context.Context, req *Request) iter.Seq2[*Chunk, error] {
+	retry := Func(func(ctx context.Context, req *Request) iter.Seq2[*Chunk, error] {
 		return func(yield func(*Chunk, error) bool) {
 			backoff := cfg.Base
 			for attempt := 0; ; attempt++ {
@@ -87,21 +87,17 @@ func Retry(p Provider, cfg RetryConfig) Provider {
 				backoff *= 2
 			}
 		}
-	})}
-}
-
-// retrying is a Provider that retries another, and says its Endpoint.
-type retrying struct {
-	inner Provider
-	Func
-}
-
-// Endpoint returns the Endpoint of the Provider retried, if it has one.
-func (r retrying) Endpoint() Endpoint {
-	if d, ok := r.inner.(Describer); ok {
-		return d.Endpoint()
+	})
+	if d, ok := p.(Describer); ok {
+		return describedRetry{retry, d}
 	}
-	return Endpoint{}
+	return retry
+}
+
+// describedRetry retries a Describer, and says its Endpoint.
+type describedRetry struct {
+	Func
+	Describer
 }
 
 // retryable reports whether err is worth another try, and the wait the
