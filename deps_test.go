@@ -16,7 +16,7 @@ func TestDependencies(t *testing.T) {
 		"github.com/bahlo/generic-list-go", "github.com/buger/jsonparser", "go.yaml.in/yaml/", "github.com/pb33f/ordered-map/",
 		"golang.org/x/text/",
 	}
-	core := []string{"github.com/augceo/agent/ref", "github.com/augceo/agent/message", "github.com/augceo/agent/jsonstream", "github.com/augceo/agent/internal/jsonfast"}
+	core := []string{"github.com/augceo/agent/ref", "github.com/augceo/agent/message", "github.com/augceo/agent/jsonstream", "github.com/augceo/agent/internal/jsonfast", "github.com/augceo/agent/internal/ojson"}
 	for _, tt := range []struct {
 		pkg     string
 		allowed []string

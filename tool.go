@@ -17,42 +17,22 @@ import (
 // one schema with a _tool const, or the name of a registered tool. Later
 // definitions of a name replace earlier ones.
 func defineTools(_ context.Context, b *Build, m *message.Message) error {
-	var name string
-	if json.Unmarshal(m.Tool, &name) == nil {
-		def, err := b.Registry.LookupTool(name)
-		if err != nil {
-			return err
-		}
-		return defineTool(b, strings.TrimPrefix(name, "Tool."), def)
-	}
-	o, err := ojson.Parse(m.Tool)
+	tools, err := m.OfferedTools()
 	if err != nil {
-		return fmt.Errorf("tool: %w", err)
+		return err
 	}
-	if n := toolName(o); n != "" {
-		return defineTool(b, n, m.Tool)
-	}
-	for i, n := range o.Keys {
-		if err := defineTool(b, n, o.Values[i]); err != nil {
+	for _, t := range tools {
+		def := t.Def
+		if def == nil {
+			if def, err = b.Registry.LookupTool(t.Name); err != nil {
+				return err
+			}
+		}
+		if err := defineTool(b, t.Name, def); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// toolName returns the const of a schema's _tool property, if any.
-func toolName(o *ojson.Object) string {
-	props, err := ojson.Parse(o.Get("properties"))
-	if err != nil {
-		return ""
-	}
-	var t struct {
-		Const string `json:"const"`
-	}
-	if json.Unmarshal(props.Get("_tool"), &t) != nil {
-		return ""
-	}
-	return t.Const
 }
 
 func defineTool(b *Build, name string, def json.RawMessage) error {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -72,36 +71,16 @@ func offerMCP(reg *agent.Registry, names []string, msgs []message.Message) ([]me
 }
 
 // offeredTools returns the names of the tools the tool messages of msgs
-// offer: by name, as a map of definitions, or as one definition whose
-// _tool property names it.
+// offer; a message that offers none it can read is left out.
 func offeredTools(msgs []message.Message) map[string]bool {
 	offered := map[string]bool{}
-	for _, m := range msgs {
-		if m.Type != message.TypeTool {
+	for i := range msgs {
+		if msgs[i].Type != message.TypeTool {
 			continue
 		}
-		var name string
-		if json.Unmarshal(m.Tool, &name) == nil {
-			offered[strings.TrimPrefix(name, "Tool.")] = true
-			continue
-		}
-		var defs map[string]json.RawMessage
-		if json.Unmarshal(m.Tool, &defs) != nil {
-			continue
-		}
-		var one struct {
-			Properties struct {
-				Tool struct {
-					Const string `json:"const"`
-				} `json:"_tool"`
-			} `json:"properties"`
-		}
-		if json.Unmarshal(m.Tool, &one) == nil && one.Properties.Tool.Const != "" {
-			offered[one.Properties.Tool.Const] = true
-			continue
-		}
-		for k := range defs {
-			offered[k] = true
+		tools, _ := msgs[i].OfferedTools()
+		for _, t := range tools {
+			offered[t.Name] = true
 		}
 	}
 	return offered
