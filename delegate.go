@@ -121,6 +121,10 @@ func (x *executor) delegate(ctx context.Context, c *Call, name string) (*Result,
 	msgs = append(msgs, c.scoped...)
 	cfg := *x.cfg
 	cfg.CallbackPath, cfg.N = "", 1
+	// The sub-run is part of the call, which the parent's journal records
+	// (started, settled); it is no run of the store on its own, and must
+	// not take the parent's id, journal or lease.
+	cfg.Store, cfg.RunID, cfg.resume = nil, "", nil
 	schema := idea.Schema
 	if schema == nil {
 		schema = json.RawMessage(`{}`)

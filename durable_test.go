@@ -551,3 +551,66 @@ func TestDurableCancelIsResumable(t *testing.T) {
 		t.Errorf("state %s, errors %q", got, planErrors(res.Log))
 	}
 }
+
+// TestDurableDelegate runs a delegate call in a durable run, new and
+// resumed: the delegate's sub-run is part of its call, not a run of the
+// store (it would take the parent's id, and on resume its journal and
+// lease).
+func TestDurableDelegate(t *testing.T) {
+	reg := agent.NewRegistry()
+	idea, err := agent.ParseIdea([]byte(`{"schema":{"type":"object","properties":{"sent":{"type":"boolean"}}},"context":[
+		{"type":"system","message":"You send messages."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Idea("speaker", idea)
+	reg.Tool("send", json.RawMessage(`{"type":"object","_delegate":"speaker","properties":{"text":{"type":"string"}}}`))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reg.Tool("wait", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("wait", agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+		cancel() // the first attempt is interrupted here
+		<-c.Done()
+		return nil, c.Err()
+	}))
+	send := `{"calls":[{"_tool":"send","text":"hi","_outputPath":"†state.delivery"}],"output":null}`
+	msgs := ctxOf(t, `[{"type":"tool","tool":"send"},{"type":"tool","tool":"wait"},{"type":"text","text":"Say hi"}]`)
+	st := store.NewMemory()
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "d", Provider: scripted.Solutions(
+		send, `{"output":{"sent":true}}`, // step 1 and its delegate
+		`{"calls":[{"_tool":"wait","_outputPath":"†state.waited"}],"output":null}`, // step 2, interrupted
+	)}
+	if _, err := agent.Run(ctx, cfg, json.RawMessage(`{}`), msgs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("first attempt: %v", err)
+	}
+	cfg.Provider = scripted.Solutions(
+		send, `{"output":{"sent":true}}`, // step 3 and its delegate
+		`{"calls":[],"output":"sent twice"}`,
+	)
+	res, err := agent.Resume(context.Background(), cfg, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stateOf(t, res.Log); got != `{"delivery":{"sent":true}}` {
+		t.Errorf("state %s", got)
+	}
+	var ids []string
+	for run, err := range st.Runs(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, run.ID+":"+string(run.Status))
+	}
+	if !slices.Equal(ids, []string{"d:done"}) {
+		t.Errorf("runs in the store: %q", ids)
+	}
+	settled := 0
+	for _, e := range journal(t, st, "d") {
+		if e.Type == store.EntrySettled && len(e.Data) == 0 {
+			settled++
+		}
+	}
+	if settled != 2 {
+		t.Errorf("%d calls settled, want the two delegate calls", settled)
+	}
+}
