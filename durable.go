@@ -153,6 +153,11 @@ type journal struct {
 	buf    []store.Entry
 	result func() *RunResult // the scheduler's result so far, for errors
 	cut    map[string]bool   // calls the run's cancellation cut short, by their JSON
+	// step is a loop's current step, and failed the calls of it that
+	// settled with an error, by their JSON: Resume rebuilds their error
+	// messages if the step is cut short.
+	step   int
+	failed map[string]bool
 	// batch leaves call entries in buf for the scheduler to flush before
 	// the calls it starts run (plans); otherwise each call event flushes.
 	batch bool
@@ -277,10 +282,11 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 	switch ev.Kind {
 	case EventMessage:
 		m := ev.Message
-		if len(j.cut) > 0 && j.run.Kind == kindLoop && (m.Type == message.TypePlan || m.Type == message.TypeError) {
+		if len(j.cut) > 0 && j.run.Kind == kindLoop && (m.Type == message.TypePlan || m.Type == message.TypeError && j.failed[string(m.Failed)]) {
 			// A step whose calls the cancellation cut short did not end:
-			// its plan and errors stay out, and Resume ends the step from
-			// its calls' entries, as after a crash.
+			// its plan and its calls' errors stay out, and Resume ends the
+			// step from its calls' entries, as after a crash. Other errors
+			// (an invalid answer, an earlier step's call) stay in.
 			return nil
 		}
 		if m.Type == message.TypeError && j.cut[string(m.Failed)] {
@@ -310,6 +316,12 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 		if err != nil {
 			return fmt.Errorf("agent: journal error: %w", err)
 		}
+		if strings.HasPrefix(ev.Call.ID, strconv.Itoa(j.step)+".") {
+			if j.failed == nil {
+				j.failed = map[string]bool{}
+			}
+			j.failed[string(ev.Call.Raw)] = true
+		}
 		j.buf = append(j.buf, store.Entry{Type: store.EntrySettled, Call: ev.Call.ID, Data: b, Time: now})
 	case EventUsage:
 		// A request's usage is durable as soon as it is known, so a run's
@@ -332,6 +344,7 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 		j.buf = append(j.buf, store.Entry{Type: store.EntryUsage, Call: strconv.Itoa(ev.Step), Data: b, Time: now})
 		return j.flush(ctx)
 	case EventStep:
+		j.step, j.failed = ev.Step, nil
 		return j.flush(ctx)
 	case EventDone:
 		b, err := json.Marshal(endOf(ev.Result))
@@ -405,9 +418,7 @@ func (j *journal) wrap(ctx context.Context, yield func(RunEvent, error) bool) (w
 		}
 		if err != nil {
 			stopped, closed = true, true
-			if cause := context.Cause(ctx); errors.Is(cause, store.ErrLeased) && !errors.Is(err, store.ErrLeased) {
-				err = errors.Join(err, cause) // why the run was cancelled
-			}
+			err = withLeaseCause(ctx, err)
 			ferr := j.flush(ctx)
 			res := j.result()
 			var le *LimitError
@@ -543,7 +554,7 @@ func ResumeEvents(ctx context.Context, cfg Config, id string) iter.Seq2[RunEvent
 			l.release()
 		}()
 		if err != nil {
-			yield(RunEvent{}, err)
+			yield(RunEvent{}, withLeaseCause(ctx, err))
 			return
 		}
 		rs.lease, rs.run = l, run
@@ -576,11 +587,23 @@ func ResumeEvents(ctx context.Context, cfg Config, id string) iter.Seq2[RunEvent
 			return
 		}
 		for ev, err := range events {
+			if err != nil && !rs.journaled { // the journal adds it itself
+				err = withLeaseCause(ctx, err)
+			}
 			if !yield(ev, err) || err != nil {
 				return
 			}
 		}
 	}
+}
+
+// withLeaseCause adds to err why ctx was cancelled when the run's lease was
+// lost: the error a cancelled call returns does not say it.
+func withLeaseCause(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, store.ErrLeased) && !errors.Is(err, store.ErrLeased) {
+		return errors.Join(err, cause)
+	}
+	return err
 }
 
 // loadRun reads what a resume needs of run id: its metadata, journal and

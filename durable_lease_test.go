@@ -350,6 +350,52 @@ func TestDurableResumeRenewedWhileFinishing(t *testing.T) {
 	})
 }
 
+// TestDurableResumeLeaseLostWhileFinishing loses the lease while a resume
+// finishes the step its run stopped in: the call is cancelled, and the
+// resume's error says why, not only that a context was cancelled.
+func TestDurableResumeLeaseLostWhileFinishing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := agent.NewRegistry()
+		reg.Tool("long", json.RawMessage(`{"type":"object"}`))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		started := make(chan struct{})
+		var runs atomic.Int64
+		reg.Activity("long", agent.Idempotent(agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+			if runs.Add(1) == 1 {
+				cancel() // the first attempt is interrupted
+			} else {
+				close(started)
+			}
+			<-c.Done()
+			return nil, c.Err()
+		})))
+		st := store.NewMemory()
+		cfg := agent.Config{Provider: scripted.Solutions(`{"calls":[{"_tool":"long","_outputPath":"†state.s"}],"output":null}`),
+			Registry: reg, Store: st, RunID: "long", LeaseTTL: 3 * time.Second}
+		if _, err := agent.Run(ctx, cfg, json.RawMessage(`{}`), ctxOf(t, `[{"type":"tool","tool":"long"}]`)); !errors.Is(err, context.Canceled) {
+			t.Fatalf("interrupted run: %v", err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := agent.Resume(context.Background(), cfg, "long")
+			done <- err
+		}()
+		<-started
+		run, _ := st.Load(context.Background(), "long")
+		if err := st.Acquire(context.Background(), "long", store.Lease{Owner: "thief", Expires: run.Lease.Expires.Add(time.Hour)}, run.Lease.Expires); err != nil {
+			t.Fatal(err)
+		}
+		err := <-done
+		if !errors.Is(err, store.ErrLeased) || !strings.Contains(err.Error(), "thief") {
+			t.Fatalf("the resume that lost its lease: %v", err)
+		}
+		if run, _ := st.Load(context.Background(), "long"); run.Lease.Owner != "thief" {
+			t.Errorf("the lease after the failed resume: %+v", run.Lease)
+		}
+	})
+}
+
 func TestDurableResumeFailsEarly(t *testing.T) { forEachStore(t, testDurableResumeFailsEarly) }
 
 // A resume that fails before it goes on (here finishing the interrupted

@@ -614,3 +614,94 @@ func TestDurableDelegate(t *testing.T) {
 		t.Errorf("%d calls settled, want the two delegate calls", settled)
 	}
 }
+
+// TestDurableCutStepWithOutput cuts short a step that gave its output: the
+// run did not end (it is interrupted, not done), and Resume ends the step
+// from the journal, reporting the cut call and the call that failed once
+// each, before the model is asked again.
+func TestDurableCutStepWithOutput(t *testing.T) {
+	reg := agent.NewRegistry()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	badDone := make(chan struct{})
+	reg.Tool("bad", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("bad", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+		defer close(badDone)
+		return nil, errors.New("no stock")
+	}))
+	reg.Tool("wait", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("wait", agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+		<-badDone
+		cancel()
+		<-c.Done()
+		return nil, c.Err()
+	}))
+	msgs := ctxOf(t, `[{"type":"tool","tool":"bad"},{"type":"tool","tool":"wait"},{"type":"text","text":"Order"}]`)
+	st := store.NewMemory()
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "o", Clock: fixedClock, Provider: scripted.Solutions(
+		`{"calls":[{"_tool":"bad","_outputPath":"†state.b"},{"_tool":"wait","_outputPath":"†state.w"}],"output":"ordered"}`)}
+	if _, err := agent.Run(ctx, cfg, json.RawMessage(`{"type":"string"}`), msgs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cut run: %v", err)
+	}
+	if run, _ := st.Load(context.Background(), "o"); run.Status != store.Interrupted {
+		t.Fatalf("status %s", run.Status)
+	}
+	p := scripted.Solutions(`{"calls":[],"output":"not ordered"}`)
+	cfg.Provider = p
+	res, err := agent.Resume(context.Background(), cfg, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps != 2 || string(res.Solution.Output) != `"not ordered"` {
+		t.Errorf("steps %d, output %s", res.Steps, res.Solution.Output)
+	}
+	errs := planErrors(res.Log)
+	if len(errs) != 2 || !strings.Contains(errs[0]+errs[1], "no stock") || !strings.Contains(errs[0]+errs[1], "interrupted") {
+		t.Errorf("errors %q", errs)
+	}
+	if reqs := p.Requests(); len(reqs) != 1 || !strings.Contains(fmt.Sprint(reqs[0].Messages), "no stock") {
+		t.Error("the resumed request did not see the failed call")
+	}
+	if got := journalLog(t, journal(t, st, "o")); !slices.Equal(got, logJSON(t, res.Log.Messages())) {
+		t.Errorf("the journal's log differs from the run's:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// TestDurableCutStepKeepsNotice cuts short a step whose answer was invalid:
+// the notice that tells the model so is not a call's error, so it stays in
+// the journal and the resumed log has it once.
+func TestDurableCutStepKeepsNotice(t *testing.T) {
+	reg := agent.NewRegistry()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reg.Tool("wait", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("wait", agent.Idempotent(agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+		if ctx.Err() == nil {
+			cancel()
+			<-c.Done()
+			return nil, c.Err()
+		}
+		return agent.Value("waited")
+	})))
+	msgs := ctxOf(t, `[{"type":"tool","tool":"wait"},{"type":"text","text":"Name it"}]`)
+	st := store.NewMemory()
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "n", Clock: fixedClock, Provider: scripted.Solutions(
+		`{"calls":[{"_tool":"wait","_outputPath":"†state.w"}],"output":5}`)}
+	if _, err := agent.Run(ctx, cfg, json.RawMessage(`{"type":"string"}`), msgs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cut run: %v", err)
+	}
+	cfg.Provider = scripted.Solutions(`{"calls":[],"output":"five"}`)
+	res, err := agent.Resume(context.Background(), cfg, "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stateOf(t, res.Log); got != `{"w":"waited"}` {
+		t.Errorf("state %s", got)
+	}
+	if errs := planErrors(res.Log); len(errs) != 1 || strings.Contains(errs[0], "interrupted") {
+		t.Errorf("errors %q, want the invalid answer's notice once", errs)
+	}
+	if got := journalLog(t, journal(t, st, "n")); !slices.Equal(got, logJSON(t, res.Log.Messages())) {
+		t.Errorf("the journal's log differs from the run's:\n%s", strings.Join(got, "\n"))
+	}
+}

@@ -271,6 +271,12 @@ func (r *run) loop(ctx context.Context, first int) {
 		if !ok {
 			return
 		}
+		if err := ctx.Err(); err != nil {
+			// The step's calls were cut short: the run did not end, even
+			// when the model gave its output.
+			r.fail(err)
+			return
+		}
 		if r.lazy { // one request: the plan is the result
 			res := r.result(sol, step)
 			res.Plan = r.planned
@@ -281,6 +287,10 @@ func (r *run) loop(ctx context.Context, first int) {
 			// Fire-and-forget calls end before the run does, so their
 			// errors are reported and nothing outlives the run.
 			if !r.sched.runDown(ctx, true) || !r.sched.appendAll(r.sched.takeErrors()) {
+				return
+			}
+			if err := ctx.Err(); err != nil {
+				r.fail(err)
 				return
 			}
 			res := r.result(sol, step)
