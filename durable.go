@@ -660,23 +660,23 @@ func (x *executor) interrupted(rs *resumed, id string, c *Call) error {
 	return &CallError{Kind: Runtime, Tool: c.Tool, Err: ErrInterrupted}
 }
 
-// resumeLoop finishes the step a loop run was in when it stopped, then
-// goes on with the loop. The step's calls are known from the journal:
-// those that settled keep their messages, those started and not settled
-// run again if idempotent and fail with ErrInterrupted otherwise; then
-// the step's plan and errors are appended, as the step would have.
+// resumeLoop finishes what a loop run left unfinished when it stopped,
+// then goes on with the loop. Its calls are known from the journal: those
+// that settled keep their messages, those started and not settled (of the
+// step it was in, or run in the background from an earlier one) run again
+// if idempotent and fail with ErrInterrupted otherwise; then the open
+// step's plan and the errors not yet in the log are appended, as the run
+// would have.
 func resumeLoop(ctx context.Context, cfg Config, schema json.RawMessage) iter.Seq2[RunEvent, error] {
 	return func(yield func(RunEvent, error) bool) {
 		rs := cfg.resume
 		step, open := rs.openStep()
-		if open {
-			tail, err := finishStep(ctx, cfg, rs, step)
-			if err != nil {
-				yield(RunEvent{}, err)
-				return
-			}
-			rs.extra = tail
+		tail, err := finishStep(ctx, cfg, rs, step, open)
+		if err != nil {
+			yield(RunEvent{}, err)
+			return
 		}
+		rs.extra = tail
 		msgs := append(rs.msgs[:len(rs.msgs):len(rs.msgs)], rs.extra...)
 		loopEvents(ctx, cfg, schema, msgs, step+1, yield)
 	}
@@ -703,34 +703,53 @@ func (rs *resumed) openStep() (step int, open bool) {
 	return step, true
 }
 
-// finishStep ends the tick of step from its journal.
-func finishStep(ctx context.Context, cfg Config, rs *resumed, step int) ([]message.Message, error) {
+// finishStep ends, from the journal, the tick of step if it is open and
+// the calls earlier steps left unsettled, and returns the messages that
+// end them: the calls' own, the open step's plan, then the error messages
+// the log lacks.
+func finishStep(ctx context.Context, cfg Config, rs *resumed, step int, open bool) ([]message.Message, error) {
 	log, err := message.NewLog(rs.msgs...)
 	if err != nil {
 		return nil, fmt.Errorf("agent: resume: %w", err)
 	}
-	x, err := planExecutor(ctx, cfg, log)
-	if err != nil {
-		return nil, err
+	// logged counts the error messages the journal has for each call, by
+	// its JSON: a call that failed in the background had its error
+	// appended later, if the run got that far.
+	logged := map[string]int{}
+	for _, m := range rs.msgs {
+		if m.Type == message.TypeError && m.Failed != nil {
+			logged[string(m.Failed)]++
+		}
 	}
 	prefix := strconv.Itoa(step) + "."
 	var out, errs []message.Message
 	var plan []json.RawMessage
+	var x *executor
 	for _, id := range rs.order {
-		if !strings.HasPrefix(id, prefix) {
-			continue
-		}
+		inStep := open && strings.HasPrefix(id, prefix)
 		if em, ok := rs.settled[id]; ok {
-			if em != nil {
-				errs = append(errs, *em)
-				plan = append(plan, em.Failed)
-			} else {
+			if inStep {
 				plan = append(plan, rs.calls[id])
 			}
+			if em == nil {
+				continue
+			}
+			if n := logged[string(em.Failed)]; n > 0 {
+				logged[string(em.Failed)] = n - 1
+				continue
+			}
+			errs = append(errs, *em)
 			continue
 		}
 		raw := rs.started[id]
-		plan = append(plan, raw)
+		if inStep {
+			plan = append(plan, raw)
+		}
+		if x == nil {
+			if x, err = planExecutor(ctx, cfg, log); err != nil {
+				return nil, err
+			}
+		}
 		c, err := x.prepareCall(log, raw)
 		if err == nil {
 			err = x.interrupted(rs, id, c)
@@ -749,6 +768,8 @@ func finishStep(ctx context.Context, cfg Config, rs *resumed, step int) ([]messa
 			errs = append(errs, ErrorMessage(raw, err))
 		}
 	}
-	out = append(out, message.Message{Type: message.TypePlan, Plan: planOf(plan)})
+	if open {
+		out = append(out, message.Message{Type: message.TypePlan, Plan: planOf(plan)})
+	}
 	return append(out, errs...), nil
 }

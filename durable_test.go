@@ -25,6 +25,10 @@ type crashStore struct {
 	*store.Memory
 	left    atomic.Int64 // writes still allowed
 	crashed atomic.Bool
+	// crashOn, if set, crashes the store at the first append with an
+	// entry it reports; written, if set, sees each entry appended.
+	crashOn func(store.Entry) bool
+	written func(store.Entry)
 }
 
 var errCrash = errors.New("crashed")
@@ -51,10 +55,21 @@ func (s *crashStore) Create(ctx context.Context, run store.Run, es ...store.Entr
 }
 
 func (s *crashStore) Append(ctx context.Context, id, owner string, es ...store.Entry) error {
+	if s.crashOn != nil && slices.ContainsFunc(es, s.crashOn) {
+		s.left.Store(0)
+	}
 	if err := s.write(); err != nil {
 		return err
 	}
-	return s.Memory.Append(ctx, id, owner, es...)
+	if err := s.Memory.Append(ctx, id, owner, es...); err != nil {
+		return err
+	}
+	for _, e := range es {
+		if s.written != nil {
+			s.written(e)
+		}
+	}
+	return nil
 }
 
 func (s *crashStore) Save(ctx context.Context, owner string, run store.Run) error {
@@ -702,6 +717,122 @@ func TestDurableCutStepKeepsNotice(t *testing.T) {
 		t.Errorf("errors %q, want the invalid answer's notice once", errs)
 	}
 	if got := journalLog(t, journal(t, st, "n")); !slices.Equal(got, logJSON(t, res.Log.Messages())) {
+		t.Errorf("the journal's log differs from the run's:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// TestDurableResumeBackgroundCall stops a run while a call an earlier step
+// started in the background still runs: Resume reports it interrupted (or
+// runs it again if idempotent), as it does the open step's calls, rather
+// than forgetting it.
+func TestDurableResumeBackgroundCall(t *testing.T) {
+	for _, idempotent := range []bool{false, true} {
+		t.Run(fmt.Sprint("idempotent=", idempotent), func(t *testing.T) {
+			reg := agent.NewRegistry()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var runs atomic.Int64
+			step2 := make(chan struct{})
+			var notify agent.Activity = agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+				if runs.Add(1) == 1 {
+					<-step2
+					cancel() // Ctrl-C while the background call runs
+					<-c.Done()
+					return nil, c.Err()
+				}
+				return agent.Value("notified")
+			})
+			if idempotent {
+				notify = agent.Idempotent(notify)
+			}
+			reg.Tool("notify", json.RawMessage(`{"type":"object"}`))
+			reg.Activity("notify", notify)
+			reg.Tool("look", json.RawMessage(`{"type":"object"}`))
+			reg.Activity("look", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+				close(step2)
+				return agent.Value("looked")
+			}))
+			msgs := ctxOf(t, `[{"type":"tool","tool":"notify"},{"type":"tool","tool":"look"},{"type":"text","text":"Go"}]`)
+			st := store.NewMemory()
+			cfg := agent.Config{Registry: reg, Store: st, RunID: "bg", Clock: fixedClock, Provider: scripted.Solutions(
+				`{"calls":[{"_tool":"notify"}],"output":null}`, // in the background
+				`{"calls":[{"_tool":"look","_outputPath":"†state.look"}],"output":null}`,
+				`{"calls":[],"output":"never"}`,
+			)}
+			if _, err := agent.Run(ctx, cfg, json.RawMessage(`{}`), msgs); !errors.Is(err, context.Canceled) {
+				t.Fatalf("cut run: %v", err)
+			}
+			p := scripted.Solutions(`{"calls":[],"output":"done"}`)
+			cfg.Provider = p
+			res, err := agent.Resume(context.Background(), cfg, "bg")
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs := planErrors(res.Log)
+			seen := fmt.Sprint(p.Requests()[0].Messages)
+			if idempotent {
+				if runs.Load() != 2 || len(errs) != 0 { // its result goes nowhere: no _outputPath
+					t.Errorf("notify ran %d times; errors %q; the model saw %s", runs.Load(), errs, seen)
+				}
+			} else if runs.Load() != 1 || len(errs) != 1 || !strings.Contains(errs[0], "interrupted") || !strings.Contains(seen, "interrupted") {
+				t.Errorf("notify ran %d times; errors %q; the model saw %s", runs.Load(), errs, seen)
+			}
+			if got := journalLog(t, journal(t, st, "bg")); !slices.Equal(got, logJSON(t, res.Log.Messages())) {
+				t.Errorf("the journal's log differs from the run's:\n%s", strings.Join(got, "\n"))
+			}
+		})
+	}
+}
+
+// TestDurableResumeBackgroundError crashes a run after a call an earlier
+// step started in the background failed, and before its error message was
+// written (it goes into the log with the next step's plan): Resume restores
+// the error message from the call's entry.
+func TestDurableResumeBackgroundError(t *testing.T) {
+	reg := agent.NewRegistry()
+	step2, settled := make(chan struct{}), make(chan struct{})
+	reg.Tool("notify", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("notify", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+		<-step2
+		return nil, errors.New("mailbox full")
+	}))
+	reg.Tool("look", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("look", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+		close(step2)
+		<-settled
+		return agent.Value("looked")
+	}))
+	st := newCrashStore(1 << 40)
+	st.written = func(e store.Entry) {
+		if e.Type == store.EntrySettled && e.Call == "1.0" {
+			close(settled)
+		}
+	}
+	st.crashOn = func(e store.Entry) bool { // step 2's plan
+		return e.Type == store.EntryMessage && strings.Contains(string(e.Data), `look`) && strings.Contains(string(e.Data), `"type":"plan"`)
+	}
+	msgs := ctxOf(t, `[{"type":"tool","tool":"notify"},{"type":"tool","tool":"look"},{"type":"text","text":"Go"}]`)
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "bg", Clock: fixedClock, Provider: scripted.Solutions(
+		`{"calls":[{"_tool":"notify"}],"output":null}`, // in the background
+		`{"calls":[{"_tool":"look","_outputPath":"†state.look"}],"output":null}`,
+	)}
+	if _, err := agent.Run(context.Background(), cfg, json.RawMessage(`{}`), msgs); !errors.Is(err, errCrash) {
+		t.Fatalf("crashed run: %v", err)
+	}
+	st2 := restart(t, st, "bg")
+	p := scripted.Solutions(`{"calls":[],"output":"done"}`)
+	cfg.Store, cfg.Provider = st2, p
+	res, err := agent.Resume(context.Background(), cfg, "bg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := planErrors(res.Log); len(errs) != 1 || !strings.Contains(errs[0], "mailbox full") {
+		t.Errorf("errors %q", errs)
+	}
+	if got := stateOf(t, res.Log); got != `{"look":"looked"}` {
+		t.Errorf("state %s", got)
+	}
+	if got := journalLog(t, journal(t, st2, "bg")); !slices.Equal(got, logJSON(t, res.Log.Messages())) {
 		t.Errorf("the journal's log differs from the run's:\n%s", strings.Join(got, "\n"))
 	}
 }
