@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"runtime"
 	"slices"
 	"strings"
@@ -392,5 +393,61 @@ func TestCompactionResume(t *testing.T) {
 		if g, w := sentBytes(unmarked(got[i])), sentBytes(unmarked(want[i])); g != w {
 			t.Errorf("request %d after the resume differs from the whole run's:\n%s", i+13, cmp.Diff(strings.Split(g, "\x00"), strings.Split(w, "\x00")))
 		}
+	}
+}
+
+// TestCachePrefixAcrossResume stops a durable run while the model answers
+// its fourth request, and resumes it: the resumed run asks the model the
+// same requests, byte for byte, as a run that never stopped, so the
+// provider's prompt cache still holds the prefix it had seen.
+func TestCachePrefixAcrossResume(t *testing.T) {
+	const steps = 8
+	schema := json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}}}`)
+	reg, answers := cacheAgent(steps)
+	// One call at a time: parallel calls settle in any order, and so
+	// would the messages of two uninterrupted runs.
+	cfg := agent.Config{Registry: reg, Rendering: agent.RenderCached, MaxSteps: steps, Clock: fixed, Concurrency: 1}
+	uninterrupted := scripted.Solutions(answers...)
+	cfg.Provider = uninterrupted
+	if _, err := agent.Run(context.Background(), cfg, schema, cacheContext()); err != nil {
+		t.Fatal(err)
+	}
+	want := uninterrupted.Requests()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := scripted.Solutions(answers...)
+	var asked []provider.Request
+	cut := provider.Func(func(c context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		if len(first.Requests()) == 3 { // the fourth: Ctrl-C while the model answers
+			asked = append(asked, *req)
+			cancel()
+			return func(yield func(*provider.Chunk, error) bool) { yield(nil, c.Err()) }
+		}
+		return first.Generate(c, req)
+	})
+	cfg.Provider, cfg.Store, cfg.RunID = cut, store.NewMemory(), "cache"
+	if _, err := agent.Run(ctx, cfg, schema, cacheContext()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	rest := scripted.Solutions(answers[3:]...)
+	cfg.Provider = rest
+	res, err := agent.Resume(context.Background(), cfg, "cache")
+	if err != nil || res.Steps != steps {
+		t.Fatalf("resumed run: %v", err)
+	}
+	got := append(first.Requests(), asked...)
+	got = append(got, rest.Requests()...)
+	if len(got) != len(want)+1 {
+		t.Fatalf("%d requests, want %d and the one cut short", len(got), len(want)+1)
+	}
+	got = slices.Delete(got, 3, 4) // the cut request is the one asked again
+	for i := range want {
+		if d := cmp.Diff(sentBytes(want[i]), sentBytes(got[i])); d != "" {
+			t.Errorf("request %d differs from the uninterrupted run's (-want +got):\n%s", i+1, d)
+		}
+	}
+	if d := cmp.Diff(sentBytes(asked[0]), sentBytes(rest.Requests()[0])); d != "" {
+		t.Errorf("the resumed request differs from the one cut short (-cut +resumed):\n%s", d)
 	}
 }
