@@ -269,27 +269,37 @@ func TestCachedRenderingKeepsValuesCurrent(t *testing.T) {
 func BenchmarkLoopGrowth(b *testing.B) {
 	for _, steps := range []int{10, 100, 500} {
 		b.Run(fmt.Sprint("S=", steps), func(b *testing.B) {
-			reg, msgs := tenTools()
-			answers := make([]string, steps)
-			for i := range steps - 1 {
-				answers[i] = fmt.Sprintf(`{"calls":[{"_tool":"t%d","x":%d,"_outputPath":"†state.k%d"}],"output":null}`, i%10, i, i)
-			}
-			answers[steps-1] = `{"calls":[],"output":{"done":true}}`
-			cfg := agent.Config{Provider: (&replay{answers: answers}).provider(), Registry: reg, MaxSteps: steps}
-			var ms0, ms1 runtime.MemStats
-			runtime.ReadMemStats(&ms0)
-			for b.Loop() {
-				res, err := agent.Run(context.Background(), cfg, json.RawMessage(`{"type":"object"}`), msgs)
-				if err != nil || res.Steps != steps {
-					b.Fatal(err)
-				}
-			}
-			runtime.ReadMemStats(&ms1)
-			perStep := float64(b.N * steps)
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/perStep, "ns/step")
-			b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/perStep, "B/step")
+			loopGrowth(b, steps, func(int) agent.Config { return agent.Config{} })
 		})
 	}
+}
+
+// loopGrowth runs BenchmarkLoopGrowth's run of steps steps with the
+// Config of each run (its number) for the rest, and reports per step.
+func loopGrowth(b *testing.B, steps int, base func(run int) agent.Config) {
+	reg, msgs := tenTools()
+	answers := make([]string, steps)
+	for i := range steps - 1 {
+		answers[i] = fmt.Sprintf(`{"calls":[{"_tool":"t%d","x":%d,"_outputPath":"†state.k%d"}],"output":null}`, i%10, i, i)
+	}
+	answers[steps-1] = `{"calls":[],"output":{"done":true}}`
+	r := &replay{answers: answers}
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	runs := 0
+	for b.Loop() {
+		runs++
+		cfg := base(runs)
+		cfg.Provider, cfg.Registry, cfg.MaxSteps = r.provider(), reg, steps
+		res, err := agent.Run(context.Background(), cfg, json.RawMessage(`{"type":"object"}`), msgs)
+		if err != nil || res.Steps != steps {
+			b.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&ms1)
+	perStep := float64(b.N * steps)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/perStep, "ns/step")
+	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/perStep, "B/step")
 }
 
 // compactingRun is cacheRun with a small CompactAt, its events and its

@@ -138,3 +138,19 @@ func BenchmarkDurableRun(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDurableLoopGrowth is BenchmarkLoopGrowth journaled in each
+// store: what the journal adds to a step must not grow with the run
+// either.
+func BenchmarkDurableLoopGrowth(b *testing.B) {
+	for _, tt := range benchStores(false) {
+		for _, steps := range []int{10, 100, 500} {
+			b.Run(fmt.Sprintf("store=%s/S=%d", tt.name, steps), func(b *testing.B) {
+				st := tt.open(b)
+				loopGrowth(b, steps, func(run int) agent.Config {
+					return agent.Config{Store: st, RunID: fmt.Sprint("r", run)}
+				})
+			})
+		}
+	}
+}
