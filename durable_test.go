@@ -174,6 +174,14 @@ func journal(t *testing.T, st store.Store, id string) []store.Entry {
 	return es
 }
 
+// sameLog checks that the log the journal of run id holds is log.
+func sameLog(t *testing.T, st store.Store, id string, log *message.Log) {
+	t.Helper()
+	if got, want := journalLog(t, journal(t, st, id)), logJSON(t, log.Messages()); !slices.Equal(got, want) {
+		t.Errorf("the journal's log differs from the run's:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 func journalLog(t *testing.T, es []store.Entry) []string {
 	var out []string
 	for _, e := range es {
@@ -388,9 +396,7 @@ func TestDurableResumeEqualsUninterrupted(t *testing.T) {
 			if tt.errs > 0 && (!strings.Contains(errs[0], "interrupted") || !strings.Contains(errs[len(errs)-1], "never became ready")) {
 				t.Errorf("error %q", errs[0])
 			}
-			if got := journalLog(t, journal(t, st, "r")); !slices.Equal(got, logJSON(t, res.Log.Messages())) {
-				t.Errorf("the journal's log differs from the resumed run's")
-			}
+			sameLog(t, st, "r", res.Log)
 		})
 	}
 }
@@ -509,9 +515,7 @@ func TestDurableLoopResume(t *testing.T) {
 	if reqs := p.Requests(); len(reqs) != 1 || !strings.Contains(fmt.Sprint(reqs[0].Messages), "interrupted") {
 		t.Errorf("the resumed request did not see the interrupted call")
 	}
-	if got := journalLog(t, journal(t, st, "loop")); !slices.Equal(got, logJSON(t, res.Log.Messages())) {
-		t.Errorf("the journal's log differs from the run's:\n%s", strings.Join(got, "\n"))
-	}
+	sameLog(t, st, "loop", res.Log)
 }
 
 // TestDurableCancelIsResumable cancels a run while a call runs: the call
@@ -677,9 +681,7 @@ func TestDurableCutStepWithOutput(t *testing.T) {
 	if reqs := p.Requests(); len(reqs) != 1 || !strings.Contains(fmt.Sprint(reqs[0].Messages), "no stock") {
 		t.Error("the resumed request did not see the failed call")
 	}
-	if got := journalLog(t, journal(t, st, "o")); !slices.Equal(got, logJSON(t, res.Log.Messages())) {
-		t.Errorf("the journal's log differs from the run's:\n%s", strings.Join(got, "\n"))
-	}
+	sameLog(t, st, "o", res.Log)
 }
 
 // TestDurableCutStepKeepsNotice cuts short a step whose answer was invalid:
@@ -716,9 +718,7 @@ func TestDurableCutStepKeepsNotice(t *testing.T) {
 	if errs := planErrors(res.Log); len(errs) != 1 || strings.Contains(errs[0], "interrupted") {
 		t.Errorf("errors %q, want the invalid answer's notice once", errs)
 	}
-	if got := journalLog(t, journal(t, st, "n")); !slices.Equal(got, logJSON(t, res.Log.Messages())) {
-		t.Errorf("the journal's log differs from the run's:\n%s", strings.Join(got, "\n"))
-	}
+	sameLog(t, st, "n", res.Log)
 }
 
 // TestDurableResumeBackgroundCall stops a run while a call an earlier step
@@ -777,9 +777,7 @@ func TestDurableResumeBackgroundCall(t *testing.T) {
 			} else if runs.Load() != 1 || len(errs) != 1 || !strings.Contains(errs[0], "interrupted") || !strings.Contains(seen, "interrupted") {
 				t.Errorf("notify ran %d times; errors %q; the model saw %s", runs.Load(), errs, seen)
 			}
-			if got := journalLog(t, journal(t, st, "bg")); !slices.Equal(got, logJSON(t, res.Log.Messages())) {
-				t.Errorf("the journal's log differs from the run's:\n%s", strings.Join(got, "\n"))
-			}
+			sameLog(t, st, "bg", res.Log)
 		})
 	}
 }
@@ -832,7 +830,5 @@ func TestDurableResumeBackgroundError(t *testing.T) {
 	if got := stateOf(t, res.Log); got != `{"look":"looked"}` {
 		t.Errorf("state %s", got)
 	}
-	if got := journalLog(t, journal(t, st2, "bg")); !slices.Equal(got, logJSON(t, res.Log.Messages())) {
-		t.Errorf("the journal's log differs from the run's:\n%s", strings.Join(got, "\n"))
-	}
+	sameLog(t, st2, "bg", res.Log)
 }
