@@ -152,18 +152,25 @@ type journal struct {
 	lease  *lease
 	buf    []store.Entry
 	result func() *RunResult // the scheduler's result so far, for errors
-	cut    map[string]bool   // calls the run's cancellation cut short, by their JSON
-	// step is a loop's current step, and failed the calls of it that
-	// settled with an error, by their JSON: Resume rebuilds their error
-	// messages if the step is cut short.
-	step   int
-	failed map[string]bool
+	// failing are the calls that failed and whose error message has not
+	// come yet, by their JSON, in the order they failed: the scheduler
+	// appends error messages in that order, so each names its call. cut
+	// marks those the run's cancellation cut short.
+	failing map[string][]failedCall
+	// cutShort is set once the run's cancellation cut a call short.
+	cutShort bool
 	// batch leaves call entries in buf for the scheduler to flush before
 	// the calls it starts run (plans); otherwise each call event flushes.
 	batch bool
 	// lastCall is the length of buf after its last call entry: messages
 	// after it belong to the completion being recorded.
 	lastCall int
+}
+
+// failedCall is a call that failed, waiting for its error message.
+type failedCall struct {
+	id  string
+	cut bool
 }
 
 // resumed is what a journal says about the calls of an earlier attempt.
@@ -174,11 +181,25 @@ type resumed struct {
 	msgs    []message.Message           // the log
 	calls   map[string]json.RawMessage  // every call recorded, by id
 	order   []string                    // call ids in the order first recorded
-	// msgsAtLast is how many messages preceded the last call entry.
-	msgsAtLast int
+	// at is, for each call started and never settled, how many messages
+	// preceded its start: the log its references were resolved in.
+	at map[string]int
+	// failed are the calls that settled with an error, in that order, and
+	// logged those whose error message is in the log.
+	failed []string
+	logged map[string]bool
+	// stepAt is how many messages preceded a step's first call entry, and
+	// step the last step the journal knows of (a call, or a request's
+	// usage).
+	stepAt map[int]int
+	step   int
 	// extra are messages a resume adds before going on (the end of an
-	// interrupted step); the journal records them first.
-	extra []message.Message
+	// interrupted step), with the call each error message is of, and
+	// settle the entries of the calls it ran again or reported; the
+	// journal records them first.
+	extra     []message.Message
+	extraCall []string
+	settle    []store.Entry
 	// usage sums the journal's usage entries: every request so far.
 	usage provider.Usage
 	// end is the result of a run that reached its end.
@@ -207,10 +228,14 @@ func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msg
 			return nil, fmt.Errorf("agent: save run %s: %w", run.ID, err)
 		}
 		j.run = run
-		for i := range rs.extra { // the context is journaled already
+		// The context is journaled already; what the resume ended comes
+		// first, its calls settled before their messages.
+		j.buf = append(j.buf, rs.settle...)
+		for i := range rs.extra {
 			if err := j.message(ctx, &rs.extra[i]); err != nil {
 				return nil, err
 			}
+			j.buf[len(j.buf)-1].Call = rs.extraCall[i]
 		}
 		if err := j.flush(ctx); err != nil {
 			return nil, err
@@ -282,17 +307,29 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 	switch ev.Kind {
 	case EventMessage:
 		m := ev.Message
-		if len(j.cut) > 0 && j.run.Kind == kindLoop && (m.Type == message.TypePlan || m.Type == message.TypeError && j.failed[string(m.Failed)]) {
+		var call failedCall
+		if m.Type == message.TypeError && m.Failed != nil {
+			if q := j.failing[string(m.Failed)]; len(q) > 0 {
+				call, j.failing[string(m.Failed)] = q[0], q[1:]
+			}
+		}
+		switch {
+		case call.cut:
+			// The call did not settle: Resume runs it again or reports it.
+			return nil
+		case j.cutShort && j.run.Kind == kindLoop && (m.Type == message.TypePlan || call.id != ""):
 			// A step whose calls the cancellation cut short did not end:
 			// its plan and its calls' errors stay out, and Resume ends the
-			// step from its calls' entries, as after a crash. Other errors
-			// (an invalid answer, an earlier step's call) stay in.
+			// step from its calls' entries, as after a crash.
 			return nil
 		}
-		if m.Type == message.TypeError && j.cut[string(m.Failed)] {
-			return nil
+		if err := j.message(ctx, m); err != nil {
+			return err
 		}
-		return j.message(ctx, m)
+		// The entry names the call whose error it is: Resume restores the
+		// error messages of failed calls the journal lacks, and only those.
+		j.buf[len(j.buf)-1].Call = call.id
+		return nil
 	case EventCallStarted:
 		// A copy: the event's call is its consumer's, and the entry may
 		// wait for the round's Append while the consumer changes it.
@@ -300,28 +337,24 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 	case EventCallFinished:
 		j.buf = append(j.buf, store.Entry{Type: store.EntrySettled, Call: ev.Call.ID, Time: now})
 	case EventCallFailed:
+		if j.failing == nil {
+			j.failing = map[string][]failedCall{}
+		}
 		if ctx.Err() != nil && (errors.Is(ev.Err, context.Canceled) || errors.Is(ev.Err, context.DeadlineExceeded)) {
 			// The run's own cancellation cut the call short: it did not
 			// settle, and Resume runs it again (if idempotent) as it would
 			// after a crash. What it wrote on its way out (an error
 			// branch) and its error message stay out of the journal.
 			j.buf = j.buf[:j.lastCall]
-			if j.cut == nil {
-				j.cut = map[string]bool{}
-			}
-			j.cut[string(ev.Call.Raw)] = true
+			j.failing[string(ev.Call.Raw)] = append(j.failing[string(ev.Call.Raw)], failedCall{id: ev.Call.ID, cut: true})
+			j.cutShort = true
 			return nil
 		}
 		b, err := json.Marshal(ErrorMessage(ev.Call.Raw, ev.Err))
 		if err != nil {
 			return fmt.Errorf("agent: journal error: %w", err)
 		}
-		if strings.HasPrefix(ev.Call.ID, strconv.Itoa(j.step)+".") {
-			if j.failed == nil {
-				j.failed = map[string]bool{}
-			}
-			j.failed[string(ev.Call.Raw)] = true
-		}
+		j.failing[string(ev.Call.Raw)] = append(j.failing[string(ev.Call.Raw)], failedCall{id: ev.Call.ID})
 		j.buf = append(j.buf, store.Entry{Type: store.EntrySettled, Call: ev.Call.ID, Data: b, Time: now})
 	case EventUsage:
 		// A request's usage is durable as soon as it is known, so a run's
@@ -344,7 +377,6 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 		j.buf = append(j.buf, store.Entry{Type: store.EntryUsage, Call: strconv.Itoa(ev.Step), Data: b, Time: now})
 		return j.flush(ctx)
 	case EventStep:
-		j.step, j.failed = ev.Step, nil
 		return j.flush(ctx)
 	case EventDone:
 		b, err := json.Marshal(endOf(ev.Result))
@@ -460,13 +492,19 @@ func (j *journal) wrap(ctx context.Context, yield func(RunEvent, error) bool) (w
 func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, error) {
 	id := run.ID
 	var usage store.UsageTotal
-	r := &resumed{settled: map[string]*message.Message{}, started: map[string]json.RawMessage{}, calls: map[string]json.RawMessage{}}
+	r := &resumed{settled: map[string]*message.Message{}, started: map[string]json.RawMessage{}, calls: map[string]json.RawMessage{},
+		at: map[string]int{}, logged: map[string]bool{}, stepAt: map[int]int{}}
 	note := func(id string, raw json.RawMessage) {
 		if _, ok := r.calls[id]; !ok {
 			r.order = append(r.order, id)
 			r.calls[id] = raw
 		}
-		r.msgsAtLast = len(r.msgs)
+		if n, ok := stepOf(id); ok {
+			if _, seen := r.stepAt[n]; !seen {
+				r.stepAt[n] = len(r.msgs)
+			}
+			r.step = max(r.step, n)
+		}
 	}
 	for e, err := range st.Entries(ctx, id, 0) {
 		if err != nil {
@@ -479,8 +517,12 @@ func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, 
 				return nil, fmt.Errorf("agent: run %s: entry %d: %w", id, e.Seq, err)
 			}
 			r.msgs = append(r.msgs, m)
+			if e.Call != "" {
+				r.logged[e.Call] = true
+			}
 		case store.EntryStarted:
 			r.started[e.Call] = e.Data
+			r.at[e.Call] = len(r.msgs)
 			note(e.Call, e.Data)
 		case store.EntrySettled:
 			delete(r.started, e.Call)
@@ -492,12 +534,16 @@ func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, 
 					return nil, fmt.Errorf("agent: run %s: entry %d: %w", id, e.Seq, err)
 				}
 				r.settled[e.Call] = &m
+				r.failed = append(r.failed, e.Call)
 				failed = m.Failed
 			}
 			note(e.Call, failed)
 		case store.EntryUsage:
 			if err := usage.Add(e); err != nil {
 				return nil, fmt.Errorf("agent: run %s: %w", id, err)
+			}
+			if n, err := strconv.Atoi(e.Call); err == nil { // a step's request
+				r.step = max(r.step, n)
 			}
 		case store.EntryEnd:
 			r.ended, r.end = true, &runEnd{}
@@ -670,32 +716,38 @@ func (x *executor) interrupted(rs *resumed, id string, c *Call) error {
 func resumeLoop(ctx context.Context, cfg Config, schema json.RawMessage) iter.Seq2[RunEvent, error] {
 	return func(yield func(RunEvent, error) bool) {
 		rs := cfg.resume
-		step, open := rs.openStep()
-		tail, err := finishStep(ctx, cfg, rs, step, open)
-		if err != nil {
+		if err := finishStep(ctx, cfg, rs); err != nil {
 			yield(RunEvent{}, err)
 			return
 		}
-		rs.extra = tail
 		msgs := append(rs.msgs[:len(rs.msgs):len(rs.msgs)], rs.extra...)
-		loopEvents(ctx, cfg, schema, msgs, step+1, yield)
+		loopEvents(ctx, cfg, schema, msgs, rs.step+1, yield)
 	}
 }
 
+// stepOf returns the step of a loop's call id ("step.position").
+func stepOf(id string) (int, bool) {
+	s, _, ok := strings.Cut(id, ".")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil
+}
+
 // openStep returns the last step with a recorded call, and whether its
-// tick did not end: no plan message follows its last call entry.
+// tick did not end: no plan message follows its first call entry. (A
+// call run in the background can settle after its step's plan.)
 func (rs *resumed) openStep() (step int, open bool) {
-	for _, id := range rs.order {
-		if s, _, ok := strings.Cut(id, "."); ok {
-			if n, err := strconv.Atoi(s); err == nil && n > step {
-				step = n
-			}
+	for id := range rs.calls {
+		if n, ok := stepOf(id); ok {
+			step = max(step, n)
 		}
 	}
 	if step == 0 {
 		return 0, false
 	}
-	for _, m := range rs.msgs[rs.msgsAtLast:] {
+	for _, m := range rs.msgs[rs.stepAt[step]:] {
 		if m.Type == message.TypePlan {
 			return step, false
 		}
@@ -703,73 +755,88 @@ func (rs *resumed) openStep() (step int, open bool) {
 	return step, true
 }
 
-// finishStep ends, from the journal, the tick of step if it is open and
-// the calls earlier steps left unsettled, and returns the messages that
-// end them: the calls' own, the open step's plan, then the error messages
-// the log lacks.
-func finishStep(ctx context.Context, cfg Config, rs *resumed, step int, open bool) ([]message.Message, error) {
+// finishStep ends, from the journal, the tick of the open step and the
+// calls earlier steps left unsettled. It sets rs.extra to the messages
+// that end them: the calls' own, the open step's plan, then the error
+// messages the log lacks, in the order the calls failed; and rs.settle to
+// the settling of the calls it ran again or reported.
+func finishStep(ctx context.Context, cfg Config, rs *resumed) error {
+	step, open := rs.openStep()
+	prefix := strconv.Itoa(step) + "."
 	log, err := message.NewLog(rs.msgs...)
 	if err != nil {
-		return nil, fmt.Errorf("agent: resume: %w", err)
+		return fmt.Errorf("agent: resume: %w", err)
 	}
-	// logged counts the error messages the journal has for each call, by
-	// its JSON: a call that failed in the background had its error
-	// appended later, if the run got that far.
-	logged := map[string]int{}
-	for _, m := range rs.msgs {
-		if m.Type == message.TypeError && m.Failed != nil {
-			logged[string(m.Failed)]++
+	var x *executor
+	var out []message.Message
+	var plan []json.RawMessage
+	type failure struct {
+		id  string
+		msg message.Message
+	}
+	var failures []failure
+	for _, id := range rs.failed { // they failed before the resume
+		if !rs.logged[id] {
+			failures = append(failures, failure{id, *rs.settled[id]})
 		}
 	}
-	prefix := strconv.Itoa(step) + "."
-	var out, errs []message.Message
-	var plan []json.RawMessage
-	var x *executor
 	for _, id := range rs.order {
-		inStep := open && strings.HasPrefix(id, prefix)
-		if em, ok := rs.settled[id]; ok {
-			if inStep {
-				plan = append(plan, rs.calls[id])
-			}
-			if em == nil {
-				continue
-			}
-			if n := logged[string(em.Failed)]; n > 0 {
-				logged[string(em.Failed)] = n - 1
-				continue
-			}
-			errs = append(errs, *em)
+		raw, unsettled := rs.started[id]
+		if open && strings.HasPrefix(id, prefix) {
+			plan = append(plan, rs.calls[id])
+		}
+		if !unsettled {
 			continue
 		}
-		raw := rs.started[id]
-		if inStep {
-			plan = append(plan, raw)
+		if err := ctx.Err(); err != nil {
+			return err // the resume is stopping: the calls left stay unsettled
 		}
 		if x == nil {
 			if x, err = planExecutor(ctx, cfg, log); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		c, err := x.prepareCall(log, raw)
+		// The references resolve in the log the call started with: later
+		// steps may have changed what they read.
+		at, err := message.NewLog(rs.msgs[:rs.at[id]]...)
+		if err != nil {
+			return fmt.Errorf("agent: resume: %w", err)
+		}
+		c, err := x.prepareCall(at, raw)
 		if err == nil {
 			err = x.interrupted(rs, id, c)
 		}
 		if err == nil {
 			var msgs []message.Message
 			msgs, _, err = x.runCall(ctx, c)
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
 			for _, m := range msgs {
 				if aerr := log.Append(m); aerr != nil {
-					return nil, fmt.Errorf("agent: resume: %w", aerr)
+					return fmt.Errorf("agent: resume: %w", aerr)
 				}
 			}
 			out = append(out, msgs...)
 		}
+		settled := store.Entry{Type: store.EntrySettled, Call: id, Time: platform.Now(ctx).UTC()}
 		if err != nil {
-			errs = append(errs, ErrorMessage(raw, err))
+			em := ErrorMessage(raw, err)
+			if settled.Data, err = json.Marshal(em); err != nil {
+				return fmt.Errorf("agent: journal error: %w", err)
+			}
+			failures = append(failures, failure{id, em})
 		}
+		rs.settle = append(rs.settle, settled)
 	}
+	rs.extra, rs.extraCall = out, make([]string, len(out))
 	if open {
-		out = append(out, message.Message{Type: message.TypePlan, Plan: planOf(plan)})
+		rs.extra = append(rs.extra, message.Message{Type: message.TypePlan, Plan: planOf(plan)})
+		rs.extraCall = append(rs.extraCall, "")
 	}
-	return append(out, errs...), nil
+	for _, f := range failures {
+		rs.extra = append(rs.extra, f.msg)
+		rs.extraCall = append(rs.extraCall, f.id)
+	}
+	return nil
 }

@@ -271,10 +271,10 @@ func (r *run) loop(ctx context.Context, first int) {
 		if !ok {
 			return
 		}
-		if err := ctx.Err(); err != nil {
+		if r.sched.cutShort(ctx) {
 			// The step's calls were cut short: the run did not end, even
 			// when the model gave its output.
-			r.fail(err)
+			r.fail(ctx.Err())
 			return
 		}
 		if r.lazy { // one request: the plan is the result
@@ -289,8 +289,8 @@ func (r *run) loop(ctx context.Context, first int) {
 			if !r.sched.runDown(ctx, true) || !r.sched.appendAll(r.sched.takeErrors()) {
 				return
 			}
-			if err := ctx.Err(); err != nil {
-				r.fail(err)
+			if r.sched.cutShort(ctx) {
+				r.fail(ctx.Err())
 				return
 			}
 			res := r.result(sol, step)

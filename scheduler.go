@@ -41,6 +41,15 @@ type scheduler struct {
 	bg      int            // of which fire-and-forget
 	done    chan finished
 	errs    []taskError // error messages of failed calls, in the order they failed
+	// cut is set when a call ended with a context's error: if the run's
+	// context is done, its cancellation cut the call short.
+	cut bool
+}
+
+// cutShort reports whether the run's cancellation left calls unfinished:
+// cut short, or never started.
+func (s *scheduler) cutShort(ctx context.Context) bool {
+	return ctx.Err() != nil && (s.cut || len(s.waiting) > 0)
 }
 
 // task is a call on its way through the scheduler.
@@ -345,6 +354,7 @@ func (s *scheduler) finish(f finished) bool {
 		return false
 	}
 	if f.err != nil {
+		s.cut = s.cut || errors.Is(f.err, context.Canceled) || errors.Is(f.err, context.DeadlineExceeded)
 		if !s.failed(f.t, f.call, f.err) {
 			return false
 		}

@@ -112,7 +112,8 @@ type Entry struct {
 	Seq  int64
 	Type EntryType
 	// Call identifies a call within the run (started, settled), or a step
-	// (solution). Empty for messages.
+	// (solution, usage). A message names the call it is the error message
+	// of, if it is one; other messages leave it empty.
 	Call string
 	Data json.RawMessage
 	Time time.Time

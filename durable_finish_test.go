@@ -1,0 +1,443 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/scripted"
+	"github.com/augceo/agent/store"
+)
+
+// The tests of this file stop loop runs while calls are unsettled, then
+// resume them: Resume ends what the run left unfinished once, and goes on
+// as the run would have.
+
+// plansOf returns the plan messages of a log.
+func plansOf(log *message.Log) []string {
+	var plans []string
+	for _, m := range log.Messages() {
+		if m.Type == message.TypePlan {
+			plans = append(plans, string(m.Plan))
+		}
+	}
+	return plans
+}
+
+// TestResumeTwice stops a resume after it finished the step its run was
+// cut in: the next resume does not run or report the call again, since the
+// first one journaled how it settled.
+func TestResumeTwice(t *testing.T) {
+	for _, idempotent := range []bool{true, false} {
+		t.Run(fmt.Sprint("idempotent=", idempotent), func(t *testing.T) {
+			reg := agent.NewRegistry()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var runs atomic.Int64
+			var pay agent.Activity = agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+				if runs.Add(1) == 1 {
+					cancel()
+					<-c.Done()
+					return nil, c.Err()
+				}
+				return agent.Value("paid")
+			})
+			if idempotent {
+				pay = agent.Idempotent(pay)
+			}
+			reg.Tool("pay", json.RawMessage(`{"type":"object"}`))
+			reg.Activity("pay", pay)
+			st := store.NewMemory()
+			cfg := agent.Config{Registry: reg, Store: st, RunID: "p", Clock: fixedClock, Provider: scripted.Solutions(
+				`{"calls":[{"_tool":"pay","_outputPath":"†state.p"}],"output":null}`)}
+			if _, err := agent.Run(ctx, cfg, json.RawMessage(`{}`), ctxOf(t, `[{"type":"tool","tool":"pay"},{"type":"text","text":"Pay"}]`)); !errors.Is(err, context.Canceled) {
+				t.Fatalf("cut run: %v", err)
+			}
+			// The first resume finishes step 1, then stops at a limit.
+			cfg.Provider, cfg.MaxSteps = scripted.Solutions(), 1
+			if _, err := agent.Resume(context.Background(), cfg, "p"); !errors.Is(err, agent.ErrMaxSteps) {
+				t.Fatalf("first resume: %v", err)
+			}
+			ran := runs.Load()
+			cfg.Provider, cfg.MaxSteps = scripted.Solutions(`{"calls":[],"output":"done"}`), 0
+			res, err := agent.Resume(context.Background(), cfg, "p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs, state := planErrors(res.Log), stateOf(t, res.Log)
+			switch {
+			case runs.Load() != ran:
+				t.Errorf("the second resume ran pay again")
+			case idempotent && (state != `{"p":"paid"}` || len(errs) != 0):
+				t.Errorf("state %s, errors %q", state, errs)
+			case !idempotent && (state != "" || len(errs) != 1):
+				t.Errorf("state %s, errors %q", state, errs)
+			}
+			if plans := plansOf(res.Log); len(plans) != 1 {
+				t.Errorf("plans %q", plans)
+			}
+			sameLog(t, st, "p", res.Log)
+		})
+	}
+}
+
+// TestResumeRestoresErrorsByCall restores the error message of a call the
+// crash left without one, while another call of the same JSON has its own
+// in the log: each call gets its error once, in the order they failed.
+func TestResumeRestoresErrorsByCall(t *testing.T) {
+	reg := agent.NewRegistry()
+	release := make(chan struct{})
+	settled := map[string]chan struct{}{"1.0": make(chan struct{}), "2.0": make(chan struct{})}
+	reg.Tool("notify", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("notify", agent.ActivityFunc(func(_ context.Context, c *agent.Call) (*agent.Result, error) {
+		if c.ID == "1.0" {
+			<-release
+			return nil, errors.New("late")
+		}
+		return nil, errors.New("early")
+	}))
+	reg.Tool("look", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("look", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+		<-settled["2.0"] // its error message goes with step 2's plan
+		return agent.Value("looked")
+	}))
+	reg.Tool("wait", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("wait", agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+		close(release)
+		<-settled["1.0"]
+		return agent.Value("waited")
+	}))
+	st := newCrashStore(1 << 40)
+	st.written = func(e store.Entry) {
+		if ch, ok := settled[e.Call]; ok && e.Type == store.EntrySettled {
+			close(ch)
+		}
+	}
+	st.crashOn = func(e store.Entry) bool { // step 3's plan, with 1.0's error
+		return e.Type == store.EntryMessage && strings.Contains(string(e.Data), `"type":"plan"`) && strings.Contains(string(e.Data), `wait`)
+	}
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "e", Clock: fixedClock, Provider: scripted.Solutions(
+		`{"calls":[{"_tool":"notify"}],"output":null}`,                                           // in the background
+		`{"calls":[{"_tool":"notify"},{"_tool":"look","_outputPath":"†state.l"}],"output":null}`, // the same call, failing at once
+		`{"calls":[{"_tool":"wait","_outputPath":"†state.w"}],"output":null}`)}
+	msgs := ctxOf(t, `[{"type":"tool","tool":"notify"},{"type":"tool","tool":"look"},{"type":"tool","tool":"wait"},{"type":"text","text":"Go"}]`)
+	if _, err := agent.Run(context.Background(), cfg, json.RawMessage(`{}`), msgs); !errors.Is(err, errCrash) {
+		t.Fatalf("crashed run: %v", err)
+	}
+	st2 := restart(t, st, "e")
+	cfg.Store, cfg.Provider = st2, scripted.Solutions(`{"calls":[],"output":"done"}`)
+	res, err := agent.Resume(context.Background(), cfg, "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := planErrors(res.Log); !slices.Equal(errs, []string{"runtime error in notify: early", "runtime error in notify: late"}) {
+		t.Errorf("errors %q, want early then late", errs)
+	}
+	sameLog(t, st2, "e", res.Log)
+}
+
+// TestResumeResolvesInTheCallsLog runs again a background call a later
+// step's write would change the arguments of: its references resolve in
+// the log it started with, as in the attempt that was cut short.
+func TestResumeResolvesInTheCallsLog(t *testing.T) {
+	reg := agent.NewRegistry()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var args []string
+	changed := make(chan struct{})
+	reg.Tool("set", json.RawMessage(`{"type":"object","properties":{"v":{"type":"string"}}}`))
+	reg.Activity("set", agent.Bind(func(_ context.Context, p struct {
+		V string `json:"v"`
+	}) (string, error) {
+		if p.V == "b" {
+			defer close(changed)
+		}
+		return p.V, nil
+	}))
+	reg.Tool("notify", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("notify", agent.Idempotent(agent.ActivityFunc(func(c context.Context, call *agent.Call) (*agent.Result, error) {
+		mu.Lock()
+		args = append(args, string(call.Args()))
+		mu.Unlock()
+		if ctx.Err() == nil {
+			<-changed
+			cancel() // Ctrl-C once a later step changed what it read
+			<-c.Done()
+			return nil, c.Err()
+		}
+		return agent.Value("notified")
+	})))
+	st := store.NewMemory()
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "s", Clock: fixedClock, Provider: scripted.Solutions(
+		`{"calls":[{"_tool":"set","v":"a","_outputPath":"†state.x"}],"output":null}`,
+		`{"calls":[{"_tool":"notify","text":"†state.x"}],"output":null}`, // in the background
+		`{"calls":[{"_tool":"set","v":"b","_outputPath":"†state.x"}],"output":null}`,
+		`{"calls":[],"output":"never"}`, // its background call is cut short
+	)}
+	msgs := ctxOf(t, `[{"type":"tool","tool":"set"},{"type":"tool","tool":"notify"},{"type":"text","text":"Go"}]`)
+	if _, err := agent.Run(ctx, cfg, json.RawMessage(`{}`), msgs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cut run: %v", err)
+	}
+	cfg.Provider = scripted.Solutions(`{"calls":[],"output":"done"}`)
+	res, err := agent.Resume(context.Background(), cfg, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(args, []string{`{"text":"a"}`, `{"text":"a"}`}) {
+		t.Errorf("notify's arguments, cut short then resumed: %q", args)
+	}
+	if got := stateOf(t, res.Log); got != `{"x":"b"}` {
+		t.Errorf("state %s", got)
+	}
+	sameLog(t, st, "s", res.Log)
+}
+
+// TestResumeAfterBackgroundSettled cuts a run short after a background
+// call settled past its step's plan: that step ended, and Resume does not
+// end it again.
+func TestResumeAfterBackgroundSettled(t *testing.T) {
+	t.Run("next step", func(t *testing.T) {
+		reg := agent.NewRegistry()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		release, settled := make(chan struct{}), make(chan struct{})
+		reg.Tool("notify", json.RawMessage(`{"type":"object"}`))
+		reg.Activity("notify", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+			<-release
+			return agent.Value("notified")
+		}))
+		st := newCrashStore(1 << 40)
+		st.written = func(e store.Entry) {
+			if e.Type == store.EntrySettled && e.Call == "1.0" {
+				close(settled)
+			}
+		}
+		step1 := scripted.Solutions(`{"calls":[{"_tool":"notify"}],"output":null}`)
+		var n atomic.Int64
+		p := provider.Func(func(c context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+			if n.Add(1) == 1 {
+				return step1.Generate(c, req)
+			}
+			return func(yield func(*provider.Chunk, error) bool) {
+				close(release)
+				for done := false; !done; { // the loop journals notify's settling as it streams
+					select {
+					case <-settled:
+						done = true
+					default:
+						if !yield(&provider.Chunk{Thinking: "…"}, nil) {
+							return
+						}
+						time.Sleep(time.Millisecond)
+					}
+				}
+				cancel() // Ctrl-C while the model answers step 2
+				yield(nil, c.Err())
+			}
+		})
+		cfg := agent.Config{Registry: reg, Store: st, RunID: "bg", Clock: fixedClock, Provider: p}
+		if _, err := agent.Run(ctx, cfg, json.RawMessage(`{}`), ctxOf(t, `[{"type":"tool","tool":"notify"},{"type":"text","text":"Go"}]`)); !errors.Is(err, context.Canceled) {
+			t.Fatalf("cut run: %v", err)
+		}
+		cfg.Provider = scripted.Solutions(`{"calls":[],"output":"done"}`)
+		res, err := agent.Resume(context.Background(), cfg, "bg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plans := plansOf(res.Log); len(plans) != 1 {
+			t.Errorf("plans %q, want step 1's once", plans)
+		}
+		sameLog(t, st, "bg", res.Log)
+	})
+	t.Run("last step", func(t *testing.T) {
+		// The step gave its output; its background calls run down, one
+		// settles and the other is cut short: the run is interrupted,
+		// and Resume runs the cut call again, then asks the model.
+		reg := agent.NewRegistry()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		release, settled := make(chan struct{}), make(chan struct{})
+		var bRuns atomic.Int64
+		reg.Tool("a", json.RawMessage(`{"type":"object"}`))
+		reg.Activity("a", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+			<-release
+			return agent.Value("a")
+		}))
+		reg.Tool("b", json.RawMessage(`{"type":"object"}`))
+		reg.Activity("b", agent.Idempotent(agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+			if bRuns.Add(1) > 1 { // the resume's attempt
+				return agent.Value("b")
+			}
+			<-settled
+			cancel()
+			<-c.Done()
+			return nil, c.Err()
+		})))
+		st := newCrashStore(1 << 40)
+		st.written = func(e store.Entry) {
+			if e.Type == store.EntrySettled && e.Call == "1.0" {
+				close(settled)
+			}
+		}
+		cfg := agent.Config{Registry: reg, Store: st, RunID: "d", Clock: fixedClock, Provider: scripted.Solutions(
+			`{"calls":[{"_tool":"a"},{"_tool":"b"}],"output":"done"}`)}
+		var runErr error
+		for ev, err := range agent.Events(ctx, cfg, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[{"type":"tool","tool":"a"},{"type":"tool","tool":"b"},{"type":"text","text":"Go"}]`)) {
+			if err != nil {
+				runErr = err
+				break
+			}
+			if ev.Kind == agent.EventMessage && ev.Message.Type == message.TypePlan {
+				close(release)
+			}
+		}
+		if !errors.Is(runErr, context.Canceled) {
+			t.Fatalf("cut run: %v", runErr)
+		}
+		p := scripted.Solutions(`{"calls":[],"output":"done"}`)
+		cfg.Provider = p
+		res, err := agent.Resume(context.Background(), cfg, "d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plans := plansOf(res.Log); len(plans) != 1 || bRuns.Load() != 2 || len(p.Requests()) != 1 {
+			t.Errorf("plans %q, b ran %d times, %d requests", plans, bRuns.Load(), len(p.Requests()))
+		}
+		sameLog(t, st, "d", res.Log)
+	})
+}
+
+// TestResumeStopsWhenCancelled cancels a resume while it finishes the
+// step its run was cut in: it starts no more calls, leaves those it did
+// not finish unsettled, and a later resume finishes them.
+func TestResumeStopsWhenCancelled(t *testing.T) {
+	reg := agent.NewRegistry()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	var aRuns, bRuns atomic.Int64
+	bStarted := make(chan struct{})
+	reg.Tool("a", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("a", agent.Idempotent(agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+		switch aRuns.Add(1) {
+		case 1:
+			<-bStarted
+			cancel()
+		case 2:
+			cancel2() // Ctrl-C while the resume runs a again
+		default:
+			return agent.Value("a")
+		}
+		<-c.Done()
+		return nil, c.Err()
+	})))
+	reg.Tool("b", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("b", agent.Idempotent(agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+		if bRuns.Add(1) == 1 {
+			close(bStarted)
+			<-c.Done()
+			return nil, c.Err()
+		}
+		return agent.Value("b")
+	})))
+	st := store.NewMemory()
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "f", Clock: fixedClock, Provider: scripted.Solutions(
+		`{"calls":[{"_tool":"a","_outputPath":"†state.a"},{"_tool":"b","_outputPath":"†state.b"}],"output":null}`)}
+	if _, err := agent.Run(ctx, cfg, json.RawMessage(`{}`), ctxOf(t, `[{"type":"tool","tool":"a"},{"type":"tool","tool":"b"},{"type":"text","text":"Go"}]`)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cut run: %v", err)
+	}
+	cfg.Provider = scripted.Solutions()
+	if _, err := agent.Resume(ctx2, cfg, "f"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled resume: %v", err)
+	}
+	if bRuns.Load() != 1 {
+		t.Errorf("the cancelled resume started b")
+	}
+	cfg.Provider = scripted.Solutions(`{"calls":[],"output":"done"}`)
+	res, err := agent.Resume(context.Background(), cfg, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stateOf(t, res.Log); got != `{"a":"a","b":"b"}` || len(planErrors(res.Log)) != 0 {
+		t.Errorf("state %s, errors %q", got, planErrors(res.Log))
+	}
+	sameLog(t, st, "f", res.Log)
+}
+
+// TestResumeStepNumbers cuts a run short at step 3 after a step with no
+// calls: Resume goes on at step 3, counting every request made.
+func TestResumeStepNumbers(t *testing.T) {
+	reg := agent.NewRegistry()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reg.Tool("a", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("a", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) { return agent.Value("a") }))
+	st := store.NewMemory()
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "s", Clock: fixedClock, Provider: scripted.Solutions(
+		`{"calls":[{"_tool":"a","_outputPath":"†state.a"}],"output":null}`,
+		`{"calls":[],"output":null}`,
+	)}
+	var steps []int
+	for ev, err := range agent.Events(ctx, cfg, json.RawMessage(`{}`), ctxOf(t, `[{"type":"tool","tool":"a"},{"type":"text","text":"Go"}]`)) {
+		if err != nil {
+			break
+		}
+		if ev.Kind == agent.EventStep {
+			if steps = append(steps, ev.Step); ev.Step == 3 {
+				cancel()
+			}
+		}
+	}
+	cfg.Provider = scripted.Solutions(`{"calls":[],"output":"done"}`)
+	for ev, err := range agent.ResumeEvents(context.Background(), cfg, "s") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == agent.EventStep {
+			steps = append(steps, ev.Step)
+		}
+	}
+	if !slices.Equal(steps, []int{1, 2, 3, 3}) {
+		t.Errorf("steps %v, want 1 2 3 3", steps)
+	}
+}
+
+// TestCancelAfterAnswer cancels a run once the model gave its output, with
+// no call running: nothing was cut short, so the run ends with it.
+func TestCancelAfterAnswer(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	answer := scripted.Solutions(`{"output":"done"}`)
+	p := provider.Func(func(c context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		return func(yield func(*provider.Chunk, error) bool) {
+			for ch, err := range answer.Generate(c, req) {
+				if !yield(ch, err) {
+					return
+				}
+			}
+			cancel() // Ctrl-C as the answer arrives
+		}
+	})
+	st := store.NewMemory()
+	cfg := agent.Config{Provider: p, Registry: agent.NewRegistry(), Store: st, RunID: "c"}
+	res, err := agent.Run(ctx, cfg, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[{"type":"text","text":"Go"}]`))
+	if err != nil || string(res.Solution.Output) != `"done"` {
+		t.Fatalf("run: %v", err)
+	}
+	if run, _ := st.Load(context.Background(), "c"); run.Status != store.Done {
+		t.Errorf("status %s", run.Status)
+	}
+}
