@@ -502,13 +502,7 @@ func TestDurableLoopResume(t *testing.T) {
 	}
 	// The first step's plan holds the calls the journal knows (c was
 	// waiting for b and never started); the second step made no call.
-	var plans []string
-	for _, m := range res.Log.Messages() {
-		if m.Type == message.TypePlan {
-			plans = append(plans, string(m.Plan))
-		}
-	}
-	if len(plans) != 1 || !strings.Contains(plans[0], `"_tool":"a"`) || !strings.Contains(plans[0], `"_tool":"b"`) {
+	if plans := plansOf(res.Log); len(plans) != 1 || !strings.Contains(plans[0], `"_tool":"a"`) || !strings.Contains(plans[0], `"_tool":"b"`) {
 		t.Errorf("plan messages %q", plans)
 	}
 	// The model of the resumed run saw the first step's outputs.
