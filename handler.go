@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 
@@ -99,10 +100,10 @@ func (b *Build) DefineTool(name string, s json.RawMessage) {
 }
 
 // Definition returns the definition of a tool as given, before it was
-// shaped for the model, or nil.
+// shaped for the model, or nil. It is a copy: the run's calls keep theirs.
 func (b *Build) Definition(name string) json.RawMessage {
 	if sh := b.shape(name); sh != nil {
-		return sh.def
+		return bytes.Clone(sh.def)
 	}
 	return nil
 }

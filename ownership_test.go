@@ -264,3 +264,38 @@ func TestJournalKeepsItsCalls(t *testing.T) {
 		t.Errorf("the journal's started calls: %q, want [%q]", started, call)
 	}
 }
+
+// TestDefinitionIsTheHandlers writes over the tool definition a message
+// handler reads from its Build: neither the registry's definition nor the
+// tool message of the log may change.
+func TestDefinitionIsTheHandlers(t *testing.T) {
+	const def = `{"type":"object","properties":{"x":{"type":"integer"}}}`
+	const full = `{"type":"object","properties":{"_tool":{"const":"u"},"y":{"type":"string"}}}`
+	reg := agent.NewRegistry()
+	reg.Tool("t", json.RawMessage(def))
+	var schemas []string
+	reg.Activity("t", agent.ActivityFunc(func(_ context.Context, c *agent.Call) (*agent.Result, error) {
+		schemas = append(schemas, string(c.Schema))
+		return agent.Value(1)
+	}))
+	reg.Handle("scribble", agent.HandlerFunc(func(_ context.Context, b *agent.Build, _ *message.Message) error {
+		for _, name := range b.Tools() {
+			scribble(b.Definition(name))
+		}
+		return nil
+	}))
+	msgs := []message.Message{message.Tool("t"), {Type: message.TypeTool, Tool: json.RawMessage(full)}, {Type: "scribble"}}
+	res, err := agent.ExecutePlan(context.Background(), agent.Config{Registry: reg}, []json.RawMessage{json.RawMessage(`{"_tool":"t","x":1,"_outputPath":"†state.a"}`)}, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(schemas) != 1 || schemas[0] != def {
+		t.Errorf("the call's schema: %q", schemas)
+	}
+	if got, _ := reg.LookupTool("t"); string(got) != def {
+		t.Errorf("the registry's definition is now %s", got)
+	}
+	if got := string(res.Log.At(1).Tool); got != full {
+		t.Errorf("the log's tool message is now %s", got)
+	}
+}

@@ -275,7 +275,7 @@ func planExecutor(ctx context.Context, cfg Config, log *message.Log) (*executor,
 	}
 	reg.mu.RUnlock()
 	for i, n := range names {
-		if p.build.Definition(n) != nil {
+		if p.build.shape(n) != nil {
 			continue
 		}
 		if err := defineTool(p.build, n, defs[i]); err != nil {

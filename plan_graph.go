@@ -410,7 +410,7 @@ func (g *planGraph) checkTools(x *executor) {
 	// parameters of the same tool: each such schema is made once.
 	schemas := map[string]*schema.Schema{}
 	for _, n := range g.nodes {
-		if x.build.Definition(n.call.Tool) == nil {
+		if x.build.shape(n.call.Tool) == nil {
 			tools := x.build.Tools()
 			g.add(n, PlanProblem{Err: fmt.Errorf("%w %q (tools: %s)", ErrUnknownTool, n.call.Tool, strings.Join(tools, ", "))})
 			continue
@@ -510,11 +510,11 @@ func (g *planGraph) satisfiable(n *planNode, param string, x ref.Ref, src ref.So
 // needs the model when there is no provider.
 func (g *planGraph) executable(x *executor) {
 	for _, n := range g.nodes {
-		def := x.build.Definition(n.call.Tool)
-		if def == nil {
+		sh := x.build.shape(n.call.Tool)
+		if sh == nil {
 			continue // reported as an unknown tool
 		}
-		a, _, err := x.reg.resolveActivity(n.call.Tool, def)
+		a, _, err := x.reg.resolveActivity(n.call.Tool, sh.def)
 		switch {
 		case err != nil:
 			g.add(n, PlanProblem{Err: err})
