@@ -188,18 +188,18 @@ type resumed struct {
 	// logged those whose error message is in the log.
 	failed []string
 	logged map[string]bool
-	// stepAt is how many messages preceded a step's first call entry, and
-	// step the last step the journal knows of (a call, or a request's
-	// usage).
-	stepAt map[int]int
-	step   int
+	// stepAt is how many messages preceded a step's first call entry;
+	// callStep is the last step with a call, and step the last step the
+	// journal knows of (a call, or a request's usage).
+	stepAt   map[int]int
+	callStep int
+	step     int
 	// extra are messages a resume adds before going on (the end of an
-	// interrupted step), with the call each error message is of, and
-	// settle the entries of the calls it ran again or reported; the
-	// journal records them first.
-	extra     []message.Message
-	extraCall []string
-	settle    []store.Entry
+	// interrupted step), and entries what the journal records of it
+	// first: the settling of the calls it ran again or reported, then
+	// extra.
+	extra   []message.Message
+	entries []store.Entry
 	// usage sums the journal's usage entries: every request so far.
 	usage provider.Usage
 	// end is the result of a run that reached its end.
@@ -229,62 +229,68 @@ func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msg
 		}
 		j.run = run
 		// The context is journaled already; what the resume ended comes
-		// first, its calls settled before their messages.
-		j.buf = append(j.buf, rs.settle...)
-		for i := range rs.extra {
-			if err := j.message(ctx, &rs.extra[i]); err != nil {
-				return nil, err
-			}
-			j.buf[len(j.buf)-1].Call = rs.extraCall[i]
-		}
+		// first.
+		j.buf = append(j.buf, rs.entries...)
 		if err := j.flush(ctx); err != nil {
 			return nil, err
 		}
 		rs.journaled = true // the resume renews its lease already
 		return j, nil
-	} else {
-		id := cfg.RunID
-		if id == "" {
-			id = platform.NewID(ctx)
-		}
-		j.lease = newLease(&cfg, id)
-		spec.Settings = settingsOf(&cfg)
-		b, err := json.Marshal(spec)
-		if err != nil {
-			return nil, fmt.Errorf("agent: run spec: %w", err)
-		}
-		model := cfg.Model
-		if e := spec.Settings.Endpoint; e != nil && model != "" {
-			model = e.Provider + ":" + model
-		}
-		j.run = store.Run{ID: id, Kind: kind, Idea: cfg.Origin, Model: model, Status: store.Running, Spec: b,
-			Created: now, Updated: now, Lease: j.lease.terms(ctx)}
-		for i := range msgs {
-			if err := j.message(ctx, &msgs[i]); err != nil {
-				return nil, err
-			}
-		}
-		// The run and its context are created together: a run exists
-		// with all of its context or not at all.
-		if err := cfg.Store.Create(ctx, j.run, j.buf...); err != nil {
-			if errors.Is(err, store.ErrExists) {
-				return nil, fmt.Errorf("agent: run %s already exists: resume it, or give another id: %w", id, err)
-			}
-			return nil, fmt.Errorf("agent: create run %s: %w", id, err)
-		}
-		j.buf = j.buf[:0]
 	}
+	id := cfg.RunID
+	if id == "" {
+		id = platform.NewID(ctx)
+	}
+	j.lease = newLease(&cfg, id)
+	spec.Settings = settingsOf(&cfg)
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, fmt.Errorf("agent: run spec: %w", err)
+	}
+	model := cfg.Model
+	if e := spec.Settings.Endpoint; e != nil && model != "" {
+		model = e.Provider + ":" + model
+	}
+	j.run = store.Run{ID: id, Kind: kind, Idea: cfg.Origin, Model: model, Status: store.Running, Spec: b,
+		Created: now, Updated: now, Lease: j.lease.terms(ctx)}
+	for i := range msgs {
+		if err := j.message(ctx, &msgs[i], ""); err != nil {
+			return nil, err
+		}
+	}
+	// The run and its context are created together: a run exists with
+	// all of its context or not at all.
+	if err := cfg.Store.Create(ctx, j.run, j.buf...); err != nil {
+		if errors.Is(err, store.ErrExists) {
+			return nil, fmt.Errorf("agent: run %s already exists: resume it, or give another id: %w", id, err)
+		}
+		return nil, fmt.Errorf("agent: create run %s: %w", id, err)
+	}
+	j.buf = j.buf[:0]
 	j.lease.keep(ctx, cancel)
 	return j, nil
 }
 
-func (j *journal) message(ctx context.Context, m *message.Message) error {
+// message adds m to the journal; call names the call it is the error
+// message of, if it is one.
+func (j *journal) message(ctx context.Context, m *message.Message, call string) error {
+	e, err := messageEntry(ctx, m, call)
+	if err != nil {
+		return err
+	}
+	j.buf = append(j.buf, e)
+	return nil
+}
+
+// messageEntry is the journal entry of m. Resume restores the error
+// messages of failed calls the journal lacks, and only those: call names
+// the call m is the error message of, if it is one.
+func messageEntry(ctx context.Context, m *message.Message, call string) (store.Entry, error) {
 	b, err := json.Marshal(m)
 	if err != nil {
-		return fmt.Errorf("agent: journal message: %w", err)
+		return store.Entry{}, fmt.Errorf("agent: journal message: %w", err)
 	}
-	j.buf = append(j.buf, store.Entry{Type: store.EntryMessage, Data: b, Time: platform.Now(ctx).UTC()})
-	return nil
+	return store.Entry{Type: store.EntryMessage, Call: call, Data: b, Time: platform.Now(ctx).UTC()}, nil
 }
 
 func (j *journal) flush(ctx context.Context) error {
@@ -323,13 +329,7 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 			// step from its calls' entries, as after a crash.
 			return nil
 		}
-		if err := j.message(ctx, m); err != nil {
-			return err
-		}
-		// The entry names the call whose error it is: Resume restores the
-		// error messages of failed calls the journal lacks, and only those.
-		j.buf[len(j.buf)-1].Call = call.id
-		return nil
+		return j.message(ctx, m, call.id)
 	case EventCallStarted:
 		// A copy: the event's call is its consumer's, and the entry may
 		// wait for the round's Append while the consumer changes it.
@@ -503,6 +503,7 @@ func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, 
 			if _, seen := r.stepAt[n]; !seen {
 				r.stepAt[n] = len(r.msgs)
 			}
+			r.callStep = max(r.callStep, n)
 			r.step = max(r.step, n)
 		}
 	}
@@ -739,11 +740,7 @@ func stepOf(id string) (int, bool) {
 // tick did not end: no plan message follows its first call entry. (A
 // call run in the background can settle after its step's plan.)
 func (rs *resumed) openStep() (step int, open bool) {
-	for id := range rs.calls {
-		if n, ok := stepOf(id); ok {
-			step = max(step, n)
-		}
-	}
+	step = rs.callStep
 	if step == 0 {
 		return 0, false
 	}
@@ -763,13 +760,11 @@ func (rs *resumed) openStep() (step int, open bool) {
 func finishStep(ctx context.Context, cfg Config, rs *resumed) error {
 	step, open := rs.openStep()
 	prefix := strconv.Itoa(step) + "."
-	log, err := message.NewLog(rs.msgs...)
-	if err != nil {
-		return fmt.Errorf("agent: resume: %w", err)
-	}
+	var log *message.Log // built when a call runs again
 	var x *executor
 	var out []message.Message
 	var plan []json.RawMessage
+	var settled []store.Entry
 	type failure struct {
 		id  string
 		msg message.Message
@@ -792,6 +787,10 @@ func finishStep(ctx context.Context, cfg Config, rs *resumed) error {
 			return err // the resume is stopping: the calls left stay unsettled
 		}
 		if x == nil {
+			var err error
+			if log, err = message.NewLog(rs.msgs...); err != nil {
+				return fmt.Errorf("agent: resume: %w", err)
+			}
 			if x, err = planExecutor(ctx, cfg, log); err != nil {
 				return err
 			}
@@ -819,24 +818,35 @@ func finishStep(ctx context.Context, cfg Config, rs *resumed) error {
 			}
 			out = append(out, msgs...)
 		}
-		settled := store.Entry{Type: store.EntrySettled, Call: id, Time: platform.Now(ctx).UTC()}
+		e := store.Entry{Type: store.EntrySettled, Call: id, Time: platform.Now(ctx).UTC()}
 		if err != nil {
 			em := ErrorMessage(raw, err)
-			if settled.Data, err = json.Marshal(em); err != nil {
+			if e.Data, err = json.Marshal(em); err != nil {
 				return fmt.Errorf("agent: journal error: %w", err)
 			}
 			failures = append(failures, failure{id, em})
 		}
-		rs.settle = append(rs.settle, settled)
+		settled = append(settled, e)
 	}
-	rs.extra, rs.extraCall = out, make([]string, len(out))
 	if open {
-		rs.extra = append(rs.extra, message.Message{Type: message.TypePlan, Plan: planOf(plan)})
-		rs.extraCall = append(rs.extraCall, "")
+		out = append(out, message.Message{Type: message.TypePlan, Plan: planOf(plan)})
+	}
+	// The calls' settling, then the messages that end them.
+	rs.entries = settled
+	add := func(m message.Message, call string) error {
+		e, err := messageEntry(ctx, &m, call)
+		rs.extra, rs.entries = append(rs.extra, m), append(rs.entries, e)
+		return err
+	}
+	for _, m := range out {
+		if err := add(m, ""); err != nil {
+			return err
+		}
 	}
 	for _, f := range failures {
-		rs.extra = append(rs.extra, f.msg)
-		rs.extraCall = append(rs.extraCall, f.id)
+		if err := add(f.msg, f.id); err != nil {
+			return err
+		}
 	}
 	return nil
 }
