@@ -441,3 +441,202 @@ func TestCancelAfterAnswer(t *testing.T) {
 		t.Errorf("status %s", run.Status)
 	}
 }
+
+// TestDurableCutStepWithOutput cuts short a step that gave its output: the
+// run did not end (it is interrupted, not done), and Resume ends the step
+// from the journal, reporting the cut call and the call that failed once
+// each, before the model is asked again.
+func TestDurableCutStepWithOutput(t *testing.T) {
+	reg := agent.NewRegistry()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	badDone := make(chan struct{})
+	reg.Tool("bad", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("bad", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+		defer close(badDone)
+		return nil, errors.New("no stock")
+	}))
+	reg.Tool("wait", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("wait", agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+		<-badDone
+		cancel()
+		<-c.Done()
+		return nil, c.Err()
+	}))
+	msgs := ctxOf(t, `[{"type":"tool","tool":"bad"},{"type":"tool","tool":"wait"},{"type":"text","text":"Order"}]`)
+	st := store.NewMemory()
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "o", Clock: fixedClock, Provider: scripted.Solutions(
+		`{"calls":[{"_tool":"bad","_outputPath":"†state.b"},{"_tool":"wait","_outputPath":"†state.w"}],"output":"ordered"}`)}
+	if _, err := agent.Run(ctx, cfg, json.RawMessage(`{"type":"string"}`), msgs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cut run: %v", err)
+	}
+	if run, _ := st.Load(context.Background(), "o"); run.Status != store.Interrupted {
+		t.Fatalf("status %s", run.Status)
+	}
+	p := scripted.Solutions(`{"calls":[],"output":"not ordered"}`)
+	cfg.Provider = p
+	res, err := agent.Resume(context.Background(), cfg, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps != 2 || string(res.Solution.Output) != `"not ordered"` {
+		t.Errorf("steps %d, output %s", res.Steps, res.Solution.Output)
+	}
+	errs := planErrors(res.Log)
+	if len(errs) != 2 || !strings.Contains(errs[0]+errs[1], "no stock") || !strings.Contains(errs[0]+errs[1], "interrupted") {
+		t.Errorf("errors %q", errs)
+	}
+	if reqs := p.Requests(); len(reqs) != 1 || !strings.Contains(fmt.Sprint(reqs[0].Messages), "no stock") {
+		t.Error("the resumed request did not see the failed call")
+	}
+	sameLog(t, st, "o", res.Log)
+}
+
+// TestDurableCutStepKeepsNotice cuts short a step whose answer was invalid:
+// the notice that tells the model so is not a call's error, so it stays in
+// the journal and the resumed log has it once.
+func TestDurableCutStepKeepsNotice(t *testing.T) {
+	reg := agent.NewRegistry()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reg.Tool("wait", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("wait", agent.Idempotent(agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+		if ctx.Err() == nil {
+			cancel()
+			<-c.Done()
+			return nil, c.Err()
+		}
+		return agent.Value("waited")
+	})))
+	msgs := ctxOf(t, `[{"type":"tool","tool":"wait"},{"type":"text","text":"Name it"}]`)
+	st := store.NewMemory()
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "n", Clock: fixedClock, Provider: scripted.Solutions(
+		`{"calls":[{"_tool":"wait","_outputPath":"†state.w"}],"output":5}`)}
+	if _, err := agent.Run(ctx, cfg, json.RawMessage(`{"type":"string"}`), msgs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cut run: %v", err)
+	}
+	cfg.Provider = scripted.Solutions(`{"calls":[],"output":"five"}`)
+	res, err := agent.Resume(context.Background(), cfg, "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stateOf(t, res.Log); got != `{"w":"waited"}` {
+		t.Errorf("state %s", got)
+	}
+	if errs := planErrors(res.Log); len(errs) != 1 || strings.Contains(errs[0], "interrupted") {
+		t.Errorf("errors %q, want the invalid answer's notice once", errs)
+	}
+	sameLog(t, st, "n", res.Log)
+}
+
+// TestDurableResumeBackgroundCall stops a run while a call an earlier step
+// started in the background still runs: Resume reports it interrupted (or
+// runs it again if idempotent), as it does the open step's calls, rather
+// than forgetting it.
+func TestDurableResumeBackgroundCall(t *testing.T) {
+	for _, idempotent := range []bool{false, true} {
+		t.Run(fmt.Sprint("idempotent=", idempotent), func(t *testing.T) {
+			reg := agent.NewRegistry()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var runs atomic.Int64
+			step2 := make(chan struct{})
+			var notify agent.Activity = agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+				if runs.Add(1) == 1 {
+					<-step2
+					cancel() // Ctrl-C while the background call runs
+					<-c.Done()
+					return nil, c.Err()
+				}
+				return agent.Value("notified")
+			})
+			if idempotent {
+				notify = agent.Idempotent(notify)
+			}
+			reg.Tool("notify", json.RawMessage(`{"type":"object"}`))
+			reg.Activity("notify", notify)
+			reg.Tool("look", json.RawMessage(`{"type":"object"}`))
+			reg.Activity("look", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+				close(step2)
+				return agent.Value("looked")
+			}))
+			msgs := ctxOf(t, `[{"type":"tool","tool":"notify"},{"type":"tool","tool":"look"},{"type":"text","text":"Go"}]`)
+			st := store.NewMemory()
+			cfg := agent.Config{Registry: reg, Store: st, RunID: "bg", Clock: fixedClock, Provider: scripted.Solutions(
+				`{"calls":[{"_tool":"notify"}],"output":null}`, // in the background
+				`{"calls":[{"_tool":"look","_outputPath":"†state.look"}],"output":null}`,
+				`{"calls":[],"output":"never"}`,
+			)}
+			if _, err := agent.Run(ctx, cfg, json.RawMessage(`{}`), msgs); !errors.Is(err, context.Canceled) {
+				t.Fatalf("cut run: %v", err)
+			}
+			p := scripted.Solutions(`{"calls":[],"output":"done"}`)
+			cfg.Provider = p
+			res, err := agent.Resume(context.Background(), cfg, "bg")
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs := planErrors(res.Log)
+			seen := fmt.Sprint(p.Requests()[0].Messages)
+			if idempotent {
+				if runs.Load() != 2 || len(errs) != 0 { // its result goes nowhere: no _outputPath
+					t.Errorf("notify ran %d times; errors %q; the model saw %s", runs.Load(), errs, seen)
+				}
+			} else if runs.Load() != 1 || len(errs) != 1 || !strings.Contains(errs[0], "interrupted") || !strings.Contains(seen, "interrupted") {
+				t.Errorf("notify ran %d times; errors %q; the model saw %s", runs.Load(), errs, seen)
+			}
+			sameLog(t, st, "bg", res.Log)
+		})
+	}
+}
+
+// TestDurableResumeBackgroundError crashes a run after a call an earlier
+// step started in the background failed, and before its error message was
+// written (it goes into the log with the next step's plan): Resume restores
+// the error message from the call's entry.
+func TestDurableResumeBackgroundError(t *testing.T) {
+	reg := agent.NewRegistry()
+	step2, settled := make(chan struct{}), make(chan struct{})
+	reg.Tool("notify", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("notify", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+		<-step2
+		return nil, errors.New("mailbox full")
+	}))
+	reg.Tool("look", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("look", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+		close(step2)
+		<-settled
+		return agent.Value("looked")
+	}))
+	st := newCrashStore(1 << 40)
+	st.written = func(e store.Entry) {
+		if e.Type == store.EntrySettled && e.Call == "1.0" {
+			close(settled)
+		}
+	}
+	st.crashOn = func(e store.Entry) bool { // step 2's plan
+		return e.Type == store.EntryMessage && strings.Contains(string(e.Data), `look`) && strings.Contains(string(e.Data), `"type":"plan"`)
+	}
+	msgs := ctxOf(t, `[{"type":"tool","tool":"notify"},{"type":"tool","tool":"look"},{"type":"text","text":"Go"}]`)
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "bg", Clock: fixedClock, Provider: scripted.Solutions(
+		`{"calls":[{"_tool":"notify"}],"output":null}`, // in the background
+		`{"calls":[{"_tool":"look","_outputPath":"†state.look"}],"output":null}`,
+	)}
+	if _, err := agent.Run(context.Background(), cfg, json.RawMessage(`{}`), msgs); !errors.Is(err, errCrash) {
+		t.Fatalf("crashed run: %v", err)
+	}
+	st2 := restart(t, st, "bg")
+	p := scripted.Solutions(`{"calls":[],"output":"done"}`)
+	cfg.Store, cfg.Provider = st2, p
+	res, err := agent.Resume(context.Background(), cfg, "bg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := planErrors(res.Log); len(errs) != 1 || !strings.Contains(errs[0], "mailbox full") {
+		t.Errorf("errors %q", errs)
+	}
+	if got := stateOf(t, res.Log); got != `{"look":"looked"}` {
+		t.Errorf("state %s", got)
+	}
+	sameLog(t, st2, "bg", res.Log)
+}
