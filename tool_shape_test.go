@@ -10,9 +10,8 @@ import (
 	"github.com/augceo/agent/provider/scripted"
 )
 
-// A registered tool is shaped when it is registered. One that cannot be
-// shaped still registers, and a run that offers it says why; a run that
-// does not offer it is not affected.
+// A registered tool that cannot be shaped still registers, and a run that
+// offers it says why; a run that does not offer it is not affected.
 func TestRegisteredToolShapeError(t *testing.T) {
 	reg := agent.NewRegistry()
 	reg.Tool("bad", json.RawMessage(`{"type":"object","properties":{"x":{"$ref":"#/$defs/missing"}}}`))
