@@ -4,23 +4,26 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/augceo/agent/internal/ojson"
+	"github.com/augceo/agent/schema"
 )
 
 // compose builds the schema the model answers with: the properties the
 // handlers added (meta, advisors, ...), then calls (when tools are
 // defined: an array whose items are the tool schemas), then the user's
-// schema as a nullable output. The model writes them in that order, so it
-// decides on actions before it commits to an output.
+// schema as a nullable output, then the definitions they share. The model
+// writes them in that order, so it decides on actions before it commits
+// to an output.
 //
 // With anyCalls, calls are any objects: what a loop validates a solution
 // against, since it checks each call against its own tool as it streams
 // in and reports a bad one as an error of that call, not of the answer.
-func (b *Build) compose(output json.RawMessage, anyCalls bool) (json.RawMessage, error) {
+func (b *Build) compose(output json.RawMessage, outputDefs []schema.Def, anyCalls bool) (json.RawMessage, error) {
 	// Written by hand: the parts are compact JSON already, and their
 	// order is what the model sees.
-	size := 256 + len(output)
+	size := 512 + len(output)
 	for _, v := range b.props.Values {
 		size += len(v) + 32
 	}
@@ -37,11 +40,14 @@ func (b *Build) compose(output json.RawMessage, anyCalls bool) (json.RawMessage,
 		s.Write(b.props.Values[i])
 		s.WriteByte(',')
 	}
+	var defs []schema.Def
 	if len(b.tools.Keys) > 0 {
 		s.WriteString(`"calls":{"type":"array","description":"Tool calls to make now, in order; empty when none is needed.","items":`)
 		tools := b.tools.Values
 		if !anyCalls {
-			tools = withInstances(tools, b.instances)
+			var instance *schema.Def
+			tools, instance = withInstances(tools, b.instances)
+			defs = sharedDefs(tools, instance)
 		}
 		if anyCalls {
 			s.WriteString(`{"type":"object"}`)
@@ -68,21 +74,103 @@ func (b *Build) compose(output json.RawMessage, anyCalls bool) (json.RawMessage,
 	rb, _ := json.Marshal(required)
 	s.WriteString(`},"required":`)
 	s.Write(rb)
-	s.WriteString(`,"additionalProperties":false}`)
+	s.WriteString(`,"additionalProperties":false`)
+	if defs = append(defs, outputDefs...); len(defs) > 0 {
+		s.WriteString(`,"$defs":{`)
+		for i, d := range defs {
+			if i > 0 {
+				s.WriteByte(',')
+			}
+			s.Write(ojson.Quote(d.Name))
+			s.WriteByte(':')
+			s.Write(d.Schema)
+		}
+		s.WriteByte('}')
+	}
+	s.WriteByte('}')
 	return s.Bytes(), nil
 }
 
-// nullable lets the output be null, which means "not done yet" (010).
-func nullable(s json.RawMessage) (json.RawMessage, error) {
-	if len(s) == 0 || string(s) == "true" || string(s) == "{}" {
-		return json.RawMessage(`{}`), nil
+// metaDefs are the schemas of the meta-properties every tool offers. The
+// composed schema holds each once, in its "$defs", and each tool refers to
+// it (metaRef): written out in each of ten tools they made up two thirds
+// of the schema, which the model reads at every step.
+var metaDefs = []schema.Def{
+	{Name: "_reasoningForCall", Schema: reasoningSchema},
+	{Name: "_reference", Schema: refSchema},
+	{Name: "_outputPath", Schema: outputPathSchema},
+	{Name: "_outputMethod", Schema: outputMethodSchema},
+}
+
+// metaDef returns the shared schema of meta-property k, or nil.
+func metaDef(k string) json.RawMessage {
+	for _, d := range metaDefs {
+		if d.Name == k {
+			return d.Schema
+		}
 	}
+	return nil
+}
+
+// metaRef refers to the shared definition name.
+func metaRef(name string) string { return `{"$ref":"#/$defs/` + name + `"}` }
+
+// metaNames are the names the shared definitions take in a composed
+// schema's "$defs"; an output's own definitions are renamed around them.
+var metaNames = []string{"_reasoningForCall", "_reference", "_outputPath", "_outputMethod", "_instance"}
+
+// sharedDefs returns the shared definitions the tools refer to, in the
+// order of metaDefs, then the instances' when there are some.
+func sharedDefs(tools []json.RawMessage, instance *schema.Def) []schema.Def {
+	var defs []schema.Def
+	for _, d := range metaDefs {
+		ref := []byte(metaRef(d.Name))
+		if slices.ContainsFunc(tools, func(t json.RawMessage) bool { return bytes.Contains(t, ref) }) {
+			defs = append(defs, d)
+		}
+	}
+	if instance != nil {
+		defs = append(defs, *instance)
+	}
+	return defs
+}
+
+// outputSchema returns the user's output schema as the composed schema
+// holds it: nullable, its refs pointing to where it now lives and its
+// definitions, for the composed schema's root, apart.
+func outputSchema(user json.RawMessage) (json.RawMessage, []schema.Def, error) {
+	if len(user) == 0 || string(user) == "true" || string(user) == "{}" {
+		return json.RawMessage(`{}`), nil, nil
+	}
+	o, err := ojson.Parse(user)
+	if err != nil {
+		return nil, nil, err
+	}
+	// A schema with refs is wrapped: one may point to its root, which
+	// must not take null too.
+	wrap := o.Has("anyOf") || o.Has("oneOf") || o.Has("allOf") || o.Has("const") || o.Has("enum") ||
+		bytes.Contains(user, []byte(`"$ref"`))
+	at := "/properties/output"
+	if wrap {
+		at += "/anyOf/0"
+	}
+	body, defs, err := schema.Embed(user, at, metaNames)
+	if err != nil {
+		return nil, nil, err
+	}
+	if wrap {
+		return json.RawMessage(`{"anyOf":[` + string(body) + `,{"type":"null"}]}`), defs, nil
+	}
+	out, err := nullable(body)
+	return out, defs, err
+}
+
+// nullable lets the output s, which allows one type or a list of them,
+// be null too, which means "not done yet" (010).
+func nullable(s json.RawMessage) (json.RawMessage, error) {
 	o, err := ojson.Parse(s)
 	if err != nil {
 		return nil, err
-	}
-	if o.Has("$ref") || o.Has("anyOf") || o.Has("oneOf") || o.Has("allOf") || o.Has("const") || o.Has("enum") {
-		return json.RawMessage(`{"anyOf":[` + string(s) + `,{"type":"null"}]}`), nil
 	}
 	t := o.Get("type")
 	switch {
@@ -118,12 +206,12 @@ const instanceAny = `{"type":"string"}`
 // withInstances offers the instances of the context as the _instance of
 // each tool that does not declare its own (013): an enum of them. With no
 // instance, the tools offer none and are sent as they are.
-func withInstances(tools []json.RawMessage, instances []string) []json.RawMessage {
+func withInstances(tools []json.RawMessage, instances []string) ([]json.RawMessage, *schema.Def) {
 	if len(instances) == 0 {
-		return tools
+		return tools, nil
 	}
 	ids, _ := json.Marshal(instances)
-	enum := json.RawMessage(`{"enum":` + string(ids) + `,"description":"The instance whose data the call reads and writes; leave it out for the global data."}`)
+	def := &schema.Def{Name: "_instance", Schema: json.RawMessage(`{"enum":` + string(ids) + `,"description":"The instance whose data the call reads and writes; leave it out for the global data."}`)}
 	out := make([]json.RawMessage, len(tools))
 	for i, t := range tools {
 		out[i] = t
@@ -135,9 +223,9 @@ func withInstances(tools []json.RawMessage, instances []string) []json.RawMessag
 		if err != nil || props.Has("_instance") {
 			continue
 		}
-		props.Set("_instance", enum)
+		props.Set("_instance", json.RawMessage(metaRef("_instance")))
 		o.Set("properties", props.Bytes())
 		out[i] = o.Bytes()
 	}
-	return out
+	return out, def
 }

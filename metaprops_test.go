@@ -15,29 +15,43 @@ import (
 // TestComposedCallsOfferTheMetaProperties checks what each call item of
 // the composed schema offers: _reasoningForCall first, _tool, the
 // parameters, _outputPath, _outputMethod, and _instance only when the
-// context has instances, as an enum of them.
+// context has instances, as an enum of them. The tools share the schemas
+// of the meta-properties: each is written once, in the root's $defs.
 func TestComposedCallsOfferTheMetaProperties(t *testing.T) {
 	reg := agent.NewRegistry()
 	reg.Tool("put", json.RawMessage(`{"type":"object","properties":{"v":{"type":"integer"}},"required":["v"]}`))
-	compose := func(ctx string) string {
+	reg.Tool("get", json.RawMessage(`{"type":"object","properties":{"k":{"type":"string"}},"required":["k"]}`))
+	compose := func(ctx string) (sent, inlined string) {
 		p := scripted.Solutions(`{"calls":[],"output":{}}`)
 		if _, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"object"}`), ctxOf(t, ctx)); err != nil {
 			t.Fatal(err)
 		}
-		return string(p.Requests()[0].Schema)
+		s := p.Requests()[0].Schema
+		in, err := schema.InlineLocal(s)
+		if err != nil {
+			t.Fatalf("%v:\n%s", err, s)
+		}
+		return string(s), string(in)
 	}
-	plain := compose(`[{"type":"tool","tool":"put"}]`)
-	for _, want := range []string{`"properties":{"_reasoningForCall":{"type":"string"`, `"_tool":{"const":"put"}`, `"_outputMethod":{"enum":["set","merge","assign","push","concat"]`, `"_outputPath":{`} {
+	sent, plain := compose(`[{"type":"tool","tool":"put"},{"type":"tool","tool":"get"}]`)
+	for _, want := range []string{`"properties":{"_reasoningForCall":{"type":"string"`, `"_tool":{"const":"put"}`, `"_tool":{"const":"get"}`,
+		`"v":{"anyOf":[{"type":"integer"},{"type":"string","pattern":"^†[A-Za-z0-9_-]+"`,
+		`"_outputMethod":{"enum":["set","merge","assign","push","concat"]`, `"_outputPath":{"type":"string","pattern":"^†"`} {
 		if !strings.Contains(plain, want) {
 			t.Errorf("the composed schema lacks %s:\n%s", want, plain)
 		}
 	}
-	if strings.Contains(plain, "_instance") {
-		t.Errorf("_instance is offered with no instance in the context:\n%s", plain)
+	for _, once := range []string{"Why this call", "A reference †kind.path", "Where to write the result", "How the result combines"} {
+		if n := strings.Count(sent, once); n != 1 {
+			t.Errorf("%q is written %d times in the composed schema, want once:\n%s", once, n, sent)
+		}
 	}
-	instanced := compose(`[{"type":"tool","tool":"put"},{"type":"data","kind":"input","_instance":"a","data":{}},{"type":"data","kind":"input","_instance":"b","data":{}}]`)
-	if !strings.Contains(instanced, `"_instance":{"enum":["a","b"]`) {
-		t.Errorf("the instances are not offered:\n%s", instanced)
+	if strings.Contains(sent, "_instance") {
+		t.Errorf("_instance is offered with no instance in the context:\n%s", sent)
+	}
+	sent, instanced := compose(`[{"type":"tool","tool":"put"},{"type":"tool","tool":"get"},{"type":"data","kind":"input","_instance":"a","data":{}},{"type":"data","kind":"input","_instance":"b","data":{}}]`)
+	if strings.Count(instanced, `"_instance":{"enum":["a","b"]`) != 2 || strings.Count(sent, `"enum":["a","b"]`) != 1 {
+		t.Errorf("the instances are not offered to each tool, once:\n%s", sent)
 	}
 }
 

@@ -381,11 +381,11 @@ func prepareNext(ctx context.Context, cfg Config, userSchema json.RawMessage, lo
 // solutions are validated against (with anyCalls, calls as any objects).
 func (p *prepared) compose(cfg Config, userSchema json.RawMessage, anyCalls bool) error {
 	b := p.build
-	output, err := nullable(userSchema)
+	output, defs, err := outputSchema(userSchema)
 	if err != nil {
 		return fmt.Errorf("agent: output schema: %w", err)
 	}
-	if p.composed, p.compiled, err = b.solutionSchema(output, false); err != nil {
+	if p.composed, p.compiled, err = b.solutionSchema(output, defs, false); err != nil {
 		return err
 	}
 	// The provider cannot see the registry: the schemas a tool or the
@@ -396,7 +396,7 @@ func (p *prepared) compose(cfg Config, userSchema json.RawMessage, anyCalls bool
 		}
 	}
 	if anyCalls && len(b.tools.Keys) > 0 {
-		if _, p.compiled, err = b.solutionSchema(output, true); err != nil {
+		if _, p.compiled, err = b.solutionSchema(output, defs, true); err != nil {
 			return err
 		}
 	}
@@ -415,8 +415,8 @@ func (p *prepared) compose(cfg Config, userSchema json.RawMessage, anyCalls bool
 }
 
 // solutionSchema composes the schema of a solution and compiles it.
-func (b *Build) solutionSchema(output json.RawMessage, anyCalls bool) (json.RawMessage, *schema.Schema, error) {
-	composed, err := b.compose(output, anyCalls)
+func (b *Build) solutionSchema(output json.RawMessage, outputDefs []schema.Def, anyCalls bool) (json.RawMessage, *schema.Schema, error) {
+	composed, err := b.compose(output, outputDefs, anyCalls)
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent: %w", err)
 	}

@@ -366,3 +366,31 @@ func TestRequestFaultyProviderStops(t *testing.T) {
 		t.Errorf("the provider was called %d times", yields)
 	}
 }
+
+// An output schema from a recursive Go type refers to its own root
+// ("#"). In the composed schema it is no longer the root: its refs follow
+// it, so its nested values are checked against it, not against the
+// solution.
+func TestRequestRecursiveOutput(t *testing.T) {
+	type node struct {
+		Name string `json:"name"`
+		Kids []node `json:"kids"`
+	}
+	out := schema.For[node]()
+	p := scripted.Solutions(`{"output":{"name":"a","kids":[{"name":"b","kids":[]}]}}`)
+	sol, err := agent.Request(context.Background(), agent.Config{Provider: p}, out, ctxOf(t, `[{"type":"text","text":"a tree"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(sol.Solutions[0].Output); got != `{"name":"a","kids":[{"name":"b","kids":[]}]}` {
+		t.Errorf("output %s", got)
+	}
+	if s := string(p.Requests()[0].Schema); !strings.Contains(s, `"$ref":"#/properties/output/anyOf/0"`) {
+		t.Errorf("the output's ref does not follow it:\n%s", s)
+	}
+	bad := scripted.Solutions(`{"output":{"name":"a","kids":[{"name":1,"kids":[]}]}}`)
+	_, err = agent.Request(context.Background(), agent.Config{Provider: bad, MaxRepairs: -1}, out, ctxOf(t, `[{"type":"text","text":"a tree"}]`))
+	if ie, ok := errors.AsType[*agent.InvalidError](err); !ok || !strings.Contains(err.Error(), "/output/kids/0/name") {
+		t.Errorf("err = %v (%T, %v), want an invalid output at /output/kids/0/name", err, err, ie)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -269,9 +270,14 @@ func offers(t *testing.T, s json.RawMessage, tool string, want []string, absent 
 }
 
 // itemProperty returns the schema of property prop of tool's call item,
-// as the provider got it.
+// as the provider got it, with the schemas it refers to in place.
 func itemProperty(t *testing.T, s json.RawMessage, tool, prop string) string {
 	t.Helper()
+	// The tools share the schemas of their meta-properties through $defs.
+	s, err := schema.InlineLocal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
 	item, err := strict.CallSchema(s, tool)
 	if err != nil {
 		t.Fatal(err)
@@ -990,4 +996,43 @@ func TestStrictGeminiFallback(t *testing.T) {
 			t.Errorf("%s is %s, want its pattern described", prop, p)
 		}
 	}
+}
+
+// TestStrictOutputDefinitions runs an output schema with definitions of
+// its own, one naming another and one named like a definition the
+// composed schema has, as schema generators write them: each provider
+// gets them in the composed schema's root $defs, and the output the model
+// gives comes back checked against them. OpenAI also gets a recursive
+// one; Anthropic's structured outputs refuse recursion, and Gemini's
+// responseSchema cannot say it.
+func TestStrictOutputDefinitions(t *testing.T) {
+	forEachStrictAdapter(t, func(t *testing.T, a strictAdapter) {
+		kid := `{"$ref":"#/$defs/leaf"}`
+		if a.name == "openai" {
+			kid = `{"$ref":"#/$defs/node"}`
+		}
+		reg := agent.NewRegistry()
+		reg.Tool("put", json.RawMessage(`{"type":"object","properties":{"v":{"type":"integer"}},"required":["v"]}`))
+		rec := &strictRecorder{}
+		rec.activity(reg, "put", func(c *agent.Call) (json.RawMessage, error) { return json.RawMessage(argString(c, "v")), nil })
+		output := `{"type":"object","properties":{"root":{"$ref":"#/$defs/node"},"kind":{"$ref":"#/$defs/_reference"}},"required":["root","kind"],
+			"$defs":{"node":{"type":"object","properties":{"name":{"type":"string"},"kids":{"type":"array","items":` + kid + `}},"required":["name"]},
+			"leaf":{"type":"object","properties":{"name":{"type":"string"},"kids":{"type":"array","maxItems":0}},"required":["name"]},
+			"_reference":{"enum":["tree","bush"]}}}`
+		want := `{"root":{"name":"a","kids":[{"name":"b","kids":[]}]},"kind":"bush"}`
+		res, m := strictRun(t, a, reg, output, `[{"type":"tool","tool":"put"}]`, false,
+			strictCalls(strict.Call{Tool: "put", Set: set("v", `7`, "_outputPath", `"†state.v"`)}),
+			strictOutput(want))
+		var got, w any
+		if err := json.Unmarshal(res.Solution.Output, &got); err != nil {
+			t.Fatal(err)
+		}
+		_ = json.Unmarshal([]byte(want), &w)
+		if !reflect.DeepEqual(got, w) {
+			t.Errorf("output %s, want %s", res.Solution.Output, want)
+		}
+		if s := string(m.schemas()[0]); !strings.Contains(s, `"tree","bush"`) || !strings.Contains(s, "A reference †kind.path") && !strings.Contains(s, "A reference \\u2020kind.path") {
+			t.Errorf("the output's definition or the tools' replaced the other:\n%s", s)
+		}
+	})
 }

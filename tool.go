@@ -159,7 +159,7 @@ func shape(name string, def json.RawMessage, explicit bool) (*shaped, error) {
 
 // refSchema is what a parameter may hold instead of its value: a
 // reference to a value in the context (007).
-const refSchema = `{"type":"string","pattern":"^†[A-Za-z0-9_-]+","description":"A reference †kind.path to a value in the context, resolved before the call runs."}`
+var refSchema = json.RawMessage(`{"type":"string","pattern":"^†[A-Za-z0-9_-]+","description":"A reference †kind.path to a value in the context, resolved before the call runs."}`)
 
 // referable lets each parameter of the tool o be a reference, so the
 // model can wire values instead of copying them: o with props so changed.
@@ -174,7 +174,11 @@ func referable(o, props *ojson.Object) json.RawMessage {
 		case k == "_instance" && string(v) == instanceAny:
 			continue
 		case !strings.HasPrefix(k, "_"):
-			v = json.RawMessage(`{"anyOf":[` + string(v) + `,` + refSchema + `]}`)
+			v = json.RawMessage(`{"anyOf":[` + string(v) + `,` + metaRef("_reference") + `]}`)
+		default:
+			if d := metaDef(k); d != nil && bytes.Equal(v, d) {
+				v = json.RawMessage(metaRef(k))
+			}
 		}
 		p.Set(k, v)
 	}
