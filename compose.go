@@ -122,17 +122,14 @@ var metaNames = []string{"_reasoningForCall", "_reference", "_outputPath", "_out
 // sharedDefs returns the shared definitions the tools refer to, in the
 // order of metaDefs, then the instances' when there are some.
 func sharedDefs(tools []json.RawMessage, instance *schema.Def) []schema.Def {
-	var defs []schema.Def
-	for _, d := range metaDefs {
-		ref := []byte(metaRef(d.Name))
-		if slices.ContainsFunc(tools, func(t json.RawMessage) bool { return bytes.Contains(t, ref) }) {
-			defs = append(defs, d)
-		}
-	}
+	defs := slices.Clone(metaDefs)
 	if instance != nil {
 		defs = append(defs, *instance)
 	}
-	return defs
+	return slices.DeleteFunc(defs, func(d schema.Def) bool {
+		ref := []byte(metaRef(d.Name))
+		return !slices.ContainsFunc(tools, func(t json.RawMessage) bool { return bytes.Contains(t, ref) })
+	})
 }
 
 // outputSchema returns the user's output schema as the composed schema
@@ -146,15 +143,10 @@ func outputSchema(user json.RawMessage) (json.RawMessage, []schema.Def, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	// A schema with refs is wrapped: one may point to its root, which
-	// must not take null too.
+	// A schema with refs is wrapped: it may become a ref to itself.
 	wrap := o.Has("anyOf") || o.Has("oneOf") || o.Has("allOf") || o.Has("const") || o.Has("enum") ||
 		bytes.Contains(user, []byte(`"$ref"`))
-	at := "/properties/output"
-	if wrap {
-		at += "/anyOf/0"
-	}
-	body, defs, err := schema.Embed(user, at, metaNames)
+	body, defs, err := schema.Embed(user, "_output", metaNames)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -385,12 +385,46 @@ func TestRequestRecursiveOutput(t *testing.T) {
 	if got := string(sol.Solutions[0].Output); got != `{"name":"a","kids":[{"name":"b","kids":[]}]}` {
 		t.Errorf("output %s", got)
 	}
-	if s := string(p.Requests()[0].Schema); !strings.Contains(s, `"$ref":"#/properties/output/anyOf/0"`) {
+	if s := string(p.Requests()[0].Schema); !strings.Contains(s, `"output":{"anyOf":[{"$ref":"#/$defs/_output"},{"type":"null"}]}`) {
 		t.Errorf("the output's ref does not follow it:\n%s", s)
 	}
 	bad := scripted.Solutions(`{"output":{"name":"a","kids":[{"name":1,"kids":[]}]}}`)
 	_, err = agent.Request(context.Background(), agent.Config{Provider: bad, MaxRepairs: -1}, out, ctxOf(t, `[{"type":"text","text":"a tree"}]`))
 	if ie, ok := errors.AsType[*agent.InvalidError](err); !ok || !strings.Contains(err.Error(), "/output/kids/0/name") {
 		t.Errorf("err = %v (%T, %v), want an invalid output at /output/kids/0/name", err, err, ie)
+	}
+}
+
+// Output schemas as generators write them: a root $id, anchors, refs into
+// a property or a branch of an anyOf. Each checks solutions as it does on
+// its own, in the composed schema that is compiled as a strict provider
+// gets it (optional properties nullable).
+func TestRequestOutputRefs(t *testing.T) {
+	for _, tt := range []struct {
+		name, schema   string
+		valid, invalid string
+	}{
+		{"root $id", `{"$id":"https://example.com/person","type":"object","properties":{"n":{"$ref":"#/$defs/name"}},"required":["n"],"$defs":{"name":{"type":"string"}}}`,
+			`{"n":"bob"}`, `{"n":1}`},
+		{"anchor", `{"type":"object","properties":{"n":{"$ref":"#name"}},"required":["n"],"$defs":{"name":{"$anchor":"name","type":"string"}}}`,
+			`{"n":"bob"}`, `{"n":1}`},
+		{"a ref to a branch", `{"type":"object","properties":{"a":{"anyOf":[{"type":"string"},{"type":"integer"}]},"b":{"$ref":"#/properties/a/anyOf/1"}},"required":["b"]}`,
+			`{"b":5}`, `{"b":"x"}`},
+		{"a ref to an optional property", `{"type":"object","properties":{"a":{"type":"string"},"b":{"$ref":"#/properties/a"}},"required":["b"]}`,
+			`{"b":"x"}`, `{"b":null}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ask := func(output string) error {
+				p := scripted.Solutions(`{"output":` + output + `}`)
+				_, err := agent.Request(context.Background(), agent.Config{Provider: p, MaxRepairs: -1}, json.RawMessage(tt.schema), ctxOf(t, `[{"type":"text","text":"go"}]`))
+				return err
+			}
+			if err := ask(tt.valid); err != nil {
+				t.Errorf("%s: %v", tt.valid, err)
+			}
+			if _, ok := errors.AsType[*agent.InvalidError](ask(tt.invalid)); !ok {
+				t.Errorf("%s was accepted", tt.invalid)
+			}
+		})
 	}
 }

@@ -108,6 +108,7 @@ func (b *Build) shape(name string) *shaped {
 type toolShapes struct {
 	mu sync.Mutex
 	m  [2]map[string][]*shaped // [explicit]: by definition, then name
+	n  int                     // shapes held
 }
 
 // shape returns the shaped definition of the tool name defined as def.
@@ -130,15 +131,20 @@ func (c *toolShapes) shape(name string, def json.RawMessage, explicit bool) (*sh
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m[i] == nil || len(c.m[i]) >= schema.DefaultCacheSize {
+	if c.n >= schema.DefaultCacheSize { // one definition may come under many names
+		c.m, c.n = [2]map[string][]*shaped{}, 0
+	}
+	if c.m[i] == nil {
 		c.m[i] = map[string][]*shaped{}
 	}
 	c.m[i][string(def)] = append(c.m[i][string(def)], sh)
+	c.n++
 	return sh, nil
 }
 
 // shape prepares a tool definition for requests.
 func shape(name string, def json.RawMessage, explicit bool) (*shaped, error) {
+	def = bytes.Clone(def) // kept in the shape, which outlives the caller's bytes
 	if bytes.Contains(def, []byte(`"$ref"`)) {
 		// The definition goes inside the composed schema, where "#" is no
 		// longer its root: its local refs are inlined.

@@ -46,6 +46,9 @@ func TestToolShapesCopyTheKey(t *testing.T) {
 	if a != b {
 		t.Fatal("the cached entry moved with the caller's bytes")
 	}
+	if string(a.def) != `{"type":"object","properties":{"x":{"type":"integer"}}}` {
+		t.Errorf("the cached definition moved with the caller's bytes: %s", a.def)
+	}
 	y, _ := c.shape("t", def, true)
 	if y == a || !json.Valid(y.check) || string(y.check) == string(a.check) {
 		t.Errorf("the changed definition got %s", y.check)
@@ -74,9 +77,17 @@ func TestToolShapesBoundedAndConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	for i := range c.m {
-		if n := len(c.m[i]); n > schema.DefaultCacheSize {
-			t.Errorf("cache %d holds %d definitions, more than %d", i, n, schema.DefaultCacheSize)
+	if c.n > schema.DefaultCacheSize {
+		t.Errorf("the cache holds %d shapes, more than %d", c.n, schema.DefaultCacheSize)
+	}
+	// One definition under many names counts each.
+	def := json.RawMessage(`{"type":"object"}`)
+	for i := range 2 * schema.DefaultCacheSize {
+		if sh, _ := c.shape(fmt.Sprint("t", i), def, false); sh.name != fmt.Sprint("t", i) {
+			t.Fatalf("name t%d got %s", i, sh.name)
 		}
+	}
+	if n := len(c.m[0][string(def)]); n > schema.DefaultCacheSize {
+		t.Errorf("one definition holds %d shapes, more than %d", n, schema.DefaultCacheSize)
 	}
 }

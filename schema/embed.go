@@ -15,19 +15,28 @@ type Def struct {
 	Schema json.RawMessage
 }
 
-// Embed prepares s to be placed at the JSON pointer at inside another
-// schema, where "#" no longer means the root of s. The definitions of its
-// root ("$defs", and draft-07's "definitions") are taken out and returned,
-// renamed where their name is in taken, for the other schema's root
-// "$defs": providers' strict modes document definitions there. Each local
-// ref of s then points to the new place of its target, so a recursive
-// schema ({"$ref":"#"}) stays recursive. Refs to registered schemas
-// ("City") stay as they are. A schema without "$ref" and definitions comes
-// back unchanged.
+// Embed prepares s to be placed inside another schema, where "#" no
+// longer means the root of s. Every local ref of s comes to point to a
+// definition of the other schema's root "$defs", the only place every
+// provider's strict mode documents refs to:
+//   - the definitions of the root of s ("$defs", and draft-07's
+//     "definitions") move there;
+//   - a ref to the root of s, as a recursive schema has ({"$ref":"#"}),
+//     makes s itself a definition, named name, and body is a ref to it;
+//   - a ref to any other place (a property, a branch of an anyOf) gets a
+//     copy of its target as a definition: what happens to the schema
+//     after (adaptation to a provider's dialect renames keywords and
+//     makes optional properties nullable) would move what such a pointer
+//     finds.
+//
+// Definitions are renamed where their name is in taken. Refs to
+// registered schemas ("City") stay as they are. A schema without "$ref"
+// and definitions, or one whose refs do not resolve as plain JSON pointers
+// (anchors, a "$id" below its root, another draft), comes back unchanged.
 //
 // Unlike [InlineLocal], which copies each target in place of its ref,
 // Embed keeps recursion and does not repeat a definition at every use.
-func Embed(s json.RawMessage, at string, taken []string) (json.RawMessage, []Def, error) {
+func Embed(s json.RawMessage, name string, taken []string) (body json.RawMessage, defs []Def, err error) {
 	if !bytes.Contains(s, []byte(`"$ref"`)) && !bytes.Contains(s, []byte(`"$defs"`)) && !bytes.Contains(s, []byte(`"definitions"`)) {
 		return s, nil, nil
 	}
@@ -36,71 +45,105 @@ func Embed(s json.RawMessage, at string, taken []string) (json.RawMessage, []Def
 		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidJSON, err)
 	}
 	root, ok := tree.(*object)
-	if !ok {
-		return s, nil, nil // a boolean schema has no refs
+	if !ok || !plainRefs(root, true) {
+		return s, nil, nil
 	}
-	root = root.clone()
-	// The names the definitions take in the other schema's root.
-	type hoisted struct{ keyword, name, key string }
-	var defs []hoisted
-	var trees []any
-	names := slices.Clone(taken)
+	e := &embedder{tree: root, names: slices.Clone(taken), name: name, copies: map[string]string{}}
+	// The body, without what only made it a document of its own.
+	top := root.clone()
+	for _, k := range []string{"$defs", "definitions", "$id", "$schema"} {
+		top.del(k)
+	}
 	for _, kw := range []string{"$defs", "definitions"} {
 		v, ok := root.get(kw)
 		if !ok {
 			continue
 		}
-		root.del(kw)
 		m, ok := v.(*object)
 		if !ok {
 			return nil, nil, fmt.Errorf("%w: %s is not an object", ErrInvalidSchema, kw)
 		}
 		for _, d := range m.members {
-			key := d.key
-			for i := 2; slices.Contains(names, key); i++ {
-				key = fmt.Sprintf("%s_%d", d.key, i)
-			}
-			names = append(names, key)
-			defs = append(defs, hoisted{kw, d.key, key})
-			trees = append(trees, d.val)
+			e.add("/"+kw+"/"+escapeToken(d.key), d.key, d.val)
 		}
 	}
-	// move gives the new place of the target at JSON pointer frag.
-	move := func(frag string) string {
-		for _, d := range defs {
-			p := "/" + d.keyword + "/" + escapeToken(d.name)
-			if frag == p || strings.HasPrefix(frag, p+"/") {
-				return "/$defs/" + escapeToken(d.key) + frag[len(p):]
-			}
-		}
-		return at + frag
-	}
-	rewrite := func(t any) (any, error) {
-		return walk(t, "", func(o *object, ptr string) (any, error) {
-			v, ok := o.get("$ref")
-			ref, isString := v.(string)
-			if !ok || !isString || !strings.HasPrefix(ref, "#") {
-				return o, nil
-			}
-			_, frag, err := splitRef(ref)
-			if err != nil {
-				return nil, err
-			}
-			o.set("$ref", "#"+(&url.URL{Fragment: move(frag)}).EscapedFragment())
-			return o, nil
-		})
-	}
-	body, err := rewrite(root)
+	b, err := e.rewrite(top)
 	if err != nil {
 		return nil, nil, err
 	}
-	out := make([]Def, len(defs))
-	for i, d := range defs {
-		t, err := rewrite(trees[i])
+	for i := 0; i < len(e.defs); i++ { // rewriting a definition may add more
+		t, err := e.rewrite(e.trees[i])
 		if err != nil {
 			return nil, nil, err
 		}
-		out[i] = Def{Name: d.key, Schema: marshalTree(t)}
+		e.defs[i].Schema = marshalTree(t)
 	}
-	return marshalTree(body), out, nil
+	body = marshalTree(b)
+	if key := e.copies[""]; key != "" {
+		body = json.RawMessage(`{"$ref":` + string(marshalTree(ref(key))) + `}`)
+	}
+	return body, e.defs, nil
+}
+
+// embedder collects the definitions Embed returns.
+type embedder struct {
+	tree   *object // s as given
+	names  []string
+	name   string            // the root's name as a definition
+	copies map[string]string // JSON pointer in s → name of its definition
+	defs   []Def
+	trees  []any // the schema of each of defs, before its refs are rewritten
+}
+
+// add makes the schema t, found at JSON pointer ptr in s, a definition
+// named after base, and returns its name.
+func (e *embedder) add(ptr, base string, t any) string {
+	key := base
+	for i := 2; slices.Contains(e.names, key); i++ {
+		key = fmt.Sprintf("%s_%d", base, i)
+	}
+	e.names = append(e.names, key)
+	e.copies[ptr] = key
+	e.defs = append(e.defs, Def{Name: key})
+	e.trees = append(e.trees, t)
+	return key
+}
+
+// rewrite points the local refs of t to their definitions.
+func (e *embedder) rewrite(t any) (any, error) {
+	return walk(t, "", func(o *object, ptr string) (any, error) {
+		v, ok := o.get("$ref")
+		r, isString := v.(string)
+		if !ok || !isString || !strings.HasPrefix(r, "#") {
+			return o, nil
+		}
+		_, frag, err := splitRef(r)
+		if err != nil {
+			return nil, err
+		}
+		key := e.copies[frag]
+		if key == "" {
+			target, found := lookupPointer(e.tree, frag)
+			if !found {
+				return nil, fmt.Errorf("%w: %q at %s points nowhere", ErrInvalidRef, r, ptr+"/$ref")
+			}
+			if frag == "" {
+				top := e.tree.clone()
+				for _, k := range []string{"$defs", "definitions", "$id", "$schema"} {
+					top.del(k)
+				}
+				target = top
+				key = e.add(frag, e.name, target)
+			} else {
+				key = e.add(frag, e.name+strings.ReplaceAll(frag, "/", "."), target)
+			}
+		}
+		o.set("$ref", ref(key))
+		return o, nil
+	})
+}
+
+// ref is the local ref to the root definition key.
+func ref(key string) string {
+	return "#" + (&url.URL{Fragment: "/$defs/" + escapeToken(key)}).EscapedFragment()
 }

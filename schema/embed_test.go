@@ -12,7 +12,7 @@ import (
 // root already has a definition named "a", and returns the whole.
 func embedded(t *testing.T, s string) string {
 	t.Helper()
-	body, defs, err := schema.Embed(json.RawMessage(s), "/properties/output", []string{"a"})
+	body, defs, err := schema.Embed(json.RawMessage(s), "_output", []string{"a"})
 	if err != nil {
 		t.Fatalf("Embed(%s): %v", s, err)
 	}
@@ -90,11 +90,11 @@ type tree struct {
 // schema is left to the registry; a clash is renamed.
 func TestEmbedLeaves(t *testing.T) {
 	plain := `{"type":"object","properties":{"x":{"type":"string"}}}`
-	body, defs, err := schema.Embed(json.RawMessage(plain), "/x", nil)
+	body, defs, err := schema.Embed(json.RawMessage(plain), "_output", nil)
 	if err != nil || string(body) != plain || defs != nil {
 		t.Errorf("plain schema: %s %v %v", body, defs, err)
 	}
-	body, defs, err = schema.Embed(json.RawMessage(`{"properties":{"c":{"$ref":"City"},"d":{"$ref":"#/$defs/a"}},"$defs":{"a":{"type":"string"}}}`), "/x", []string{"a"})
+	body, defs, err = schema.Embed(json.RawMessage(`{"properties":{"c":{"$ref":"City"},"d":{"$ref":"#/$defs/a"}},"$defs":{"a":{"type":"string"}}}`), "_output", []string{"a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,10 +104,18 @@ func TestEmbedLeaves(t *testing.T) {
 	if len(defs) != 1 || defs[0].Name != "a_2" || string(defs[0].Schema) != `{"type":"string"}` {
 		t.Errorf("defs %+v", defs)
 	}
-	if _, _, err := schema.Embed(json.RawMessage(`{"$defs":[1],"$ref":"#"}`), "/x", nil); err == nil {
+	body, defs, err = schema.Embed(json.RawMessage(`{"$id":"x:y","type":"array","items":{"$ref":"#"}}`), "_output", nil)
+	if err != nil || string(body) != `{"$ref":"#/$defs/_output"}` || len(defs) != 1 || string(defs[0].Schema) != `{"type":"array","items":{"$ref":"#/$defs/_output"}}` {
+		t.Errorf("a recursive root: body %s, defs %+v, %v; want a ref to it as a definition", body, defs, err)
+	}
+	anchored := `{"properties":{"n":{"$ref":"#n"}},"$defs":{"n":{"$anchor":"n"}}}`
+	if body, defs, err = schema.Embed(json.RawMessage(anchored), "_output", nil); err != nil || string(body) != anchored || defs != nil {
+		t.Errorf("anchors: %s %v %v, want the schema unchanged", body, defs, err)
+	}
+	if _, _, err := schema.Embed(json.RawMessage(`{"$defs":[1],"$ref":"#"}`), "_output", nil); err == nil {
 		t.Error("$defs that is not an object was embedded")
 	}
-	if _, _, err := schema.Embed(json.RawMessage(`{"$ref":`), "/x", nil); err == nil {
+	if _, _, err := schema.Embed(json.RawMessage(`{"$ref":`), "_output", nil); err == nil {
 		t.Error("invalid JSON was embedded")
 	}
 }
@@ -119,12 +127,15 @@ func FuzzEmbed(f *testing.F) {
 	f.Add(`{"$defs":{"a":{"type":"integer"},"b":{"items":{"$ref":"#/$defs/a"}}},"$ref":"#/$defs/b"}`, `[1,"2"]`)
 	f.Add(`{"definitions":{"x y":{"minimum":3}},"properties":{"p":{"$ref":"#/definitions/x%20y"},"q":{"$ref":"#/properties/p"}}}`, `{"p":4,"q":2}`)
 	f.Add(`{"anyOf":[{"$ref":"#/$defs/a~1b"},{"type":"null"}],"$defs":{"a/b":{"type":"string"}}}`, `"s"`)
+	f.Add(`{"$id":"https://example.com/p","properties":{"n":{"$ref":"#/$defs/name"}},"$defs":{"name":{"type":"string"}}}`, `{"n":1}`)
+	f.Add(`{"properties":{"n":{"$ref":"#name"}},"$defs":{"name":{"$anchor":"name","type":"string"}}}`, `{"n":"x"}`)
+	f.Add(`{"properties":{"a":{"anyOf":[{"type":"string"},{"type":"integer"}]},"b":{"$ref":"#/properties/a/anyOf/1"}}}`, `{"b":5}`)
 	f.Fuzz(func(t *testing.T, s, instance string) {
 		alone, err := schema.Compile(json.RawMessage(s))
 		if err != nil || !json.Valid([]byte(instance)) {
 			return
 		}
-		body, defs, err := schema.Embed(json.RawMessage(s), "/properties/output", []string{"a"})
+		body, defs, err := schema.Embed(json.RawMessage(s), "_output", []string{"a"})
 		if err != nil {
 			return // what Embed cannot move it says so
 		}
