@@ -761,6 +761,7 @@ func finishStep(ctx context.Context, cfg Config, rs *resumed) error {
 	step, open := rs.openStep()
 	prefix := strconv.Itoa(step) + "."
 	var log *message.Log // built when a call runs again
+	var at *message.Log  // the log a call started with
 	var x *executor
 	var out []message.Message
 	var plan []json.RawMessage
@@ -796,9 +797,12 @@ func finishStep(ctx context.Context, cfg Config, rs *resumed) error {
 			}
 		}
 		// The references resolve in the log the call started with: later
-		// steps may have changed what they read.
-		at, err := message.NewLog(rs.msgs[:rs.at[id]]...)
-		if err != nil {
+		// steps may have changed what they read. Calls start in the order
+		// of the log, so one log grows from call to call.
+		if n := rs.at[id]; at == nil || n < at.Len() {
+			at = &message.Log{}
+		}
+		if err := at.Append(rs.msgs[at.Len():rs.at[id]]...); err != nil {
 			return fmt.Errorf("agent: resume: %w", err)
 		}
 		c, err := x.prepareCall(at, raw)
