@@ -47,9 +47,7 @@ func TestResumeTwice(t *testing.T) {
 			var runs atomic.Int64
 			var pay agent.Activity = agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
 				if runs.Add(1) == 1 {
-					cancel()
-					<-c.Done()
-					return nil, c.Err()
+					return interrupt(c, cancel)
 				}
 				return agent.Value("paid")
 			})
@@ -173,9 +171,7 @@ func TestResumeResolvesInTheCallsLog(t *testing.T) {
 		mu.Unlock()
 		if ctx.Err() == nil {
 			<-changed
-			cancel() // Ctrl-C once a later step changed what it read
-			<-c.Done()
-			return nil, c.Err()
+			return interrupt(c, cancel) // Ctrl-C once a later step changed what it read
 		}
 		return agent.Value("notified")
 	})))
@@ -281,9 +277,7 @@ func TestResumeAfterBackgroundSettled(t *testing.T) {
 				return agent.Value("b")
 			}
 			<-settled
-			cancel()
-			<-c.Done()
-			return nil, c.Err()
+			return interrupt(c, cancel)
 		})))
 		st := newCrashStore(1 << 40)
 		st.written = func(e store.Entry) {
@@ -459,9 +453,7 @@ func TestDurableCutStepWithOutput(t *testing.T) {
 	reg.Tool("wait", json.RawMessage(`{"type":"object"}`))
 	reg.Activity("wait", agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
 		<-badDone
-		cancel()
-		<-c.Done()
-		return nil, c.Err()
+		return interrupt(c, cancel)
 	}))
 	msgs := ctxOf(t, `[{"type":"tool","tool":"bad"},{"type":"tool","tool":"wait"},{"type":"text","text":"Order"}]`)
 	st := store.NewMemory()
@@ -502,9 +494,7 @@ func TestDurableCutStepKeepsNotice(t *testing.T) {
 	reg.Tool("wait", json.RawMessage(`{"type":"object"}`))
 	reg.Activity("wait", agent.Idempotent(agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
 		if ctx.Err() == nil {
-			cancel()
-			<-c.Done()
-			return nil, c.Err()
+			return interrupt(c, cancel)
 		}
 		return agent.Value("waited")
 	})))
@@ -544,9 +534,7 @@ func TestDurableResumeBackgroundCall(t *testing.T) {
 			var notify agent.Activity = agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
 				if runs.Add(1) == 1 {
 					<-step2
-					cancel() // Ctrl-C while the background call runs
-					<-c.Done()
-					return nil, c.Err()
+					return interrupt(c, cancel) // Ctrl-C while the background call runs
 				}
 				return agent.Value("notified")
 			})

@@ -303,9 +303,7 @@ func TestDurableResumeRenewedWhileFinishing(t *testing.T) {
 		var runs atomic.Int64
 		reg.Activity("long", agent.Idempotent(agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
 			if runs.Add(1) == 1 {
-				cancel() // the first attempt is interrupted
-				<-c.Done()
-				return nil, c.Err()
+				return interrupt(c, cancel) // the first attempt is interrupted
 			}
 			time.Sleep(time.Minute)
 			return agent.Value("done")
@@ -419,9 +417,7 @@ func testDurableResumeFailsEarly(t *testing.T, st runStore) {
 	defer cancel()
 	reg.Tool("c", json.RawMessage(`{"type":"object"}`))
 	reg.Activity("c", agent.Idempotent(agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
-		cancel() // c is interrupted
-		<-c.Done()
-		return nil, c.Err()
+		return interrupt(c, cancel) // c is interrupted
 	})))
 	cfg := agent.Config{Provider: scripted.Solutions(step1), Registry: reg, Store: st, RunID: "early"}
 	if _, err := agent.Run(ctx, cfg, json.RawMessage(`{}`), msgs); !errors.Is(err, context.Canceled) {

@@ -524,9 +524,7 @@ func TestDurableCancelIsResumable(t *testing.T) {
 	reg.Tool("pay", json.RawMessage(`{"type":"object"}`))
 	reg.Activity("pay", agent.Idempotent(agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
 		if runs.Add(1) == 1 {
-			cancel() // Ctrl-C while the first attempt runs
-			<-c.Done()
-			return nil, c.Err()
+			return interrupt(c, cancel) // Ctrl-C while the first attempt runs
 		}
 		return agent.Value("paid")
 	})))
@@ -582,9 +580,7 @@ func TestDurableDelegate(t *testing.T) {
 	defer cancel()
 	reg.Tool("wait", json.RawMessage(`{"type":"object"}`))
 	reg.Activity("wait", agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
-		cancel() // the first attempt is interrupted here
-		<-c.Done()
-		return nil, c.Err()
+		return interrupt(c, cancel) // the first attempt is interrupted here
 	}))
 	send := `{"calls":[{"_tool":"send","text":"hi","_outputPath":"†state.delivery"}],"output":null}`
 	msgs := ctxOf(t, `[{"type":"tool","tool":"send"},{"type":"tool","tool":"wait"},{"type":"text","text":"Say hi"}]`)
@@ -626,4 +622,12 @@ func TestDurableDelegate(t *testing.T) {
 	if settled != 2 {
 		t.Errorf("%d calls settled, want the two delegate calls", settled)
 	}
+}
+
+// interrupt cancels a run from inside one of its calls, as Ctrl-C would
+// while the call runs, and ends the call with the cut.
+func interrupt(c context.Context, cancel context.CancelFunc) (*agent.Result, error) {
+	cancel()
+	<-c.Done()
+	return nil, c.Err()
 }
