@@ -197,8 +197,14 @@ func streamed(size int, answers ...string) provider.Provider {
 // beyond the model's own time.
 func BenchmarkAgentRunUser(b *testing.B) {
 	reg, msgs := userTools(b)
-	cfg := agent.Config{Provider: streamed(8, tenCalls(false), `{"calls":[],"output":{"done":true}}`), Registry: reg}
+	model := streamed(8, tenCalls(false), `{"calls":[],"output":{"done":true}}`)
+	schemaBytes := 0 // what the model reads of the schema at each step
+	cfg := agent.Config{Registry: reg, Provider: provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		schemaBytes = len(req.Schema)
+		return model.Generate(ctx, req)
+	})}
 	out := json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean","description":"Whether every number was looked up"}},"required":["done"]}`)
+	defer func() { b.ReportMetric(float64(schemaBytes), "schema-bytes") }()
 	b.ReportAllocs()
 	for b.Loop() {
 		finished := 0

@@ -28,8 +28,6 @@ type Registry struct {
 
 	presets  map[string]Preset
 	advisors map[string]registeredAdvisor
-
-	shapes toolShapes
 }
 
 // NewRegistry returns a registry with the built-in handlers (text, data,

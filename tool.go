@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/message"
@@ -44,7 +43,7 @@ func defineTool(b *Build, name string, def json.RawMessage) error {
 	// In lazy mode nothing runs: a latent tool is shaped as an explicit
 	// one, without the _output the model would otherwise write.
 	explicit = explicit || b.lazy
-	sh, err := b.Registry.shapes.shape(name, def, explicit)
+	sh, err := shape(name, def, explicit)
 	if err != nil {
 		return fmt.Errorf("tool %q: %w", name, err)
 	}
@@ -56,7 +55,6 @@ func defineTool(b *Build, name string, def json.RawMessage) error {
 // shaped is a tool definition prepared for requests: what the model sees,
 // what a call must meet, and how the tool runs.
 type shaped struct {
-	name   string
 	llm    json.RawMessage // what the model sees: parameters may be references
 	check  json.RawMessage // what a call must meet once its references are resolved
 	def    json.RawMessage // the definition they were made from
@@ -99,52 +97,9 @@ func (b *Build) shape(name string) *shaped {
 	return nil
 }
 
-// toolShapes caches shaped tool definitions by content: every run that
-// offers a registered tool would otherwise shape it again, which was about
-// a third of a short run's own cost (BenchmarkAgentRunUser). A shaped
-// value is never changed once made, and no user code receives its bytes
-// (Build.Definition hands out a copy). When the cache is full it is
-// emptied and starts over, as the schema registry's cache does.
-type toolShapes struct {
-	mu sync.Mutex
-	m  [2]map[string][]*shaped // [explicit]: by definition, then name
-	n  int                     // shapes held
-}
-
-// shape returns the shaped definition of the tool name defined as def.
-func (c *toolShapes) shape(name string, def json.RawMessage, explicit bool) (*shaped, error) {
-	i := 0
-	if explicit {
-		i = 1
-	}
-	c.mu.Lock()
-	for _, sh := range c.m[i][string(def)] { // no allocation for the key
-		if sh.name == name {
-			c.mu.Unlock()
-			return sh, nil
-		}
-	}
-	c.mu.Unlock()
-	sh, err := shape(name, def, explicit)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n >= schema.DefaultCacheSize { // one definition may come under many names
-		c.m, c.n = [2]map[string][]*shaped{}, 0
-	}
-	if c.m[i] == nil {
-		c.m[i] = map[string][]*shaped{}
-	}
-	c.m[i][string(def)] = append(c.m[i][string(def)], sh)
-	c.n++
-	return sh, nil
-}
-
-// shape prepares a tool definition for requests.
+// shape prepares a tool definition for requests, once per run that
+// offers the tool, as a loop handles its messages once.
 func shape(name string, def json.RawMessage, explicit bool) (*shaped, error) {
-	def = bytes.Clone(def) // kept in the shape, which outlives the caller's bytes
 	if bytes.Contains(def, []byte(`"$ref"`)) {
 		// The definition goes inside the composed schema, where "#" is no
 		// longer its root: its local refs are inlined.
@@ -158,7 +113,7 @@ func shape(name string, def json.RawMessage, explicit bool) (*shaped, error) {
 	if err != nil {
 		return nil, err
 	}
-	sh := &shaped{name: name, llm: llm, check: check, def: def, result: result, activity: activityOf(def), delegate: delegateOf(def)}
+	sh := &shaped{llm: llm, check: check, def: def, result: result, activity: activityOf(def), delegate: delegateOf(def)}
 	sh.scopes, sh.scoped, _ = callScopes(def, nil)
 	return sh, nil
 }
