@@ -15,7 +15,9 @@ import (
 // needs an object input_schema. A request that forces a tool is answered
 // with a tool_use block whose input is the solution.
 func NewAnthropic(t testing.TB, answer Answer) *Server {
-	return newServer(t, "anthropic", answer, serveAnthropic)
+	s := newServer(t, "anthropic", answer, serveAnthropic)
+	s.cache = anthropicCache{}
+	return s
 }
 
 func serveAnthropic(s *Server, w http.ResponseWriter, r *http.Request, body []byte) {
@@ -53,6 +55,15 @@ func serveAnthropic(s *Server, w http.ResponseWriter, r *http.Request, body []by
 		return
 	}
 	req := &Request{Provider: "anthropic", Stream: in.Stream, N: 1, Body: body}
+	blocks, err := anthropicBlocks(body)
+	if err != nil {
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
+	if n := len(breakpoints(blocks)); n > AnthropicMaxBreakpoints {
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("A maximum of %d blocks with cache_control may be provided. Found %d.", AnthropicMaxBreakpoints, n))
+		return
+	}
 	if len(in.System) > 0 {
 		req.Messages = append(req.Messages, Message{Role: "system", Text: contentText(in.System)})
 	}
@@ -88,7 +99,6 @@ func serveAnthropic(s *Server, w http.ResponseWriter, r *http.Request, body []by
 			}
 		}
 	}
-	var err error
 	if len(strict) > 0 {
 		err = AnthropicRequest(strict...)
 	}
@@ -129,7 +139,11 @@ func serveAnthropic(s *Server, w http.ResponseWriter, r *http.Request, body []by
 	if tool != "" {
 		stop = "tool_use"
 	}
-	const usage = `{"input_tokens":20,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":%d,"service_tier":"standard"}`
+	s.mu.Lock()
+	req.Cache = s.cache.use(blocks)
+	s.mu.Unlock()
+	usage := fmt.Sprintf(`{"input_tokens":%d,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d,"output_tokens":%%d,"service_tier":"standard"}`,
+		req.Cache.Input, req.Cache.Write, req.Cache.Read)
 	if !in.Stream {
 		block := fmt.Sprintf(`{"type":"text","text":%s}`, js(text))
 		if tool != "" {

@@ -35,6 +35,9 @@ type Request struct {
 	N int
 	// Body is the request body.
 	Body json.RawMessage
+	// Cache is what the request read from and wrote to the prompt cache,
+	// for a provider whose cache the server models (Anthropic's).
+	Cache Cache
 }
 
 // Text returns every message's text, one after the other.
@@ -76,6 +79,7 @@ type Server struct {
 	requests  []*Request
 	rejected  []error
 	tolerated []error
+	cache     anthropicCache
 }
 
 // Tolerate lets requests whose violations are all of the given rules

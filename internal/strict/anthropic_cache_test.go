@@ -1,0 +1,123 @@
+package strict
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// cacheBody is a Messages API body: a system block of about sysTokens
+// tokens with a breakpoint, then one user message of n text blocks, with
+// breakpoints on the blocks at the indexes in bps.
+func cacheBody(format string, sysTokens, n int, bps ...int) []byte {
+	type block struct {
+		Type         string `json:"type"`
+		Text         string `json:"text"`
+		CacheControl any    `json:"cache_control,omitempty"`
+	}
+	eph := map[string]string{"type": "ephemeral"}
+	content := make([]block, n)
+	for i := range content {
+		content[i] = block{Type: "text", Text: fmt.Sprintf("## Data update: ¶state\nset †state.k%d: %d", i, i*i)}
+	}
+	for _, i := range bps {
+		content[i].CacheControl = eph
+	}
+	body, _ := json.Marshal(map[string]any{
+		"model":         "claude-test",
+		"max_tokens":    1024,
+		"output_config": map[string]any{"format": map[string]any{"type": "json_schema", "schema": json.RawMessage(format)}},
+		"system":        []block{{Type: "text", Text: strings.Repeat("Be brief. ", sysTokens*4/10), CacheControl: eph}},
+		"messages":      []map[string]any{{"role": "user", "content": content}},
+	})
+	return body
+}
+
+// TestAnthropicCache follows a conversation through the cache model: what
+// each request reads depends on where its breakpoints are and on what the
+// requests before it wrote.
+func TestAnthropicCache(t *testing.T) {
+	const format = `{"type":"object"}`
+	c := anthropicCache{}
+	use := func(body []byte) Cache {
+		t.Helper()
+		blocks, err := anthropicBlocks(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.use(blocks)
+	}
+	first := use(cacheBody(format, 2000, 5, 4))
+	if first.Read != 0 || first.Write == 0 || first.Input != 0 {
+		t.Fatalf("first request: %+v, want everything written", first)
+	}
+	same := use(cacheBody(format, 2000, 5, 4))
+	if same.Read != first.Write || same.Write != 0 {
+		t.Errorf("the same request again: %+v, want all %d tokens read", same, first.Write)
+	}
+	// Ten blocks more, the breakpoint moved to the end: the entry at block
+	// 4 is within the lookback.
+	near := use(cacheBody(format, 2000, 15, 14))
+	if near.Read != first.Write || near.Write == 0 {
+		t.Errorf("ten blocks on: %+v, want the %d tokens of the first read", near, first.Write)
+	}
+	// Thirty blocks more: the entry at block 14 is out of sight, only the
+	// system's breakpoint hits.
+	far := use(cacheBody(format, 2000, 45, 44))
+	if far.Read >= near.Read || far.Read == 0 {
+		t.Errorf("thirty blocks on: %+v, want only the system read (less than %d)", far, near.Read)
+	}
+	// With a breakpoint where the last request had its own, that entry is
+	// read exactly.
+	both := use(cacheBody(format, 2000, 80, 44, 79))
+	if both.Read != far.Read+far.Write {
+		t.Errorf("a breakpoint at the last one's: %+v, want %d read", both, far.Read+far.Write)
+	}
+	// A new output format starts over.
+	other := use(cacheBody(`{"type":"object","properties":{}}`, 2000, 80, 44, 79))
+	if other.Read != 0 {
+		t.Errorf("another output format: %+v, want nothing read", other)
+	}
+	// A short prefix is not cached.
+	short := anthropicCache{}
+	for range 2 {
+		blocks, _ := anthropicBlocks(cacheBody(format, 100, 2, 1))
+		if u := short.use(blocks); u.Read != 0 || u.Write != 0 || u.Input == 0 {
+			t.Errorf("a short prefix: %+v, want all input", u)
+		}
+	}
+}
+
+// TestAnthropicServerBreakpoints: the server refuses a fifth breakpoint
+// with the API's error, and reports what it read in the usage.
+func TestAnthropicServerBreakpoints(t *testing.T) {
+	srv := NewAnthropic(t, func(*Request, int) (string, error) { return `{}`, nil })
+	post := func(body []byte) (int, string) {
+		t.Helper()
+		resp, err := http.Post(srv.URL+"/v1/messages", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	status, body := post(cacheBody(`{"type":"object"}`, 2000, 6, 1, 2, 3, 4))
+	if status != 400 || !strings.Contains(body, "A maximum of 4 blocks with cache_control may be provided. Found 5.") {
+		t.Errorf("five breakpoints: %d %s", status, body)
+	}
+	for i := range 2 {
+		if status, body = post(cacheBody(`{"type":"object","additionalProperties":false}`, 2000, 6, 5)); status != 200 {
+			t.Fatalf("request %d: %d %s", i, status, body)
+		}
+	}
+	reqs := srv.Requests()
+	last := reqs[len(reqs)-1].Cache
+	if last.Read == 0 || !strings.Contains(body, fmt.Sprintf(`"cache_read_input_tokens":%d`, last.Read)) {
+		t.Errorf("the second request read %+v; its usage: %s", last, body)
+	}
+}
