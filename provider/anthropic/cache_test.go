@@ -81,8 +81,8 @@ func walkStray(t *testing.T, v any, ptr string) {
 }
 
 // TestCacheBreakpoints checks that each request has cache_control exactly on
-// the forced tool, the last system block and the block of the last Stable
-// message, and never more than the API's four.
+// the forced tool, the last system block and the blocks of the last two
+// Stable messages, and never more than the API's four.
 func TestCacheBreakpoints(t *testing.T) {
 	schema := json.RawMessage(`{"type":"object","properties":{"output":{"type":"string"}},"required":["output"]}`)
 	sys := func(text string) provider.Message { return provider.Message{Role: provider.RoleSystem, Text: text} }
@@ -129,21 +129,29 @@ func TestCacheBreakpoints(t *testing.T) {
 			want: []string{"/system/0", "/messages/0/content/0"},
 		},
 		{
-			name: "the last Stable message only, inside a merged message",
+			name: "the last two Stable messages, inside merged messages",
 			req: provider.Request{Messages: []provider.Message{
 				sys("You are terse."), sys("## Data: ¶input\n{}"),
 				stable(user("Task.")), stable(asst(`{"output":null}`)),
 				user("tool result 1"), stable(user("tool result 2")), user("Answer now."),
 			}, Schema: schema},
-			want: []string{"/system/1", "/messages/2/content/1"},
+			want: []string{"/system/1", "/messages/1/content/0", "/messages/2/content/1"},
 		},
 		{
-			name: "forced tool, two system blocks and Stable messages: three",
+			name: "forced tool, two system blocks and Stable messages: four",
 			cfg:  Config{ToolOutput: true},
 			req: provider.Request{Messages: []provider.Message{
 				sys("You are terse."), sys("Tools: lookup."), stable(user("Task.")), asst(`{"output":null}`), stable(user("result")),
 			}, Schema: schema, Thinking: 2048},
-			want: []string{"/tools/0", "/system/1", "/messages/2/content/0"},
+			want: []string{"/tools/0", "/system/1", "/messages/0/content/0", "/messages/2/content/0"},
+		},
+		{
+			name: "the Stable message before the last is an earlier system block: four",
+			cfg:  Config{ToolOutput: true},
+			req: provider.Request{Messages: []provider.Message{
+				stable(sys("You are terse.")), sys("Tools: lookup."), user("Task."), stable(user("result")),
+			}, Schema: schema},
+			want: []string{"/tools/0", "/system/0", "/system/1", "/messages/0/content/1"},
 		},
 		{
 			name: "every message Stable",
@@ -151,7 +159,7 @@ func TestCacheBreakpoints(t *testing.T) {
 			req: provider.Request{Messages: allStable(
 				sys("a"), sys("b"), sys("c"), user("d"), asst("e"), user("f"), asst("g"), user("h"), user("i"),
 			), Schema: schema},
-			want: []string{"/tools/0", "/system/2", "/messages/4/content/1"},
+			want: []string{"/tools/0", "/system/2", "/messages/4/content/0", "/messages/4/content/1"},
 		},
 		{
 			name: "the last Stable message is a system message",
@@ -216,9 +224,10 @@ func TestCacheBreakpoints(t *testing.T) {
 	}
 }
 
-// TestCacheBreakpointMoves: in two steps of a run, where the second
-// appends to the first, the message breakpoint moves to the end of the
-// longer stable prefix.
+// TestCacheBreakpointMoves: in three steps of a run, each appending to the
+// one before, the message breakpoints follow the end of the stable prefix:
+// one where the request before ended its own, which reads its entry
+// exactly however many blocks the step added, and one at the new end.
 func TestCacheBreakpointMoves(t *testing.T) {
 	var mu sync.Mutex
 	var bodies []wireBlocks
@@ -236,37 +245,37 @@ func TestCacheBreakpointMoves(t *testing.T) {
 	step1 := []provider.Message{
 		{Role: provider.RoleSystem, Text: "You are terse."},
 		{Role: provider.RoleUser, Text: "Task.", Stable: true},
-		{Role: provider.RoleUser, Text: "Step 1 of 2."},
 	}
-	step2 := []provider.Message{
-		step1[0], {Role: provider.RoleUser, Text: "Task.", Stable: true},
-		{Role: provider.RoleAssistant, Text: `{"calls":[]}`}, {Role: provider.RoleUser, Text: "result", Stable: true},
-		{Role: provider.RoleUser, Text: "Step 2 of 2."},
-	}
-	for _, msgs := range [][]provider.Message{step1, step2} {
+	step2 := append(slices.Clip(step1), provider.Message{Role: provider.RoleAssistant, Text: `{"calls":[]}`},
+		provider.Message{Role: provider.RoleUser, Text: "result", Stable: true})
+	step3 := append(slices.Clip(step2), provider.Message{Role: provider.RoleAssistant, Text: `{"calls":[]}`},
+		provider.Message{Role: provider.RoleUser, Text: "result 2", Stable: true})
+	for _, msgs := range [][]provider.Message{step1, step2, step3} {
 		if _, err := provider.Collect(p.Generate(t.Context(), &provider.Request{Messages: msgs})); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if len(bodies) != 2 {
-		t.Fatalf("%d requests, want 2", len(bodies))
+	if len(bodies) != 3 {
+		t.Fatalf("%d requests, want 3", len(bodies))
 	}
-	// The system is the same, breakpoint included. The breakpoint in the
-	// messages moves from "Task." to "result", as Anthropic's multi-turn
-	// pattern does: the entry written at "Task." in step 1 is read in step 2
-	// by looking back from "result".
-	if diff := cmp.Diff(bodies[0].System, bodies[1].System); diff != "" {
-		t.Errorf("system differs between steps (-1 +2):\n%s", diff)
+	// The system is the same, breakpoint included.
+	for i := 1; i < 3; i++ {
+		if diff := cmp.Diff(bodies[0].System, bodies[i].System); diff != "" {
+			t.Errorf("system differs between steps 1 and %d (-1 +%d):\n%s", i+1, i+1, diff)
+		}
 	}
-	first, second := bodies[0].Messages[0].Content[0], bodies[1].Messages[0].Content[0]
-	if first.Text != "Task." || first.CacheControl == nil {
-		t.Errorf("step 1: block %+v, want the breakpoint on \"Task.\"", first)
-	}
-	if second.Text != "Task." || second.CacheControl != nil {
-		t.Errorf("step 2: block %+v, want \"Task.\" without a breakpoint", second)
-	}
-	if last := bodies[1].Messages[2].Content[0]; last.Text != "result" || last.CacheControl == nil {
-		t.Errorf("step 2: block %+v, want the breakpoint on \"result\"", last)
+	for i, want := range [][]string{{"Task."}, {"Task.", "result"}, {"result", "result 2"}} {
+		var got []string
+		for _, m := range bodies[i].Messages {
+			for _, b := range m.Content {
+				if b.CacheControl != nil {
+					got = append(got, b.Text)
+				}
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("step %d: breakpoints on %q, want %q", i+1, got, want)
+		}
 	}
 }
 

@@ -37,12 +37,14 @@
 // # Prompt caching
 //
 // A request carries cache_control {type: "ephemeral"} breakpoints, at most
-// three of the API's four: on the last block of the system parameter, on
-// the forced tool with [Config.ToolOutput], and on the text block of the
-// last message marked [provider.Message.Stable] (earlier Stable messages
-// get none; the API reads their entries back from the later breakpoint).
-// A request with no Stable message has only the system and tool ones. The
-// cache counts come back in [provider.Usage] (see Usage below).
+// the API's four: on the last block of the system parameter, on the forced
+// tool with [Config.ToolOutput], and on the text blocks of the last two
+// messages marked [provider.Message.Stable]. In a run, the one before the
+// last is where the previous request ended its stable prefix, so its entry
+// is read exactly however many blocks the step added; the API's own look
+// back from a later breakpoint reaches only 20 blocks. A request with no
+// Stable message has only the system and tool ones. The cache counts come
+// back in [provider.Usage] (see Usage below).
 //
 // # Several solutions
 //

@@ -232,24 +232,27 @@ func (b *requestBody) marshal() ([]byte, error) {
 //
 // It also places cache_control breakpoints. The cached prefix is the
 // tools, then the system parameter, then the messages, and a breakpoint
-// caches everything before it. A request gets at most three, below the
-// API's limit of four: one on the forced tool in tool mode (set by
-// newCall), one on the last system block, and one on the block of the last
-// message marked Stable. Earlier Stable messages get none: the API finds
-// an entry written at an earlier breakpoint from a later one (looking back
-// up to 20 blocks), so one at the end of the stable prefix is enough.
+// caches everything before it. A request gets at most four, the API's
+// limit: one on the forced tool in tool mode (set by newCall), one on the
+// last system block, and one on the block of each of the last two messages
+// marked Stable. The last caches this request's stable prefix. The one
+// before is where the request before it, in a run, ended its own: the API
+// finds an entry written at an earlier breakpoint only by looking back up
+// to 20 blocks from a later one, and a step whose calls wrote more than
+// that would otherwise miss the cache and write the whole conversation
+// again.
 func convertMessages(msgs []provider.Message) ([]textBlock, []message, error) {
-	stable := -1 // the index in msgs of the last Stable message
+	last, before := -1, -1 // the indexes in msgs of the last two Stable messages
 	for i, m := range msgs {
 		if m.Stable {
-			stable = i
+			last, before = i, last
 		}
 	}
 	var system []textBlock
 	var out []message
 	for i, m := range msgs {
 		block := textBlock{Text: m.Text, Type: "text"}
-		if i == stable {
+		if i == last || i == before {
 			block.CacheControl = ephemeral
 		}
 		switch m.Role {
@@ -267,9 +270,8 @@ func convertMessages(msgs []provider.Message) ([]textBlock, []message, error) {
 		out = append(out, message{Role: string(m.Role), Content: []textBlock{block}})
 	}
 	if n := len(system); n > 0 {
-		// When the last Stable message is a system message, it has the
-		// breakpoint already or this one is a second in the system and the
-		// messages have none: at most three in all either way.
+		// A Stable system message's breakpoint is either this one or one
+		// the messages do not have: at most four in all either way.
 		system[n-1].CacheControl = ephemeral
 	}
 	return system, out, nil

@@ -81,12 +81,13 @@ func sdkParams(p *Provider, req *provider.Request) (sdk.MessageNewParams, error)
 
 // sdkMessages is what convertMessages did with the SDK's types.
 func sdkMessages(msgs []provider.Message) ([]sdk.TextBlockParam, []sdk.MessageParam, error) {
-	stable := -1
+	last, before := -1, -1
 	for i, m := range msgs {
 		if m.Stable {
-			stable = i
+			last, before = i, last
 		}
 	}
+	stable := func(i int) bool { return i == last || i == before }
 	var system []sdk.TextBlockParam
 	var out []sdk.MessageParam
 	for i, m := range msgs {
@@ -94,7 +95,7 @@ func sdkMessages(msgs []provider.Message) ([]sdk.TextBlockParam, []sdk.MessagePa
 		switch m.Role {
 		case provider.RoleSystem:
 			block := sdk.TextBlockParam{Text: m.Text}
-			if i == stable {
+			if stable(i) {
 				block.CacheControl = sdk.NewCacheControlEphemeralParam()
 			}
 			system = append(system, block)
@@ -107,7 +108,7 @@ func sdkMessages(msgs []provider.Message) ([]sdk.TextBlockParam, []sdk.MessagePa
 			return nil, nil, fmt.Errorf("anthropic: message %d: unknown role %q", i, m.Role)
 		}
 		block := sdk.NewTextBlock(m.Text)
-		if i == stable {
+		if stable(i) {
 			block.OfText.CacheControl = sdk.NewCacheControlEphemeralParam()
 		}
 		if n := len(out); n > 0 && out[n-1].Role == role {

@@ -1,0 +1,61 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/internal/strict"
+	"github.com/augceo/agent/provider/anthropic"
+)
+
+// TestAnthropicCacheLongSteps runs an agent whose steps each make more
+// calls than Anthropic's cache looks back over (each call's write is a
+// block of the next request), against a fake that models the cache: every
+// request must read from the cache all that the request before it wrote.
+func TestAnthropicCacheLongSteps(t *testing.T) {
+	const calls = strict.AnthropicCacheLookback + 10
+	var answers []string
+	for step := range 3 {
+		var cs []string
+		for i := range calls {
+			cs = append(cs, fmt.Sprintf(`{"_tool":"note","v":%d,"_outputPath":"†state.s%d_%d"}`, i, step, i))
+		}
+		answers = append(answers, `{"calls":[`+strings.Join(cs, ",")+`],"output":null}`)
+	}
+	answers = append(answers, `{"calls":[],"output":{"done":true}}`)
+	next := 0
+	srv := strict.NewAnthropic(t, func(*strict.Request, int) (string, error) {
+		next++
+		return answers[next-1], nil
+	})
+	p, err := anthropic.New(anthropic.Config{APIKey: "sk-ant-test", BaseURL: srv.URL, Model: "claude-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, _ := cacheAgent(1)
+	cfg := agent.Config{Provider: p, Registry: reg, MaxSteps: len(answers), Clock: fixed}
+	res, err := agent.Run(context.Background(), cfg, json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}},"required":["done"]}`), cacheContext())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if res.Steps != len(answers) || len(reqs) != len(answers) {
+		t.Fatalf("%d steps, %d requests; want %d", res.Steps, len(reqs), len(answers))
+	}
+	for i, r := range reqs {
+		t.Logf("request %d: %+v", i+1, r.Cache)
+		if i == 0 {
+			continue
+		}
+		if prev := reqs[i-1].Cache; r.Cache.Read < prev.Read+prev.Write {
+			t.Errorf("request %d read %d tokens from the cache; the one before wrote up to %d", i+1, r.Cache.Read, prev.Read+prev.Write)
+		}
+	}
+	if last := reqs[len(reqs)-1].Cache; last.Read == 0 {
+		t.Errorf("the last request read nothing from the cache: %+v", last)
+	}
+}
