@@ -16,13 +16,17 @@
 //
 // # Concurrency
 //
-// Each write is one transaction. Create inserts the run with INSERT … ON
-// CONFLICT (id) DO NOTHING, which waits for a concurrent insert of the
-// same id to end: no row inserted is ErrExists. Save, Acquire and Append
-// lock the run's row (SELECT lease_owner, lease_expires … FOR UPDATE),
-// check its lease and write, so that writes to one run, from any
+// Each write is one statement, so one round trip to the server. Create
+// inserts the run with INSERT … ON CONFLICT (id) DO NOTHING, which waits
+// for a concurrent insert of the same id to end: no row inserted is
+// ErrExists. Save, Acquire and Append are an UPDATE of the run's row whose
+// condition is the lease's rule (for Append, it also moves on runs.seq, the
+// journal's last Seq, and its entries are numbered from there in the same
+// statement). An UPDATE waits for the row's lock and then reads the row
+// as the write before it left it, so that writes to one run, from any
 // process, happen one after the other: one of two processes acquiring a
-// run wins, and concurrent Appends get consecutive Seqs.
+// run wins, and concurrent Appends get consecutive Seqs. A write the lease
+// refuses reads the run's row again to say why.
 //
 // # Schema
 //
@@ -46,10 +50,12 @@
 //
 // # Versions
 //
-// The schema is at version 2. Open migrates tables of version 1 (strings
-// as text, no leases and no store_version) in one transaction under an
-// advisory lock: it converts the strings to bytea, which rewrites the
-// tables, and leaves the runs held by no one. Stop the processes of
-// version 1 first: they do not check the version, and know neither
-// leases nor bytea strings. Open refuses tables of a later version.
+// The schema is at version 3. Open migrates tables of an earlier version
+// in one transaction under an advisory lock. Version 1 had strings as
+// text, no leases and no store_version: Open converts the strings to
+// bytea, which rewrites the tables, and leaves the runs held by no one;
+// stop the processes of version 1 first, as they do not check the
+// version, and know neither leases nor bytea strings. Version 2 had no
+// runs.seq: Open adds it, set from each run's journal. Open refuses
+// tables of a later version.
 package postgres

@@ -16,9 +16,9 @@ import (
 
 // Store is a [store.Store] and [store.Catalog] in a PostgreSQL database.
 // It is safe for concurrent use, also by several processes sharing the
-// database: each write is one transaction that locks its run's row
-// (SELECT … FOR UPDATE), so concurrent writes to one run, from any
-// process, happen one after the other.
+// database: each write is one statement that updates its run's row, so
+// concurrent writes to one run, from any process, happen one after the
+// other.
 type Store struct {
 	pool *pgxpool.Pool
 }
@@ -81,6 +81,12 @@ ALTER TABLE entries
 	ADD FOREIGN KEY (run) REFERENCES runs (id) ON DELETE CASCADE;
 CREATE TABLE store_version (version integer NOT NULL);
 INSERT INTO store_version VALUES (2);
+`,
+	// Version 3 keeps each run's last Seq in runs.seq, so that an Append
+	// numbers its entries in the statement that checks the lease.
+	2: `
+ALTER TABLE runs ADD COLUMN seq bigint NOT NULL DEFAULT 0;
+UPDATE runs SET seq = e.seq FROM (SELECT run, max(seq) AS seq FROM entries GROUP BY run) e WHERE runs.id = e.run;
 `,
 }
 
@@ -166,7 +172,7 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Create saves a new run and its first entries in one transaction, or
+// Create saves a new run and its first entries in one statement, or
 // returns ErrExists.
 func (s *Store) Create(ctx context.Context, run store.Run, entries ...store.Entry) error {
 	cols, err := runValues(run)
@@ -177,100 +183,137 @@ func (s *Store) Create(ctx context.Context, run store.Run, entries ...store.Entr
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", run.ID, err)
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO runs (`+runColumns+`)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-ON CONFLICT (id) DO NOTHING`, cols...)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return store.ErrExists
-		}
-		return insertEntries(ctx, tx, run.ID, es)
-	})
+	var created int
+	err = s.pool.QueryRow(ctx, `
+WITH run AS (
+	INSERT INTO runs (`+runColumns+`, seq)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, cardinality($15::bytea[]))
+	ON CONFLICT (id) DO NOTHING
+	RETURNING 0 AS base
+), `+insertEntries(15)+`
+SELECT count(*) FROM run`, append(cols, es.types, es.calls, es.data, es.times)...).Scan(&created)
+	if err == nil && created == 0 {
+		err = store.ErrExists
+	}
 	return columns.Wrap(err, "create", run.ID)
 }
 
-// Save replaces the metadata of a run for owner, in one transaction that
-// locks the run's row and checks its lease.
+// Save replaces the metadata of a run for owner, in one statement that
+// writes the run's row only if owner holds its lease.
 func (s *Store) Save(ctx context.Context, owner string, run store.Run) error {
 	cols, err := runValues(run)
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", run.ID, err)
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		held, err := lock(ctx, tx, run.ID)
-		if err != nil {
-			return err
-		}
-		if err := held.Fence(run.ID, owner); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `
-UPDATE runs SET kind = $2, idea = $3, model = $4, status = $5, error = $6, usage = $7, parent = $8,
-	forked_at = $9, spec = $10, created = $11, updated = $12, lease_owner = $13, lease_expires = $14
-WHERE id = $1`, cols...)
-		return err
-	})
+	err = s.write(ctx, run.ID, owner, time.Time{}, `
+WITH run AS (
+	UPDATE runs SET kind = $2, idea = $3, model = $4, status = $5, error = $6, usage = $7, parent = $8,
+		forked_at = $9, spec = $10, created = $11, updated = $12, lease_owner = $13, lease_expires = $14
+	WHERE id = $1 AND lease_owner = $15
+	RETURNING 1
+)
+SELECT count(*) FROM run`, append(cols, []byte(owner))...)
 	return columns.Wrap(err, "save", run.ID)
 }
 
-// Acquire leases a run to lease.Owner, in one transaction that locks the
-// run's row; see [store.Store.Acquire].
+// Acquire leases a run to lease.Owner, in one statement that writes the
+// lease only if the run's holder lets it go; see [store.Store.Acquire].
 func (s *Store) Acquire(ctx context.Context, id string, lease store.Lease, now time.Time) error {
 	expires, err := columns.FormatTime(lease.Expires)
 	if err != nil {
 		return fmt.Errorf("acquire run %s: lease expiry: %w", id, err)
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		held, err := lock(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if err := held.Yield(id, lease.Owner, now); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `UPDATE runs SET lease_owner = $2, lease_expires = $3 WHERE id = $1`, []byte(id), []byte(lease.Owner), expires)
-		return err
-	})
+	at, err := columns.FormatTime(now)
+	if err != nil {
+		return fmt.Errorf("acquire run %s: now: %w", id, err)
+	}
+	// The condition is store.Lease.Yield's: no holder, the same one, or
+	// one whose lease expired at or before now (times sort as text).
+	err = s.write(ctx, id, lease.Owner, now, `
+WITH run AS (
+	UPDATE runs SET lease_owner = $2, lease_expires = $3
+	WHERE id = $1 AND (lease_owner = '' OR lease_owner = $2 OR lease_expires <= $4)
+	RETURNING 1
+)
+SELECT count(*) FROM run`,
+		[]byte(id), []byte(lease.Owner), expires, at)
 	return columns.Wrap(err, "acquire", id)
 }
 
-// Append adds entries to the end of a run's journal for owner in one
-// transaction, numbering them from the journal's last Seq plus one. It
-// holds the run's row lock until it commits.
+// Append adds entries to the end of a run's journal for owner, in one
+// statement: it writes only if owner holds the run's lease, and numbers
+// the entries from the run's last Seq, which it moves on in the run's
+// row. Waiting for that row's lock puts concurrent writes to one run one
+// after the other, and the statement then reads the row as the write
+// before it left it.
 func (s *Store) Append(ctx context.Context, id, owner string, entries ...store.Entry) error {
 	es, err := entryValues(entries)
 	if err != nil {
 		return fmt.Errorf("append to run %s: %w", id, err)
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		held, err := lock(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if err := held.Fence(id, owner); err != nil {
-			return err
-		}
-		return insertEntries(ctx, tx, id, es)
-	})
+	err = s.write(ctx, id, owner, time.Time{}, `
+WITH run AS (
+	UPDATE runs SET seq = seq + cardinality($3::bytea[])
+	WHERE id = $1 AND lease_owner = $2
+	RETURNING seq - cardinality($3::bytea[]) AS base
+), `+insertEntries(3)+`
+SELECT count(*) FROM run`, []byte(id), []byte(owner), es.types, es.calls, es.data, es.times)
 	return columns.Wrap(err, "append to", id)
 }
 
-// lock locks run id's row until tx ends and returns its lease, or
-// ErrNotFound.
-func lock(ctx context.Context, tx pgx.Tx, id string) (store.Lease, error) {
-	var (
-		owner   []byte
-		expires string
-	)
-	err := tx.QueryRow(ctx, `SELECT lease_owner, lease_expires FROM runs WHERE id = $1 FOR UPDATE`, []byte(id)).Scan(&owner, &expires)
-	if err != nil {
-		return store.Lease{}, notFound(err)
-	}
-	return columns.Lease(string(owner), expires)
+// insertEntries is a query's part that appends entries to run $1's
+// journal, numbered on from base, the only column of the query's CTE run,
+// which has one row for a write and none for one refused. The entries'
+// columns (types, calls, data, times) are the parameters from $p on.
+func insertEntries(p int) string {
+	return fmt.Sprintf(`entries AS (
+	INSERT INTO entries (run, seq, type, call, data, time)
+	SELECT $1, run.base + x.n, x.type, x.call, x.data, x.time
+	FROM run, unnest($%d::bytea[], $%d::bytea[], $%d::bytea[], $%d::text[]) WITH ORDINALITY AS x(type, call, data, time, n)
+)`, p, p+1, p+2, p+3)
 }
+
+// write runs query, a write to run id for owner that returns how many
+// runs it wrote: none when the run's lease keeps owner out. Then it says
+// why: ErrNotFound, or the *LeaseError of the lease as it is by then
+// (Acquire's rule when now is set, else Fence's). A lease that lets owner
+// in by then changed between the two statements: the write is tried
+// again.
+func (s *Store) write(ctx context.Context, id, owner string, now time.Time, query string, args ...any) error {
+	for range maxWriteTries {
+		var wrote int
+		if err := s.pool.QueryRow(ctx, query, args...).Scan(&wrote); err != nil {
+			return err
+		}
+		if wrote > 0 {
+			return nil
+		}
+		var (
+			held    []byte
+			expires string
+		)
+		err := s.pool.QueryRow(ctx, `SELECT lease_owner, lease_expires FROM runs WHERE id = $1`, []byte(id)).Scan(&held, &expires)
+		if err != nil {
+			return notFound(err)
+		}
+		lease, err := columns.Lease(string(held), expires)
+		if err != nil {
+			return err
+		}
+		if now.IsZero() {
+			err = lease.Fence(id, owner)
+		} else {
+			err = lease.Yield(id, owner, now)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("the lease kept changing while %q wrote", owner)
+}
+
+// maxWriteTries bounds how often write tries again.
+const maxWriteTries = 5
 
 // entryColumns holds the columns of entries to insert, one array each.
 type entryColumns struct {
@@ -293,21 +336,6 @@ func entryValues(entries []store.Entry) (entryColumns, error) {
 		es.types[i], es.calls[i], es.data[i] = []byte(e.Type), []byte(e.Call), e.Data
 	}
 	return es, nil
-}
-
-// insertEntries appends es to run id's journal. It is a statement of its
-// own, after the run's row is locked: under READ COMMITTED its snapshot
-// then sees the entries of the transaction that held the lock before.
-func insertEntries(ctx context.Context, tx pgx.Tx, id string, es entryColumns) error {
-	if len(es.times) == 0 {
-		return nil
-	}
-	_, err := tx.Exec(ctx, `
-INSERT INTO entries (run, seq, type, call, data, time)
-SELECT $1, (SELECT COALESCE(max(seq), 0) FROM entries WHERE run = $1) + x.n, x.type, x.call, x.data, x.time
-FROM unnest($2::bytea[], $3::bytea[], $4::bytea[], $5::text[]) WITH ORDINALITY AS x(type, call, data, time, n)`,
-		[]byte(id), es.types, es.calls, es.data, es.times)
-	return err
 }
 
 // Entries walks a run's journal from the first entry whose Seq is greater

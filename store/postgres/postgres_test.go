@@ -159,8 +159,45 @@ func TestMigrate(t *testing.T) {
 	if diff := cmp.Diff(es, wantEntries, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("Entries mismatch (-got +want):\n%s", diff)
 	}
-	// Opening again finds version 2.
+	// Opening again finds version 3.
 	open(t, url)
+}
+
+// TestMigrate2 opens tables of schema version 2, which had no runs.seq:
+// the Appends that follow number on from each run's journal.
+func TestMigrate2(t *testing.T) {
+	url := pgtest.Schema(t)
+	s := open(t, url)
+	t0 := time.Date(2025, 3, 14, 15, 9, 26, 0, time.UTC)
+	e := store.Entry{Type: store.EntryMessage, Data: json.RawMessage(`{}`), Time: t0}
+	for _, id := range []string{"a", "b", "empty"} {
+		if err := s.Create(t.Context(), store.Run{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"a", "a", "a", "b"} {
+		if err := s.Append(t.Context(), id, "", e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	execSQL(t, url, `ALTER TABLE runs DROP COLUMN seq; UPDATE store_version SET version = 2`)
+	s = open(t, url)
+	for id, want := range map[string]int64{"a": 4, "b": 2, "empty": 1} {
+		if err := s.Append(t.Context(), id, "", e); err != nil {
+			t.Fatal(err)
+		}
+		var last int64
+		for e, err := range s.Entries(t.Context(), id, 0) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = e.Seq
+		}
+		if last != want {
+			t.Errorf("run %s: the new entry is %d, want %d", id, last, want)
+		}
+	}
 }
 
 // TestOpenNewer refuses tables of a schema this package does not know.
@@ -173,7 +210,7 @@ func TestOpenNewer(t *testing.T) {
 		s.Close()
 		t.Fatal("Open of tables of schema version 99 succeeded")
 	}
-	if want := "database schema version 99 is newer than this program's 2"; !strings.Contains(err.Error(), want) {
+	if want := "database schema version 99 is newer than this program's 3"; !strings.Contains(err.Error(), want) {
 		t.Errorf("Open error = %v, want it to say %q", err, want)
 	}
 }
