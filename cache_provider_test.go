@@ -59,3 +59,40 @@ func TestAnthropicCacheLongSteps(t *testing.T) {
 		t.Errorf("the last request read nothing from the cache: %+v", last)
 	}
 }
+
+// TestAnthropicCachePlan asks for a plan (012, lazy mode) in a
+// conversation that already had a request: the plan's request reads the
+// prefix the first one wrote, as its instruction comes after the
+// conversation instead of joining the system messages.
+func TestAnthropicCachePlan(t *testing.T) {
+	answers := []string{`{"calls":[],"output":null}`, `{"calls":[{"_tool":"note","v":1,"_outputPath":"†state.a"}],"output":null}`}
+	next := 0
+	srv := strict.NewAnthropic(t, func(*strict.Request, int) (string, error) {
+		next++
+		return answers[next-1], nil
+	})
+	p, err := anthropic.New(anthropic.Config{APIKey: "sk-ant-test", BaseURL: srv.URL, Model: "claude-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, _ := cacheAgent(1)
+	cfg := agent.Config{Provider: p, Registry: reg, Clock: fixed}
+	msgs := cacheContext()
+	msgs[0].Text = strings.Repeat(systemPrompt, 4) // past the shortest prefix cached
+	out := json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}},"required":["done"]}`)
+	if _, err := agent.Request(context.Background(), cfg, out, msgs); err != nil {
+		t.Fatal(err)
+	}
+	if _, calls, err := agent.Plan(context.Background(), cfg, out, msgs); err != nil || len(calls) != 1 {
+		t.Fatalf("plan: %d calls, %v", len(calls), err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	first, plan := reqs[0].Cache, reqs[1].Cache
+	if first.Write == 0 || plan.Read < first.Read+first.Write {
+		t.Errorf("the plan's request read %d tokens from the cache; the request before wrote up to %d (%+v, %+v)",
+			plan.Read, first.Read+first.Write, first, plan)
+	}
+}

@@ -1160,7 +1160,7 @@ func TestPlanLazy(t *testing.T) {
 		t.Fatalf("calls %s, done %v, ran %q", got, sol.Done(), rec.sorted())
 	}
 	sent := p.Requests()[0]
-	if last := sent.Messages[len(sent.Messages)-1]; last.Role != provider.RoleSystem || !strings.Contains(last.Text, "Lazy mode") || sent.N != 1 {
+	if last := sent.Messages[len(sent.Messages)-1]; last.Role != provider.RoleUser || !strings.Contains(last.Text, "Lazy mode") || sent.N != 1 {
 		t.Errorf("the request did not ask for a plan only: %+v (n %d)", last, sent.N)
 	}
 	// Approved: now it runs.
