@@ -286,7 +286,10 @@ func (j *journal) message(ctx context.Context, m *message.Message, call string) 
 // messages of failed calls the journal lacks, and only those: call names
 // the call m is the error message of, if it is one.
 func messageEntry(ctx context.Context, m *message.Message, call string) (store.Entry, error) {
-	b, err := json.Marshal(m)
+	// MarshalJSON itself: json.Marshal would escape <, > and & in the raw
+	// parts (tool definitions, plans), and the resumed run would render
+	// them unlike the run that sent them, missing the prompt cache.
+	b, err := m.MarshalJSON()
 	if err != nil {
 		return store.Entry{}, fmt.Errorf("agent: journal message: %w", err)
 	}
@@ -350,7 +353,7 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 			j.cutShort = true
 			return nil
 		}
-		b, err := json.Marshal(ErrorMessage(ev.Call.Raw, ev.Err))
+		b, err := ErrorMessage(ev.Call.Raw, ev.Err).MarshalJSON()
 		if err != nil {
 			return fmt.Errorf("agent: journal error: %w", err)
 		}
@@ -825,7 +828,7 @@ func finishStep(ctx context.Context, cfg Config, rs *resumed) error {
 		e := store.Entry{Type: store.EntrySettled, Call: id, Time: platform.Now(ctx).UTC()}
 		if err != nil {
 			em := ErrorMessage(raw, err)
-			if e.Data, err = json.Marshal(em); err != nil {
+			if e.Data, err = em.MarshalJSON(); err != nil {
 				return fmt.Errorf("agent: journal error: %w", err)
 			}
 			failures = append(failures, failure{id, em})

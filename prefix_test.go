@@ -1,0 +1,504 @@
+package agent_test
+
+// Review B: does every request of a run extend the one before it, byte
+// for byte, under the default rendering (RenderCached)?
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/scripted"
+	"github.com/augceo/agent/store"
+)
+
+// firstDiff describes where two strings part, with a little context.
+func firstDiff(a, b string) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	from := max(0, i-60)
+	return fmt.Sprintf("at byte %d:\n    before: …%q\n    after:  …%q", i, a[from:min(len(a), i+80)], b[from:min(len(b), i+80)])
+}
+
+// prefixBreaks returns, for each request that does not extend the one
+// before it (composed schema equal, every message of the earlier one
+// unchanged at the start, roles and texts; Stable ignored), what the
+// first difference is.
+func prefixBreaks(reqs []provider.Request) []string {
+	var out []string
+	for i := 1; i < len(reqs); i++ {
+		prev, cur := reqs[i-1], reqs[i]
+		if string(prev.Schema) != string(cur.Schema) {
+			out = append(out, fmt.Sprintf("request %d: composed schema changed (%d → %d bytes) %s", i+1, len(prev.Schema), len(cur.Schema), firstDiff(string(prev.Schema), string(cur.Schema))))
+		}
+		if string(prev.Schema) == string(cur.Schema) && prev.CacheKey != cur.CacheKey {
+			out = append(out, fmt.Sprintf("request %d: cache key %q after %q", i+1, cur.CacheKey, prev.CacheKey))
+		}
+		for k := range prev.Messages {
+			if k >= len(cur.Messages) {
+				out = append(out, fmt.Sprintf("request %d: has %d messages, the request before %d", i+1, len(cur.Messages), len(prev.Messages)))
+				break
+			}
+			p, c := prev.Messages[k], cur.Messages[k]
+			if p.Role != c.Role || p.Text != c.Text {
+				out = append(out, fmt.Sprintf("request %d: message %d of %d changed (%s → %s) %s\n    request %d message %d was:\n%s\n    now:\n%s",
+					i+1, k+1, len(prev.Messages), p.Role, c.Role, firstDiff(p.Text, c.Text), i, k+1, indentText(p.Text), indentText(c.Text)))
+				break
+			}
+		}
+	}
+	return out
+}
+
+func indentText(s string) string {
+	if len(s) > 600 {
+		s = s[:600] + "…"
+	}
+	return "      | " + strings.ReplaceAll(s, "\n", "\n      | ")
+}
+
+// checkExtends fails t for each request that does not extend the one
+// before.
+func checkExtends(t *testing.T, reqs []provider.Request) {
+	t.Helper()
+	if len(reqs) < 2 {
+		t.Fatalf("only %d requests", len(reqs))
+	}
+	for _, b := range prefixBreaks(reqs) {
+		t.Error(b)
+	}
+}
+
+// loopRequests keeps the requests of the loop itself, not those of
+// latent calls or delegates (their own, isolated contexts): those whose
+// first message is the loop's.
+func loopRequests(reqs []provider.Request) []provider.Request {
+	var out []provider.Request
+	for _, r := range reqs {
+		if len(out) == 0 || len(r.Messages) > 0 && r.Messages[0].Text == out[0].Messages[0].Text {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+var anyOut = json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}}}`)
+
+// echoReg is a registry with the tool put, which returns its v.
+func echoReg() *agent.Registry {
+	reg := agent.NewRegistry()
+	reg.Tool("put", json.RawMessage(`{"type":"object","description":"Returns v.","properties":{"v":{}},"required":["v"]}`))
+	reg.Activity("put", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		var p struct {
+			V json.RawMessage `json:"v"`
+		}
+		_ = json.Unmarshal(c.Args(), &p)
+		return &agent.Result{Value: p.V}, nil
+	}))
+	return reg
+}
+
+func runLoop(t *testing.T, cfg agent.Config, msgs []message.Message, answers ...string) (*agent.RunResult, []provider.Request) {
+	t.Helper()
+	p := scripted.Solutions(answers...)
+	cfg.Provider = p
+	if cfg.Clock == nil {
+		cfg.Clock = fixed
+	}
+	res, err := agent.Run(context.Background(), cfg, anyOut, msgs)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return res, p.Requests()
+}
+
+// TestPrefixStateWrites: writes by every output method.
+func TestPrefixStateWrites(t *testing.T) {
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},
+		{"type":"data","kind":"state","data":{"list":[],"obj":{"a":1}}},{"type":"text","text":"go"}]`)
+	_, reqs := runLoop(t, agent.Config{Registry: echoReg(), Concurrency: 1}, msgs,
+		`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.n"},{"_tool":"put","v":2,"_outputPath":"†state.list","_outputMethod":"push"}],"output":null}`,
+		`{"calls":[{"_tool":"put","v":{"b":{"c":1}},"_outputPath":"†state.obj","_outputMethod":"merge"},{"_tool":"put","v":[3,4],"_outputPath":"†state.list","_outputMethod":"concat"}],"output":null}`,
+		`{"calls":[{"_tool":"put","v":{"z":0},"_outputPath":"†state.obj","_outputMethod":"assign"},{"_tool":"put","v":5,"_outputPath":"†state.x && †notes.x"},{"_tool":"put","v":6,"_outputPath":"†state.ok || †state.err"}],"output":null}`,
+		`{"calls":[{"_tool":"put","v":{"all":"new"},"_outputPath":"†state"},{"_tool":"put","v":7,"_outputPath":"†notes.y"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`)
+	checkExtends(t, reqs)
+}
+
+// TestPrefixPlanBlockedAndRefs: a call blocked on a reference, released
+// within its step, a fallback, and a call never ready.
+func TestPrefixPlanBlockedAndRefs(t *testing.T) {
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},
+		{"type":"data","kind":"input","data":{"x":1}},{"type":"text","text":"go"}]`)
+	_, reqs := runLoop(t, agent.Config{Registry: echoReg()}, msgs,
+		// b reads what a writes later in the step; c waits forever; d falls back
+		`{"calls":[{"_tool":"put","v":"†state.a","_outputPath":"†state.b"},{"_tool":"put","v":"†input.x","_outputPath":"†state.a"},
+			{"_tool":"put","v":"†state.never","_outputPath":"†state.c"},{"_tool":"put","v":"†state.nope || †input.x","_outputPath":"†state.d"}],"output":null}`,
+		`{"calls":[{"_tool":"put","v":"†state.b","_outputPath":"†state.e"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`)
+	checkExtends(t, reqs)
+}
+
+// TestPrefixCallErrorsAndRetries: failing calls of every kind, and a
+// provider retried after errors.
+func TestPrefixCallErrorsAndRetries(t *testing.T) {
+	reg := echoReg()
+	reg.Tool("flaky", json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`))
+	reg.Activity("flaky", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		return nil, errors.New("service unavailable")
+	}))
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},{"type":"tool","tool":"flaky"},{"type":"text","text":"go"}]`)
+	// The provider fails twice with a retryable error before each answer.
+	inner := scripted.Solutions(
+		`{"calls":[{"_tool":"flaky","n":1,"_outputPath":"†state.f"},{"_tool":"nope"},{"_tool":"flaky","n":"x"},{"_tool":"put","v":1,"_outputPath":"†state.ok || †state.err"}],"output":null}`,
+		`{"calls":[{"_tool":"flaky","n":2,"_outputPath":"†state.ok || †state.err"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`)
+	var n atomic.Int32
+	flaky := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		if n.Add(1)%2 == 1 {
+			return func(yield func(*provider.Chunk, error) bool) {
+				yield(nil, &provider.Error{Provider: "x", Status: 503, Err: errors.New("overloaded")})
+			}
+		}
+		return inner.Generate(ctx, req)
+	})
+	cfg := agent.Config{Registry: reg, Concurrency: 1, Clock: fixed,
+		Provider: provider.Retry(flaky, provider.RetryConfig{Attempts: 3, Sleep: func(context.Context, time.Duration) error { return nil }})}
+	if _, err := agent.Run(context.Background(), cfg, anyOut, msgs); err != nil {
+		t.Fatal(err)
+	}
+	checkExtends(t, inner.Requests())
+}
+
+// TestPrefixInvalidAnswers: answers the schema refuses, in the loop and
+// repaired in a Request.
+func TestPrefixInvalidAnswers(t *testing.T) {
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},{"type":"text","text":"go"}]`)
+	_, reqs := runLoop(t, agent.Config{Registry: echoReg(), MaxRepairs: 3}, msgs,
+		`not json at all`,
+		`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.a"}],"output":{"done":"yes"}}`,
+		`{"calls":[{"_tool":"put","v":2,"_outputPath":"†state.b"}]}`,
+		`{"calls":[],"output":{"done":true}}`)
+	checkExtends(t, reqs)
+	// A single Request repairs by extending the request.
+	p := scripted.Solutions(`{"output":{"done":"no"}}`, `{"output":1}`, `{"output":{"done":true}}`)
+	if _, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: echoReg(), MaxRepairs: 3}, anyOut, msgs[:1]); err != nil {
+		t.Fatal(err)
+	}
+	checkExtends(t, p.Requests())
+}
+
+// TestPrefixLatentTool: a tool with no activity, answered inline and by
+// a request of its own (which has its own context).
+func TestPrefixLatentTool(t *testing.T) {
+	reg := echoReg()
+	reg.Tool("guess", json.RawMessage(`{"type":"object","description":"Guesses a number.","properties":{"q":{"type":"string"},"_output":{"type":"integer"}},"required":["q"]}`))
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},{"type":"tool","tool":"guess"},{"type":"data","kind":"state","data":{"k":1}},{"type":"text","text":"go"}]`)
+	_, reqs := runLoop(t, agent.Config{Registry: reg, Concurrency: 1}, msgs,
+		`{"calls":[{"_tool":"guess","q":"a","_output":7,"_outputPath":"†state.g"},{"_tool":"guess","q":"b","_outputPath":"†state.h"}],"output":null}`,
+		`{"calls":[],"output":3}`, // the latent call's own request
+		`{"calls":[{"_tool":"guess","q":"c","_scopes":["state"],"_outputPath":"†state.i"}],"output":null}`,
+		`{"calls":[],"output":4}`,
+		`{"calls":[],"output":{"done":true}}`)
+	loop := loopRequests(reqs)
+	if len(loop) != 3 {
+		t.Fatalf("%d loop requests of %d", len(loop), len(reqs))
+	}
+	checkExtends(t, loop)
+}
+
+// TestPrefixDelegate: a delegate's sub-run has its own context; the
+// loop's requests extend.
+func TestPrefixDelegate(t *testing.T) {
+	reg := echoReg()
+	reg.Tool("stylist", json.RawMessage(`{"type":"object","description":"You are a stylist.","properties":{"forecast":{"type":"object"},"_output":{"type":"string"}},"required":["forecast"],"_delegate":"anonymous"}`))
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},{"type":"tool","tool":"stylist"},{"type":"data","kind":"state","data":{"sky":"rain"}},{"type":"text","text":"go"}]`)
+	_, reqs := runLoop(t, agent.Config{Registry: reg, Concurrency: 1}, msgs,
+		`{"calls":[{"_tool":"stylist","forecast":"†state","_scopes":["state"],"_outputPath":"†state.outfit"}],"output":null}`,
+		`{"output":"raincoat"}`,
+		`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.a"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`)
+	loop := loopRequests(reqs)
+	if len(loop) != 3 {
+		t.Fatalf("%d loop requests of %d", len(loop), len(reqs))
+	}
+	checkExtends(t, loop)
+}
+
+// TestPrefixScopes: calls with _scopes.
+func TestPrefixScopes(t *testing.T) {
+	reg := echoReg()
+	reg.Tool("peek", json.RawMessage(`{"type":"object","properties":{"_scopes":{"const":["state"]}}}`))
+	reg.Activity("peek", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		return &agent.Result{Value: json.RawMessage(fmt.Sprint(len(c.Context())))}, nil
+	}))
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},{"type":"tool","tool":"peek"},
+		{"type":"data","kind":"state","data":{"a":1}},{"type":"data","kind":"state","_instance":"i1","data":{"a":2}},{"type":"text","text":"go"}]`)
+	_, reqs := runLoop(t, agent.Config{Registry: reg, Concurrency: 1}, msgs,
+		`{"calls":[{"_tool":"peek","_outputPath":"†state.seen"},{"_tool":"put","v":"†state.a","_scopes":["†state.a"],"_instance":"i1","_outputPath":"†state.b"}],"output":null}`,
+		`{"calls":[{"_tool":"put","v":"†state.b","_scopes":["state"],"_outputPath":"†state.c"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`)
+	checkExtends(t, reqs)
+}
+
+// toolsRun runs a loop with a meta message whose unlock tool offers the
+// tool its call names, by a tool message the activity appends.
+func toolsRun(t *testing.T, unlock ...string) []provider.Request {
+	reg := echoReg()
+	reg.Tool("extra", json.RawMessage(`{"type":"object","properties":{"y":{"type":"integer"}}}`))
+	reg.Tool("unlock", json.RawMessage(`{"type":"object","properties":{"which":{"type":"string"}},"required":["which"]}`))
+	reg.Activity("unlock", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		var p struct{ Which string }
+		_ = json.Unmarshal(c.Args(), &p)
+		return &agent.Result{Messages: []message.Message{message.Tool(p.Which)}}, nil
+	}))
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"meta","meta":{"path":"/x","version":"1.0.0"}},
+		{"type":"tool","tool":"put"},{"type":"tool","tool":"unlock"},{"type":"text","text":"go"}]`)
+	var answers []string
+	for _, u := range unlock {
+		answers = append(answers, `{"meta":{"path":"/x","version":"1.0.1"},"calls":[{"_tool":"unlock","which":"`+u+`"}],"output":null}`)
+	}
+	answers = append(answers, `{"meta":{"path":"/x","version":"1.0.1"},"calls":[{"_tool":"put","v":1,"_outputPath":"†state.a"}],"output":null}`,
+		`{"meta":{"path":"/x","version":"1.0.1"},"calls":[],"output":{"done":true}}`)
+	_, reqs := runLoop(t, agent.Config{Registry: reg, Concurrency: 1}, msgs, answers...)
+	return reqs
+}
+
+// TestPrefixToolAddedMidRun: a meta message, and a tool offered as the
+// run goes. The schema changes once, when the tool is added (the offered
+// tools changed); the messages always extend.
+func TestPrefixToolAddedMidRun(t *testing.T) {
+	reqs := toolsRun(t, "extra")
+	for _, b := range prefixBreaks(reqs) {
+		if !strings.HasPrefix(b, "request 2: composed schema changed") {
+			t.Error(b)
+		}
+	}
+}
+
+// advisorRun runs three steps with an advisor of the given on.
+func advisorRun(t *testing.T, on string) []provider.Request {
+	reg := echoReg()
+	adv := fmt.Sprintf(`{"type":"advisor","id":"risk","role":"Weigh the risks.","on":%q}`, on)
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},`+adv+`,{"type":"text","text":"go"}]`)
+	ops := `"advisors":[{"id":"risk","calls":"{\"put\":1}"}],`
+	answer := func(active bool, body string) string {
+		if active {
+			return `{` + ops + body[1:]
+		}
+		return body
+	}
+	step := `{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.a"}],"output":null}`
+	done := `{"calls":[],"output":{"done":true}}`
+	var answers []string
+	switch on {
+	case "request":
+		answers = []string{answer(true, step), answer(true, step), answer(true, done)}
+	case "start":
+		answers = []string{answer(true, step), step, done}
+	case "finish":
+		answers = []string{step, answer(true, step), answer(true, done)}
+	default:
+		answers = []string{step, step, done}
+	}
+	_, reqs := runLoop(t, agent.Config{Registry: reg, Concurrency: 1}, msgs, answers...)
+	return reqs
+}
+
+// Advisors asked on every request, or on demand, render the same bytes
+// each step.
+func TestPrefixAdvisorOnRequest(t *testing.T) { checkExtends(t, advisorRun(t, "request")) }
+func TestPrefixAdvisorOnDemand(t *testing.T)  { checkExtends(t, advisorRun(t, "")) }
+
+// TestPrefixConfirm: a Confirm hook that rejects a call and replaces one.
+func TestPrefixConfirm(t *testing.T) {
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},{"type":"text","text":"go"}]`)
+	confirm := func(ctx context.Context, c *agent.Call) (agent.Decision, error) {
+		switch {
+		case strings.Contains(string(c.Args()), `2`):
+			return agent.Decision{Reject: "no twos"}, nil
+		case strings.Contains(string(c.Args()), `3`):
+			return agent.Decision{Replace: json.RawMessage(`{"_tool":"put","v":33,"_outputPath":"†state.c"}`)}, nil
+		}
+		return agent.Decision{}, nil
+	}
+	_, reqs := runLoop(t, agent.Config{Registry: echoReg(), Concurrency: 1, Confirm: confirm}, msgs,
+		`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.a"},{"_tool":"put","v":2,"_outputPath":"†state.b"}],"output":null}`,
+		`{"calls":[{"_tool":"put","v":3,"_outputPath":"†state.x"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`)
+	checkExtends(t, reqs)
+}
+
+// TestPrefixHandlerMessages: activities that append data messages of
+// their own, in the background too, and a handler of the user's.
+func TestPrefixHandlerMessages(t *testing.T) {
+	reg := echoReg()
+	reg.Tool("note", json.RawMessage(`{"type":"object","properties":{"k":{"type":"string"}},"required":["k"]}`))
+	reg.Activity("note", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		return &agent.Result{Messages: []message.Message{
+			message.Data("notes", json.RawMessage(`{"`+c.ID+`":true}`)),
+			{Type: message.TypeData, Kind: "state", Data: json.RawMessage(`{"last":"` + c.ID + `"}`), Description: "What was done."},
+			{Type: "memo", Text: "memo " + c.ID},
+		}}, nil
+	}))
+	reg.HandleFunc("memo", func(ctx context.Context, b *agent.Build, m *message.Message) error {
+		b.Render(provider.RoleUser, "## Memo\n"+m.Text)
+		return nil
+	})
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},{"type":"tool","tool":"note"},{"type":"text","text":"go"}]`)
+	_, reqs := runLoop(t, agent.Config{Registry: reg, Concurrency: 1}, msgs,
+		`{"calls":[{"_tool":"note","k":"a","_outputPath":"†state.n"},{"_tool":"note","k":"bg"}],"output":null}`,
+		`{"calls":[{"_tool":"note","k":"b","_outputPath":"†state.n"}],"output":null}`,
+		`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.a"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`)
+	checkExtends(t, reqs)
+}
+
+// TestPrefixEventsEqualsRunAndN: Run and Events send the same requests,
+// and N > 1 changes nothing in the loop.
+func TestPrefixEventsEqualsRunAndN(t *testing.T) {
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},{"type":"data","kind":"state","data":{"l":[]}},{"type":"text","text":"go"}]`)
+	answers := []string{
+		`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.a"},{"_tool":"put","v":2,"_outputPath":"†state.l","_outputMethod":"push"}],"output":null}`,
+		`{"calls":[{"_tool":"put","v":3,"_outputPath":"†state.l","_outputMethod":"push"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`}
+	_, viaRun := runLoop(t, agent.Config{Registry: echoReg(), Concurrency: 1, N: 2}, msgs, answers...)
+	checkExtends(t, viaRun)
+	p := scripted.Solutions(answers...)
+	for _, err := range agent.Events(context.Background(), agent.Config{Provider: p, Registry: echoReg(), Concurrency: 1, Clock: fixed, N: 2}, anyOut, msgs) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	viaEvents := p.Requests()
+	checkExtends(t, viaEvents)
+	for i := range viaRun {
+		if sentBytes(viaRun[i]) != sentBytes(viaEvents[i]) {
+			t.Errorf("request %d differs between Run and Events", i+1)
+		}
+	}
+}
+
+// cutRun runs a durable loop whose provider cancels the run while the
+// model answers request cutAt (from 1), then resumes it: it returns the
+// requests before the cut (the cut one included) and after the resume.
+func cutRun(t *testing.T, reg *agent.Registry, msgs []message.Message, conc, cutAt int, answers ...string) (before, after []provider.Request) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := scripted.Solutions(answers...)
+	var cutReq []provider.Request
+	cut := provider.Func(func(c context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		if len(first.Requests()) == cutAt-1 {
+			cutReq = append(cutReq, *req)
+			cancel()
+			return func(yield func(*provider.Chunk, error) bool) { yield(nil, c.Err()) }
+		}
+		return first.Generate(c, req)
+	})
+	st := store.NewMemory()
+	cfg := agent.Config{Registry: reg, Concurrency: conc, Clock: fixed, Store: st, RunID: "r", Provider: cut}
+	if _, err := agent.Run(ctx, cfg, anyOut, msgs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	rest := scripted.Solutions(answers[cutAt-1:]...)
+	cfg.Provider, cfg.RunID = rest, ""
+	if _, err := agent.Resume(context.Background(), cfg, "r"); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	return append(first.Requests(), cutReq...), rest.Requests()
+}
+
+// TestPrefixResumeExtends resumes a durable run cut while the model
+// answers its third request: the requests after the resume extend the
+// last one sent before the cut. The values hold nothing unusual.
+func TestPrefixResumeExtends(t *testing.T) {
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},{"type":"data","kind":"input","data":{"q":"plain"}},{"type":"text","text":"go"}]`)
+	before, after := cutRun(t, echoReg(), msgs, 4, 3,
+		`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.a"},{"_tool":"put","v":2,"_outputPath":"†state.b"}],"output":null}`,
+		`{"calls":[{"_tool":"put","v":"†state.a","_outputPath":"†state.c"}],"output":null}`,
+		`{"calls":[{"_tool":"put","v":3,"_outputPath":"†state.d"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`)
+	checkExtends(t, append(before, after...))
+}
+
+// TestPrefixResumeHTMLCharacters is TestPrefixResumeExtends with "<", ">"
+// and "&" in the input, a tool's description and the model's calls: the
+// journal stores messages with json.Marshal, which escapes them as
+// \u003c, \u003e, \u0026, so a resumed run renders the input, the tool
+// and every plan differently from the requests the model saw.
+func TestPrefixResumeHTMLCharacters(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("search", json.RawMessage(`{"type":"object","description":"Searches the R&D wiki; returns <title, url> pairs where score > 0.5.","properties":{"q":{"type":"string"}},"required":["q"]}`))
+	reg.Activity("search", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		return &agent.Result{Value: json.RawMessage(`["hit"]`)}, nil
+	}))
+	offer, err := reg.Offer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := message.Input(map[string]string{"question": "Is <b> bold & x > 1?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []message.Message{message.System("sys"), offer, in, message.Text("go")}
+	before, after := cutRun(t, reg, msgs, 1, 3,
+		`{"calls":[{"_tool":"search","q":"Tom & Jerry <cast>","_outputPath":"†state.a"}],"output":null}`,
+		`{"calls":[{"_tool":"search","q":"a > b","_outputPath":"†state.b"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`)
+	checkExtends(t, append(before, after...))
+}
+
+// TestPrefixResumeMidStep cuts a durable run while a call of its second
+// step runs (another call of the step finished already), and resumes it:
+// the call runs again (it is idempotent), the step ends, and the requests
+// after the resume extend the last one sent before the cut.
+func TestPrefixResumeMidStep(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var cutNow atomic.Bool
+	cutNow.Store(true)
+	reg := echoReg()
+	reg.Tool("slow", json.RawMessage(`{"type":"object","properties":{"v":{}},"required":["v"]}`))
+	reg.Activity("slow", agent.Idempotent(agent.ActivityFunc(func(c context.Context, call *agent.Call) (*agent.Result, error) {
+		if cutNow.Swap(false) {
+			time.Sleep(20 * time.Millisecond) // let the fast call of the step settle
+			cancel()
+			<-c.Done()
+			return nil, c.Err()
+		}
+		return &agent.Result{Value: json.RawMessage(`"slow done"`)}, nil
+	})))
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},{"type":"tool","tool":"slow"},{"type":"text","text":"go"}]`)
+	answers := []string{
+		`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.a"}],"output":null}`,
+		`{"calls":[{"_tool":"slow","v":2,"_outputPath":"†state.s"},{"_tool":"put","v":3,"_outputPath":"†state.b"},{"_tool":"put","v":"†state.zz","_outputPath":"†state.never"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`}
+	first := scripted.Solutions(answers[:2]...)
+	st := store.NewMemory()
+	cfg := agent.Config{Registry: reg, Concurrency: 4, Clock: fixed, Store: st, RunID: "m", Provider: first}
+	if _, err := agent.Run(ctx, cfg, anyOut, msgs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	rest := scripted.Solutions(answers[2:]...)
+	cfg.Provider, cfg.RunID = rest, ""
+	if _, err := agent.Resume(context.Background(), cfg, "m"); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	reqs := append(first.Requests(), rest.Requests()...)
+	checkExtends(t, reqs)
+	if len(reqs) != 3 || !strings.Contains(fmt.Sprint(reqs[2].Messages), "slow done") {
+		t.Errorf("%d requests; the last:\n%v", len(reqs), reqs[len(reqs)-1].Messages)
+	}
+}
