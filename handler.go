@@ -92,9 +92,13 @@ func (b *Build) Property(name string, s json.RawMessage, required bool) {
 }
 
 // DefineTool adds a tool to the calls the model may make, replacing an
-// earlier definition of the same name (the latest wins).
+// earlier definition of the same name (the latest wins) where it stands.
+// A tool offered again as it was changes nothing: the schema the model
+// has seen stays, and so does the prompt cache behind it.
 func (b *Build) DefineTool(name string, s json.RawMessage) {
-	b.tools.Delete(name)
+	if bytes.Equal(b.tools.Get(name), s) && b.tools.Has(name) {
+		return
+	}
 	b.tools.Set(name, s)
 	b.changed = true
 }

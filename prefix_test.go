@@ -502,3 +502,10 @@ func TestPrefixResumeMidStep(t *testing.T) {
 		t.Errorf("%d requests; the last:\n%v", len(reqs), reqs[len(reqs)-1].Messages)
 	}
 }
+
+// TestPrefixToolOfferedAgain: a tool message offers put again, with the
+// definition it has. The offered tools did not change, and neither does
+// the composed schema (put keeps its place).
+func TestPrefixToolOfferedAgain(t *testing.T) {
+	checkExtends(t, toolsRun(t, "put"))
+}
