@@ -56,6 +56,8 @@
 // bytea, which rewrites the tables, and leaves the runs held by no one;
 // stop the processes of version 1 first, as they do not check the
 // version, and know neither leases nor bytea strings. Version 2 had no
-// runs.seq: Open adds it, set from each run's journal. Open refuses
-// tables of a later version.
+// runs.seq: Open adds it, set from each run's journal; processes of
+// version 2 still running may go on appending, as Append numbers from the
+// journal when it is ahead of runs.seq. Open refuses tables of a later
+// version.
 package postgres

@@ -205,7 +205,8 @@ func (s *Store) Save(ctx context.Context, owner string, run store.Run) error {
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", run.ID, err)
 	}
-	err = s.write(ctx, run.ID, owner, time.Time{}, `
+	fence := func(l store.Lease) error { return l.Fence(run.ID, owner) }
+	err = s.write(ctx, run.ID, owner, fence, `
 WITH run AS (
 	UPDATE runs SET kind = $2, idea = $3, model = $4, status = $5, error = $6, usage = $7, parent = $8,
 		forked_at = $9, spec = $10, created = $11, updated = $12, lease_owner = $13, lease_expires = $14
@@ -223,13 +224,19 @@ func (s *Store) Acquire(ctx context.Context, id string, lease store.Lease, now t
 	if err != nil {
 		return fmt.Errorf("acquire run %s: lease expiry: %w", id, err)
 	}
-	at, err := columns.FormatTime(now)
-	if err != nil {
-		return fmt.Errorf("acquire run %s: now: %w", id, err)
-	}
 	// The condition is store.Lease.Yield's: no holder, the same one, or
-	// one whose lease expired at or before now (times sort as text).
-	err = s.write(ctx, id, lease.Owner, now, `
+	// one whose lease expired at or before now (times sort as text). A now
+	// past the years a lease's expiry can hold is after all of them.
+	at, err := columns.FormatTime(now)
+	switch {
+	case err == nil:
+	case now.After(time.Time{}):
+		at = columns.MaxTime
+	default:
+		at = ""
+	}
+	yield := func(l store.Lease) error { return l.Yield(id, lease.Owner, now) }
+	err = s.write(ctx, id, lease.Owner, yield, `
 WITH run AS (
 	UPDATE runs SET lease_owner = $2, lease_expires = $3
 	WHERE id = $1 AND (lease_owner = '' OR lease_owner = $2 OR lease_expires <= $4)
@@ -251,9 +258,13 @@ func (s *Store) Append(ctx context.Context, id, owner string, entries ...store.E
 	if err != nil {
 		return fmt.Errorf("append to run %s: %w", id, err)
 	}
-	err = s.write(ctx, id, owner, time.Time{}, `
+	// GREATEST with the journal's own last Seq: a process of schema
+	// version 2, still open after another migrated the tables, appends
+	// without moving runs.seq on.
+	fence := func(l store.Lease) error { return l.Fence(id, owner) }
+	err = s.write(ctx, id, owner, fence, `
 WITH run AS (
-	UPDATE runs SET seq = seq + cardinality($3::bytea[])
+	UPDATE runs SET seq = GREATEST(seq, (SELECT COALESCE(max(seq), 0) FROM entries WHERE run = $1)) + cardinality($3::bytea[])
 	WHERE id = $1 AND lease_owner = $2
 	RETURNING seq - cardinality($3::bytea[]) AS base
 ), `+insertEntries(3)+`
@@ -275,11 +286,10 @@ func insertEntries(p int) string {
 
 // write runs query, a write to run id for owner that returns how many
 // runs it wrote: none when the run's lease keeps owner out. Then it says
-// why: ErrNotFound, or the *LeaseError of the lease as it is by then
-// (Acquire's rule when now is set, else Fence's). A lease that lets owner
-// in by then changed between the two statements: the write is tried
-// again.
-func (s *Store) write(ctx context.Context, id, owner string, now time.Time, query string, args ...any) error {
+// why: ErrNotFound, or the *LeaseError rule gives for the lease as it is
+// by then. A lease that rule lets owner in by then changed between the
+// two statements: the write is tried again.
+func (s *Store) write(ctx context.Context, id, owner string, rule func(store.Lease) error, query string, args ...any) error {
 	for range maxWriteTries {
 		var wrote int
 		if err := s.pool.QueryRow(ctx, query, args...).Scan(&wrote); err != nil {
@@ -300,12 +310,7 @@ func (s *Store) write(ctx context.Context, id, owner string, now time.Time, quer
 		if err != nil {
 			return err
 		}
-		if now.IsZero() {
-			err = lease.Fence(id, owner)
-		} else {
-			err = lease.Yield(id, owner, now)
-		}
-		if err != nil {
+		if err := rule(lease); err != nil {
 			return err
 		}
 	}

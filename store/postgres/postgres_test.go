@@ -2,7 +2,9 @@ package postgres_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -212,5 +214,64 @@ func TestOpenNewer(t *testing.T) {
 	}
 	if want := "database schema version 99 is newer than this program's 3"; !strings.Contains(err.Error(), want) {
 		t.Errorf("Open error = %v, want it to say %q", err, want)
+	}
+}
+
+// TestAppendAfterVersion2Writer: a process of schema version 2, open
+// when another migrated the tables, appends without moving runs.seq on
+// (its statement is below); Appends of this version number on from the
+// journal all the same.
+func TestAppendAfterVersion2Writer(t *testing.T) {
+	url := pgtest.Schema(t)
+	s := open(t, url)
+	e := store.Entry{Type: store.EntryMessage, Data: json.RawMessage(`{}`), Time: time.Unix(0, 0)}
+	if err := s.Create(t.Context(), store.Run{ID: "r"}, e); err != nil {
+		t.Fatal(err)
+	}
+	execSQL(t, url, `INSERT INTO entries (run, seq, type, call, data, time)
+SELECT 'r', (SELECT COALESCE(max(seq), 0) FROM entries WHERE run = 'r') + x.n, x.type, x.call, x.data, x.time
+FROM unnest('{message}'::bytea[], '{""}'::bytea[], '{"{}"}'::bytea[], '{1970-01-01T00:00:00.000000000Z}'::text[])
+	WITH ORDINALITY AS x(type, call, data, time, n)`)
+	for range 2 {
+		if err := s.Append(t.Context(), "r", "", e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seqs []int64
+	for e, err := range s.Entries(t.Context(), "r", 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, e.Seq)
+	}
+	if !slices.Equal(seqs, []int64{1, 2, 3, 4}) {
+		t.Errorf("seqs %v, want 1 to 4", seqs)
+	}
+}
+
+// TestAcquireAnyNow: Acquire takes a now outside the years a lease's
+// expiry is kept in, as the memory store does, and decides alike.
+func TestAcquireAnyNow(t *testing.T) {
+	s := open(t, pgtest.Schema(t))
+	m := store.NewMemory()
+	ctx := t.Context()
+	expires := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, st := range []store.Store{s, m} {
+		for _, id := range []string{"late", "early"} {
+			if err := st.Create(ctx, store.Run{ID: id, Lease: store.Lease{Owner: "a", Expires: expires}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	late := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	early := time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, st := range []store.Store{s, m} {
+		if err := st.Acquire(ctx, "late", store.Lease{Owner: "b", Expires: expires}, late); err != nil {
+			t.Errorf("%T: Acquire after the lease expired, in year 10000: %v", st, err)
+		}
+		var le *store.LeaseError
+		if err := st.Acquire(ctx, "early", store.Lease{Owner: "b", Expires: expires}, early); !errors.As(err, &le) {
+			t.Errorf("%T: Acquire of a held lease in year -1: %v, want a *LeaseError", st, err)
+		}
 	}
 }

@@ -17,6 +17,10 @@ import (
 // the text has a fixed width and sorts as the times do.
 const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
+// MaxTime is the latest time FormatTime writes: a time after it sorts
+// after every time stored.
+const MaxTime = "9999-12-31T23:59:59.999999999Z"
+
 // FormatTime writes t as the stores keep times.
 func FormatTime(t time.Time) (string, error) {
 	t = t.UTC()
