@@ -327,11 +327,23 @@ func TestCompaction(t *testing.T) {
 	reg, answers := cacheAgent(20)
 	p := scripted.Solutions(answers...)
 	res, events := compactingRun(t, agent.Config{Provider: p, Registry: reg, MaxSteps: 20, Clock: fixed, CompactAt: 1600}, 20)
-	compacted := 0
+	// Each compaction waits for the context to grow by half the limit
+	// since the last one left it.
+	const limit = 1600
+	compacted, lastTo := 0, -1
 	for _, ev := range events {
-		if ev.Kind == agent.EventCompacted {
-			compacted++
+		if ev.Kind != agent.EventCompacted {
+			continue
 		}
+		compacted++
+		var from, to int
+		if _, err := fmt.Sscanf(ev.Text, "compacted the rendered context from ~%d to ~%d tokens", &from, &to); err != nil {
+			t.Fatalf("%q: %v", ev.Text, err)
+		}
+		if lastTo >= 0 && from <= lastTo+limit/2 {
+			t.Errorf("step %d compacted at ~%d tokens; the last compaction left ~%d", ev.Step, from, lastTo)
+		}
+		lastTo = to
 	}
 	reqs := p.Requests()
 	first := slices.IndexFunc(reqs, func(r provider.Request) bool {

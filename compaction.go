@@ -23,12 +23,18 @@ const DefaultCompactAt = 100_000
 // (a resumed or forked run) compacts at the same place.
 
 // estimateTokens is the size of a request in tokens, at four bytes a
-// token: enough to decide when to compact. A loop compacts past the limit
-// unless its last compaction (Build.compacted, which the log determines,
-// so a resumed run decides alike) left the context near the limit
-// already: compacting again would gain little.
+// token: enough to decide when to compact.
 func estimateTokens(p *prepared) int {
 	return (len(p.composed) + p.build.rendered) / 4
+}
+
+// compactNow reports whether a loop compacts request p, given its limit:
+// when p is past the limit, unless its last compaction (Build.compacted,
+// which the log determines, so a resumed run decides alike) left the
+// messages within half the limit of their size now. Compacting again
+// would then gain little, and each compaction costs the prompt cache.
+func compactNow(p *prepared, limit int) bool {
+	return estimateTokens(p) > max(limit, len(p.composed)/4+p.build.compacted+limit/2)
 }
 
 // compactAt returns the size past which a loop compacts, or 0 for never.
@@ -86,6 +92,6 @@ func renderCompaction(_ context.Context, b *Build, _ *message.Message) error {
 		b.rendered += len(m.Text)
 	}
 	b.planIntro = planIntro
-	b.compacted = estimateTokens(&prepared{build: b})
+	b.compacted = b.rendered / 4
 	return nil
 }

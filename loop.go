@@ -312,9 +312,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	// one is an error of that call: the solution is checked with calls as
 	// any objects (a lazy run's plan is checked whole).
 	p, err := prepareNext(ctx, cfg, r.schema, r.log, !r.lazy, r.last)
-	// Compact past the limit, unless the last compaction left the context
-	// near it already: then compacting again would gain little.
-	if limit := compactAt(&r.cfg); err == nil && limit > 0 && estimateTokens(p) > max(limit, p.build.compacted+limit/2) {
+	if limit := compactAt(&r.cfg); err == nil && limit > 0 && compactNow(p, limit) {
 		p, err = r.compact(ctx, cfg, step, p)
 	}
 	if err != nil {
