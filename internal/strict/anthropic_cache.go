@@ -13,8 +13,9 @@ import (
 // breakpoint itself or at a block boundary up to AnthropicCacheLookback
 // blocks before it, and reads the longest it finds; then it writes an entry
 // at every breakpoint. Prefixes shorter than AnthropicMinCacheTokens are
-// neither read nor written. A change to the model, the tool choice, the
-// thinking settings or the output format starts a new cache.
+// neither read nor written. A change to the model or the output format
+// starts a new cache; one to the tool choice or the thinking settings
+// keeps the entries of the tools and the system, not the messages'.
 const (
 	// AnthropicMaxBreakpoints is the most blocks with cache_control a
 	// request may have.
@@ -62,7 +63,7 @@ func anthropicBlocks(body []byte) ([]cacheBlock, error) {
 		return nil, err
 	}
 	h := sha256.New()
-	for _, part := range [][]byte{in.Model, in.ToolChoice, in.Thinking, in.OutputConfig} {
+	for _, part := range [][]byte{in.Model, in.OutputConfig} {
 		fmt.Fprintf(h, "%d:%s", len(part), part)
 	}
 	var blocks []cacheBlock
@@ -110,6 +111,9 @@ func anthropicBlocks(body []byte) ([]cacheBlock, error) {
 				return nil, fmt.Errorf("system: %w", err)
 			}
 		}
+	}
+	for _, part := range [][]byte{in.ToolChoice, in.Thinking} {
+		fmt.Fprintf(h, "%d:%s", len(part), part)
 	}
 	for i, m := range in.Messages {
 		list, err := content(m.Content)

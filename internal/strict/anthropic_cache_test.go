@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -119,5 +120,51 @@ func TestAnthropicServerBreakpoints(t *testing.T) {
 	last := reqs[len(reqs)-1].Cache
 	if last.Read == 0 || !strings.Contains(body, fmt.Sprintf(`"cache_read_input_tokens":%d`, last.Read)) {
 		t.Errorf("the second request read %+v; its usage: %s", last, body)
+	}
+}
+
+// TestAnthropicCacheToolChoice: a new tool choice or thinking setting
+// keeps the entries of the tools and the system, and drops those of the
+// messages.
+func TestAnthropicCacheToolChoice(t *testing.T) {
+	eph := map[string]string{"type": "ephemeral"}
+	body := func(extra map[string]any) []byte {
+		b := map[string]any{
+			"model":      "claude-test",
+			"max_tokens": 4096,
+			"tools":      []map[string]any{{"name": "solution", "input_schema": map[string]any{"type": "object"}, "cache_control": eph}},
+			"system":     []map[string]any{{"type": "text", "text": strings.Repeat("Be brief. ", 800), "cache_control": eph}},
+			"messages": []map[string]any{{"role": "user", "content": []map[string]any{
+				{"type": "text", "text": strings.Repeat("Some data. ", 400), "cache_control": eph}}}},
+		}
+		maps.Copy(b, extra)
+		out, _ := json.Marshal(b)
+		return out
+	}
+	c := anthropicCache{}
+	use := func(b []byte) Cache {
+		t.Helper()
+		blocks, err := anthropicBlocks(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.use(blocks)
+	}
+	forced := map[string]any{"tool_choice": map[string]string{"type": "tool", "name": "solution"}}
+	first := use(body(forced))
+	if first.Write == 0 {
+		t.Fatalf("the first request wrote nothing: %+v", first)
+	}
+	if again := use(body(forced)); again.Read != first.Write {
+		t.Errorf("the same request again: %+v, want all %d tokens read", again, first.Write)
+	}
+	for name, extra := range map[string]map[string]any{
+		"tool_choice auto": {"tool_choice": map[string]string{"type": "auto"}},
+		"thinking on": {"tool_choice": forced["tool_choice"],
+			"thinking": map[string]any{"type": "enabled", "budget_tokens": 1024}},
+	} {
+		if u := use(body(extra)); u.Read == 0 || u.Read >= first.Write {
+			t.Errorf("%s: %+v; want the tools' and the system's entries read, not the messages'", name, u)
+		}
 	}
 }
