@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -508,4 +509,37 @@ func TestPrefixResumeMidStep(t *testing.T) {
 // the composed schema (put keeps its place).
 func TestPrefixToolOfferedAgain(t *testing.T) {
 	checkExtends(t, toolsRun(t, "put"))
+}
+
+// TestPrefixAdvisorMarksStable: a run with an advisor renders its whole
+// log again at each step, as an advisor's rendering may change. While the
+// requests still extend each other, each marks its messages stable as a
+// loop's requests do, where the request before ended and at its end, so
+// that a provider with cache breakpoints (Anthropic) reads the prefix; a
+// request whose messages changed marks none.
+func TestPrefixAdvisorMarksStable(t *testing.T) {
+	stable := func(r provider.Request) []int {
+		var at []int
+		for i, m := range r.Messages {
+			if m.Stable {
+				at = append(at, i)
+			}
+		}
+		return at
+	}
+	for _, on := range []string{"request", "", "start"} {
+		reqs := advisorRun(t, on)
+		for i, r := range reqs {
+			want := []int{len(r.Messages) - 1}
+			if i > 0 {
+				want = []int{len(reqs[i-1].Messages) - 1, len(r.Messages) - 1}
+			}
+			if len(prefixBreaks(reqs[max(i-1, 0):i+1])) > 0 {
+				want = nil // the advisor turned off: the messages changed
+			}
+			if got := stable(r); !slices.Equal(got, want) {
+				t.Errorf("advisor on %q, request %d (%d messages): stable %v, want %v", on, i+1, len(r.Messages), got, want)
+			}
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"iter"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -283,6 +284,9 @@ type prepared struct {
 	composed json.RawMessage
 	compiled *schema.Schema
 	cacheKey string
+	// unstable: the messages of a Build prepared afresh do not extend
+	// those of the loop's request before, so none is marked stable.
+	unstable bool
 }
 
 // stream sends a prepared request and validates its solutions.
@@ -293,9 +297,10 @@ func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, err
 	req.Schema = p.composed
 	req.SchemaName = "solution"
 	req.CacheKey = p.cacheKey
-	if n := len(req.Messages); n > 0 && p.build.rendering != RenderSnapshot && !p.build.fresh {
+	if n := len(req.Messages); n > 0 && p.build.rendering != RenderSnapshot && !p.unstable {
 		// Every message rendered so far is sent again unchanged by the
-		// next request of a run, or the next turn of a chat.
+		// next request of a run, or the next turn of a chat; for a Build
+		// prepared afresh, that is a bet the requests before won.
 		req.Messages[n-1].Stable = true
 	}
 	resp := &Response{Sent: req}
@@ -359,8 +364,11 @@ func prepareBuild(ctx context.Context, cfg Config, userSchema json.RawMessage, l
 // changed. A Build that handled a message whose rendering may change
 // (see Build.fresh) is prepared afresh.
 func prepareNext(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, anyCalls bool, prev *prepared) (*prepared, error) {
-	if prev == nil || prev.build.fresh || prev.build.rendering == RenderSnapshot {
+	if prev == nil || prev.build.rendering == RenderSnapshot {
 		return prepareBuild(ctx, cfg, userSchema, log, false, anyCalls)
+	}
+	if prev.build.fresh {
+		return prepareAfresh(ctx, cfg, userSchema, log, anyCalls, prev)
 	}
 	b := prev.build
 	b.changed = false
@@ -368,13 +376,33 @@ func prepareNext(ctx context.Context, cfg Config, userSchema json.RawMessage, lo
 		return nil, err
 	}
 	if b.fresh { // a message that does not allow it arrived
-		return prepareBuild(ctx, cfg, userSchema, log, false, anyCalls)
+		return prepareAfresh(ctx, cfg, userSchema, log, anyCalls, prev)
 	}
 	p := &prepared{build: b, composed: prev.composed, compiled: prev.compiled, cacheKey: prev.cacheKey}
 	if !b.changed {
 		return p, nil
 	}
 	return p, p.compose(cfg, userSchema, anyCalls)
+}
+
+// prepareAfresh prepares the next request of a loop from the whole log,
+// as a message whose rendering may change arrived (see Build.fresh). When
+// the messages still extend those of prev, the request marks them stable
+// as a loop's requests do: where prev ended, and at its own end. When
+// they do not, it marks none.
+func prepareAfresh(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, anyCalls bool, prev *prepared) (*prepared, error) {
+	p, err := prepareBuild(ctx, cfg, userSchema, log, false, anyCalls)
+	if err != nil {
+		return nil, err
+	}
+	before, now := prev.build.messages, p.build.messages
+	p.unstable = len(before) > len(now) || !slices.EqualFunc(before, now[:len(before)], func(a, b provider.Message) bool {
+		return a.Role == b.Role && a.Text == b.Text
+	})
+	if !p.unstable && len(before) > 0 {
+		now[len(before)-1].Stable = true
+	}
+	return p, nil
 }
 
 // compose composes and compiles p's schemas: the one sent, and the one
