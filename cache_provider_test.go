@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/internal/strict"
 	"github.com/augceo/agent/provider/anthropic"
+	"github.com/augceo/agent/store"
 )
 
 // TestAnthropicCacheLongSteps runs an agent whose steps each make more
@@ -94,5 +96,57 @@ func TestAnthropicCachePlan(t *testing.T) {
 	if first.Write == 0 || plan.Read < first.Read+first.Write {
 		t.Errorf("the plan's request read %d tokens from the cache; the request before wrote up to %d (%+v, %+v)",
 			plan.Read, first.Read+first.Write, first, plan)
+	}
+}
+
+// TestAnthropicCacheResume: a durable run is cut in the last
+// call of a 30-call step; the resumed request must read what the request
+// before the interruption wrote.
+func TestAnthropicCacheResume(t *testing.T) {
+	const calls = strict.AnthropicCacheLookback + 10
+	var answers []string
+	for step := range 2 {
+		var cs []string
+		for i := range calls {
+			cs = append(cs, fmt.Sprintf(`{"_tool":"note","v":%d,"_outputPath":"†state.s%d_%d"}`, i, step, i))
+		}
+		answers = append(answers, `{"calls":[`+strings.Join(cs, ",")+`],"output":null}`)
+	}
+	answers = append(answers, `{"calls":[],"output":{"done":true}}`)
+	var next atomic.Int64
+	srv := strict.NewAnthropic(t, func(*strict.Request, int) (string, error) { return answers[next.Add(1)-1], nil })
+	p, err := anthropic.New(anthropic.Config{APIKey: "sk-ant-test", BaseURL: srv.URL, Model: "claude-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var interrupted atomic.Bool
+	reg := agent.NewRegistry()
+	reg.Tool("note", json.RawMessage(`{"type":"object","description":"Writes a note: v, and its square.","properties":{"v":{"type":"integer"}},"required":["v"]}`))
+	reg.Tool("lookup", json.RawMessage(`{"type":"object"}`))
+	reg.Tool("summarize", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("note", agent.ActivityFunc(func(c context.Context, call *agent.Call) (*agent.Result, error) {
+		var in struct{ V int }
+		_ = json.Unmarshal(call.Params, &in)
+		if next.Load() == 2 && in.V == calls-1 && interrupted.CompareAndSwap(false, true) {
+			return interrupt(c, cancel) // Ctrl-C in step 2's last call
+		}
+		return agent.Value(map[string]int{"v": in.V, "squared": in.V * in.V})
+	}))
+	cfg := agent.Config{Provider: p, Registry: reg, MaxSteps: 3, Clock: fixed, Store: store.NewMemory(), RunID: "r"}
+	schema := json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}},"required":["done"]}`)
+	if _, err := agent.Run(ctx, cfg, schema, cacheContext()); err == nil {
+		t.Fatal("not interrupted")
+	}
+	if _, err := agent.Resume(context.Background(), cfg, "r"); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if prev, r := reqs[1].Cache, reqs[2].Cache; r.Read < prev.Read+prev.Write {
+		t.Errorf("resumed request read %d tokens; the one before the interruption wrote up to %d", r.Read, prev.Read+prev.Write)
 	}
 }

@@ -194,6 +194,9 @@ type resumed struct {
 	stepAt   map[int]int
 	callStep int
 	step     int
+	// seen is how many messages the last request before the interruption
+	// was sent with, when fewer than the log's (0 otherwise).
+	seen int
 	// extra are messages a resume adds before going on (the end of an
 	// interrupted step), and entries what the journal records of it
 	// first: the settling of the calls it ran again or reported, then
@@ -723,6 +726,11 @@ func resumeLoop(ctx context.Context, cfg Config, schema json.RawMessage) iter.Se
 		if err := finishStep(ctx, cfg, rs); err != nil {
 			yield(RunEvent{}, err)
 			return
+		}
+		// The last request was sent with the log as it was when the open
+		// step's calls began, or with all of it.
+		if step, open := rs.openStep(); open {
+			rs.seen = rs.stepAt[step]
 		}
 		msgs := append(rs.msgs[:len(rs.msgs):len(rs.msgs)], rs.extra...)
 		loopEvents(ctx, cfg, schema, msgs, rs.step+1, yield)

@@ -167,6 +167,7 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 	if cfg.Store != nil {
 		if cfg.resume != nil {
 			r.usage = cfg.resume.usage // every request of the run so far
+			r.seen = cfg.resume.seen
 		}
 		j, err := openJournal(ctx, cfg, kindLoop, runSpec{Schema: schema}, msgs, cancel)
 		if err != nil {
@@ -201,6 +202,9 @@ type run struct {
 	usage  provider.Usage
 	sched  *scheduler
 	last   *prepared // the last step's request
+	// seen is, for a resumed run, how many messages of the log its last
+	// request before the interruption was sent with (0: all, or none).
+	seen int
 
 	lazy    bool              // the context's plan is lazy: plan, do not run
 	planned []json.RawMessage // the calls of a lazy run
@@ -311,7 +315,16 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	// Each call is checked against its tool as it streams in, and a bad
 	// one is an error of that call: the solution is checked with calls as
 	// any objects (a lazy run's plan is checked whole).
-	p, err := prepareNext(ctx, cfg, r.schema, r.log, !r.lazy, r.last)
+	prev, err := r.last, error(nil)
+	if prev == nil && r.seen > 0 && r.seen < r.log.Len() && cfg.Rendering != RenderSnapshot {
+		// Resumed: the request goes on from the one the interruption
+		// followed, which the provider's cache may hold.
+		prev, err = prepareSeen(ctx, cfg, r.schema, r.log, !r.lazy, r.seen)
+	}
+	p := prev
+	if err == nil {
+		p, err = prepareNext(ctx, cfg, r.schema, r.log, !r.lazy, prev)
+	}
 	if limit := compactAt(&r.cfg); err == nil && limit > 0 && compactNow(p, limit) {
 		p, err = r.compact(ctx, cfg, step, p)
 	}

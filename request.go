@@ -385,6 +385,27 @@ func prepareNext(ctx context.Context, cfg Config, userSchema json.RawMessage, lo
 	return p, p.compose(cfg, userSchema, anyCalls)
 }
 
+// prepareSeen prepares the Build of the first n messages of log, with its
+// last rendered message marked stable, for prepareNext to go on from: a
+// resumed run's last request before the interruption was sent with them,
+// so its next request marks where that one ended, as if the run had not
+// stopped.
+func prepareSeen(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, anyCalls bool, n int) (*prepared, error) {
+	head, err := message.NewLog(log.Messages()[:n]...)
+	if err != nil {
+		return nil, err
+	}
+	p, err := prepareBuild(ctx, cfg, userSchema, head, false, anyCalls)
+	if err != nil {
+		return nil, err
+	}
+	p.build.Log = log // the rest is handled from the whole log
+	if k := len(p.build.messages); k > 0 {
+		p.build.messages[k-1].Stable = true
+	}
+	return p, nil
+}
+
 // prepareAfresh prepares the next request of a loop from the whole log,
 // as a message whose rendering may change arrived (see Build.fresh). When
 // the messages still extend those of prev, the request marks them stable
