@@ -57,6 +57,7 @@ type Build struct {
 	fresh          bool
 	changed        bool // a tool or a property changed since the schema was composed
 	solutionChecks []func(solution json.RawMessage) error
+	metaCheck      int // 1 + the index in solutionChecks of the meta check; 0 for none
 
 	toolsOnly bool     // render nothing: only the tools are wanted
 	lazy      bool     // only plan: no tool offers an _output (see Config.lazy)

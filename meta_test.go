@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/augceo/agent"
+	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider/scripted"
 )
 
@@ -70,5 +71,30 @@ func TestRequestChecksTheMetaVersion(t *testing.T) {
 	}
 	if !strings.Contains(string(reqs[0].Schema), `"meta"`) || !strings.Contains(reqs[0].Messages[0].Text, "## Meta") {
 		t.Errorf("meta not composed or rendered")
+	}
+}
+
+// TestMetaAppendedMidRun: a meta message an activity appends mid-run
+// replaces the version check of the meta before it; the next answer
+// updates the new meta.
+func TestMetaAppendedMidRun(t *testing.T) {
+	reg := echoReg()
+	reg.Tool("release", json.RawMessage(`{"type":"object","properties":{}}`))
+	reg.Activity("release", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		return &agent.Result{Messages: []message.Message{{Type: message.TypeMeta, Meta: json.RawMessage(`{"path":"/x","version":"1.0.1"}`)}}}, nil
+	}))
+	msgs := ctxOf(t, `[{"type":"meta","meta":{"path":"/x","version":"1.0.0"}},{"type":"tool","tool":"release"},{"type":"text","text":"go"}]`)
+	p := scripted.Solutions(
+		`{"meta":{"path":"/x","version":"1.0.1"},"calls":[{"_tool":"release","_outputPath":"†state.r"}],"output":null}`,
+		`{"meta":{"path":"/x","version":"1.0.2"},"calls":[],"output":{"done":true}}`,
+		`{"meta":{"path":"/x","version":"1.0.1"},"calls":[],"output":{"done":true}}`)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, MaxSteps: 3}, anyOut, msgs)
+	if err != nil {
+		for _, m := range res.Log.Messages() {
+			if m.Type == message.TypeError {
+				t.Log(m.Error)
+			}
+		}
+		t.Fatal(err)
 	}
 }

@@ -86,7 +86,13 @@ func compact(raw json.RawMessage) string {
 // next one in the solution (016).
 func renderMeta(_ context.Context, b *Build, m *message.Message) error {
 	b.Render(provider.RoleUser, "## Meta\n"+indent(m.Meta))
-	b.Check(checkMeta(m.Meta))
+	// The latest meta is the one a solution updates: its check replaces
+	// the last meta message's.
+	if b.metaCheck == 0 {
+		b.Check(nil)
+		b.metaCheck = len(b.solutionChecks)
+	}
+	b.solutionChecks[b.metaCheck-1] = checkMeta(m.Meta)
 	b.Property("meta", json.RawMessage(`{"type":"object","description":"Metadata about the idea, including version and identity. Update it, for example by bumping the version.","properties":{"path":{"type":"string"},"version":{"type":"string"}}}`), true)
 	return nil
 }
