@@ -10,34 +10,47 @@ import (
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/internal/strict"
+	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/anthropic"
 	"github.com/augceo/agent/store"
 )
+
+// longSteps returns the answers of a run of steps steps, each of
+// AnthropicCacheLookback + 10 calls that each write a state key, then the
+// output: each step writes more blocks than Anthropic's cache looks back
+// over.
+func longSteps(steps int) []string {
+	var answers []string
+	for step := range steps {
+		var cs []string
+		for i := range strict.AnthropicCacheLookback + 10 {
+			cs = append(cs, fmt.Sprintf(`{"_tool":"note","v":%d,"_outputPath":"†state.s%d_%d"}`, i, step, i))
+		}
+		answers = append(answers, `{"calls":[`+strings.Join(cs, ",")+`],"output":null}`)
+	}
+	return append(answers, `{"calls":[],"output":{"done":true}}`)
+}
+
+// anthropicCached starts the fake of Anthropic's API that models its
+// prompt cache, answering with answers in turn, and the adapter that talks
+// to it; next counts the requests answered.
+func anthropicCached(t *testing.T, answers []string) (p provider.Provider, srv *strict.Server, next *atomic.Int64) {
+	next = new(atomic.Int64)
+	srv = strict.NewAnthropic(t, func(*strict.Request, int) (string, error) { return answers[next.Add(1)-1], nil })
+	p, err := anthropic.New(anthropic.Config{APIKey: "sk-ant-test", BaseURL: srv.URL, Model: "claude-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, srv, next
+}
 
 // TestAnthropicCacheLongSteps runs an agent whose steps each make more
 // calls than Anthropic's cache looks back over (each call's write is a
 // block of the next request), against a fake that models the cache: every
 // request must read from the cache all that the request before it wrote.
 func TestAnthropicCacheLongSteps(t *testing.T) {
-	const calls = strict.AnthropicCacheLookback + 10
-	var answers []string
-	for step := range 3 {
-		var cs []string
-		for i := range calls {
-			cs = append(cs, fmt.Sprintf(`{"_tool":"note","v":%d,"_outputPath":"†state.s%d_%d"}`, i, step, i))
-		}
-		answers = append(answers, `{"calls":[`+strings.Join(cs, ",")+`],"output":null}`)
-	}
-	answers = append(answers, `{"calls":[],"output":{"done":true}}`)
-	next := 0
-	srv := strict.NewAnthropic(t, func(*strict.Request, int) (string, error) {
-		next++
-		return answers[next-1], nil
-	})
-	p, err := anthropic.New(anthropic.Config{APIKey: "sk-ant-test", BaseURL: srv.URL, Model: "claude-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	answers := longSteps(3)
+	p, srv, _ := anthropicCached(t, answers)
 	reg, _ := cacheAgent(1)
 	cfg := agent.Config{Provider: p, Registry: reg, MaxSteps: len(answers), Clock: fixed}
 	res, err := agent.Run(context.Background(), cfg, json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}},"required":["done"]}`), cacheContext())
@@ -68,15 +81,7 @@ func TestAnthropicCacheLongSteps(t *testing.T) {
 // conversation instead of joining the system messages.
 func TestAnthropicCachePlan(t *testing.T) {
 	answers := []string{`{"calls":[],"output":null}`, `{"calls":[{"_tool":"note","v":1,"_outputPath":"†state.a"}],"output":null}`}
-	next := 0
-	srv := strict.NewAnthropic(t, func(*strict.Request, int) (string, error) {
-		next++
-		return answers[next-1], nil
-	})
-	p, err := anthropic.New(anthropic.Config{APIKey: "sk-ant-test", BaseURL: srv.URL, Model: "claude-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, srv, _ := anthropicCached(t, answers)
 	reg, _ := cacheAgent(1)
 	cfg := agent.Config{Provider: p, Registry: reg, Clock: fixed}
 	msgs := cacheContext()
@@ -104,21 +109,8 @@ func TestAnthropicCachePlan(t *testing.T) {
 // before the interruption wrote.
 func TestAnthropicCacheResume(t *testing.T) {
 	const calls = strict.AnthropicCacheLookback + 10
-	var answers []string
-	for step := range 2 {
-		var cs []string
-		for i := range calls {
-			cs = append(cs, fmt.Sprintf(`{"_tool":"note","v":%d,"_outputPath":"†state.s%d_%d"}`, i, step, i))
-		}
-		answers = append(answers, `{"calls":[`+strings.Join(cs, ",")+`],"output":null}`)
-	}
-	answers = append(answers, `{"calls":[],"output":{"done":true}}`)
-	var next atomic.Int64
-	srv := strict.NewAnthropic(t, func(*strict.Request, int) (string, error) { return answers[next.Add(1)-1], nil })
-	p, err := anthropic.New(anthropic.Config{APIKey: "sk-ant-test", BaseURL: srv.URL, Model: "claude-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	answers := longSteps(2)
+	p, srv, next := anthropicCached(t, answers)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var interrupted atomic.Bool
