@@ -727,11 +727,6 @@ func resumeLoop(ctx context.Context, cfg Config, schema json.RawMessage) iter.Se
 			yield(RunEvent{}, err)
 			return
 		}
-		// The last request was sent with the log as it was when the open
-		// step's calls began, or with all of it.
-		if step, open := rs.openStep(); open {
-			rs.seen = rs.stepAt[step]
-		}
 		msgs := append(rs.msgs[:len(rs.msgs):len(rs.msgs)], rs.extra...)
 		loopEvents(ctx, cfg, schema, msgs, rs.step+1, yield)
 	}
@@ -770,6 +765,11 @@ func (rs *resumed) openStep() (step int, open bool) {
 // the settling of the calls it ran again or reported.
 func finishStep(ctx context.Context, cfg Config, rs *resumed) error {
 	step, open := rs.openStep()
+	if open {
+		// The last request was sent with the log as it was when the
+		// open step's calls began (else with all of it).
+		rs.seen = rs.stepAt[step]
+	}
 	prefix := strconv.Itoa(step) + "."
 	var log *message.Log // built when a call runs again
 	var at *message.Log  // the log a call started with

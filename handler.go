@@ -97,7 +97,7 @@ func (b *Build) Property(name string, s json.RawMessage, required bool) {
 // A tool offered again as it was changes nothing: the schema the model
 // has seen stays, and so does the prompt cache behind it.
 func (b *Build) DefineTool(name string, s json.RawMessage) {
-	if bytes.Equal(b.tools.Get(name), s) && b.tools.Has(name) {
+	if b.tools.Has(name) && bytes.Equal(b.tools.Get(name), s) {
 		return
 	}
 	b.tools.Set(name, s)

@@ -315,16 +315,17 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	// Each call is checked against its tool as it streams in, and a bad
 	// one is an error of that call: the solution is checked with calls as
 	// any objects (a lazy run's plan is checked whole).
-	prev, err := r.last, error(nil)
-	if prev == nil && r.seen > 0 && r.seen < r.log.Len() && cfg.Rendering != RenderSnapshot {
+	if r.last == nil && r.seen > 0 && r.seen < r.log.Len() && cfg.Rendering != RenderSnapshot {
 		// Resumed: the request goes on from the one the interruption
 		// followed, which the provider's cache may hold.
-		prev, err = prepareSeen(ctx, cfg, r.schema, r.log, !r.lazy, r.seen)
+		last, err := prepareSeen(ctx, cfg, r.schema, r.log, !r.lazy, r.seen)
+		if err != nil {
+			r.fail(err)
+			return nil, false
+		}
+		r.last = last
 	}
-	p := prev
-	if err == nil {
-		p, err = prepareNext(ctx, cfg, r.schema, r.log, !r.lazy, prev)
-	}
+	p, err := prepareNext(ctx, cfg, r.schema, r.log, !r.lazy, r.last)
 	if limit := compactAt(&r.cfg); err == nil && limit > 0 && compactNow(p, limit) {
 		p, err = r.compact(ctx, cfg, step, p)
 	}
