@@ -81,6 +81,17 @@ func checkExtends(t *testing.T, reqs []provider.Request) {
 	}
 }
 
+// checkLoopExtends checks that the run's reqs hold n requests of the loop
+// itself, and that each of them extends the one before.
+func checkLoopExtends(t *testing.T, reqs []provider.Request, n int) {
+	t.Helper()
+	loop := loopRequests(reqs)
+	if len(loop) != n {
+		t.Fatalf("%d loop requests of %d, want %d", len(loop), len(reqs), n)
+	}
+	checkExtends(t, loop)
+}
+
 // loopRequests keeps the requests of the loop itself, not those of
 // latent calls or delegates (their own, isolated contexts): those whose
 // first message is the loop's.
@@ -212,11 +223,7 @@ func TestPrefixLatentTool(t *testing.T) {
 		`{"calls":[{"_tool":"guess","q":"c","_scopes":["state"],"_outputPath":"†state.i"}],"output":null}`,
 		`{"calls":[],"output":4}`,
 		`{"calls":[],"output":{"done":true}}`)
-	loop := loopRequests(reqs)
-	if len(loop) != 3 {
-		t.Fatalf("%d loop requests of %d", len(loop), len(reqs))
-	}
-	checkExtends(t, loop)
+	checkLoopExtends(t, reqs, 3)
 }
 
 // TestPrefixDelegate: a delegate's sub-run has its own context; the
@@ -230,11 +237,7 @@ func TestPrefixDelegate(t *testing.T) {
 		`{"output":"raincoat"}`,
 		`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.a"}],"output":null}`,
 		`{"calls":[],"output":{"done":true}}`)
-	loop := loopRequests(reqs)
-	if len(loop) != 3 {
-		t.Fatalf("%d loop requests of %d", len(loop), len(reqs))
-	}
-	checkExtends(t, loop)
+	checkLoopExtends(t, reqs, 3)
 }
 
 // TestPrefixScopes: calls with _scopes.

@@ -38,20 +38,23 @@ func cacheBody(format string, sysTokens, n int, bps ...int) []byte {
 	return body
 }
 
+// useBody bills the request body in c.
+func useBody(t *testing.T, c anthropicCache, body []byte) Cache {
+	t.Helper()
+	blocks, err := anthropicBlocks(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.use(blocks)
+}
+
 // TestAnthropicCache follows a conversation through the cache model: what
 // each request reads depends on where its breakpoints are and on what the
 // requests before it wrote.
 func TestAnthropicCache(t *testing.T) {
 	const format = `{"type":"object"}`
 	c := anthropicCache{}
-	use := func(body []byte) Cache {
-		t.Helper()
-		blocks, err := anthropicBlocks(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c.use(blocks)
-	}
+	use := func(body []byte) Cache { return useBody(t, c, body) }
 	first := use(cacheBody(format, 2000, 5, 4))
 	if first.Read != 0 || first.Write == 0 || first.Input != 0 {
 		t.Fatalf("first request: %+v, want everything written", first)
@@ -86,8 +89,7 @@ func TestAnthropicCache(t *testing.T) {
 	// A short prefix is not cached.
 	short := anthropicCache{}
 	for range 2 {
-		blocks, _ := anthropicBlocks(cacheBody(format, 100, 2, 1))
-		if u := short.use(blocks); u.Read != 0 || u.Write != 0 || u.Input == 0 {
+		if u := useBody(t, short, cacheBody(format, 100, 2, 1)); u.Read != 0 || u.Write != 0 || u.Input == 0 {
 			t.Errorf("a short prefix: %+v, want all input", u)
 		}
 	}
@@ -142,14 +144,7 @@ func TestAnthropicCacheToolChoice(t *testing.T) {
 		return out
 	}
 	c := anthropicCache{}
-	use := func(b []byte) Cache {
-		t.Helper()
-		blocks, err := anthropicBlocks(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c.use(blocks)
-	}
+	use := func(body []byte) Cache { return useBody(t, c, body) }
 	forced := map[string]any{"tool_choice": map[string]string{"type": "tool", "name": "solution"}}
 	first := use(body(forced))
 	if first.Write == 0 {
