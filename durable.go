@@ -2,11 +2,14 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -177,12 +180,13 @@ type failedCall struct {
 type resumed struct {
 	settled map[string]*message.Message // call id → its error message; nil when it succeeded
 	started map[string]json.RawMessage  // calls started and never settled
+	queued  map[string]json.RawMessage  // calls the model wrote that never started or settled
+	advice  map[string]json.RawMessage  // the advisors' opinions, by step
 	ended   bool                        // the run reached its end
 	msgs    []message.Message           // the log
 	calls   map[string]json.RawMessage  // every call recorded, by id
-	order   []string                    // call ids in the order first recorded
 	// at is, for each call started and never settled, how many messages
-	// preceded its start: the log its references were resolved in.
+	// preceded its (first) start: the log its references were resolved in.
 	at map[string]int
 	// failed are the calls that settled with an error, in that order, and
 	// logged those whose error message is in the log.
@@ -197,12 +201,8 @@ type resumed struct {
 	// seen is how many messages the last request before the interruption
 	// was sent with, when fewer than the log's (0 otherwise).
 	seen int
-	// extra are messages a resume adds before going on (the end of an
-	// interrupted step), and entries what the journal records of it
-	// first: the settling of the calls it ran again or reported, then
-	// extra.
-	extra   []message.Message
-	entries []store.Entry
+	// exec runs the calls the resume finishes (nil when there are none).
+	exec *executor
 	// usage sums the journal's usage entries: every request so far.
 	usage provider.Usage
 	// end is the result of a run that reached its end.
@@ -231,11 +231,12 @@ func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msg
 			return nil, fmt.Errorf("agent: save run %s: %w", run.ID, err)
 		}
 		j.run = run
-		// The context is journaled already; what the resume ended comes
-		// first.
-		j.buf = append(j.buf, rs.entries...)
-		if err := j.flush(ctx); err != nil {
-			return nil, err
+		// The calls that failed before the resume and whose error message
+		// the log lacks: the resume appends those messages first.
+		j.failing = map[string][]failedCall{}
+		for _, id := range rs.unlogged() {
+			m := rs.settled[id]
+			j.failing[string(m.Failed)] = append(j.failing[string(m.Failed)], failedCall{id: id})
 		}
 		rs.journaled = true // the resume renews its lease already
 		return j, nil
@@ -336,9 +337,21 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 			return nil
 		}
 		return j.message(ctx, m, call.id)
-	case EventCallStarted:
+	case EventCallQueued:
 		// A copy: the event's call is its consumer's, and the entry may
 		// wait for the round's Append while the consumer changes it.
+		j.buf = append(j.buf, store.Entry{Type: store.EntryQueued, Call: ev.Call.ID, Data: bytes.Clone(ev.Call.Raw), Time: now})
+	case EventAdvice:
+		raws := make([]json.RawMessage, len(ev.Opinions))
+		for i, op := range ev.Opinions {
+			raws[i] = op.Raw
+		}
+		b, err := json.Marshal(raws)
+		if err != nil {
+			return fmt.Errorf("agent: journal advice: %w", err)
+		}
+		j.buf = append(j.buf, store.Entry{Type: store.EntryAdvice, Call: strconv.Itoa(ev.Step), Data: b, Time: now})
+	case EventCallStarted:
 		j.buf = append(j.buf, store.Entry{Type: store.EntryStarted, Call: ev.Call.ID, Data: bytes.Clone(ev.Call.Raw), Time: now})
 	case EventCallFinished:
 		j.buf = append(j.buf, store.Entry{Type: store.EntrySettled, Call: ev.Call.ID, Time: now})
@@ -498,11 +511,10 @@ func (j *journal) wrap(ctx context.Context, yield func(RunEvent, error) bool) (w
 func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, error) {
 	id := run.ID
 	var usage store.UsageTotal
-	r := &resumed{settled: map[string]*message.Message{}, started: map[string]json.RawMessage{}, calls: map[string]json.RawMessage{},
-		at: map[string]int{}, logged: map[string]bool{}, stepAt: map[int]int{}}
+	r := &resumed{settled: map[string]*message.Message{}, started: map[string]json.RawMessage{}, queued: map[string]json.RawMessage{},
+		advice: map[string]json.RawMessage{}, calls: map[string]json.RawMessage{}, at: map[string]int{}, logged: map[string]bool{}, stepAt: map[int]int{}}
 	note := func(id string, raw json.RawMessage) {
 		if _, ok := r.calls[id]; !ok {
-			r.order = append(r.order, id)
 			r.calls[id] = raw
 		}
 		if n, ok := stepOf(id); ok {
@@ -527,11 +539,20 @@ func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, 
 			if e.Call != "" {
 				r.logged[e.Call] = true
 			}
+		case store.EntryQueued:
+			r.queued[e.Call] = e.Data
+			note(e.Call, e.Data)
+		case store.EntryAdvice:
+			r.advice[e.Call] = e.Data
 		case store.EntryStarted:
+			delete(r.queued, e.Call)
 			r.started[e.Call] = e.Data
-			r.at[e.Call] = len(r.msgs)
+			if _, again := r.at[e.Call]; !again { // a resume ran it again
+				r.at[e.Call] = len(r.msgs)
+			}
 			note(e.Call, e.Data)
 		case store.EntrySettled:
+			delete(r.queued, e.Call)
 			delete(r.started, e.Call)
 			r.settled[e.Call] = nil
 			var failed json.RawMessage
@@ -592,10 +613,10 @@ func ResumeEvents(ctx context.Context, cfg Config, id string) iter.Seq2[RunEvent
 			yield(RunEvent{}, fmt.Errorf("agent: resume %s: %w", id, err))
 			return
 		}
-		// Renewed from now on: finishing the step the run stopped in can
-		// run calls again before the journal takes the run over. A resume
-		// that stops before that gives the run back at once rather than
-		// holding it until its lease expires.
+		// Renewed from now on, for the whole resumed run (the journal
+		// takes this lease over). A resume that stops before the journal
+		// took the run gives it back at once rather than holding it until
+		// its lease expires.
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		l.keep(ctx, cancel)
@@ -713,22 +734,30 @@ func (x *executor) interrupted(rs *resumed, id string, c *Call) error {
 	return &CallError{Kind: Runtime, Tool: c.Tool, Err: ErrInterrupted}
 }
 
-// resumeLoop finishes what a loop run left unfinished when it stopped,
-// then goes on with the loop. Its calls are known from the journal: those
-// that settled keep their messages, those started and not settled (of the
-// step it was in, or run in the background from an earlier one) run again
-// if idempotent and fail with ErrInterrupted otherwise; then the open
-// step's plan and the errors not yet in the log are appended, as the run
-// would have.
+// resumeLoop finishes what a loop run left unfinished when it stopped
+// (see run.finish), then goes on with the loop.
 func resumeLoop(ctx context.Context, cfg Config, schema json.RawMessage) iter.Seq2[RunEvent, error] {
 	return func(yield func(RunEvent, error) bool) {
 		rs := cfg.resume
-		if err := finishStep(ctx, cfg, rs); err != nil {
-			yield(RunEvent{}, err)
-			return
+		if step, open := rs.openStep(); open {
+			// The last request was sent with the log as it was when the
+			// open step's calls began (else with all of it).
+			rs.seen = rs.stepAt[step]
 		}
-		msgs := append(rs.msgs[:len(rs.msgs):len(rs.msgs)], rs.extra...)
-		loopEvents(ctx, cfg, schema, msgs, rs.step+1, yield)
+		if len(rs.started) > 0 || len(rs.queued) > 0 {
+			// Built before the journal takes the run over: a resume that
+			// cannot run the calls (a tool its registry lacks) gives the
+			// run back as it found it.
+			log, err := message.NewLog(rs.msgs...)
+			if err == nil {
+				rs.exec, err = planExecutor(ctx, cfg, log)
+			}
+			if err != nil {
+				yield(RunEvent{}, fmt.Errorf("agent: resume: %w", err))
+				return
+			}
+		}
+		loopEvents(ctx, cfg, schema, rs.msgs, rs.step+1, yield)
 	}
 }
 
@@ -758,110 +787,98 @@ func (rs *resumed) openStep() (step int, open bool) {
 	return step, true
 }
 
-// finishStep ends, from the journal, the tick of the open step and the
-// calls earlier steps left unsettled. It sets rs.extra to the messages
-// that end them: the calls' own, the open step's plan, then the error
-// messages the log lacks, in the order the calls failed; and rs.settle to
-// the settling of the calls it ran again or reported.
-func finishStep(ctx context.Context, cfg Config, rs *resumed) error {
-	step, open := rs.openStep()
-	if open {
-		// The last request was sent with the log as it was when the
-		// open step's calls began (else with all of it).
-		rs.seen = rs.stepAt[step]
-	}
-	prefix := strconv.Itoa(step) + "."
-	var log *message.Log // built when a call runs again
-	var at *message.Log  // the log a call started with
-	var x *executor
-	var out []message.Message
-	var plan []json.RawMessage
-	var settled []store.Entry
-	type failure struct {
-		id  string
-		msg message.Message
-	}
-	var failures []failure
-	for _, id := range rs.failed { // they failed before the resume
+// unlogged returns the calls that failed before the resume and whose
+// error message is not in the log, in the order they failed.
+func (rs *resumed) unlogged() []string {
+	var ids []string
+	for _, id := range rs.failed {
 		if !rs.logged[id] {
-			failures = append(failures, failure{id, *rs.settled[id]})
+			ids = append(ids, id)
 		}
 	}
-	for _, id := range rs.order {
-		raw, unsettled := rs.started[id]
+	return ids
+}
+
+// finish ends, with the run's scheduler, what the run left unfinished
+// when it stopped: the calls of the step it stopped in and those earlier
+// steps left running in the background. A call that settled keeps its
+// messages. One that started and never settled runs again, in the log it
+// started with, when its activity is Idempotent, and fails with
+// ErrInterrupted otherwise. One the model wrote that never started (it
+// waited for data another call was to write, or for room) runs as it
+// would have. Then the open step's plan, in the model's order, and the
+// error messages the log lacks are appended, as the step would have.
+func (r *run) finish(ctx context.Context, rs *resumed) bool {
+	step, open := rs.openStep()
+	s := r.sched
+	s.step = step
+	for _, id := range rs.unlogged() { // they failed first
+		s.errs = append(s.errs, taskError{-1, *rs.settled[id]})
+	}
+	ids := slices.SortedFunc(maps.Keys(rs.calls), func(a, b string) int {
+		as, ap := callPosition(a)
+		bs, bp := callPosition(b)
+		return cmp.Or(cmp.Compare(as, bs), cmp.Compare(ap, bp))
+	})
+	// The step's queued calls are weighed by its advisors (calls that
+	// started passed already).
+	queued := rs.exec
+	if raw := rs.advice[strconv.Itoa(step)]; raw != nil && rs.exec != nil {
+		ops, err := opinionsOf(raw)
+		if err != nil {
+			r.fail(fmt.Errorf("agent: resume: advice of step %d: %w", step, err))
+			return false
+		}
+		x := *rs.exec
+		x.council, r.advice, queued = ops, ops, &x
+	}
+	prefix := strconv.Itoa(step) + "."
+	var plan []json.RawMessage
+	for i, id := range ids {
 		if open && strings.HasPrefix(id, prefix) {
 			plan = append(plan, rs.calls[id])
 		}
-		if !unsettled {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return err // the resume is stopping: the calls left stay unsettled
-		}
-		if x == nil {
-			var err error
-			if log, err = message.NewLog(rs.msgs...); err != nil {
-				return fmt.Errorf("agent: resume: %w", err)
-			}
-			if x, err = planExecutor(ctx, cfg, log); err != nil {
-				return err
-			}
-		}
-		// The references resolve in the log the call started with: later
-		// steps may have changed what they read. Calls start in the order
-		// of the log, so one log grows from call to call.
-		if n := rs.at[id]; at == nil || n < at.Len() {
-			at = &message.Log{}
-		}
-		if err := at.Append(rs.msgs[at.Len():rs.at[id]]...); err != nil {
-			return fmt.Errorf("agent: resume: %w", err)
-		}
-		c, err := x.prepareCall(at, raw)
-		if err == nil {
-			err = x.interrupted(rs, id, c)
-		}
-		if err == nil {
-			var msgs []message.Message
-			msgs, _, err = x.runCall(ctx, c)
-			if cerr := ctx.Err(); cerr != nil {
-				return cerr
-			}
-			for _, m := range msgs {
-				if aerr := log.Append(m); aerr != nil {
-					return fmt.Errorf("agent: resume: %w", aerr)
+		t := &task{id: id, index: i, exec: queued}
+		if raw, ok := rs.started[id]; ok {
+			t.raw, t.exec = raw, rs.exec
+			t.prepare = func(*message.Log) (*Call, error) {
+				// Later calls may have changed what it read.
+				at, err := message.NewLog(rs.msgs[:rs.at[id]]...)
+				if err != nil {
+					return nil, err
 				}
+				c, err := rs.exec.prepareCall(at, raw)
+				if err == nil {
+					err = rs.exec.interrupted(rs, id, c)
+				}
+				return c, err
 			}
-			out = append(out, msgs...)
+		} else if t.raw, ok = rs.queued[id]; !ok {
+			continue // it settled
 		}
-		e := store.Entry{Type: store.EntrySettled, Call: id, Time: platform.Now(ctx).UTC()}
-		if err != nil {
-			em := ErrorMessage(raw, err)
-			if e.Data, err = em.MarshalJSON(); err != nil {
-				return fmt.Errorf("agent: journal error: %w", err)
-			}
-			failures = append(failures, failure{id, em})
-		}
-		settled = append(settled, e)
+		s.add(t)
 	}
-	if open {
-		out = append(out, message.Message{Type: message.TypePlan, Plan: planOf(plan)})
+	if !s.runDown(ctx, false) {
+		return false
 	}
-	// The calls' settling, then the messages that end them.
-	rs.entries = settled
-	add := func(m message.Message, call string) error {
-		e, err := messageEntry(ctx, &m, call)
-		rs.extra, rs.entries = append(rs.extra, m), append(rs.entries, e)
-		return err
+	if open && !s.appendAll([]message.Message{{Type: message.TypePlan, Plan: planOf(plan)}}) {
+		return false
 	}
-	for _, m := range out {
-		if err := add(m, ""); err != nil {
-			return err
-		}
+	if !s.appendAll(s.takeErrors()) {
+		return false
 	}
-	for _, f := range failures {
-		if err := add(f.msg, f.id); err != nil {
-			return err
-		}
+	if s.cutShort(ctx) {
+		r.fail(ctx.Err())
+		return false
 	}
-	return nil
+	return true
+}
+
+// callPosition returns the step and the position of a loop's call id
+// ("step.position").
+func callPosition(id string) (step, pos int) {
+	s, p, _ := strings.Cut(id, ".")
+	step, _ = strconv.Atoi(s)
+	pos, _ = strconv.Atoi(p)
+	return step, pos
 }

@@ -354,13 +354,14 @@ func TestResumeStopsWhenCancelled(t *testing.T) {
 		t.Fatalf("cut run: %v", err)
 	}
 	cfg.Provider = scripted.Solutions()
+	cfg.Concurrency = 1 // a again, then b
 	if _, err := agent.Resume(ctx2, cfg, "f"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled resume: %v", err)
 	}
 	if bRuns.Load() != 1 {
 		t.Errorf("the cancelled resume started b")
 	}
-	cfg.Provider = scripted.Solutions(`{"calls":[],"output":"done"}`)
+	cfg.Provider, cfg.Concurrency = scripted.Solutions(`{"calls":[],"output":"done"}`), 0
 	res, err := agent.Resume(context.Background(), cfg, "f")
 	if err != nil {
 		t.Fatal(err)
@@ -627,4 +628,163 @@ func TestDurableResumeBackgroundError(t *testing.T) {
 		t.Errorf("state %s", got)
 	}
 	sameLog(t, st2, "bg", res.Log)
+}
+
+// TestResumeRunsWaitingCall cuts a step while one of its calls waits for
+// what another, still running, is to write: the journal holds the waiting
+// call from the moment the model wrote it, so the resume runs it (Confirm
+// approving it first) once the other call, run again, wrote its data. The
+// step's plan keeps the model's order, and the next request is the one
+// the uninterrupted run sends.
+func TestResumeRunsWaitingCall(t *testing.T) {
+	answers := []string{
+		`{"calls":[{"_tool":"put","v":"†state.s","_outputPath":"†state.x"},{"_tool":"slow","v":2,"_outputPath":"†state.s"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`}
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},{"type":"tool","tool":"slow"},{"type":"text","text":"go"}]`)
+	type outcome struct {
+		req       provider.Request
+		res       *agent.RunResult
+		confirmed []string // the tools Confirm approved after the cut
+	}
+	run := func(cut bool) outcome {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var cutNow atomic.Bool
+		cutNow.Store(cut)
+		reg := echoReg()
+		reg.Tool("slow", json.RawMessage(`{"type":"object","properties":{"v":{}},"required":["v"]}`))
+		reg.Activity("slow", agent.Idempotent(agent.ActivityFunc(func(c context.Context, call *agent.Call) (*agent.Result, error) {
+			if cutNow.Swap(false) {
+				return interrupt(c, cancel)
+			}
+			return agent.Value("slow done")
+		})))
+		var mu sync.Mutex
+		var confirmed []string
+		st := store.NewMemory()
+		p := scripted.Solutions(answers...)
+		cfg := agent.Config{Registry: reg, Concurrency: 4, Clock: fixed, Store: st, RunID: "w", Provider: p,
+			Confirm: func(_ context.Context, c *agent.Call) (agent.Decision, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				confirmed = append(confirmed, c.Tool)
+				return agent.Decision{}, nil
+			}}
+		res, err := agent.Run(ctx, cfg, anyOut, msgs)
+		if !cut {
+			if err != nil {
+				t.Fatal(err)
+			}
+			return outcome{p.Requests()[1], res, confirmed}
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("interrupted run: %v", err)
+		}
+		if slices.Contains(confirmed, "put") {
+			t.Fatalf("put ran before the cut: it was to wait for slow")
+		}
+		confirmed = nil
+		rest := scripted.Solutions(answers[1:]...)
+		cfg.Provider, cfg.RunID = rest, ""
+		res, err = agent.Resume(context.Background(), cfg, "w")
+		if err != nil {
+			t.Fatalf("resume: %v", err)
+		}
+		sameLog(t, st, "w", res.Log)
+		return outcome{rest.Requests()[0], res, confirmed}
+	}
+	want, got := run(false), run(true)
+	if s := stateOf(t, got.res.Log); s != `{"s":"slow done","x":"slow done"}` {
+		t.Errorf("resumed state %s", s)
+	}
+	if p, w := plansOf(got.res.Log), plansOf(want.res.Log); !slices.Equal(p, w) {
+		t.Errorf("resumed plans %q, want %q", p, w)
+	}
+	if !slices.Contains(got.confirmed, "put") {
+		t.Errorf("the resume ran put without asking Confirm (asked for %q)", got.confirmed)
+	}
+	if a, b := fmt.Sprint(want.req.Messages), fmt.Sprint(got.req.Messages); a != b {
+		t.Errorf("the resumed run's request differs from the uninterrupted one's:\n%s\nwant\n%s", b, a)
+	}
+}
+
+// TestResumeWeighsWaitingCallByAdvice cuts a step whose advisors voted
+// against deploy while deploy waits for what delay is to write: the
+// journal holds the step's advice, so the resume vetoes deploy as the
+// uninterrupted run does, rather than run it.
+func TestResumeWeighsWaitingCallByAdvice(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reg := agent.NewRegistry()
+	var mu sync.Mutex
+	var ran []string
+	var delays atomic.Int64
+	for _, n := range []string{"deploy", "delay"} {
+		reg.Tool(n, json.RawMessage(`{"type":"object"}`))
+		reg.Activity(n, agent.Idempotent(agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+			if n == "delay" && delays.Add(1) == 1 {
+				return interrupt(c, cancel)
+			}
+			mu.Lock()
+			ran = append(ran, n)
+			mu.Unlock()
+			return agent.Value(n + "ed")
+		})))
+	}
+	msgs := ctxOf(t, `[{"type":"tool","tool":"deploy"},{"type":"tool","tool":"delay"},`+riskAnalyst+`,{"type":"text","text":"Ship?"}]`)
+	st := store.NewMemory()
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "v", Clock: fixedClock, Provider: scripted.Solutions(
+		`{` + riskVotes + `,"calls":[{"_tool":"deploy","after":"†state.d","_outputPath":"†state.x"},{"_tool":"delay","_outputPath":"†state.d"}],"output":null}`)}
+	if _, err := agent.Run(ctx, cfg, json.RawMessage(`{"type":"string"}`), msgs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cut run: %v", err)
+	}
+	cfg.Provider = scripted.Solutions(`{"advisors":[],"calls":[],"output":"done"}`)
+	res, err := agent.Resume(context.Background(), cfg, "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ran, []string{"delay"}) {
+		t.Errorf("ran %v, want delay only", ran)
+	}
+	if errs := planErrors(res.Log); len(errs) != 1 || !strings.Contains(errs[0], "the advisors voted against deploy") {
+		t.Errorf("errors %q", errs)
+	}
+	if len(res.Advice) == 0 {
+		t.Errorf("the resumed run lost the step's advice")
+	}
+	sameLog(t, st, "v", res.Log)
+}
+
+// TestForkRunsCallsAfterItsMessage forks a finished run at the message
+// the first call of a step wrote, while the second call, which read it,
+// had not settled: in the fork that call has not run yet, and resuming
+// the fork runs it and ends the step with both calls in its plan.
+func TestForkRunsCallsAfterItsMessage(t *testing.T) {
+	reg := echoReg()
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},{"type":"text","text":"go"}]`)
+	answers := []string{
+		`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.a"},{"_tool":"put","v":"†state.a","_outputPath":"†state.b"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`}
+	st := store.NewMemory()
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "parent", Clock: fixed, Provider: scripted.Solutions(answers...)}
+	parent, err := agent.Run(context.Background(), cfg, anyOut, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := slices.IndexFunc(parent.Log.Messages(), func(m message.Message) bool { return m.Type == message.TypeData && m.Kind == "state" })
+	if _, err := store.Fork(context.Background(), st, st, "parent", at, "fork", fixed()); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Provider = scripted.Solutions(answers[1:]...)
+	res, err := agent.Resume(context.Background(), cfg, "fork")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stateOf(t, res.Log); got != `{"a":1,"b":1}` {
+		t.Errorf("the fork's state %s", got)
+	}
+	if got, want := plansOf(res.Log), plansOf(parent.Log); !slices.Equal(got, want) {
+		t.Errorf("the fork's plans %q, want %q", got, want)
+	}
+	sameLog(t, st, "fork", res.Log)
 }

@@ -154,9 +154,9 @@ func TestRunEventsOrder(t *testing.T) {
 	// The call may finish before or after the output streams and the
 	// usage arrives; the rest of the order is fixed.
 	got := strings.Join(kinds, " ")
-	if !strings.HasPrefix(got, "step thinking call.started") || !strings.HasSuffix(got, "message done") ||
+	if !strings.HasPrefix(got, "step thinking call.queued call.started") || !strings.HasSuffix(got, "message done") ||
 		strings.Index(got, "call.started") > strings.Index(got, "call.finished") || strings.Count(got, "usage") != 1 ||
-		strings.Index(got, "output") > strings.Index(got, "usage") || len(kinds) != 9 {
+		strings.Index(got, "output") > strings.Index(got, "usage") || len(kinds) != 10 {
 		t.Errorf("events %q", got)
 	}
 }

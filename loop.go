@@ -67,6 +67,7 @@ const (
 	EventStep         EventKind = "step"          // a request starts
 	EventThinking     EventKind = "thinking"      // visible reasoning text
 	EventOutput       EventKind = "output"        // a piece of the output as the model writes it
+	EventCallQueued   EventKind = "call.queued"   // the model wrote a call: it starts once what it reads is there and Confirm approved it
 	EventCallStarted  EventKind = "call.started"  // a call was confirmed and runs
 	EventCallFinished EventKind = "call.finished" // a call wrote its result
 	EventCallFailed   EventKind = "call.failed"   // a call failed; its error message follows at the end of the tick
@@ -190,6 +191,9 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 		cancel(nil) // stop calls still running, then wait for them
 		r.sched.wait()
 	}()
+	if rs := cfg.resume; rs != nil && !r.finish(ctx, rs) {
+		return
+	}
 	r.loop(ctx, first)
 }
 
@@ -396,6 +400,12 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 			calls = append(calls, bytes.Clone(ev.Element.Value))
 			if !r.lazy { // lazy mode: the model only plans
 				t := &task{raw: ev.Element.Value, id: callID(step, len(calls)-1), index: len(calls) - 1, exec: exec}
+				// Queued is yielded before the call can start: a durable
+				// run records it first, so a resume finds it even if it
+				// was still waiting when the run stopped.
+				if ok = r.emit(RunEvent{Kind: EventCallQueued, Step: step, Call: &Call{Raw: t.raw, ID: t.id, Tool: planTool(t.raw)}}); !ok {
+					break
+				}
 				if !advised {
 					held = append(held, t)
 					break

@@ -300,6 +300,8 @@ func trace(ctx context.Context, w io.Writer, st runStore, run store.Run, pl *pri
 		return err
 	}
 	n, failed, calls, step := 0, 0, 0, ""
+	var queued []store.Entry
+	ran := map[string]bool{} // calls started or settled
 	var answer json.RawMessage
 	var usage store.UsageTotal
 	for e, err := range st.Entries(ctx, run.ID, 0) {
@@ -317,6 +319,10 @@ func trace(ctx context.Context, w io.Writer, st runStore, run store.Run, pl *pri
 			}
 			bw.printf("%5d  %s\n", n, describe(&m))
 			n++
+		case store.EntryQueued:
+			// Said only of a call that never starts: it waited for data
+			// when the run stopped, or never became ready.
+			queued = append(queued, e)
 		case store.EntryStarted:
 			calls++
 			// A loop's call ids are step.position: mark each new step.
@@ -325,7 +331,9 @@ func trace(ctx context.Context, w io.Writer, st runStore, run store.Run, pl *pri
 				bw.printf("  ── step %s\n", escapeLine(step))
 			}
 			bw.printf("       call %s started: %s\n", escapeLine(e.Call), describeCall(log, e.Data))
+			ran[e.Call] = true
 		case store.EntrySettled:
+			ran[e.Call] = true
 			if len(e.Data) == 0 {
 				bw.printf("       call %s done\n", escapeLine(e.Call))
 				continue
@@ -356,6 +364,11 @@ func trace(ctx context.Context, w io.Writer, st runStore, run store.Run, pl *pri
 			if json.Unmarshal(e.Data, &end) == nil && len(end.Solution.Output) > 0 && string(end.Solution.Output) != "null" {
 				answer = end.Solution.Output
 			}
+		}
+	}
+	for _, e := range queued {
+		if !ran[e.Call] {
+			bw.printf("       call %s never started: %s\n", escapeLine(e.Call), describeCall(log, e.Data))
 		}
 	}
 	bw.printf("%d messages, %d calls started, %d failed\n", n, calls, failed)

@@ -81,6 +81,16 @@ const (
 	// EntryMessage is a message appended to the run's log; Data holds it
 	// in canonical JSON. The messages of a journal, in order, are the log.
 	EntryMessage EntryType = "message"
+	// EntryQueued is a call the model wrote in a step of a loop run,
+	// recorded as it arrived, before it starts or while it waits for the
+	// data it reads: Call names it and Data holds its JSON. A resume runs
+	// a queued call that never started.
+	EntryQueued EntryType = "queued"
+	// EntryAdvice holds the advisors' opinions of a step's solution in a
+	// loop run, recorded as they arrived, before the step's calls start:
+	// Call holds the step and Data the opinions, a JSON array. A resume
+	// weighs the step's queued calls by them.
+	EntryAdvice EntryType = "advice"
 	// EntryStarted is a call about to run; Call names it and Data holds
 	// its JSON. It is durable before the call's activity starts.
 	EntryStarted EntryType = "started"
