@@ -46,7 +46,7 @@ func (b *Build) compose(output json.RawMessage, outputDefs []schema.Def, anyCall
 		tools := b.tools.Values
 		if !anyCalls {
 			var instance *schema.Def
-			tools, instance = withInstances(tools, b.instances)
+			tools, instance = withInstances(tools, b.instances, b.instancesOpen)
 			defs = sharedDefs(tools, instance)
 		}
 		if anyCalls {
@@ -196,14 +196,18 @@ func nullable(s json.RawMessage) (json.RawMessage, error) {
 const instanceAny = `{"type":"string"}`
 
 // withInstances offers the instances of the context as the _instance of
-// each tool that does not declare its own (013): an enum of them. With no
-// instance, the tools offer none and are sent as they are.
-func withInstances(tools []json.RawMessage, instances []string) ([]json.RawMessage, *schema.Def) {
+// each tool that does not declare its own (013): an enum of them, or with
+// open (instances came after the context), any string. With no instance,
+// the tools offer none and are sent as they are.
+func withInstances(tools []json.RawMessage, instances []string, open bool) ([]json.RawMessage, *schema.Def) {
 	if len(instances) == 0 {
 		return tools, nil
 	}
 	ids, _ := json.Marshal(instances)
 	def := &schema.Def{Name: "_instance", Schema: json.RawMessage(`{"enum":` + string(ids) + `,"description":"The instance whose data the call reads and writes; leave it out for the global data."}`)}
+	if open {
+		def.Schema = json.RawMessage(`{"type":"string","description":"The instance whose data the call reads and writes: an _instance of the data; leave it out for the global data."}`)
+	}
 	out := make([]json.RawMessage, len(tools))
 	for i, t := range tools {
 		out[i] = t

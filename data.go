@@ -55,7 +55,13 @@ func (r Rendering) Check() error {
 func renderData(_ context.Context, b *Build, m *message.Message) error {
 	if m.Instance != "" && !slices.Contains(b.instances, m.Instance) {
 		b.instances = append(b.instances, m.Instance) // calls may now name it
-		b.changed = true
+		if b.contextLen > 0 && b.Index >= b.contextLen && !b.instancesOpen {
+			b.instancesOpen = true
+			b.changed = true
+		}
+		if !b.instancesOpen {
+			b.changed = true // the enum grows
+		}
 	}
 	if b.rendering != RenderSnapshot {
 		return b.renderCached(m)

@@ -54,6 +54,7 @@ type runSpec struct {
 	Plan      []json.RawMessage `json:"plan,omitempty"`      // plan runs: the plan, or the template
 	Instanced bool              `json:"instanced,omitempty"` // plan runs: the plan is a template run per instance
 	Schema    json.RawMessage   `json:"schema,omitempty"`    // loop runs: the solution schema
+	Context   int               `json:"context,omitempty"`   // loop runs: how many messages the context had (Config.contextLen)
 	// Settings are the request settings the run was made with: a resume
 	// uses them where its Config leaves them unset. Never an API key.
 	Settings *RunSettings `json:"settings,omitempty"`
@@ -655,6 +656,7 @@ func ResumeEvents(ctx context.Context, cfg Config, id string) iter.Seq2[RunEvent
 				events = PlanInstancesEvents(ctx, cfg, spec.Plan, rs.msgs)
 			}
 		case kindLoop:
+			cfg.contextLen = spec.Context
 			events = resumeLoop(ctx, cfg, spec.Schema)
 		default:
 			yield(RunEvent{}, fmt.Errorf("agent: resume %s: unknown kind of run %q", id, run.Kind))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/platform"
@@ -77,6 +78,14 @@ func (x *executor) prepare(log *message.Log, c *Call) (*Call, error) {
 	var src ref.Source = log
 	if c.Instance != "" {
 		src = log.Instance(c.Instance)
+		// Where a loop offers _instance (its data has instances), a call
+		// names one of them, as the enum it was offered says, or as the
+		// string it was offered once instances came mid-run says (the
+		// check the enum did). It waits, as for a reference: another call
+		// of its step may bring that instance.
+		if x.build.contextLen > 0 && len(x.build.instances) > 0 && !log.HasInstance(c.Instance) {
+			return c, blocked(fmt.Errorf("_instance %q names no instance of the data (%s)", c.Instance, strings.Join(InstanceIDs(log.Messages()), ", ")))
+		}
 	}
 	scopes, scoped, err := c.shape.scopes, c.shape.scoped, error(nil)
 	if !scoped {

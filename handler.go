@@ -62,6 +62,13 @@ type Build struct {
 	toolsOnly bool     // render nothing: only the tools are wanted
 	lazy      bool     // only plan: no tool offers an _output (see Config.lazy)
 	instances []string // the instances of the data handled, in order: what a call's _instance may name
+	// contextLen is Config.contextLen. instancesOpen is set once an
+	// instance appeared after the context: _instance is then any string,
+	// checked against instances when a call is prepared, since an enum
+	// that grew with each new instance would change the composed schema,
+	// and the prompt cache behind it, each time.
+	contextLen    int
+	instancesOpen bool
 
 	advisorItems     []json.RawMessage // the active advisors' entry schemas
 	advisorsOnDemand []string          // ids of advisors reached through ConsultAdvisor

@@ -163,6 +163,9 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 		yield(RunEvent{}, fmt.Errorf("agent: %w", err))
 		return
 	}
+	if cfg.resume == nil { // a resume has it from the run's spec
+		cfg.contextLen = log.Len()
+	}
 	r := &run{cfg: cfg, schema: schema, log: log}
 	var flush func(context.Context) error
 	if cfg.Store != nil {
@@ -170,7 +173,7 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 			r.usage = cfg.resume.usage // every request of the run so far
 			r.seen = cfg.resume.seen
 		}
-		j, err := openJournal(ctx, cfg, kindLoop, runSpec{Schema: schema}, msgs, cancel)
+		j, err := openJournal(ctx, cfg, kindLoop, runSpec{Schema: schema, Context: cfg.contextLen}, msgs, cancel)
 		if err != nil {
 			yield(RunEvent{}, err)
 			return

@@ -19,6 +19,7 @@ import (
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/scripted"
+	"github.com/augceo/agent/ref"
 	"github.com/augceo/agent/store"
 )
 
@@ -545,4 +546,70 @@ func TestPrefixAdvisorMarksStable(t *testing.T) {
 			}
 		}
 	}
+}
+
+// instancesReg is echoReg with the tool load, which brings a work item
+// as instanced input: the instance it names appears as the run goes.
+func instancesReg() *agent.Registry {
+	reg := echoReg()
+	reg.Tool("load", json.RawMessage(`{"type":"object","description":"Loads a work item as an instance.","properties":{"id":{"type":"string"}},"required":["id"]}`))
+	reg.Activity("load", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		var p struct{ ID string }
+		_ = json.Unmarshal(c.Args(), &p)
+		m := message.Data(message.KindInput, json.RawMessage(`{"item":"`+p.ID+`"}`))
+		m.Instance = p.ID
+		return &agent.Result{Messages: []message.Message{m}}, nil
+	}))
+	return reg
+}
+
+// instancesAnswers load instance b at step 2 and d at step 3, where a
+// call also names an instance the data does not have.
+var instancesAnswers = []string{
+	`{"calls":[{"_tool":"put","_instance":"a","v":1,"_outputPath":"†state.n"}],"output":null}`,
+	`{"calls":[{"_tool":"load","id":"b","_outputPath":"†state.loaded"}],"output":null}`,
+	`{"calls":[{"_tool":"load","id":"d","_outputPath":"†state.loaded"},{"_tool":"put","_instance":"zz","v":3,"_outputPath":"†state.n"}],"output":null}`,
+	`{"calls":[{"_tool":"put","_instance":"d","v":4,"_outputPath":"†state.n"}],"output":null}`,
+	`{"calls":[],"output":{"done":true}}`}
+
+const instancesContext = `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},{"type":"tool","tool":"load"},
+	{"type":"data","kind":"input","_instance":"a","data":{"item":"a"}},{"type":"text","text":"go"}]`
+
+// checkInstancesOpen checks that the only break in reqs is the composed
+// schema of request 3, the first after an instance appeared mid-run,
+// where _instance turned from the enum of the context's instances into
+// any string: later instances change nothing the model has seen.
+func checkInstancesOpen(t *testing.T, reqs []provider.Request) {
+	t.Helper()
+	breaks := prefixBreaks(reqs)
+	if len(breaks) != 1 || !strings.HasPrefix(breaks[0], "request 3: composed schema changed") {
+		t.Fatalf("breaks: %q", breaks)
+	}
+	if s := string(reqs[0].Schema); !strings.Contains(s, `"_instance":{"enum":["a"]`) {
+		t.Errorf("the first request's _instance is not the enum of the context's instances: %s", s)
+	}
+	if s := string(reqs[2].Schema); !strings.Contains(s, `"_instance":{"type":"string"`) {
+		t.Errorf("request 3's _instance is not a string: %s", s)
+	}
+}
+
+// TestPrefixInstancingNewInstance: instances that appear mid-run cost
+// one change of the composed schema in all, not one per instance, and a
+// call naming an instance the data lacks is an error of its own.
+func TestPrefixInstancingNewInstance(t *testing.T) {
+	res, reqs := runLoop(t, agent.Config{Registry: instancesReg(), Concurrency: 1}, ctxOf(t, instancesContext), instancesAnswers...)
+	checkInstancesOpen(t, reqs)
+	if errs := planErrors(res.Log); len(errs) != 1 || !strings.Contains(errs[0], `_instance "zz" names no instance of the data (a, b, d)`) {
+		t.Errorf("errors %q", errs)
+	}
+	if got, err := ref.EvalString(res.Log.Instance("d"), "†state.n"); err != nil || string(got) != "4" {
+		t.Errorf("instance d's n: %s, %v", got, err)
+	}
+}
+
+// TestPrefixInstancingResumed: a resumed run knows which instances came
+// with its context, so its requests go on as the uninterrupted run's.
+func TestPrefixInstancingResumed(t *testing.T) {
+	before, after := cutRun(t, instancesReg(), ctxOf(t, instancesContext), 1, 4, instancesAnswers...)
+	checkInstancesOpen(t, append(before, after...))
 }

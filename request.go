@@ -141,6 +141,12 @@ type Config struct {
 	// ticks, set by the loop, marks the end of each chunk's elements
 	// (Event.tick), so the calls of a chunk start together.
 	ticks bool
+	// contextLen, set by the loop, is how many messages its context had:
+	// an instance that appears after them opens _instance (see
+	// Build.instancesOpen), and a call must name an instance of the data.
+	// 0 (a Request, a plan, a run journaled before it was kept): the
+	// instances are an enum of those known, however they came.
+	contextLen int
 }
 
 // registry returns the Registry c names, or DefaultRegistry.
@@ -349,7 +355,7 @@ func prepareBuild(ctx context.Context, cfg Config, userSchema json.RawMessage, l
 	}
 	llm := llmSettings(cfg)
 	b := &Build{Log: log, Registry: cfg.registry(), LLM: &llm, toolsOnly: toolsOnly, shown: map[message.Identity]bool{},
-		rendering: cfg.Rendering, seen: &message.Log{}, lazy: cfg.lazy}
+		rendering: cfg.Rendering, seen: &message.Log{}, lazy: cfg.lazy, contextLen: cfg.contextLen}
 	if err := b.handleNew(ctx); err != nil {
 		return nil, err
 	}

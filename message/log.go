@@ -25,9 +25,10 @@ import (
 //
 // A Log is safe for concurrent use. The zero Log is empty and ready.
 type Log struct {
-	mu    sync.RWMutex
-	msgs  []*Message // never changed once appended; All reads them unlocked
-	views map[Identity]*view
+	mu        sync.RWMutex
+	msgs      []*Message // never changed once appended; All reads them unlocked
+	views     map[Identity]*view
+	instances map[string]bool // the instances of its data messages
 }
 
 // view is the value of one identity: its writes, oldest first, applied to
@@ -104,6 +105,12 @@ func (l *Log) index(m *Message, w write, val any) {
 		}
 		v = &view{}
 		l.views[m.Identity()] = v
+		if m.Instance != "" {
+			if l.instances == nil {
+				l.instances = map[string]bool{}
+			}
+			l.instances[m.Instance] = true
+		}
 	}
 	if m.Description != "" {
 		v.description = m.Description
@@ -298,6 +305,13 @@ func (l *Log) All() iter.Seq2[int, Message] {
 			}
 		}
 	}
+}
+
+// HasInstance reports whether a data message of the log has _instance id.
+func (l *Log) HasInstance(id string) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.instances[id]
 }
 
 // Identities returns the data identities in order of first appearance.
