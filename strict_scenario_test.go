@@ -1036,3 +1036,45 @@ func TestStrictOutputDefinitions(t *testing.T) {
 		}
 	})
 }
+
+// Instances that appear mid-run (a loader returns instanced input):
+// _instance is the enum of the context's instances until the first new
+// one, then a string, which every strict mode accepts; a call names the
+// new instance and writes its state.
+func TestStrictInstancesMidRun(t *testing.T) {
+	forEachStrictAdapter(t, func(t *testing.T, a strictAdapter) {
+		reg, rec := agent.NewRegistry(), &strictRecorder{}
+		reg.Tool("load", json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`))
+		reg.Activity("load", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+			var p struct{ ID string }
+			if err := json.Unmarshal(c.Args(), &p); err != nil {
+				return nil, err
+			}
+			m := message.Data(message.KindInput, json.RawMessage(`{"comment":"item `+p.ID+`"}`))
+			m.Instance = p.ID
+			return &agent.Result{Messages: []message.Message{m}}, nil
+		}))
+		reg.Tool("moderateComment", json.RawMessage(`{"type":"object","properties":{"comment":{"type":"string"}},"required":["comment"]}`))
+		rec.activity(reg, "moderateComment", func(c *agent.Call) (json.RawMessage, error) {
+			return json.RawMessage(`{"seen":` + argString(c, "comment") + `}`), nil
+		})
+		res, m := strictRun(t, a, reg, `{"type":"object","properties":{"done":{"type":"boolean"}},"required":["done"]}`,
+			`[{"type":"tool","tool":"load"},{"type":"tool","tool":"moderateComment"},{"type":"input","_instance":"a","comment":"item a"}]`, false,
+			strictCalls(strict.Call{Tool: "load", Set: set("id", `"b"`)}),
+			strictCalls(strict.Call{Tool: "moderateComment", Set: set("_instance", `"b"`, "comment", `"†input.comment"`, "_outputPath", `"†state.moderation"`)}),
+			strictOutput(`{"done":true}`))
+		s := m.schemas()
+		if p := itemProperty(t, s[0], "moderateComment", "_instance"); !strings.Contains(p, `"enum":["a"]`) {
+			t.Errorf("request 1's _instance: %s", p)
+		}
+		if p := strings.ToLower(itemProperty(t, s[1], "moderateComment", "_instance")); !strings.Contains(p, `"string"`) || strings.Contains(p, "enum") {
+			t.Errorf("request 2's _instance: %s", p)
+		}
+		if string(s[1]) != string(s[2]) {
+			t.Errorf("the schema changed after the instances opened")
+		}
+		if got := strictValue(t, res.Log, "b", "†state.moderation"); got != `{"seen":"item b"}` {
+			t.Errorf("instance b: state.moderation = %s", got)
+		}
+	})
+}
