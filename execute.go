@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/augceo/agent/message"
@@ -26,6 +27,24 @@ func missing(err error) error {
 		return j.Unwrap()[1]
 	}
 	return err
+}
+
+// unknownInstance is the error of a call whose _instance names no
+// instance of the log's data. It lists them only when it is read: a
+// blocked call is tried again as calls finish.
+type unknownInstance struct {
+	id  string
+	log *message.Log
+}
+
+func (e unknownInstance) Error() string {
+	var ids []string
+	for _, id := range e.log.Identities() {
+		if id.Instance != "" && !slices.Contains(ids, id.Instance) {
+			ids = append(ids, id.Instance)
+		}
+	}
+	return fmt.Sprintf("_instance %q names no instance of the data (%s)", e.id, strings.Join(ids, ", "))
 }
 
 // executor runs calls against a log.
@@ -84,7 +103,7 @@ func (x *executor) prepare(log *message.Log, c *Call) (*Call, error) {
 		// check the enum did). It waits, as for a reference: another call
 		// of its step may bring that instance.
 		if x.build.contextLen > 0 && len(x.build.instances) > 0 && !log.HasInstance(c.Instance) {
-			return c, blocked(fmt.Errorf("_instance %q names no instance of the data (%s)", c.Instance, strings.Join(InstanceIDs(log.Messages()), ", ")))
+			return c, blocked(unknownInstance{c.Instance, log})
 		}
 	}
 	scopes, scoped, err := c.shape.scopes, c.shape.scoped, error(nil)
