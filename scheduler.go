@@ -77,6 +77,9 @@ type task struct {
 	// (Resume): it does not run again; errMsg is its error, if it failed.
 	prior  bool
 	errMsg *message.Message
+	// approved marks a call that started in an earlier attempt: the
+	// advisors and Confirm let it run then, and are not asked again.
+	approved bool
 }
 
 // taskError is the error message of a failed call.
@@ -130,11 +133,16 @@ func (s *scheduler) add(t *task) { heap.Push(&s.waiting, t) }
 // reports false when the run ended.
 func (s *scheduler) start(ctx context.Context) bool {
 	var starts []func()
+	var bgStarts int // of which fire-and-forget
 	var kept []*task // calls passed over, still blocked
 	defer func() {
 		for _, t := range kept {
 			heap.Push(&s.waiting, t)
 		}
+		// Calls counted as running and never launched (the run ended
+		// first) run no more: wait must not wait for them.
+		s.running -= len(starts)
+		s.bg -= bgStarts
 	}()
 	for len(s.waiting) > 0 && s.running < s.conc {
 		t := heap.Pop(&s.waiting).(*task)
@@ -159,13 +167,13 @@ func (s *scheduler) start(ctx context.Context) bool {
 			kept = append(kept, t)
 			continue
 		}
-		if err == nil {
+		if err == nil && !t.approved {
 			// The advisors decide before a person is asked.
 			if reason := t.exec.veto(c); reason != "" {
 				err = &CallError{Kind: Vetoed, Tool: c.Tool, Err: errors.New(reason)}
 			}
 		}
-		if err == nil && s.confirm != nil {
+		if err == nil && s.confirm != nil && !t.approved {
 			c.ID = t.id // the call Confirm sees is the one that runs
 			d, cerr := s.confirm(ctx, c.handed())
 			switch {
@@ -215,17 +223,20 @@ func (s *scheduler) start(ctx context.Context) bool {
 			continue
 		}
 		starts = append(starts, run)
+		if bg {
+			bgStarts++
+		}
 	}
 	if s.flush != nil { // what settled since the last round goes too
 		if err := s.flush(ctx); err != nil {
-			s.running -= len(starts) // they never start
 			s.fail(err)
-			return false
+			return false // they never start
 		}
 	}
 	for _, f := range starts {
 		platform.Go(ctx, f)
 	}
+	starts, bgStarts = nil, 0 // launched
 	return true
 }
 
