@@ -118,7 +118,8 @@ func renderAdvisor(_ context.Context, b *Build, m *message.Message) error {
 	}
 	desc.WriteString("Give its opinion in advisors before any call; put its votes for tools in calls as inline JSON, e.g. {\"deploy\": 10, \"delay\": 90}.")
 	b.Render(provider.RoleUser, desc.String())
-	item, err := advisorItem(a, schema, InstanceIDs(b.Log.Messages()))
+	ids, open := b.logInstances()
+	item, err := advisorItem(a, schema, ids, open)
 	if err != nil {
 		return fmt.Errorf("advisor %q: %w", a.ID, err)
 	}
@@ -127,9 +128,24 @@ func renderAdvisor(_ context.Context, b *Build, m *message.Message) error {
 	return nil
 }
 
+// logInstances returns the instances of the whole log's data, in order,
+// and whether one came after the run's context (see Build.instancesOpen).
+func (b *Build) logInstances() (ids []string, open bool) {
+	seen := map[string]bool{}
+	for i, m := range b.Log.All() {
+		if m.Type == message.TypeData && m.Instance != "" && !seen[m.Instance] {
+			seen[m.Instance] = true
+			ids = append(ids, m.Instance)
+			open = open || b.contextLen > 0 && i >= b.contextLen
+		}
+	}
+	return ids, open
+}
+
 // advisorItem is the schema of one advisor's entry: its id, what its
-// schema asks for, and its votes.
-func advisorItem(a *message.Advisor, s json.RawMessage, instances []string) (json.RawMessage, error) {
+// schema asks for, and its votes. Its _instance, for an instanced
+// advisor, is an enum of instances, or any string when open, as a call's.
+func advisorItem(a *message.Advisor, s json.RawMessage, instances []string, open bool) (json.RawMessage, error) {
 	o := &ojson.Object{}
 	if len(s) > 0 && s[0] == '{' {
 		var err error
@@ -149,6 +165,9 @@ func advisorItem(a *message.Advisor, s json.RawMessage, instances []string) (jso
 	if a.IsInstanced {
 		enum, _ := json.Marshal(instances)
 		props.Set("_instance", json.RawMessage(`{"enum":`+string(enum)+`}`))
+		if open {
+			props.Set("_instance", json.RawMessage(`{"type":"string","description":"The instance the opinion is about: an _instance of the data."}`))
+		}
 		req = append(req, "_instance")
 	}
 	props.Set("calls", json.RawMessage(`{"type":"string","description":"Votes for tools as inline JSON: tool name to weight."}`))

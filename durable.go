@@ -825,14 +825,17 @@ func (r *run) finish(ctx context.Context, rs *resumed) bool {
 	// The step's queued calls are weighed by its advisors (calls that
 	// started passed already).
 	queued := rs.exec
-	if raw := rs.advice[strconv.Itoa(step)]; raw != nil && rs.exec != nil {
+	if raw := rs.advice[strconv.Itoa(step)]; raw != nil {
 		ops, err := opinionsOf(raw)
 		if err != nil {
 			r.fail(fmt.Errorf("agent: resume: advice of step %d: %w", step, err))
 			return false
 		}
-		x := *rs.exec
-		x.council, r.advice, queued = ops, ops, &x
+		r.advice = ops
+		if rs.exec != nil {
+			x := *rs.exec
+			x.council, queued = ops, &x
+		}
 	}
 	prefix := strconv.Itoa(step) + "."
 	var plan []json.RawMessage
@@ -842,7 +845,7 @@ func (r *run) finish(ctx context.Context, rs *resumed) bool {
 		}
 		t := &task{id: id, index: i, exec: queued}
 		if raw, ok := rs.started[id]; ok {
-			t.raw, t.exec = raw, rs.exec
+			t.raw, t.exec, t.approved = raw, rs.exec, true
 			t.prepare = func(*message.Log) (*Call, error) {
 				// Later calls may have changed what it read.
 				at, err := message.NewLog(rs.msgs[:rs.at[id]]...)
@@ -863,17 +866,14 @@ func (r *run) finish(ctx context.Context, rs *resumed) bool {
 	if !s.runDown(ctx, false) {
 		return false
 	}
-	if open && !s.appendAll([]message.Message{{Type: message.TypePlan, Plan: planOf(plan)}}) {
-		return false
-	}
-	if !s.appendAll(s.takeErrors()) {
-		return false
-	}
-	if s.cutShort(ctx) {
+	if s.cutShort(ctx) { // the step did not end: the next resume ends it
 		r.fail(ctx.Err())
 		return false
 	}
-	return true
+	if open && !s.appendAll([]message.Message{{Type: message.TypePlan, Plan: planOf(plan)}}) {
+		return false
+	}
+	return s.appendAll(s.takeErrors())
 }
 
 // callPosition returns the step and the position of a loop's call id

@@ -102,7 +102,7 @@ func (x *executor) prepare(log *message.Log, c *Call) (*Call, error) {
 		// string it was offered once instances came mid-run says (the
 		// check the enum did). It waits, as for a reference: another call
 		// of its step may bring that instance.
-		if x.build.contextLen > 0 && len(x.build.instances) > 0 && !log.HasInstance(c.Instance) {
+		if x.build.contextLen > 0 && len(x.build.instances) > 0 && !c.shape.ownInstance && !log.HasInstance(c.Instance) {
 			return c, blocked(unknownInstance{c.Instance, log})
 		}
 	}

@@ -431,6 +431,18 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	if !ok || r.stopped || !advise(nil) || !s.runDown(ctx, false) {
 		return nil, false
 	}
+	if s.cutShort(ctx) {
+		// The step did not end: its plan and its calls' errors stay out of
+		// the log (and the journal), and the loop stops; a resume ends the
+		// step. A notice about the answer itself stays.
+		var notices []message.Message
+		for _, m := range s.takeErrors() {
+			if m.Failed == nil {
+				notices = append(notices, m)
+			}
+		}
+		return sol, s.appendAll(notices)
+	}
 	// The calls of this step are the plan of the next (012); errors of the
 	// tick come last.
 	if len(calls) > 0 || r.lazy {

@@ -398,6 +398,10 @@ func planTasks(g *planGraph, x *executor, rs *resumed) []*task {
 		}
 		if rs != nil {
 			t.errMsg, t.prior = rs.settled[id]
+			if rs.logged[id] { // its error message is in the log already
+				t.errMsg = nil
+			}
+			_, t.approved = rs.started[id]
 		}
 		tasks[n.index] = t
 	}

@@ -64,6 +64,9 @@ type shaped struct {
 	delegate string   // its _delegate, if any
 	scopes   []string // its provisioned _scopes const, if scoped
 	scoped   bool
+	// ownInstance: the tool declares its own _instance, which the model
+	// fills as the tool says (it may name a new instance).
+	ownInstance bool
 }
 
 // compiledCheck returns the compiled check schema; the registry's schemas
@@ -115,7 +118,22 @@ func shape(name string, def json.RawMessage, explicit bool) (*shaped, error) {
 	}
 	sh := &shaped{llm: llm, check: check, def: def, result: result, activity: activityOf(def), delegate: delegateOf(def)}
 	sh.scopes, sh.scoped, _ = callScopes(def, nil)
+	sh.ownInstance = declaresInstance(def)
 	return sh, nil
+}
+
+// declaresInstance reports whether a tool definition has an _instance
+// property of its own.
+func declaresInstance(def json.RawMessage) bool {
+	if !bytes.Contains(def, []byte(`"_instance"`)) {
+		return false
+	}
+	o, err := ojson.Parse(def)
+	if err != nil {
+		return false
+	}
+	props, err := ojson.Parse(o.Get("properties"))
+	return err == nil && props.Has("_instance")
 }
 
 // refSchema is what a parameter may hold instead of its value: a

@@ -19,7 +19,10 @@ import (
 // and its [EntrySettled] are appended together, messages first),
 // renumbered from 1 by [Store.Append], except an [EntryStarted] whose
 // [EntrySettled] (the entry with the same Call) is not among them: in the
-// fork, that call has not run yet.
+// fork, that call has not run yet (its [EntryQueued], when the model had
+// written it by then, stays, and a resume of the fork runs it).
+// [EntryQueued] and [EntryAdvice] entries after the message are left out:
+// the model wrote them later.
 //
 // Fork returns an error wrapping [ErrNotFound] if the parent does not
 // exist, [ErrExists] if newID does, and [ErrRange] if at is negative or
@@ -58,6 +61,9 @@ func Fork(ctx context.Context, s Store, c Catalog, id string, at int, newID stri
 			// or the end of the run, does not.
 			if e.Type == EntryMessage || e.Type == EntryEnd {
 				break
+			}
+			if e.Type == EntryQueued || e.Type == EntryAdvice {
+				continue // the model wrote it after the message
 			}
 			prefix = append(prefix, e)
 			continue
