@@ -502,15 +502,24 @@ func TestResumeKeepsAdviceWithNothingToRun(t *testing.T) {
 	}
 }
 
-// Crash the run at every Append, then the resume at every Append, then
-// resume to the end: no non-idempotent call runs twice, each step's plan
-// and each call's error message are in the log once, the journal's log is
-// the run's.
-func TestResumeCrashMatrix(t *testing.T) {
+// matrixRun is the run of the crash and break matrices: step 1 has an
+// idempotent call (slow), a call that is not (once) waiting for it, a
+// failing call (bad) and a fire-and-forget call (notify); step 2 calls
+// once again; then the output. runs counts the runs of once and notify.
+type matrixRun struct {
+	reg    *agent.Registry
+	answer provider.Provider
+	msgs   []message.Message
+	mu     sync.Mutex
+	runs   map[string]int
+}
+
+func newMatrixRun(t *testing.T) *matrixRun {
 	step1 := `{"calls":[{"_tool":"slow","_outputPath":"†state.s"},{"_tool":"once","v":"†state.s","_outputPath":"†state.x"},{"_tool":"bad","_outputPath":"†state.b"},{"_tool":"notify"}],"output":null}`
 	step2 := `{"calls":[{"_tool":"once","v":3,"_outputPath":"†state.y"}],"output":null}`
 	done := `{"calls":[],"output":"done"}`
-	answer := provider.Func(func(c context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+	r := &matrixRun{reg: agent.NewRegistry(), runs: map[string]int{}}
+	r.answer = provider.Func(func(c context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
 		text := fmt.Sprint(req.Messages)
 		a := step1
 		switch {
@@ -521,46 +530,92 @@ func TestResumeCrashMatrix(t *testing.T) {
 		}
 		return scripted.Solutions(a).Generate(c, req)
 	})
-	msgs := ctxOf(t, `[{"type":"tool","tool":"slow"},{"type":"tool","tool":"once"},{"type":"tool","tool":"bad"},{"type":"tool","tool":"notify"},{"type":"text","text":"Go"}]`)
+	r.msgs = ctxOf(t, `[{"type":"tool","tool":"slow"},{"type":"tool","tool":"once"},{"type":"tool","tool":"bad"},{"type":"tool","tool":"notify"},{"type":"text","text":"Go"}]`)
+	count := func(k string) {
+		r.mu.Lock()
+		r.runs[k]++
+		r.mu.Unlock()
+	}
+	wait := func(c context.Context, d time.Duration) error {
+		select {
+		case <-time.After(d):
+			return nil
+		case <-c.Done():
+			return c.Err()
+		}
+	}
+	reg := r.reg
+	reg.Tool("slow", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("slow", agent.Idempotent(agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+		if err := wait(c, time.Millisecond); err != nil {
+			return nil, err
+		}
+		return agent.Value("s")
+	})))
+	reg.Tool("once", json.RawMessage(`{"type":"object","properties":{"v":{}}}`))
+	reg.Activity("once", agent.ActivityFunc(func(_ context.Context, c *agent.Call) (*agent.Result, error) {
+		count("once " + string(c.Args()))
+		return agent.Value("o")
+	}))
+	reg.Tool("bad", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("bad", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+		return nil, errors.New("no stock")
+	}))
+	reg.Tool("notify", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("notify", agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+		count("notify")
+		if err := wait(c, 2*time.Millisecond); err != nil {
+			return nil, err
+		}
+		return agent.Value("n")
+	}))
+	return r
+}
+
+// check checks the result of the run's last resume: no call that is not
+// idempotent ran twice, each step's plan and the failed call's error
+// message are in the log once, the output is the run's, and the journal's
+// log is the run's.
+func (r *matrixRun) check(t *testing.T, label string, res *agent.RunResult, st store.Store, id string) {
+	t.Helper()
+	for k, v := range r.runs {
+		if v > 1 {
+			t.Errorf("%s: %s ran %d times", label, k, v)
+		}
+	}
+	plans := plansOf(res.Log)
+	per := map[string]int{}
+	for _, m := range res.Log.Messages() {
+		if m.Type == message.TypeError {
+			per[string(m.Failed)]++
+		}
+	}
+	dup := false
+	for _, k := range per {
+		dup = dup || k > 1
+	}
+	if dup || per[`{"_tool":"bad","_outputPath":"†state.b"}`] != 1 || len(plans) != 2 || plans[0] == plans[1] {
+		t.Errorf("%s: errors %q plans %q", label, planErrors(res.Log), plans)
+	}
+	if res.Solution == nil || string(res.Solution.Output) != `"done"` {
+		t.Errorf("%s: solution %+v", label, res.Solution)
+	}
+	sameLog(t, st, id, res.Log)
+}
+
+// TestResumeCrashMatrix crashes the run at every Append, then the resume
+// at every Append, then resumes to the end.
+func TestResumeCrashMatrix(t *testing.T) {
 	finals := 0
-	defer func() { t.Logf("%d final resumes", finals) }()
 	for n := int64(1); n < 14; n++ {
 		for m := int64(1); m < 10; m++ {
-			var mu sync.Mutex
-			runs := map[string]int{}
-			count := func(k string) {
-				mu.Lock()
-				runs[k]++
-				mu.Unlock()
-			}
-			reg := agent.NewRegistry()
-			reg.Tool("slow", json.RawMessage(`{"type":"object"}`))
-			reg.Activity("slow", agent.Idempotent(agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
-				time.Sleep(time.Millisecond)
-				return agent.Value("s")
-			})))
-			reg.Tool("once", json.RawMessage(`{"type":"object","properties":{"v":{}}}`))
-			reg.Activity("once", agent.ActivityFunc(func(_ context.Context, c *agent.Call) (*agent.Result, error) {
-				count("once " + string(c.Args()))
-				return agent.Value("o")
-			}))
-			reg.Tool("bad", json.RawMessage(`{"type":"object"}`))
-			reg.Activity("bad", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
-				return nil, errors.New("no stock")
-			}))
-			reg.Tool("notify", json.RawMessage(`{"type":"object"}`))
-			reg.Activity("notify", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
-				count("notify")
-				time.Sleep(2 * time.Millisecond)
-				return agent.Value("n")
-			}))
+			r := newMatrixRun(t)
 			st := newCrashStore(n)
-			cfg := agent.Config{Registry: reg, Store: st, RunID: "x", Clock: fixedClock, Provider: answer}
-			_, err := agent.Run(context.Background(), cfg, json.RawMessage(`{"type":"string"}`), msgs)
-			if err == nil {
+			cfg := agent.Config{Registry: r.reg, Store: st, RunID: "x", Clock: fixedClock, Provider: r.answer}
+			if _, err := agent.Run(context.Background(), cfg, json.RawMessage(`{"type":"string"}`), r.msgs); err == nil {
 				continue
 			}
-			if _, lerr := st.Load(context.Background(), "x"); lerr != nil {
+			if _, err := st.Load(context.Background(), "x"); err != nil {
 				continue // never created
 			}
 			st2 := restart(t, st, "x")
@@ -576,62 +631,19 @@ func TestResumeCrashMatrix(t *testing.T) {
 				t.Errorf("n=%d m=%d: final resume: %v", n, m, err)
 				continue
 			}
-			for k, v := range runs {
-				if v > 1 {
-					t.Errorf("n=%d m=%d: %s ran %d times", n, m, k, v)
-				}
-			}
-			plans := plansOf(res.Log)
-			seen := map[string]int{}
-			for _, p := range plans {
-				seen[p]++
-			}
-			for p, k := range seen {
-				if k > 1 {
-					t.Errorf("n=%d m=%d: plan %s %d times", n, m, p, k)
-				}
-			}
-			errs := planErrors(res.Log)
-			per := map[string]int{}
-			for _, mm := range res.Log.Messages() {
-				if mm.Type == message.TypeError {
-					per[string(mm.Failed)]++
-				}
-			}
-			dup := false
-			for _, k := range per {
-				dup = dup || k > 1
-			}
-			if dup || per[`{"_tool":"bad","_outputPath":"†state.b"}`] != 1 || len(plans) != 2 {
-				t.Errorf("n=%d m=%d: errors %q plans %q", n, m, errs, plans)
-			}
 			finals++
-			if string(res.Solution.Output) != `"done"` {
-				t.Errorf("n=%d m=%d: output %s", n, m, res.Solution.Output)
-			}
-			sameLog(t, st3, "x", res.Log)
+			r.check(t, fmt.Sprintf("n=%d m=%d", n, m), res, st3, "x")
 		}
+	}
+	if finals == 0 {
+		t.Error("no run needed a final resume")
 	}
 }
 
-// As TestResumeCrashMatrix, but the consumer stops the run after n events
-// and the resume after m events (a break: the run is saved resumable).
+// TestResumeBreakMatrix is TestResumeCrashMatrix with the consumer
+// stopping the run after n events and the resume after m events (a break
+// leaves the run resumable).
 func TestResumeBreakMatrix(t *testing.T) {
-	step1 := `{"calls":[{"_tool":"slow","_outputPath":"†state.s"},{"_tool":"once","v":"†state.s","_outputPath":"†state.x"},{"_tool":"bad","_outputPath":"†state.b"},{"_tool":"notify"}],"output":null}`
-	step2 := `{"calls":[{"_tool":"once","v":3,"_outputPath":"†state.y"}],"output":null}`
-	done := `{"calls":[],"output":"done"}`
-	answer := provider.Func(func(c context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
-		text := fmt.Sprint(req.Messages)
-		a := step1
-		switch {
-		case strings.Contains(text, "†state.y"):
-			a = done
-		case strings.Contains(text, "†state.x"):
-			a = step2
-		}
-		return scripted.Solutions(a).Generate(c, req)
-	})
-	msgs := ctxOf(t, `[{"type":"tool","tool":"slow"},{"type":"tool","tool":"once"},{"type":"tool","tool":"bad"},{"type":"tool","tool":"notify"},{"type":"text","text":"Go"}]`)
 	// drain stops at event stopAt or the first after it, once the first
 	// answer is whole when answered is false: a stop before that cuts the
 	// model's answer short, and the calls it had yet to write are gone.
@@ -652,48 +664,12 @@ func TestResumeBreakMatrix(t *testing.T) {
 		return nil, nil, false
 	}
 	finals := 0
-	defer func() { t.Logf("%d final resumes", finals) }()
 	for n := 1; n < 40; n += 2 {
 		for m := 1; m < 30; m += 3 {
-			var mu sync.Mutex
-			runs := map[string]int{}
-			count := func(k string) {
-				mu.Lock()
-				runs[k]++
-				mu.Unlock()
-			}
-			reg := agent.NewRegistry()
-			reg.Tool("slow", json.RawMessage(`{"type":"object"}`))
-			reg.Activity("slow", agent.Idempotent(agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
-				select {
-				case <-time.After(time.Millisecond):
-				case <-c.Done():
-					return nil, c.Err()
-				}
-				return agent.Value("s")
-			})))
-			reg.Tool("once", json.RawMessage(`{"type":"object","properties":{"v":{}}}`))
-			reg.Activity("once", agent.ActivityFunc(func(_ context.Context, c *agent.Call) (*agent.Result, error) {
-				count("once " + string(c.Args()))
-				return agent.Value("o")
-			}))
-			reg.Tool("bad", json.RawMessage(`{"type":"object"}`))
-			reg.Activity("bad", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
-				return nil, errors.New("no stock")
-			}))
-			reg.Tool("notify", json.RawMessage(`{"type":"object"}`))
-			reg.Activity("notify", agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
-				count("notify")
-				select {
-				case <-time.After(2 * time.Millisecond):
-				case <-c.Done():
-					return nil, c.Err()
-				}
-				return agent.Value("n")
-			}))
+			r := newMatrixRun(t)
 			st := store.NewMemory()
-			cfg := agent.Config{Registry: reg, Store: st, RunID: "x", Clock: fixedClock, Provider: answer}
-			if _, err, stopped := drain(agent.Events(context.Background(), cfg, json.RawMessage(`{"type":"string"}`), msgs), n, false); !stopped {
+			cfg := agent.Config{Registry: r.reg, Store: st, RunID: "x", Clock: fixedClock, Provider: r.answer}
+			if _, err, stopped := drain(agent.Events(context.Background(), cfg, json.RawMessage(`{"type":"string"}`), r.msgs), n, false); !stopped {
 				if err != nil {
 					t.Fatalf("n=%d: %v", n, err)
 				}
@@ -711,26 +687,10 @@ func TestResumeBreakMatrix(t *testing.T) {
 				continue
 			}
 			finals++
-			for k, v := range runs {
-				if v > 1 {
-					t.Errorf("n=%d m=%d: %s ran %d times", n, m, k, v)
-				}
-			}
-			plans := plansOf(res.Log)
-			per := map[string]int{}
-			for _, mm := range res.Log.Messages() {
-				if mm.Type == message.TypeError {
-					per[string(mm.Failed)]++
-				}
-			}
-			dup := false
-			for _, k := range per {
-				dup = dup || k > 1
-			}
-			if dup || per[`{"_tool":"bad","_outputPath":"†state.b"}`] != 1 || len(plans) != 2 {
-				t.Errorf("n=%d m=%d: errors %q plans %q", n, m, planErrors(res.Log), plans)
-			}
-			sameLog(t, st, "x", res.Log)
+			r.check(t, fmt.Sprintf("n=%d m=%d", n, m), res, st, "x")
 		}
+	}
+	if finals == 0 {
+		t.Error("no run needed a final resume")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"iter"
 	"testing"
 	"time"
 
@@ -20,11 +21,18 @@ func TestBreakAtSecondStartReturns(t *testing.T) {
 	st := store.NewMemory()
 	cfg := agent.Config{Registry: reg, Store: st, RunID: "h", Clock: fixed, Provider: scripted.Solutions(
 		`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.a"},{"_tool":"put","v":2,"_outputPath":"†state.b"}],"output":null}`)}
+	stopAtSecondStart(t, "the run", agent.Events(context.Background(), cfg, anyOut, ctxOf(t, `[{"type":"tool","tool":"put"},{"type":"text","text":"go"}]`)))
+}
+
+// stopAtSecondStart reads events up to the second call.started and stops:
+// the stream must return (a hang detector, not a speed target).
+func stopAtSecondStart(t *testing.T, what string, events iter.Seq2[agent.RunEvent, error]) {
+	t.Helper()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		n := 0
-		for ev, err := range agent.Events(context.Background(), cfg, anyOut, ctxOf(t, `[{"type":"tool","tool":"put"},{"type":"text","text":"go"}]`)) {
+		for ev, err := range events {
 			if err != nil {
 				return
 			}
@@ -38,7 +46,7 @@ func TestBreakAtSecondStartReturns(t *testing.T) {
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
-		t.Fatal("the run did not return after its consumer stopped")
+		t.Fatalf("%s did not return after its consumer stopped", what)
 	}
 }
 
@@ -68,24 +76,5 @@ func TestResumeBreakAtSecondStartReturns(t *testing.T) {
 		t.Fatalf("cut: %v", err)
 	}
 	cfg.Provider = scripted.Solutions(`{"calls":[],"output":{"done":true}}`)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		n := 0
-		for ev, err := range agent.ResumeEvents(context.Background(), cfg, "h") {
-			if err != nil {
-				return
-			}
-			if ev.Kind == agent.EventCallStarted {
-				if n++; n == 2 {
-					break
-				}
-			}
-		}
-	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the resume did not return after its consumer stopped")
-	}
+	stopAtSecondStart(t, "the resume", agent.ResumeEvents(context.Background(), cfg, "h"))
 }
