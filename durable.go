@@ -837,6 +837,17 @@ func (r *run) finish(ctx context.Context, rs *resumed) bool {
 			x.council, queued = ops, &x
 		}
 	}
+	// A call run again resolves in the log it started with (later calls
+	// may have changed what it read). Calls are prepared in the order they
+	// started, mostly, so one log grows from call to call rather than one
+	// being built per call; it starts over when a call started earlier.
+	var started *message.Log
+	startedLog := func(n int) (*message.Log, error) {
+		if started == nil || n < started.Len() {
+			started = &message.Log{}
+		}
+		return started, started.Append(rs.msgs[started.Len():n]...)
+	}
 	prefix := strconv.Itoa(step) + "."
 	var plan []json.RawMessage
 	for i, id := range ids {
@@ -847,8 +858,7 @@ func (r *run) finish(ctx context.Context, rs *resumed) bool {
 		if raw, ok := rs.started[id]; ok {
 			t.raw, t.exec, t.approved = raw, rs.exec, true
 			t.prepare = func(*message.Log) (*Call, error) {
-				// Later calls may have changed what it read.
-				at, err := message.NewLog(rs.msgs[:rs.at[id]]...)
+				at, err := startedLog(rs.at[id])
 				if err != nil {
 					return nil, err
 				}
