@@ -55,12 +55,9 @@ func (r Rendering) Check() error {
 func renderData(_ context.Context, b *Build, m *message.Message) error {
 	if m.Instance != "" && !slices.Contains(b.instances, m.Instance) {
 		b.instances = append(b.instances, m.Instance) // calls may now name it
-		if b.contextLen > 0 && b.Index >= b.contextLen && !b.instancesOpen {
-			b.instancesOpen = true
+		if !b.instancesOpen { // the enum grows, or turns into a string
 			b.changed = true
-		}
-		if !b.instancesOpen {
-			b.changed = true // the enum grows
+			b.instancesOpen = b.contextLen > 0 && b.Index >= b.contextLen
 		}
 	}
 	if b.rendering != RenderSnapshot {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"slices"
 	"strings"
 
 	"github.com/augceo/agent/message"
@@ -38,13 +37,7 @@ type unknownInstance struct {
 }
 
 func (e unknownInstance) Error() string {
-	var ids []string
-	for _, id := range e.log.Identities() {
-		if id.Instance != "" && !slices.Contains(ids, id.Instance) {
-			ids = append(ids, id.Instance)
-		}
-	}
-	return fmt.Sprintf("_instance %q names no instance of the data (%s)", e.id, strings.Join(ids, ", "))
+	return fmt.Sprintf("_instance %q names no instance of the data (%s)", e.id, strings.Join(e.log.Instances(), ", "))
 }
 
 // executor runs calls against a log.

@@ -28,7 +28,8 @@ type Log struct {
 	mu        sync.RWMutex
 	msgs      []*Message // never changed once appended; All reads them unlocked
 	views     map[Identity]*view
-	instances map[string]bool // the instances of its data messages
+	instances []string        // the instances of its data messages, in order of first appearance
+	instance  map[string]bool // the same, as a set
 }
 
 // view is the value of one identity: its writes, oldest first, applied to
@@ -105,11 +106,12 @@ func (l *Log) index(m *Message, w write, val any) {
 		}
 		v = &view{}
 		l.views[m.Identity()] = v
-		if m.Instance != "" {
-			if l.instances == nil {
-				l.instances = map[string]bool{}
+		if m.Instance != "" && !l.instance[m.Instance] {
+			if l.instance == nil {
+				l.instance = map[string]bool{}
 			}
-			l.instances[m.Instance] = true
+			l.instance[m.Instance] = true
+			l.instances = append(l.instances, m.Instance)
 		}
 	}
 	if m.Description != "" {
@@ -311,7 +313,15 @@ func (l *Log) All() iter.Seq2[int, Message] {
 func (l *Log) HasInstance(id string) bool {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.instances[id]
+	return l.instance[id]
+}
+
+// Instances returns the instances of the log's data messages, in order of
+// first appearance.
+func (l *Log) Instances() []string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return slices.Clone(l.instances)
 }
 
 // Identities returns the data identities in order of first appearance.

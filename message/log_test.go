@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -267,5 +268,28 @@ func TestInstanceOverridesFieldByField(t *testing.T) {
 	}
 	if got, err := log.Instance("other").Lookup("state", ref.Path{"cfg", "mode"}); err != nil || string(got) != `"a"` {
 		t.Errorf("another instance reads %s, %v; want the global value", got, err)
+	}
+}
+
+// TestLogInstances: the instances of the data, in order of first
+// appearance, each once; the slice returned is the caller's.
+func TestLogInstances(t *testing.T) {
+	b := Data(KindInput, json.RawMessage(`{"x":1}`))
+	b.Instance = "b"
+	a := Data(KindState, json.RawMessage(`{"y":2}`))
+	a.Instance = "a"
+	b2 := Data(KindState, json.RawMessage(`{"z":3}`))
+	b2.Instance = "b"
+	l, err := NewLog(Text("go"), b, Data(KindState, json.RawMessage(`{}`)), a, b2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := l.Instances()
+	if !slices.Equal(got, []string{"b", "a"}) {
+		t.Fatalf("instances %q", got)
+	}
+	got[0] = "changed"
+	if !slices.Equal(l.Instances(), []string{"b", "a"}) || !l.HasInstance("a") || l.HasInstance("") || l.HasInstance("c") {
+		t.Errorf("after changing the copy: %q; a %v, c %v", l.Instances(), l.HasInstance("a"), l.HasInstance("c"))
 	}
 }
