@@ -55,7 +55,8 @@ func (r Rendering) Check() error {
 func renderData(_ context.Context, b *Build, m *message.Message) error {
 	if m.Instance != "" && !slices.Contains(b.instances, m.Instance) {
 		b.instances = append(b.instances, m.Instance) // calls may now name it
-		if !b.instancesOpen { // the enum grows, or turns into a string
+		// While _instance is an enum, it grows, or turns into a string.
+		if !b.instancesOpen {
 			b.changed = true
 			b.instancesOpen = b.contextLen > 0 && b.Index >= b.contextLen
 		}
