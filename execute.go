@@ -140,6 +140,9 @@ func (x *executor) prepare(log *message.Log, c *Call) (*Call, error) {
 	if err := compiled.Validate(params); err != nil {
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("params: %w", err)}
 	}
+	// A strict model writes null for a parameter it leaves out; the
+	// activity gets the parameters as the tool's schema says them.
+	c.Params = compiled.DropAbsent(params)
 	return c, nil
 }
 

@@ -206,6 +206,11 @@ func (r *Registry) compile(s json.RawMessage, relax bool) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
+	if relax {
+		if c.written, err = r.compile(s, false); err != nil {
+			return nil, err
+		}
+	}
 	if r != nil {
 		r.mu.Lock()
 		if r.cache[ci] == nil || len(r.cache[ci]) >= DefaultCacheSize {

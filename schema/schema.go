@@ -19,6 +19,10 @@ type Schema struct {
 	lib   *jsonschema.Schema
 	fast  *fastNode // nil when refs resolve in ways the fast path does not follow (see fast.go)
 	named bool      // its refs reach schemas registered by name
+	// written is the schema as written, when this one was compiled for
+	// OpenAI's strict mode, with null allowed for optional properties
+	// (see DropAbsent).
+	written *Schema
 }
 
 // NamesSchemas reports whether s refers to schemas registered by name

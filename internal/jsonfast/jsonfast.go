@@ -103,6 +103,27 @@ func RawMembers(data []byte, f func(key, value []byte) bool) {
 	}
 }
 
+// Elements calls f with each raw element of the array in data, in order,
+// until f returns false. data must be a valid JSON array.
+func Elements(data []byte, f func(value []byte) bool) {
+	i := space(data, 0) + 1 // past '['
+	for {
+		i = space(data, i)
+		if i >= len(data) || data[i] == ']' {
+			return
+		}
+		if data[i] == ',' {
+			i++
+			continue
+		}
+		start := i
+		i = skip(data, start)
+		if !f(data[start:i]) {
+			return
+		}
+	}
+}
+
 // Decode decodes valid JSON into map[string]any, []any, string,
 // json.Number, bool and nil, as encoding/json's Decoder with UseNumber does.
 func Decode(data []byte) any {

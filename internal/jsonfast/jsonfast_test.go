@@ -132,3 +132,38 @@ func FuzzUnquote(f *testing.F) {
 		}
 	})
 }
+
+func FuzzElements(f *testing.F) {
+	for _, s := range []string{`[]`, ` [ 1 , "a,]" , {"k":[2,3]} , [] , null ] `, `[[[]],{}]`, `["\"]"]`} {
+		f.Add([]byte(s))
+	}
+	for _, s := range decodeSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) || firstByte(data) != '[' {
+			return
+		}
+		var std []json.RawMessage
+		if err := json.Unmarshal(data, &std); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, v := range std {
+			want = append(want, string(bytes.TrimSpace(v)))
+		}
+		var got []string
+		Elements(data, func(v []byte) bool {
+			got = append(got, string(v))
+			return true
+		})
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("Elements(%q) = %q, want %q", data, got, want)
+		}
+		n := 0
+		Elements(data, func([]byte) bool { n++; return n < 2 })
+		if want := min(len(want), 2); n != want {
+			t.Fatalf("Elements(%q) called f %d times after a false, want %d", data, n, want)
+		}
+	})
+}

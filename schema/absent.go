@@ -1,0 +1,173 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+
+	"github.com/augceo/agent/internal/jsonfast"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// maxAbsentRounds bounds how often DropAbsent validates: each round drops
+// the nulls the schema as written refuses, which can uncover more below
+// an anyOf that failed on them first.
+const maxAbsentRounds = 8
+
+// DropAbsent returns data, which s accepts, without the nulls that stand
+// for absent properties. A schema compiled for [OpenAI] (see
+// [Registry.CompileFor]) lets an optional property be null, as strict mode
+// makes the model write null for a property it leaves out; whoever reads
+// the value (a tool's code, a Go type's decoder) expects the schema as
+// written, which may refuse that null. DropAbsent removes exactly the
+// object members whose null the schema as written refuses, at any depth,
+// and keeps the order and bytes of the rest.
+//
+// data comes back as it is when s was compiled for another dialect, when
+// it holds no such null, and when removing them would not make it valid
+// for the schema as written (it is then not a value s accepts).
+//
+// The validation library decides which nulls go: they are the nulls at
+// which the schema as written fails.
+func (s *Schema) DropAbsent(data json.RawMessage) json.RawMessage {
+	if s.written == nil || !bytes.Contains(data, []byte("null")) {
+		return data
+	}
+	v, err := decode(data)
+	if err != nil {
+		return data
+	}
+	out := data
+	for range maxAbsentRounds {
+		err := s.written.lib.Validate(v)
+		if err == nil {
+			return out
+		}
+		var ve *jsonschema.ValidationError
+		if !errors.As(err, &ve) {
+			return data
+		}
+		paths := refusedNulls(ve, v, nil)
+		if len(paths) == 0 {
+			return data
+		}
+		for _, p := range paths {
+			if deleteMember(v, p) {
+				out = dropMember(out, p)
+			}
+		}
+	}
+	return data
+}
+
+// refusedNulls returns the instance locations of the failures in e that
+// are at a null member of an object of v.
+func refusedNulls(e *jsonschema.ValidationError, v any, paths [][]string) [][]string {
+	if len(e.Causes) == 0 {
+		if len(e.InstanceLocation) > 0 && isNullMember(v, e.InstanceLocation) {
+			paths = append(paths, e.InstanceLocation)
+		}
+		return paths
+	}
+	for _, c := range e.Causes {
+		paths = refusedNulls(c, v, paths)
+	}
+	return paths
+}
+
+// isNullMember reports whether path leads to a null member of an object.
+func isNullMember(v any, path []string) bool {
+	parent, ok := at(v, path[:len(path)-1])
+	if !ok {
+		return false
+	}
+	m, ok := parent.(map[string]any)
+	if !ok {
+		return false
+	}
+	val, ok := m[path[len(path)-1]]
+	return ok && val == nil
+}
+
+// at returns the value at path in v.
+func at(v any, path []string) (any, bool) {
+	for _, tok := range path {
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[tok]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, false
+			}
+			v = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// deleteMember deletes the null member at path from v, reporting whether
+// it was there (two failures may name the same one).
+func deleteMember(v any, path []string) bool {
+	if !isNullMember(v, path) {
+		return false
+	}
+	parent, _ := at(v, path[:len(path)-1])
+	delete(parent.(map[string]any), path[len(path)-1])
+	return true
+}
+
+// dropMember returns the JSON data without the object member at path,
+// its other bytes as they were.
+func dropMember(data []byte, path []string) []byte {
+	data = bytes.TrimSpace(data)
+	if len(path) == 0 || len(data) == 0 {
+		return data
+	}
+	var out []byte
+	switch data[0] {
+	case '{':
+		out = append(out, '{')
+		jsonfast.RawMembers(data, func(k, val []byte) bool {
+			key := jsonfast.Unquote(k)
+			if key == path[0] {
+				if len(path) == 1 {
+					return true
+				}
+				val = dropMember(val, path[1:])
+			}
+			if len(out) > 1 {
+				out = append(out, ',')
+			}
+			out = append(append(append(out, k...), ':'), val...)
+			return true
+		})
+		return append(out, '}')
+	case '[':
+		i, err := strconv.Atoi(path[0])
+		if err != nil {
+			return data
+		}
+		out = append(out, '[')
+		n := 0
+		jsonfast.Elements(data, func(val []byte) bool {
+			if n == i {
+				val = dropMember(val, path[1:])
+			}
+			if n > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, val...)
+			n++
+			return true
+		})
+		return append(out, ']')
+	}
+	return data
+}

@@ -1,0 +1,142 @@
+package schema_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/augceo/agent/schema"
+)
+
+// relaxed compiles s as a run validates what a strict OpenAI model wrote.
+func relaxed(t testing.TB, s string) *schema.Schema {
+	t.Helper()
+	c, err := schema.NewRegistry().CompileFor(json.RawMessage(s), schema.OpenAI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// A null that stands for an absent optional property goes, at any depth;
+// a null the schema as written takes stays; the rest keeps its order and
+// bytes.
+func TestDropAbsent(t *testing.T) {
+	const tool = `{"type":"object","properties":{
+		"id":{"type":"integer"},
+		"note":{"type":"string"},
+		"maybe":{"type":["string","null"]},
+		"must":{"type":["string","null"]},
+		"any":{},
+		"pick":{"anyOf":[{"type":"string"},{"type":"object","properties":{"k":{"type":"string"},"opt":{"type":"integer"}},"required":["k"]}]},
+		"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}
+	},"required":["id","must"],"$defs":{"node":{"type":"object","properties":{"name":{"type":"string"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["name"]}}}`
+	s := relaxed(t, tool)
+	for _, tt := range []struct{ name, in, want string }{
+		{"nothing null", `{"id":1,"must":"x"}`, `{"id":1,"must":"x"}`},
+		{"an optional string", `{"id":1,"note":null,"must":"x"}`, `{"id":1,"must":"x"}`},
+		{"nulls the schema takes", `{"id":1,"maybe":null,"must":null,"any":null}`, `{"id":1,"maybe":null,"must":null,"any":null}`},
+		{"order and values kept", `{ "must" : "x" , "note" : null, "pick" : { "k" : "a" }, "id" : 1 }`, `{"must":"x","pick":{ "k" : "a" },"id":1}`},
+		{"inside an anyOf", `{"id":1,"must":"x","pick":{"k":"a","opt":null},"note":null}`, `{"id":1,"must":"x","pick":{"k":"a"}}`},
+		{"a whole anyOf", `{"id":1,"must":"x","pick":null}`, `{"id":1,"must":"x"}`},
+		{"in a tree", `{"id":1,"must":"x","kids":[{"name":"a","kids":[{"name":"b","kids":null}]},{"name":"c","kids":null}]}`,
+			`{"id":1,"must":"x","kids":[{"name":"a","kids":[{"name":"b"}]},{"name":"c"}]}`},
+		{"a string that says null", `{"id":1,"must":"null","note":"null"}`, `{"id":1,"must":"null","note":"null"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := s.Validate(json.RawMessage(tt.in)); err != nil {
+				t.Fatalf("test case: %s: %v", tt.in, err)
+			}
+			if got := s.DropAbsent(json.RawMessage(tt.in)); string(got) != tt.want {
+				t.Errorf("DropAbsent(%s)\n= %s\nwant %s", tt.in, got, tt.want)
+			}
+		})
+	}
+	// A required property's null is no absence: such data is not valid
+	// for s, and comes back as it is.
+	bad := `{"id":null,"must":"x","note":null}`
+	if got := s.DropAbsent(json.RawMessage(bad)); string(got) != bad {
+		t.Errorf("DropAbsent(%s) = %s, want it unchanged", bad, got)
+	}
+	// A schema compiled as written keeps every null.
+	plain, err := schema.Compile(json.RawMessage(tool))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := `{"id":1,"note":null,"must":"x"}`; string(plain.DropAbsent(json.RawMessage(in))) != in {
+		t.Errorf("a schema compiled as written dropped a null")
+	}
+}
+
+// FuzzDropAbsent checks, for any schema and value the relaxed schema
+// accepts, that what DropAbsent returns is the value itself or one the
+// schema as written accepts, with only nulls taken out.
+func FuzzDropAbsent(f *testing.F) {
+	f.Add(`{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"object","properties":{"c":{"type":"integer"}}}}}`, `{"a":null,"b":{"c":null}}`)
+	f.Add(`{"type":"object","properties":{"a":{"anyOf":[{"type":"null"},{"type":"object","properties":{"x":{"const":1}}}]}}}`, `{"a":{"x":null}}`)
+	f.Add(`{"type":"array","items":{"type":"object","properties":{"n":{"type":"number"}},"required":[]}}`, `[{"n":null},{"n":2},{}]`)
+	f.Add(`{"type":"object","properties":{"a":{"not":{"type":"string"}}}}`, `{"a":null}`)
+	f.Add(`{"oneOf":[{"type":"object","properties":{"a":{"type":"string"}}},{"type":"object","properties":{"a":{"type":"integer"}}}]}`, `{"a":null}`)
+	f.Fuzz(func(t *testing.T, s, data string) {
+		r, err := schema.NewRegistry().CompileFor(json.RawMessage(s), schema.OpenAI)
+		if err != nil || !json.Valid([]byte(data)) || r.Validate(json.RawMessage(data)) != nil {
+			return
+		}
+		written, err := schema.Compile(json.RawMessage(s))
+		if err != nil {
+			t.Fatalf("%s compiles relaxed, not as written: %v", s, err)
+		}
+		got := r.DropAbsent(json.RawMessage(data))
+		if string(got) == data {
+			return
+		}
+		if err := written.Validate(got); err != nil {
+			t.Fatalf("DropAbsent(%s) under %s = %s, which the schema as written refuses: %v", data, s, got, err)
+		}
+		var in, out any
+		if json.Unmarshal([]byte(data), &in) != nil || json.Unmarshal(got, &out) != nil {
+			t.Fatalf("DropAbsent(%s) = %s, not JSON", data, got)
+		}
+		if !onlyNullsGone(in, out) {
+			t.Fatalf("DropAbsent(%s) = %s: more than nulls went", data, got)
+		}
+	})
+}
+
+// onlyNullsGone reports whether out is in with some null object members
+// removed.
+func onlyNullsGone(in, out any) bool {
+	switch x := in.(type) {
+	case map[string]any:
+		y, ok := out.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok {
+				if v != nil {
+					return false
+				}
+				continue
+			}
+			if !onlyNullsGone(v, w) {
+				return false
+			}
+		}
+		return len(y) <= len(x)
+	case []any:
+		y, ok := out.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !onlyNullsGone(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	a, _ := json.Marshal(in)
+	b, _ := json.Marshal(out)
+	return string(a) == string(b)
+}
