@@ -38,6 +38,9 @@ func (s *Schema) DropAbsent(data json.RawMessage) json.RawMessage {
 	if err != nil {
 		return data
 	}
+	if _, n := numberOutOfRange(v, nil); n != "" {
+		return data // not a value s accepts
+	}
 	out := data
 	for range maxAbsentRounds {
 		err := s.written.lib.Validate(v)

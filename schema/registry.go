@@ -105,6 +105,9 @@ func prepare(s json.RawMessage) (any, error) {
 	default:
 		return nil, fmt.Errorf("%w: a schema is an object or a boolean", ErrInvalidSchema)
 	}
+	if at, n := numberOutOfRange(tree, nil); n != "" {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidSchema, rangeError(at, n))
+	}
 	return walk(tree, "", translateNullable)
 }
 

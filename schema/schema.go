@@ -31,7 +31,9 @@ type Schema struct {
 func (s *Schema) NamesSchemas() bool { return s.named }
 
 // Validate reports whether data, one JSON value, conforms to s. It returns nil, an error
-// wrapping [ErrInvalidJSON], or a [*ValidationError].
+// wrapping [ErrInvalidJSON], or a [*ValidationError]. A number written with more than
+// 1000 characters, or with an exponent beyond ±1000, is invalid wherever it appears:
+// validating it exactly would take minutes.
 func (s *Schema) Validate(data json.RawMessage) error {
 	v, err := decode(data)
 	if err != nil {
@@ -44,6 +46,9 @@ func (s *Schema) Validate(data json.RawMessage) error {
 // float64 or [json.Number], string, []any and map[string]any, as [json.Unmarshal]
 // produces into an any.
 func (s *Schema) ValidateValue(v any) error {
+	if at, n := numberOutOfRange(v, nil); n != "" {
+		return rangeError(at, n)
+	}
 	if s.fast != nil && s.fast.accepts(v) {
 		return nil
 	}

@@ -1,0 +1,73 @@
+package schema
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+)
+
+// maxNumber bounds the numbers Validate takes: the exponent of a number
+// (1e999999999), and the characters it is written with. The validation
+// library computes a number's exact value for minimum, maximum and
+// multipleOf, and so does the fast path: past these bounds that takes
+// minutes and gigabytes, or crashes the library. No schema keyword or Go
+// type needs such a number, and a model (or whoever feeds it) can write
+// one, so it is invalid wherever it appears. A schema holding one does not
+// compile (a tool's schema may come from an MCP server).
+const maxNumber = 1000
+
+// numberOutOfRange finds a number in v beyond maxNumber: its location
+// (path, then the tokens below it), and the number; n is "" when there is
+// none.
+func numberOutOfRange(v any, path []string) (at []string, n json.Number) {
+	switch x := v.(type) {
+	case json.Number:
+		if !numberInRange(x) {
+			return path, x
+		}
+	case []any:
+		for i, e := range x {
+			if at, n := numberOutOfRange(e, append(path, strconv.Itoa(i))); n != "" {
+				return at, n
+			}
+		}
+	case map[string]any:
+		for k, e := range x {
+			if at, n := numberOutOfRange(e, append(path, k)); n != "" {
+				return at, n
+			}
+		}
+	case *object: // a schema's tree
+		for _, m := range x.members {
+			if at, n := numberOutOfRange(m.val, append(path, m.key)); n != "" {
+				return at, n
+			}
+		}
+	}
+	return nil, ""
+}
+
+func numberInRange(n json.Number) bool {
+	s := string(n)
+	if len(s) > maxNumber {
+		return false
+	}
+	i := strings.IndexAny(s, "eE")
+	if i < 0 {
+		return true
+	}
+	exp, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
+	return err == nil && exp >= -maxNumber && exp <= maxNumber
+}
+
+// rangeError reports a number beyond maxNumber at path.
+func rangeError(path []string, n json.Number) *ValidationError {
+	s := string(n)
+	if len(s) > 40 {
+		s = s[:20] + "…" + s[len(s)-10:]
+	}
+	return &ValidationError{
+		InstancePath: pointer(path),
+		Message:      "number " + s + " is out of range: at most " + strconv.Itoa(maxNumber) + " characters, exponents within ±" + strconv.Itoa(maxNumber),
+	}
+}

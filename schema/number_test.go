@@ -1,0 +1,54 @@
+package schema_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/augceo/agent/schema"
+)
+
+// A number with a huge exponent is refused at once, with its place, by
+// every schema: the library would crash on it (minimum, multipleOf) or
+// take minutes computing its exact value.
+func TestNumberOutOfRange(t *testing.T) {
+	long := "1" + strings.Repeat("0", 1000)
+	for _, tt := range []struct{ schema, data, at string }{
+		{`{"maximum":3}`, `1e999999999`, ""},
+		{`{"multipleOf":0.5}`, `1e-999999999`, ""},
+		{`{"minimum":0}`, `1e99999999`, ""},
+		{`{"type":"object","properties":{"n":{"type":"number","maximum":3}}}`, `{"n":2.5E+5000}`, "/n"},
+		{`{"type":"array","items":{"multipleOf":3}}`, `[3,6,` + long + `]`, "/2"},
+		{`{}`, `{"a":[1e1001]}`, "/a/0"},
+	} {
+		s, err := schema.Compile(json.RawMessage(tt.schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		err = s.Validate(json.RawMessage(tt.data))
+		if ve, ok := errors.AsType[*schema.ValidationError](err); !ok || ve.InstancePath != tt.at || !strings.Contains(ve.Message, "out of range") {
+			t.Errorf("%s against %s: %v, want out of range at %q", tt.data[:min(len(tt.data), 30)], tt.schema, err, tt.at)
+		} else if len(ve.Error()) > 200 {
+			t.Errorf("the error is %d bytes long: %.100s...", len(ve.Error()), ve.Error())
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("%s took %v", tt.schema, d)
+		}
+	}
+	// A schema that holds such a number does not compile.
+	for _, s := range []string{`{"multipleOf":1e-999999999}`, `{"properties":{"a":{"maximum":1e5000}}}`} {
+		if _, err := schema.Compile(json.RawMessage(s)); !errors.Is(err, schema.ErrInvalidSchema) || !strings.Contains(err.Error(), "out of range") {
+			t.Errorf("Compile(%s) = %v, want ErrInvalidSchema: out of range", s, err)
+		}
+	}
+	// Within the bounds, numbers are validated as before.
+	s, _ := schema.Compile(json.RawMessage(`{"maximum":3}`))
+	for data, valid := range map[string]bool{`1e1000`: false, `3e-1000`: true, `-1E+999`: true, strings.Repeat("0", 0) + "2": true} {
+		if err := s.Validate(json.RawMessage(data)); (err == nil) != valid {
+			t.Errorf("%s against maximum 3: %v, want valid %v", data, err, valid)
+		}
+	}
+}
