@@ -11,8 +11,8 @@ import (
 
 // findParams has optional parameters, at the top and inside a list.
 type findParams struct {
-	X       int           `json:"x"`
-	Note    string        `json:"note,omitempty"`
+	X       int         `json:"x"`
+	Note    string      `json:"note,omitempty"`
 	Filters []findRange `json:"filters,omitempty"`
 }
 
