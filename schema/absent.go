@@ -38,7 +38,7 @@ func (s *Schema) DropAbsent(data json.RawMessage) json.RawMessage {
 	if err != nil {
 		return data
 	}
-	if _, n := numberOutOfRange(v, nil); n != "" {
+	if _, n := numberOutOfRange(v); n != "" {
 		return data // not a value s accepts
 	}
 	out := data

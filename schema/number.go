@@ -16,31 +16,31 @@ import (
 // compile (a tool's schema may come from an MCP server).
 const maxNumber = 1000
 
-// numberOutOfRange finds a number in v beyond maxNumber: its location
-// (path, then the tokens below it), and the number; n is "" when there is
-// none.
-func numberOutOfRange(v any, path []string) (at []string, n json.Number) {
+// numberOutOfRange finds a number in v beyond maxNumber: its location,
+// and the number; n is "" when there is none. The location is built only
+// for a number found: every value validated is walked.
+func numberOutOfRange(v any) (at []string, n json.Number) {
 	switch x := v.(type) {
 	case json.Number:
 		if !numberInRange(x) {
-			return path, x
+			return nil, x
 		}
 	case []any:
 		for i, e := range x {
-			if at, n := numberOutOfRange(e, append(path, strconv.Itoa(i))); n != "" {
-				return at, n
+			if at, n := numberOutOfRange(e); n != "" {
+				return append([]string{strconv.Itoa(i)}, at...), n
 			}
 		}
 	case map[string]any:
 		for k, e := range x {
-			if at, n := numberOutOfRange(e, append(path, k)); n != "" {
-				return at, n
+			if at, n := numberOutOfRange(e); n != "" {
+				return append([]string{k}, at...), n
 			}
 		}
 	case *object: // a schema's tree
 		for _, m := range x.members {
-			if at, n := numberOutOfRange(m.val, append(path, m.key)); n != "" {
-				return at, n
+			if at, n := numberOutOfRange(m.val); n != "" {
+				return append([]string{m.key}, at...), n
 			}
 		}
 	}

@@ -105,7 +105,7 @@ func prepare(s json.RawMessage) (any, error) {
 	default:
 		return nil, fmt.Errorf("%w: a schema is an object or a boolean", ErrInvalidSchema)
 	}
-	if at, n := numberOutOfRange(tree, nil); n != "" {
+	if at, n := numberOutOfRange(tree); n != "" {
 		return nil, fmt.Errorf("%w: %s", ErrInvalidSchema, rangeError(at, n))
 	}
 	return walk(tree, "", translateNullable)

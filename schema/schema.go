@@ -46,7 +46,7 @@ func (s *Schema) Validate(data json.RawMessage) error {
 // float64 or [json.Number], string, []any and map[string]any, as [json.Unmarshal]
 // produces into an any.
 func (s *Schema) ValidateValue(v any) error {
-	if at, n := numberOutOfRange(v, nil); n != "" {
+	if at, n := numberOutOfRange(v); n != "" {
 		return rangeError(at, n)
 	}
 	if s.fast != nil && s.fast.accepts(v) {
