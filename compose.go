@@ -48,6 +48,11 @@ func (b *Build) compose(output json.RawMessage, outputDefs []schema.Def, anyCall
 			var instance *schema.Def
 			tools, instance = withInstances(tools, b.instances, b.instancesOpen)
 			defs = sharedDefs(tools, instance)
+			for _, name := range b.tools.Keys {
+				if sh := b.shape(name); sh != nil {
+					defs = append(defs, sh.defs...)
+				}
+			}
 		}
 		if anyCalls {
 			s.WriteString(`{"type":"object"}`)
@@ -76,19 +81,54 @@ func (b *Build) compose(output json.RawMessage, outputDefs []schema.Def, anyCall
 	s.Write(rb)
 	s.WriteString(`,"additionalProperties":false`)
 	if defs = append(defs, outputDefs...); len(defs) > 0 {
-		s.WriteString(`,"$defs":{`)
-		for i, d := range defs {
-			if i > 0 {
-				s.WriteByte(',')
-			}
-			s.Write(ojson.Quote(d.Name))
-			s.WriteByte(':')
-			s.Write(d.Schema)
+		n := 0
+		for _, d := range defs {
+			n += len(d.Name) + len(d.Schema) + 4
 		}
-		s.WriteByte('}')
+		s.WriteString(`,"$defs":`)
+		s.Grow(n + 2)
+		s.Write(appendDefs(s.AvailableBuffer(), defs))
 	}
 	s.WriteByte('}')
 	return s.Bytes(), nil
+}
+
+// appendDefs appends defs as the value of a schema's "$defs" to dst.
+func appendDefs(dst []byte, defs []schema.Def) []byte {
+	dst = append(dst, '{')
+	for i, d := range defs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(append(ojson.AppendQuote(dst, d.Name), ':'), d.Schema...)
+	}
+	return append(dst, '}')
+}
+
+// withDefs returns the schema object s with defs as its "$defs", so that
+// it stands on its own, when it refers to any.
+func withDefs(s json.RawMessage, defs []schema.Def) json.RawMessage {
+	if len(defs) == 0 || !bytes.Contains(s, []byte(`"$ref"`)) {
+		return s
+	}
+	o, err := ojson.Parse(s)
+	if err != nil {
+		return s // not an object: a boolean schema has no refs
+	}
+	o.Set("$defs", appendDefs(nil, defs))
+	return o.Bytes()
+}
+
+// unref returns the schema that body is, when it is only a ref to one of
+// defs: Embed makes a schema that refers to its own root a definition,
+// and its body a ref to it.
+func unref(body json.RawMessage, defs []schema.Def) json.RawMessage {
+	for _, d := range defs {
+		if string(body) == `{"$ref":`+string(ojson.Quote(schema.DefRef(d.Name)))+`}` {
+			return d.Schema
+		}
+	}
+	return body
 }
 
 // metaDefs are the schemas of the meta-properties every tool offers. The

@@ -95,7 +95,7 @@ func (x *executor) delegate(ctx context.Context, c *Call, name string) (*Result,
 	}
 	var idea *Idea
 	if name == Anonymous {
-		description, out := toolResult(c.Schema)
+		description, out := c.toolResult()
 		idea = &Idea{Schema: out}
 		if description != "" {
 			idea.Context = []message.Message{{Type: message.TypeText, Role: message.RoleSystem, Text: description}}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -61,7 +62,9 @@ func Func[P, R any](r *Registry, name, description string, f func(ctx context.Co
 
 // funcTool returns the definition of a tool taking a P and returning an
 // R: P's schema with the description after its type, and R's schema as
-// the _output property.
+// the _output property. A recursive type refers to its root ("#"), which
+// in the tool would mean the tool, _output included: it becomes a
+// definition of the tool's "$defs", named after the type.
 func funcTool[P, R any](description string) (json.RawMessage, error) {
 	params, err := typeSchema[P]()
 	if err != nil {
@@ -70,6 +73,24 @@ func funcTool[P, R any](description string) (json.RawMessage, error) {
 	result, err := typeSchema[R]()
 	if err != nil {
 		return nil, fmt.Errorf("result: %w", err)
+	}
+	params, defs, err := schema.Embed(params, defName(reflect.TypeFor[P](), "params"), nil)
+	if err != nil {
+		return nil, fmt.Errorf("parameters: %w", err)
+	}
+	params = unref(params, defs)
+	if reflect.TypeFor[R]() == reflect.TypeFor[P]() && len(defs) > 0 {
+		result = json.RawMessage(`{"$ref":` + string(ojson.Quote(schema.DefRef(defs[0].Name))) + `}`)
+	} else {
+		taken := make([]string, len(defs))
+		for i, d := range defs {
+			taken[i] = d.Name
+		}
+		var rdefs []schema.Def
+		if result, rdefs, err = schema.Embed(result, defName(reflect.TypeFor[R](), "result"), taken); err != nil {
+			return nil, fmt.Errorf("result: %w", err)
+		}
+		defs = append(defs, rdefs...)
 	}
 	o, err := ojson.Parse(params)
 	var typ string
@@ -87,19 +108,34 @@ func funcTool[P, R any](description string) (json.RawMessage, error) {
 	}
 	props.Set("_output", result)
 	o.Set("properties", props.Bytes())
-	if description == "" {
-		return o.Bytes(), nil
-	}
-	def := &ojson.Object{} // the description after "type", where schema.For writes one
-	for i, k := range o.Keys {
-		if k != "description" {
-			def.Set(k, o.Values[i])
+	if description != "" {
+		def := &ojson.Object{} // the description after "type", where schema.For writes one
+		for i, k := range o.Keys {
+			if k != "description" {
+				def.Set(k, o.Values[i])
+			}
+			if k == "type" {
+				def.Set("description", ojson.Quote(description))
+			}
 		}
-		if k == "type" {
-			def.Set("description", ojson.Quote(description))
-		}
+		o = def
 	}
-	return def.Bytes(), nil
+	if len(defs) > 0 {
+		o.Set("$defs", appendDefs(nil, defs))
+	}
+	return o.Bytes(), nil
+}
+
+// defName is the name of the definition of t, when t is recursive: its
+// Go name, or else what it is for.
+func defName(t reflect.Type, what string) string {
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' {
+			return r
+		}
+		return '_'
+	}, t.Name())
+	return cmp.Or(name, what)
 }
 
 // typeSchema returns the schema of T, checked to compile. schema.For

@@ -20,7 +20,7 @@ func (x *executor) latent(ctx context.Context, c *Call) (*Result, *Response, err
 	if inline.Output != nil && string(inline.Output) != "null" { // null: what a strict provider writes for none
 		return &Result{Value: inline.Output}, nil, nil
 	}
-	description, out := toolResult(c.Schema)
+	description, out := c.toolResult()
 	if out == nil {
 		out = json.RawMessage(`{}`)
 	}

@@ -169,14 +169,21 @@ func forEachStrictAdapter(t *testing.T, f func(t *testing.T, a strictAdapter)) {
 // any error message in the log unless allowErrors.
 func strictRun(t *testing.T, a strictAdapter, reg *agent.Registry, output, msgs string, allowErrors bool, steps ...strictStep) (*agent.RunResult, *strictModel) {
 	t.Helper()
+	return strictRunIn(t, a, a.field, true, reg, output, msgs, allowErrors, steps...)
+}
+
+// strictRunIn is strictRun where the adapter is to send its schema in
+// field, strict or not.
+func strictRunIn(t *testing.T, a strictAdapter, field string, isStrict bool, reg *agent.Registry, output, msgs string, allowErrors bool, steps ...strictStep) (*agent.RunResult, *strictModel) {
+	t.Helper()
 	m := &strictModel{steps: steps}
 	p, srv := a.start(t, m.answer)
 	cfg := agent.Config{Provider: p, Registry: reg, Concurrency: 1, MaxRepairs: -1, Clock: fixedClock}
 	res, err := agent.Run(t.Context(), cfg, json.RawMessage(output), ctxOf(t, msgs))
 	checkStrictServer(t, srv)
 	for _, req := range srv.Requests() {
-		if req.Field != a.field || !req.Strict {
-			t.Errorf("the adapter sent its schema in %q (strict %v), want %q", req.Field, req.Strict, a.field)
+		if req.Field != field || req.Strict != isStrict {
+			t.Errorf("the adapter sent its schema in %q (strict %v), want %q (strict %v)", req.Field, req.Strict, field, isStrict)
 		}
 	}
 	if err != nil {
@@ -1075,6 +1082,55 @@ func TestStrictInstancesMidRun(t *testing.T) {
 		}
 		if got := strictValue(t, res.Log, "b", "†state.moderation"); got != `{"seen":"item b"}` {
 			t.Errorf("instance b: state.moderation = %s", got)
+		}
+	})
+}
+
+// outlineSection is a recursive Go type: a tool's parameters and result
+// may be trees.
+type outlineSection struct {
+	Title    string           `json:"title" jsonschema:"description=The section's title"`
+	Sections []outlineSection `json:"sections,omitempty"`
+}
+
+// A tool whose parameters are a recursive Go type reaches every provider
+// and runs: strict OpenAI and Gemini's responseJsonSchema take the
+// recursion, Anthropic's strict mode does not, so the schema goes there as
+// a forced tool without strict mode, and Gemini's responseSchema cannot
+// say it, so the adapter sends responseJsonSchema.
+func TestStrictRecursiveTool(t *testing.T) {
+	forEachStrictAdapter(t, func(t *testing.T, a strictAdapter) {
+		reg := agent.NewRegistry()
+		var got outlineSection
+		err := agent.Func(reg, "outline", "Files an outline.", func(_ context.Context, s outlineSection) (outlineSection, error) {
+			got = s
+			s.Title = strings.ToUpper(s.Title)
+			return s, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		field, isStrict := a.field, true
+		switch a.name {
+		case "anthropic":
+			field, isStrict = "tools/solution", false
+		case "gemini":
+			field = "responseJsonSchema"
+		}
+		nested := `[{"title":"b","sections":[{"title":"c","sections":[]}]},{"title":"d","sections":null}]`
+		res, m := strictRunIn(t, a, field, isStrict, reg, `{"type":"object","properties":{"done":{"type":"boolean"}},"required":["done"]}`,
+			`[{"type":"tool","tool":"outline"}]`, false,
+			strictCalls(strict.Call{Tool: "outline", Set: set("title", `"a"`, "sections", nested, "_outputPath", `"†state.outline"`)}),
+			strictOutput(`{"done":true}`))
+		want := outlineSection{Title: "a", Sections: []outlineSection{{Title: "b", Sections: []outlineSection{{Title: "c", Sections: []outlineSection{}}}}, {Title: "d"}}}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("the activity got %+v, want %+v", got, want)
+		}
+		if v := strictValue(t, res.Log, "", "†state.outline.title"); v != `"A"` {
+			t.Errorf("state.outline.title = %s", v)
+		}
+		if s := m.schemas(); len(s) == 0 || !strings.Contains(string(s[0]), "outline.outlineSection") {
+			t.Errorf("the schema names no definition of the section: %s", s)
 		}
 	})
 }

@@ -43,7 +43,7 @@ func defineTool(b *Build, name string, def json.RawMessage) error {
 	// In lazy mode nothing runs: a latent tool is shaped as an explicit
 	// one, without the _output the model would otherwise write.
 	explicit = explicit || b.lazy
-	sh, err := shape(name, def, explicit)
+	sh, err := shape(name, def, explicit, b.defNames(name))
 	if err != nil {
 		return fmt.Errorf("tool %q: %w", name, err)
 	}
@@ -59,6 +59,12 @@ type shaped struct {
 	check  json.RawMessage // what a call must meet once its references are resolved
 	def    json.RawMessage // the definition they were made from
 	result json.RawMessage // an explicit tool's _output: what its activity must return; nil when none
+	// output is the tool's _output on its own, definitions included: what
+	// a latent call or an anonymous delegate is asked to produce.
+	output json.RawMessage
+	// defs are the definitions llm refers to, which the composed schema
+	// holds at its root (check and result hold them too).
+	defs []schema.Def
 
 	activity string   // its _activity, if any
 	delegate string   // its _delegate, if any
@@ -100,23 +106,43 @@ func (b *Build) shape(name string) *shaped {
 	return nil
 }
 
-// shape prepares a tool definition for requests, once per run that
-// offers the tool, as a loop handles its messages once.
-func shape(name string, def json.RawMessage, explicit bool) (*shaped, error) {
-	if bytes.Contains(def, []byte(`"$ref"`)) {
-		// The definition goes inside the composed schema, where "#" is no
-		// longer its root: its local refs are inlined.
-		inlined, err := schema.InlineLocal(def)
-		if err != nil {
-			return nil, fmt.Errorf("tool %q: %w", name, err)
+// defNames returns the names a tool's definitions may not take in the
+// composed schema: the shared ones, and those of the other tools.
+// Definitions are named after their tool ("lookup.Node"), so these only
+// clash where tool names have dots.
+func (b *Build) defNames(tool string) []string {
+	names := metaNames[:len(metaNames):len(metaNames)] // appending copies
+	for i, sh := range b.shapes {
+		if b.shapeNames[i] != tool {
+			for _, d := range sh.defs {
+				names = append(names, d.Name)
+			}
 		}
-		def = inlined
 	}
-	check, llm, result, err := llmTool(name, def, explicit)
+	return names
+}
+
+// shape prepares a tool definition for requests, once per run that
+// offers the tool, as a loop handles its messages once. The definition
+// goes inside the composed schema, where "#" is no longer its root: its
+// local refs come to point to definitions at the composed schema's root,
+// named after the tool, which keeps recursion (a tree of Go structs) and
+// says each definition once. taken are the names in use there.
+func shape(name string, def json.RawMessage, explicit bool, taken []string) (*shaped, error) {
+	body, defs, err := schema.Embed(def, name, taken)
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: %w", name, err)
+	}
+	body = unref(body, defs) // the tool refers to itself
+	check, llm, result, output, err := llmTool(name, body, explicit)
 	if err != nil {
 		return nil, err
 	}
-	sh := &shaped{llm: llm, check: check, def: def, result: result, activity: activityOf(def), delegate: delegateOf(def)}
+	sh := &shaped{llm: llm, check: withDefs(check, defs), def: def, output: withDefs(output, defs), defs: defs,
+		activity: activityOf(def), delegate: delegateOf(def)}
+	if result != nil {
+		sh.result = sh.output
+	}
 	sh.scopes, sh.scoped, _ = callScopes(def, nil)
 	sh.ownInstance = declaresInstance(def)
 	return sh, nil
@@ -183,16 +209,16 @@ var outputPathSchema = json.RawMessage(`{"type":"string","pattern":"^†","descr
 // meta-properties the tool allows. Execution details (_activity, _delegate) are the runtime's
 // business and are removed; so is _output for explicit tools, whose result
 // comes from code, not from the model (002); it is returned as result,
-// which that code's results must meet.
-func llmTool(name string, def json.RawMessage, explicit bool) (check, llm, result json.RawMessage, _ error) {
+// which that code's results must meet. output is _output either way.
+func llmTool(name string, def json.RawMessage, explicit bool) (check, llm, result, output json.RawMessage, _ error) {
 	o, err := ojson.Parse(def)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("schema is not a JSON object: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("schema is not a JSON object: %w", err)
 	}
 	props := &ojson.Object{}
 	if p := o.Get("properties"); p != nil {
 		if props, err = ojson.Parse(p); err != nil {
-			return nil, nil, nil, fmt.Errorf("properties: %w", err)
+			return nil, nil, nil, nil, fmt.Errorf("properties: %w", err)
 		}
 	}
 	explicit = explicit || o.Has("_activity") || props.Has("_activity")
@@ -200,8 +226,9 @@ func llmTool(name string, def json.RawMessage, explicit bool) (check, llm, resul
 		o.Delete(k)
 		props.Delete(k)
 	}
+	output = props.Get("_output")
 	if explicit {
-		result = props.Get("_output")
+		result = output
 		props.Delete("_output")
 	}
 	if !props.Has("_outputPath") {
@@ -222,7 +249,7 @@ func llmTool(name string, def json.RawMessage, explicit bool) (check, llm, resul
 	var required []string
 	if r := o.Get("required"); r != nil {
 		if err := json.Unmarshal(r, &required); err != nil {
-			return nil, nil, nil, fmt.Errorf("required: %w", err)
+			return nil, nil, nil, nil, fmt.Errorf("required: %w", err)
 		}
 	}
 	req := []string{"_tool"}
@@ -238,18 +265,22 @@ func llmTool(name string, def json.RawMessage, explicit bool) (check, llm, resul
 	o.Set("required", rb)
 	llm = referable(o, props)
 	o.Set("properties", props.Bytes())
-	return o.Bytes(), llm, result, nil
+	return o.Bytes(), llm, result, output, nil
 }
 
-// toolResult returns a tool definition's description and _output: what a
-// latent call or an anonymous delegate is asked to produce.
-func toolResult(def json.RawMessage) (description string, output json.RawMessage) {
+// toolResult returns what a latent call or an anonymous delegate is asked
+// to produce: its tool's description and _output, with the definitions
+// that _output refers to.
+func (c *Call) toolResult() (description string, output json.RawMessage) {
 	var d struct {
 		Description string `json:"description"`
 		Properties  struct {
 			Output json.RawMessage `json:"_output"`
 		} `json:"properties"`
 	}
-	_ = json.Unmarshal(def, &d)
+	_ = json.Unmarshal(c.Schema, &d)
+	if c.shape != nil {
+		return d.Description, c.shape.output
+	}
 	return d.Description, d.Properties.Output
 }

@@ -101,6 +101,9 @@ func AdaptStrict(s json.RawMessage, d Dialect) (adapted string, over *LimitError
 			return "", nil, fmt.Errorf("%w: adapted: %w", ErrInvalidJSON, err)
 		}
 		e.over = checkLimits(tree, d)
+		if e.over == nil && d == Anthropic && recursive(tree) {
+			e.over = &LimitError{d, "recursive references", 1, 0, ""}
+		}
 	}
 	cache.put(s, d, e)
 	return e.out, e.over, nil
@@ -203,8 +206,9 @@ func (c *adaptCache) put(s json.RawMessage, d Dialect, e adaptation) {
 // string lengths, maxItems, and minItems above 1 are dropped, as are formats outside
 // date-time, time, date, duration, email, hostname, uri, ipv4, ipv6 and uuid, and
 // patterns that use what its regular expressions lack (lookahead, lookbehind,
-// backreferences, \b and \B); recursive refs are an error. An explicit map is
-// [ErrUnsupported].
+// backreferences, \b and \B). An explicit map is [ErrUnsupported]. Recursive refs
+// stay: strict mode refuses them, which [AdaptStrict] reports as a limit, so the
+// adapter sends the schema without strict mode.
 //
 // [Gemini]: refs are inlined (recursion is an error) and "$defs" removed; type names are
 // upper case; a type union with null becomes "nullable": true, and {"type":"null"}
@@ -263,10 +267,6 @@ func (r *Registry) Adapt(s json.RawMessage, d Dialect) (json.RawMessage, error) 
 		b := &bundler{r: r, keys: map[string]string{}, taken: map[string]bool{}}
 		tree, err = b.bundle(tree)
 		changed = changed || len(b.defs) > 0
-		if err == nil && d == Anthropic {
-			in := &inliner{r: r, memo: map[string]any{}}
-			_, err = in.inline(tree, tree, "", nil) // only to reject recursion
-		}
 	}
 	if err != nil {
 		return nil, err

@@ -66,7 +66,7 @@ func TestAdaptErrors(t *testing.T) {
 		want         error
 	}{
 		{"openai recursion is fine", `{"type":"object","properties":{"g":{"$ref":"Game"}}}`, OpenAI, nil},
-		{"anthropic recursion", `{"type":"object","properties":{"g":{"$ref":"Game"}}}`, Anthropic, ErrRecursive},
+		{"anthropic recursion is left to AdaptStrict", `{"type":"object","properties":{"g":{"$ref":"Game"}}}`, Anthropic, nil},
 		{"gemini recursion", `{"type":"object","properties":{"g":{"$ref":"Game"}}}`, Gemini, ErrRecursive},
 		{"gemini local recursion", `{"$defs":{"n":{"type":"object","properties":{"k":{"$ref":"#/$defs/n"}}}},"$ref":"#/$defs/n"}`, Gemini, ErrRecursive},
 		{"openai map", `{"type":"object","properties":{"m":{"type":"object","additionalProperties":true}}}`, OpenAI, ErrUnsupported},

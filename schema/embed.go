@@ -20,14 +20,17 @@ type Def struct {
 // definition of the other schema's root "$defs", the only place every
 // provider's strict mode documents refs to:
 //   - the definitions of the root of s ("$defs", and draft-07's
-//     "definitions") move there;
+//     "definitions") move there, each named after name: "x" becomes
+//     name+".x", so that the definitions of schemas embedded side by side
+//     (a composed schema's tools and output) keep apart, and the model
+//     reads whose each is;
 //   - a ref to the root of s, as a recursive schema has ({"$ref":"#"}),
 //     makes s itself a definition, named name, and body is a ref to it;
 //   - a ref to any other place (a property, a branch of an anyOf) gets a
-//     copy of its target as a definition: what happens to the schema
-//     after (adaptation to a provider's dialect renames keywords and
-//     makes optional properties nullable) would move what such a pointer
-//     finds.
+//     copy of its target as a definition (name+".properties.p"): what
+//     happens to the schema after (adaptation to a provider's dialect
+//     renames keywords and makes optional properties nullable) would
+//     move what such a pointer finds.
 //
 // Definitions are renamed where their name is in taken. Refs to
 // registered schemas ("City") stay as they are. A schema without "$ref"
@@ -64,7 +67,7 @@ func Embed(s json.RawMessage, name string, taken []string) (body json.RawMessage
 			return nil, nil, fmt.Errorf("%w: %s is not an object", ErrInvalidSchema, kw)
 		}
 		for _, d := range m.members {
-			e.add("/"+kw+"/"+escapeToken(d.key), d.key, d.val)
+			e.add("/"+kw+"/"+escapeToken(d.key), name+"."+d.key, d.val)
 		}
 	}
 	b, err := e.rewrite(top)
@@ -72,17 +75,51 @@ func Embed(s json.RawMessage, name string, taken []string) (body json.RawMessage
 		return nil, nil, err
 	}
 	for i := 0; i < len(e.defs); i++ { // rewriting a definition may add more
-		t, err := e.rewrite(e.trees[i])
-		if err != nil {
+		if e.trees[i], err = e.rewrite(e.trees[i]); err != nil {
 			return nil, nil, err
 		}
-		e.defs[i].Schema = marshalTree(t)
 	}
 	body = marshalTree(b)
 	if key := e.copies[""]; key != "" {
 		body = json.RawMessage(`{"$ref":` + string(marshalTree(ref(key))) + `}`)
 	}
-	return body, e.defs, nil
+	return body, e.used(b), nil
+}
+
+// used returns the definitions that body, rewritten, refers to, directly
+// or through one another, in the order they were added: the others would
+// only be read by the model.
+func (e *embedder) used(body any) []Def {
+	index := map[string]int{}
+	for i, d := range e.defs {
+		index[ref(d.Name)] = i
+	}
+	seen := make([]bool, len(e.defs))
+	var visit func(t any)
+	visit = func(t any) {
+		_, _ = walk(t, "", func(o *object, _ string) (any, error) {
+			v, _ := o.get("$ref")
+			if r, ok := v.(string); ok {
+				if i, ok := index[r]; ok && !seen[i] {
+					seen[i] = true
+					visit(e.trees[i])
+				}
+			}
+			return o, nil
+		})
+	}
+	visit(body)
+	if key := e.copies[""]; key != "" && !seen[index[ref(key)]] {
+		seen[index[ref(key)]] = true
+		visit(e.trees[index[ref(key)]])
+	}
+	var out []Def
+	for i, d := range e.defs {
+		if seen[i] {
+			out = append(out, Def{Name: d.Name, Schema: marshalTree(e.trees[i])})
+		}
+	}
+	return out
 }
 
 // embedder collects the definitions Embed returns.
@@ -142,6 +179,10 @@ func (e *embedder) rewrite(t any) (any, error) {
 		return o, nil
 	})
 }
+
+// DefRef returns the local ref to the definition named name in a schema's
+// root "$defs", as Embed writes it.
+func DefRef(name string) string { return ref(name) }
 
 // ref is the local ref to the root definition key.
 func ref(key string) string {

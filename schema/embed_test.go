@@ -87,26 +87,33 @@ type tree struct {
 }
 
 // What has nothing to move comes back as it was; a ref to a registered
-// schema is left to the registry; a clash is renamed.
+// schema is left to the registry; a definition is named after the schema
+// it comes from, and renamed on a clash.
 func TestEmbedLeaves(t *testing.T) {
 	plain := `{"type":"object","properties":{"x":{"type":"string"}}}`
 	body, defs, err := schema.Embed(json.RawMessage(plain), "_output", nil)
 	if err != nil || string(body) != plain || defs != nil {
 		t.Errorf("plain schema: %s %v %v", body, defs, err)
 	}
-	body, defs, err = schema.Embed(json.RawMessage(`{"properties":{"c":{"$ref":"City"},"d":{"$ref":"#/$defs/a"}},"$defs":{"a":{"type":"string"}}}`), "_output", []string{"a"})
+	body, defs, err = schema.Embed(json.RawMessage(`{"properties":{"c":{"$ref":"City"},"d":{"$ref":"#/$defs/a"}},"$defs":{"a":{"type":"string"}}}`), "_output", []string{"_output.a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"properties":{"c":{"$ref":"City"},"d":{"$ref":"#/$defs/a_2"}}}`; string(body) != want {
+	if want := `{"properties":{"c":{"$ref":"City"},"d":{"$ref":"#/$defs/_output.a_2"}}}`; string(body) != want {
 		t.Errorf("body %s, want %s", body, want)
 	}
-	if len(defs) != 1 || defs[0].Name != "a_2" || string(defs[0].Schema) != `{"type":"string"}` {
+	if len(defs) != 1 || defs[0].Name != "_output.a_2" || string(defs[0].Schema) != `{"type":"string"}` {
 		t.Errorf("defs %+v", defs)
 	}
 	body, defs, err = schema.Embed(json.RawMessage(`{"$id":"x:y","type":"array","items":{"$ref":"#"}}`), "_output", nil)
 	if err != nil || string(body) != `{"$ref":"#/$defs/_output"}` || len(defs) != 1 || string(defs[0].Schema) != `{"type":"array","items":{"$ref":"#/$defs/_output"}}` {
 		t.Errorf("a recursive root: body %s, defs %+v, %v; want a ref to it as a definition", body, defs, err)
+	}
+	// Only what the body refers to, directly or through another
+	// definition, comes along.
+	body, defs, err = schema.Embed(json.RawMessage(`{"properties":{"a":{"$ref":"#/$defs/a"}},"$defs":{"a":{"items":{"$ref":"#/$defs/b"}},"b":{"type":"string"},"c":{"type":"number"}}}`), "t", nil)
+	if err != nil || string(body) != `{"properties":{"a":{"$ref":"#/$defs/t.a"}}}` || len(defs) != 2 || defs[0].Name != "t.a" || defs[1].Name != "t.b" {
+		t.Errorf("unused definitions: body %s, defs %+v, %v; want t.a and t.b only", body, defs, err)
 	}
 	anchored := `{"properties":{"n":{"$ref":"#n"}},"$defs":{"n":{"$anchor":"n"}}}`
 	if body, defs, err = schema.Embed(json.RawMessage(anchored), "_output", nil); err != nil || string(body) != anchored || defs != nil {

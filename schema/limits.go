@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 )
@@ -185,4 +186,12 @@ func (n *sizes) walk(v any, depth int, parent *object, prop, ptr string, visit f
 func asList(v any) []any {
 	list, _ := v.([]any)
 	return list
+}
+
+// recursive reports whether a bundled tree (its refs all local) has a ref
+// that leads back to itself.
+func recursive(tree any) bool {
+	in := &inliner{memo: map[string]any{}}
+	_, err := in.inline(tree, tree, "", nil)
+	return errors.Is(err, ErrRecursive)
 }

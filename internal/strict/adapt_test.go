@@ -32,10 +32,11 @@ func optionalSchema(n int) string {
 	return `{"type":"object","properties":{` + strings.Join(props, ",") + `}}`
 }
 
-// limitRules are the rules on sizes rather than keywords: a schema that
-// breaks only these is sent with strict mode off.
+// limitRules are the rules on sizes rather than keywords, and Anthropic's
+// on recursion: a schema that breaks only these is sent with strict mode
+// off.
 var limitRules = []strict.Rule{strict.RuleDepth, strict.RulePropertyCount, strict.RuleStringSize,
-	strict.RuleEnumCount, strict.RuleEnumSize, strict.RuleOptionalCount, strict.RuleUnionCount}
+	strict.RuleEnumCount, strict.RuleEnumSize, strict.RuleOptionalCount, strict.RuleUnionCount, strict.RuleRecursion}
 
 // TestAdaptStrictLimits checks that schema.AdaptStrict says a schema is
 // over its provider's limits exactly when the checker finds a limit
@@ -76,6 +77,10 @@ func TestAdaptStrictLimits(t *testing.T) {
 		{"anthropic: too many unions", schema.Anthropic, unions(strict.AnthropicMaxUnions + 1), true},
 		{"anthropic: unions to the limit", schema.Anthropic, unions(strict.AnthropicMaxUnions), false},
 		{"anthropic: deep", schema.Anthropic, deepSchema(strict.OpenAIMaxDepth + 1), false},
+		{"anthropic: recursive", schema.Anthropic, recursiveSchema, true},
+		{"anthropic: a definition used twice is no recursion", schema.Anthropic,
+			`{"type":"object","properties":{"a":{"$ref":"#/$defs/s"},"b":{"$ref":"#/$defs/s"}},"required":["a","b"],"$defs":{"s":{"type":"object","properties":{"x":{"type":"string"}},"required":["x"]}}}`, false},
+		{"openai: recursive", schema.OpenAI, recursiveSchema, false},
 		{"gemini: required names no property", schema.Gemini,
 			`{"type":"object","properties":{"a":{"type":"string"}},"required":["b"]}`, false},
 	} {
@@ -105,6 +110,9 @@ func TestAdaptStrictLimits(t *testing.T) {
 		})
 	}
 }
+
+// recursiveSchema is a tree: strict OpenAI takes it, strict Anthropic not.
+const recursiveSchema = `{"type":"object","properties":{"root":{"$ref":"#/$defs/node"}},"required":["root"],"$defs":{"node":{"type":"object","properties":{"name":{"type":"string"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["name","kids"]}}}`
 
 // checkAdapted checks s adapted to d against d's provider: strict.Check,
 // or strict.GeminiJSON for the responseJsonSchema dialect.
