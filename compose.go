@@ -87,22 +87,10 @@ func (b *Build) compose(output json.RawMessage, outputDefs []schema.Def, anyCall
 		}
 		s.WriteString(`,"$defs":`)
 		s.Grow(n + 2)
-		s.Write(appendDefs(s.AvailableBuffer(), defs))
+		s.Write(schema.AppendDefs(s.AvailableBuffer(), defs))
 	}
 	s.WriteByte('}')
 	return s.Bytes(), nil
-}
-
-// appendDefs appends defs as the value of a schema's "$defs" to dst.
-func appendDefs(dst []byte, defs []schema.Def) []byte {
-	dst = append(dst, '{')
-	for i, d := range defs {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(append(ojson.AppendQuote(dst, d.Name), ':'), d.Schema...)
-	}
-	return append(dst, '}')
 }
 
 // withDefs returns the schema object s with defs as its "$defs", so that
@@ -115,20 +103,8 @@ func withDefs(s json.RawMessage, defs []schema.Def) json.RawMessage {
 	if err != nil {
 		return s // not an object: a boolean schema has no refs
 	}
-	o.Set("$defs", appendDefs(nil, defs))
+	o.Set("$defs", schema.AppendDefs(nil, defs))
 	return o.Bytes()
-}
-
-// unref returns the schema that body is, when it is only a ref to one of
-// defs: Embed makes a schema that refers to its own root a definition,
-// and its body a ref to it.
-func unref(body json.RawMessage, defs []schema.Def) json.RawMessage {
-	for _, d := range defs {
-		if string(body) == `{"$ref":`+string(ojson.Quote(schema.DefRef(d.Name)))+`}` {
-			return d.Schema
-		}
-	}
-	return body
 }
 
 // metaDefs are the schemas of the meta-properties every tool offers. The

@@ -78,7 +78,7 @@ func funcTool[P, R any](description string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parameters: %w", err)
 	}
-	params = unref(params, defs)
+	params = schema.Deref(params, defs)
 	if reflect.TypeFor[R]() == reflect.TypeFor[P]() && len(defs) > 0 {
 		result = json.RawMessage(`{"$ref":` + string(ojson.Quote(schema.DefRef(defs[0].Name))) + `}`)
 	} else {
@@ -121,7 +121,7 @@ func funcTool[P, R any](description string) (json.RawMessage, error) {
 		o = def
 	}
 	if len(defs) > 0 {
-		o.Set("$defs", appendDefs(nil, defs))
+		o.Set("$defs", schema.AppendDefs(nil, defs))
 	}
 	return o.Bytes(), nil
 }

@@ -133,7 +133,7 @@ func shape(name string, def json.RawMessage, explicit bool, taken []string) (*sh
 	if err != nil {
 		return nil, fmt.Errorf("tool %q: %w", name, err)
 	}
-	body = unref(body, defs) // the tool refers to itself
+	body = schema.Deref(body, defs) // the tool refers to itself
 	check, llm, result, output, err := llmTool(name, body, explicit)
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 	"github.com/augceo/agent/mcp"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider/scripted"
+	"github.com/augceo/agent/schema"
 )
 
 // memClient connects to srv over an in-memory transport.
@@ -90,7 +91,7 @@ func TestRegisterDefinitions(t *testing.T) {
 		{"t_add", `{"type":"object","description":"Adds two numbers.","properties":{"a":{"type":"number"},"b":{"type":"number"},"_output":{"properties":{"sum":{"type":"number"}},"required":["sum"],"type":"object"}},"required":["a","b"]}`},
 		{"t_json_text", `{"type":"object"}`},
 		// Local refs are inlined, $defs dropped; a $ref's siblings join the schema it names.
-		{"t_nested", `{"type":"object","description":"Returns the point's x.","properties":{"at":{"properties":{"x":{"type":"integer"}},"required":["x"],"type":"object","description":"Where."}},"required":["at"]}`},
+		{"t_nested", `{"type":"object","description":"Returns the point's x.","properties":{"at":{"$ref":"#/$defs/input.point","description":"Where."}},"required":["at"],"$defs":{"input.point":{"properties":{"x":{"type":"integer"}},"required":["x"],"type":"object"}}}`},
 	} {
 		got, err := reg.LookupTool(tt.tool)
 		if err != nil {
@@ -308,13 +309,47 @@ func TestRegisterClash(t *testing.T) {
 	}
 }
 
+// A recursive input or output schema keeps its recursion: its definitions
+// go to the tool's $defs, named after where they come from, and its refs
+// to its own root name the input itself, not the tool with its _output.
+func TestRegisterRecursiveSchema(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "rec", Version: "v1"}, nil)
+	srv.AddTool(&sdk.Tool{
+		Name:         "walk",
+		InputSchema:  json.RawMessage(`{"type":"object","$defs":{"n":{"type":"object","properties":{"next":{"$ref":"#/$defs/n"}}}},"properties":{"list":{"$ref":"#/$defs/n"},"again":{"$ref":"#"}},"additionalProperties":false}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"},"rest":{"$ref":"#"}},"required":["n"]}`),
+	}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return nil, nil })
+	reg := agent.NewRegistry()
+	if _, err := memClient(t, srv, "").Register(context.Background(), reg); err != nil {
+		t.Fatal(err)
+	}
+	def, err := reg.LookupTool("walk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"list":{"$ref":"#/$defs/input.n"}`, `"again":{"$ref":"#/$defs/input"}`, `"_output":{"$ref":"#/$defs/output"}`, `"rest":{"$ref":"#/$defs/output"}`} {
+		if !strings.Contains(string(def), want) {
+			t.Errorf("the definition lacks %s:\n%s", want, def)
+		}
+	}
+	c, err := schema.Compile(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(json.RawMessage(`{"list":{"next":{"next":{}}},"again":{"again":{"list":{}}}}`)); err != nil {
+		t.Errorf("a nested call: %v", err)
+	}
+	if err := c.Validate(json.RawMessage(`{"again":{"_output":{"n":1}}}`)); err == nil {
+		t.Errorf("the input's root took _output: it names the tool, not the input")
+	}
+}
+
 func TestRegisterInvalidSchema(t *testing.T) {
 	for _, tt := range []struct {
 		name, input, output, want string
 	}{
 		{"reserved parameter", `{"type":"object","properties":{"_secret":{"type":"string"}}}`, "", `parameter "_secret"`},
 		{"not an object", `{"type":"object","properties":{"a":{"type":"nope"}}}`, "", `mcp: invalid tool schema`},
-		{"recursive", `{"type":"object","$defs":{"n":{"type":"object","properties":{"next":{"$ref":"#/$defs/n"}}}},"properties":{"list":{"$ref":"#/$defs/n"}}}`, "", `recursive ref: "#/$defs/n" at /properties/next/$ref`},
 		{"dangling ref", `{"type":"object","properties":{"a":{"$ref":"#/$defs/none"}}}`, "", `invalid ref: "#/$defs/none" at /properties/a/$ref points nowhere`},
 		{"remote ref", `{"type":"object","properties":{"a":{"$ref":"https://example.com/s.json"}}}`, "", `mcp: invalid tool schema`},
 		{"bad output", `{"type":"object"}`, `{"type":7}`, `mcp: invalid tool schema`},

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,9 +14,11 @@ import (
 
 // toolDef returns the Acts tool definition (002) of the MCP tool t: an
 // object schema with its description, the input schema's parameters and
-// keywords, and its output schema as the _output property. Local $refs
-// are inlined: a definition is embedded in the schema of a solution,
-// where "#" is no longer its root.
+// keywords, and its output schema as the _output property. Both keep
+// their local $refs, pointing to the definition's "$defs" (schema.Embed):
+// the output's "#" would otherwise mean the tool, and so would the
+// input's, _output included. Their definitions are named "input.x" and
+// "output.x"; an input that refers to its root is the definition "input".
 func toolDef(t *sdk.Tool) (json.RawMessage, error) {
 	in, err := schemaJSON(t.InputSchema, `{"type":"object"}`)
 	if err != nil {
@@ -26,10 +27,14 @@ func toolDef(t *sdk.Tool) (json.RawMessage, error) {
 	if _, err := ojson.Parse(in); err != nil {
 		return nil, fmt.Errorf("%w: input schema is not a JSON object", ErrSchema)
 	}
-	if in, err = inlineRefs(in); err != nil {
+	in, defs, err := schema.Embed(in, "input", nil)
+	if err != nil {
 		return nil, fmt.Errorf("%w: input schema: %w", ErrSchema, err)
 	}
-	o, _ := ojson.Parse(in) // an object still
+	o, err := ojson.Parse(schema.Deref(in, defs))
+	if err != nil {
+		return nil, fmt.Errorf("%w: input schema is not a JSON object", ErrSchema)
+	}
 	var typ string
 	if v := o.Get("type"); v != nil && (json.Unmarshal(v, &typ) != nil || typ != "object") {
 		return nil, fmt.Errorf("%w: input schema has type %s, not \"object\"", ErrSchema, v)
@@ -47,13 +52,19 @@ func toolDef(t *sdk.Tool) (json.RawMessage, error) {
 	}
 	if t.OutputSchema != nil {
 		out, err := schemaJSON(t.OutputSchema, "")
+		var outDefs []schema.Def
 		if err == nil {
-			out, err = inlineRefs(out)
+			taken := make([]string, len(defs))
+			for i, d := range defs {
+				taken[i] = d.Name
+			}
+			out, outDefs, err = schema.Embed(out, "output", taken)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: output schema: %w", ErrSchema, err)
 		}
-		props.Set("_output", withoutKeys(out, "$schema", "$id", "$defs", "definitions"))
+		props.Set("_output", withoutKeys(out, "$schema", "$id"))
+		defs = append(defs, outDefs...)
 	}
 	def := &ojson.Object{}
 	def.Set("type", json.RawMessage(`"object"`))
@@ -62,7 +73,7 @@ func toolDef(t *sdk.Tool) (json.RawMessage, error) {
 	}
 	for i, k := range o.Keys {
 		switch k {
-		case "type", "$schema", "$id", "$defs", "definitions": // inlined, or no use inside a solution's schema
+		case "type", "$schema", "$id", "$defs", "definitions": // moved to the definition's $defs, or no use inside a solution's schema
 		case "description":
 			if t.Description == "" {
 				def.Set(k, o.Values[i])
@@ -75,6 +86,9 @@ func toolDef(t *sdk.Tool) (json.RawMessage, error) {
 	}
 	if !def.Has("properties") && len(props.Keys) > 0 {
 		def.Set("properties", props.Bytes())
+	}
+	if len(defs) > 0 {
+		def.Set("$defs", schema.AppendDefs(nil, defs))
 	}
 	b := def.Bytes()
 	if _, err := schema.Compile(b); err != nil {
@@ -109,15 +123,4 @@ func withoutKeys(doc json.RawMessage, keys ...string) json.RawMessage {
 		o.Delete(k)
 	}
 	return o.Bytes()
-}
-
-// inlineRefs replaces each local $ref of a schema document ("#/$defs/x",
-// any JSON pointer into the document) with the schema it points to, as a
-// registered tool's are (schema.InlineLocal). A recursive ref cannot be
-// inlined and is an error.
-func inlineRefs(doc json.RawMessage) (json.RawMessage, error) {
-	if !bytes.Contains(doc, []byte(`"$ref"`)) {
-		return doc, nil
-	}
-	return schema.InlineLocal(doc)
 }

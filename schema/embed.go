@@ -180,6 +180,32 @@ func (e *embedder) rewrite(t any) (any, error) {
 	})
 }
 
+// Deref returns the definition that body is only a ref to, when it is
+// one of defs, else body: Embed makes a schema that refers to its own root
+// a definition, and its body a ref to it, while a caller that adds to the
+// body (a tool's meta-properties) wants the schema itself.
+func Deref(body json.RawMessage, defs []Def) json.RawMessage {
+	for _, d := range defs {
+		if string(body) == `{"$ref":`+string(marshalTree(ref(d.Name)))+`}` {
+			return d.Schema
+		}
+	}
+	return body
+}
+
+// AppendDefs appends defs to dst as the value of a schema's "$defs": an
+// object of their schemas by name, in their order.
+func AppendDefs(dst []byte, defs []Def) []byte {
+	dst = append(dst, '{')
+	for i, d := range defs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(append(appendTree(dst, d.Name), ':'), d.Schema...)
+	}
+	return append(dst, '}')
+}
+
 // DefRef returns the local ref to the definition named name in a schema's
 // root "$defs", as Embed writes it.
 func DefRef(name string) string { return ref(name) }
