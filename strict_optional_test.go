@@ -57,3 +57,24 @@ func TestStrictOptionalParams(t *testing.T) {
 		}
 	})
 }
+
+// RequestAs decodes what a strict OpenAI model writes for a Go type with
+// optional fields: null for each it leaves out.
+func TestStrictRequestAsOptional(t *testing.T) {
+	type weather struct {
+		City string   `json:"city"`
+		Note string   `json:"note,omitempty"`
+		High *float64 `json:"high,omitempty"`
+	}
+	p, srv := strictAdapters[0].start(t, func(*strict.Request, int) (string, error) {
+		return `{"output":{"city":"Paris","note":null,"high":null}}`, nil
+	})
+	got, _, err := agent.RequestAs[weather](t.Context(), agent.Config{Provider: p, MaxRepairs: -1}, ctxOf(t, `[{"type":"text","text":"Weather?"}]`))
+	checkStrictServer(t, srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Value != (weather{City: "Paris"}) {
+		t.Errorf("RequestAs = %+v", got)
+	}
+}

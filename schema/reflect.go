@@ -20,7 +20,10 @@ var typeCache sync.Map
 type typeSchema struct {
 	raw      json.RawMessage
 	compiled *Schema
-	err      error
+	// relaxed takes null for an optional property, as strict OpenAI
+	// writes one it leaves out (see Decode).
+	relaxed *Schema
+	err     error
 }
 
 // For returns the JSON Schema of the Go type T, so a Go type can be the single source of
@@ -47,6 +50,9 @@ func typeSchemaOf(t reflect.Type) *typeSchema {
 	raw := reflectSchema(t)
 	ts := &typeSchema{raw: raw}
 	ts.compiled, ts.err = Compile(raw)
+	if ts.err == nil {
+		ts.relaxed, ts.err = (*Registry)(nil).CompileFor(raw, OpenAI)
+	}
 	v, _ := typeCache.LoadOrStore(t, ts)
 	return v.(*typeSchema)
 }
@@ -144,16 +150,20 @@ func inlineDefs(root *object) *object {
 
 // Decode validates data against the schema of T (see [For]) and decodes it into a T.
 // It returns a [*ValidationError] when data does not conform, a [*DecodeError] when it
-// conforms but cannot be decoded, or an error wrapping [ErrInvalidJSON].
+// conforms but cannot be decoded, or an error wrapping [ErrInvalidJSON]. A null for an
+// optional field counts as the field left out, as strict structured-output modes
+// (OpenAI's) have the model write null for every optional property it leaves out: an
+// answer to For[T] adapted to [OpenAI] decodes.
 func Decode[T any](data json.RawMessage) (T, error) {
 	var v T
 	ts := typeSchemaOf(reflect.TypeFor[T]())
 	if ts.err != nil {
 		return v, fmt.Errorf("schema of %v: %w", reflect.TypeFor[T](), ts.err)
 	}
-	if err := ts.compiled.Validate(data); err != nil {
+	if err := ts.relaxed.Validate(data); err != nil {
 		return v, err
 	}
+	data = ts.relaxed.DropAbsent(data)
 	if err := json.Unmarshal(data, &v); err != nil {
 		de := &DecodeError{Err: err}
 		var te *json.UnmarshalTypeError

@@ -82,10 +82,25 @@ func TestDecode(t *testing.T) {
 		t.Errorf("(-got +want):\n%s", diff)
 	}
 
+	// What strict OpenAI writes for the optional fields it leaves out.
+	got, err = Decode[refundParams](raw(`{"_tool":"issueRefund","customerId":"c1","amount":5,"currency":null,"notify":null,"tags":null,"lines":[{"sku":"b","quantity":1}],"at":null,"small":null}`))
+	if err != nil {
+		t.Fatalf("nulls for optional fields: %v", err)
+	}
+	if want := (refundParams{Tool: "issueRefund", CustomerID: "c1", Amount: 5, Lines: []refundLine{{"b", 1}}}); !cmp.Equal(got, want) {
+		t.Errorf("nulls for optional fields: %+v, want %+v", got, want)
+	}
+
 	for _, tt := range []struct {
 		name, data string
 		check      func(error) string
 	}{
+		{"null for a required field", `{"_tool":"issueRefund","customerId":null,"amount":1}`, func(err error) string {
+			if ve, ok := errors.AsType[*ValidationError](err); !ok || ve.InstancePath != "/customerId" {
+				return fmt.Sprintf("want a ValidationError at /customerId, got %v", err)
+			}
+			return ""
+		}},
 		{"validation", `{"_tool":"issueRefund","customerId":"c1","amount":-1}`, func(err error) string {
 			ve, ok := errors.AsType[*ValidationError](err)
 			if !ok || ve.InstancePath != "/amount" {
