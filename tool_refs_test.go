@@ -57,7 +57,7 @@ func TestFuncRecursiveType(t *testing.T) {
 	if v := strictValue(t, res.Log, "", "†state.m.name"); v != `"A"` {
 		t.Errorf("state.m.name = %s", v)
 	}
-	errs := logErrors(res.Log)
+	errs := strictErrors(res.Log)
 	if len(errs) != 1 || !strings.Contains(errs[0], "/children/0/name") {
 		t.Errorf("errors %q, want one at /children/0/name", errs)
 	}
@@ -99,7 +99,7 @@ func TestToolDefinitionsInComposedSchema(t *testing.T) {
 	if strings.Contains(s, "unused") {
 		t.Errorf("a definition nothing refers to was sent:\n%s", s)
 	}
-	errs := logErrors(res.Log)
+	errs := strictErrors(res.Log)
 	if len(errs) != 2 || !strings.Contains(errs[0], "/x") || !strings.Contains(errs[1], "/next/next/x") && !strings.Contains(errs[1], "/next/x") {
 		t.Errorf("errors %q, want the third call's /x and the fourth's /next/x", errs)
 	}
@@ -120,7 +120,7 @@ func TestLatentRecursiveOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if errs := logErrors(res.Log); len(errs) > 0 {
+	if errs := strictErrors(res.Log); len(errs) > 0 {
 		t.Errorf("errors %q", errs)
 	}
 	if v := strictValue(t, res.Log, "", "†state.o.sections.0.title"); v != `"Types"` {
@@ -130,15 +130,4 @@ func TestLatentRecursiveOutput(t *testing.T) {
 	if !strings.Contains(latent, `outline.section":{"type":"object"`) {
 		t.Errorf("the latent request's schema lacks the definition:\n%s", latent)
 	}
-}
-
-// logErrors returns the text of the log's error messages.
-func logErrors(l *message.Log) []string {
-	var out []string
-	for _, m := range l.Messages() {
-		if m.Type == message.TypeError {
-			out = append(out, m.Error)
-		}
-	}
-	return out
 }
