@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -74,20 +75,23 @@ func funcTool[P, R any](description string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("result: %w", err)
 	}
-	params, defs, err := schema.Embed(params, defName(reflect.TypeFor[P](), "params"), nil)
+	params, defs, err := schema.Embed(params, cmp.Or(reflect.TypeFor[P]().Name(), "params"), nil)
 	if err != nil {
 		return nil, fmt.Errorf("parameters: %w", err)
 	}
-	params = schema.Deref(params, defs)
-	if reflect.TypeFor[R]() == reflect.TypeFor[P]() && len(defs) > 0 {
-		result = json.RawMessage(`{"$ref":` + string(ojson.Quote(schema.DefRef(defs[0].Name))) + `}`)
+	if deref := schema.Deref(params, defs); reflect.TypeFor[R]() == reflect.TypeFor[P]() && !bytes.Equal(deref, params) {
+		// P refers to itself and so is a definition: R, the same type, is
+		// that definition too.
+		result = params
+		params = deref
 	} else {
+		params = deref
 		taken := make([]string, len(defs))
 		for i, d := range defs {
 			taken[i] = d.Name
 		}
 		var rdefs []schema.Def
-		if result, rdefs, err = schema.Embed(result, defName(reflect.TypeFor[R](), "result"), taken); err != nil {
+		if result, rdefs, err = schema.Embed(result, cmp.Or(reflect.TypeFor[R]().Name(), "result"), taken); err != nil {
 			return nil, fmt.Errorf("result: %w", err)
 		}
 		defs = append(defs, rdefs...)
@@ -124,18 +128,6 @@ func funcTool[P, R any](description string) (json.RawMessage, error) {
 		o.Set("$defs", schema.AppendDefs(nil, defs))
 	}
 	return o.Bytes(), nil
-}
-
-// defName is the name of the definition of t, when t is recursive: its
-// Go name, or else what it is for.
-func defName(t reflect.Type, what string) string {
-	name := strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' {
-			return r
-		}
-		return '_'
-	}, t.Name())
-	return cmp.Or(name, what)
 }
 
 // typeSchema returns the schema of T, checked to compile. schema.For

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/augceo/agent"
+	"github.com/augceo/agent/internal/strict"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider/scripted"
 	"github.com/augceo/agent/schema"
@@ -129,5 +130,89 @@ func TestLatentRecursiveOutput(t *testing.T) {
 	latent := string(p.Requests()[1].Schema)
 	if !strings.Contains(latent, `outline.section":{"type":"object"`) {
 		t.Errorf("the latent request's schema lacks the definition:\n%s", latent)
+	}
+}
+
+// treeDoc is not recursive, but holds a type that is.
+type treeDoc struct {
+	Title string   `json:"title"`
+	Root  treeNode `json:"root"`
+}
+
+// A Func whose result is its parameters' type gets that type as _output,
+// whether the type refers to itself or only holds one that does.
+func TestFuncSameTypeWithDefinitions(t *testing.T) {
+	reg := agent.NewRegistry()
+	if err := agent.Func(reg, "doc", "Echoes a doc.", func(_ context.Context, d treeDoc) (treeDoc, error) { return d, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.Func(reg, "node", "Echoes a node.", func(_ context.Context, n treeNode) (treeNode, error) { return n, nil }); err != nil {
+		t.Fatal(err)
+	}
+	offer, _ := reg.Offer()
+	p := scripted.Solutions(`{"calls":[{"_tool":"doc","title":"t","root":{"name":"a","children":[{"name":"b"}]},"_outputPath":"†state.d"},`+
+		`{"_tool":"node","name":"n","children":[{"name":"m"}],"_outputPath":"†state.n"}],"output":null}`, `{"calls":[],"output":{}}`)
+	res, err := agent.Run(t.Context(), agent.Config{Provider: p, Registry: reg, Concurrency: 1}, json.RawMessage(`{"type":"object"}`), []message.Message{offer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := strictErrors(res.Log); len(errs) > 0 {
+		t.Errorf("errors %q", errs)
+	}
+	if v := strictValue(t, res.Log, "", "†state.d.root.children.0.name"); v != `"b"` {
+		t.Errorf("state.d.root.children.0.name = %s", v)
+	}
+}
+
+// Definitions are named with letters, digits, ".", "_" and "-" only, so a
+// tool whose name has a space or a "%" reaches every provider: refs are
+// not percent-decoded everywhere.
+func TestToolNameNeedsNoEscaping(t *testing.T) {
+	forEachStrictAdapter(t, func(t *testing.T, a strictAdapter) {
+		reg := agent.NewRegistry()
+		for _, name := range []string{"my tool", "my_tool", "50%"} {
+			reg.Tool(name, json.RawMessage(`{"type":"object","properties":{"x":{"$ref":"#/$defs/item"}},"required":["x"],"$defs":{"item":{"type":"string"}}}`))
+			reg.Activity(name, agent.ActivityFunc(func(_ context.Context, c *agent.Call) (*agent.Result, error) {
+				return &agent.Result{Value: c.Args()}, nil
+			}))
+		}
+		_, m := strictRun(t, a, reg, `{"type":"object","properties":{"done":{"type":"boolean"}},"required":["done"]}`,
+			`[{"type":"tool","tool":"my tool"},{"type":"tool","tool":"my_tool"},{"type":"tool","tool":"50%"}]`, false,
+			strictCalls(strict.Call{Tool: "my tool", Set: set("x", `"s"`, "_outputPath", `"†state.y"`)}, strict.Call{Tool: "50%", Set: set("x", `"t"`, "_outputPath", `"†state.z"`)}),
+			strictOutput(`{"done":true}`))
+		if s := string(m.schemas()[0]); a.name != "gemini" && (!strings.Contains(s, `"my_tool.item"`) || !strings.Contains(s, `"my_tool.item_2"`) || !strings.Contains(s, `"50_.item"`)) {
+			t.Errorf("definition names: %s", s)
+		}
+	})
+}
+
+// Definitions as other generators write them: draft-07 "definitions"
+// (zod-to-json-schema's default), a "$id" below the root, a root that is
+// a ref with a description beside it.
+func TestToolDefinitionsOfOtherShapes(t *testing.T) {
+	for name, def := range map[string]string{
+		"draft-07":           `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"x":{"$ref":"#/definitions/item"}},"required":["x"],"definitions":{"item":{"type":"string"}}}`,
+		"$id below the root": `{"type":"object","properties":{"x":{"$ref":"#/$defs/item"}},"required":["x"],"$defs":{"item":{"$id":"item","type":"string"}}}`,
+		"a root ref":         `{"description":"d","$ref":"#/$defs/T","$defs":{"T":{"type":"object","properties":{"x":{"type":"string"}},"required":["x"],"additionalProperties":false}}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			reg := agent.NewRegistry()
+			reg.Tool("a", json.RawMessage(def))
+			reg.Activity("a", agent.ActivityFunc(func(_ context.Context, c *agent.Call) (*agent.Result, error) {
+				return &agent.Result{Value: c.Args()}, nil
+			}))
+			offer, _ := reg.Offer()
+			p := scripted.Solutions(`{"calls":[{"_tool":"a","x":"s","_outputPath":"†state.a"},{"_tool":"a","x":1}],"output":null}`, `{"calls":[],"output":{}}`)
+			res, err := agent.Run(t.Context(), agent.Config{Provider: p, Registry: reg, Concurrency: 1}, json.RawMessage(`{"type":"object"}`), []message.Message{offer})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if errs := strictErrors(res.Log); len(errs) != 1 || !strings.Contains(errs[0], "/x") {
+				t.Errorf("errors %q, want the second call's at /x", errs)
+			}
+			if v := strictValue(t, res.Log, "", "†state.a.x"); v != `"s"` {
+				t.Errorf("state.a.x = %s", v)
+			}
+		})
 	}
 }

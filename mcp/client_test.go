@@ -344,6 +344,31 @@ func TestRegisterRecursiveSchema(t *testing.T) {
 	}
 }
 
+// A draft-07 input schema with "definitions", as zod-to-json-schema
+// writes by default, registers, and its refs resolve in the tool.
+func TestRegisterDraft07Schema(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "d7", Version: "v1"}, nil)
+	srv.AddTool(&sdk.Tool{
+		Name:        "at",
+		InputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"p":{"$ref":"#/definitions/point"}},"required":["p"],"definitions":{"point":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}}}`),
+	}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return nil, nil })
+	reg := agent.NewRegistry()
+	if _, err := memClient(t, srv, "").Register(context.Background(), reg); err != nil {
+		t.Fatal(err)
+	}
+	def, _ := reg.LookupTool("at")
+	c, err := schema.Compile(def)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, def)
+	}
+	if err := c.Validate(json.RawMessage(`{"p":{"x":1}}`)); err != nil {
+		t.Error(err)
+	}
+	if err := c.Validate(json.RawMessage(`{"p":{"x":"1"}}`)); err == nil {
+		t.Error("a point with a string x is valid")
+	}
+}
+
 func TestRegisterInvalidSchema(t *testing.T) {
 	for _, tt := range []struct {
 		name, input, output, want string

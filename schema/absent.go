@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
 
 // maxAbsentRounds bounds how often DropAbsent validates: each round drops
@@ -41,42 +43,86 @@ func (s *Schema) DropAbsent(data json.RawMessage) json.RawMessage {
 	if _, n := numberOutOfRange(v); n != "" {
 		return data // not a value s accepts
 	}
-	out := data
+	var dropped []refused
+	valid := false
 	for range maxAbsentRounds {
 		err := s.written.lib.Validate(v)
 		if err == nil {
-			return out
+			valid = true
+			break
 		}
 		var ve *jsonschema.ValidationError
 		if !errors.As(err, &ve) {
 			return data
 		}
-		paths := refusedNulls(ve, v, nil)
-		if len(paths) == 0 {
+		found := refusedNulls(ve, v, false, nil)
+		if len(found) == 0 {
 			return data
 		}
-		for _, p := range paths {
-			if deleteMember(v, p) {
-				out = dropMember(out, p)
+		for _, r := range found {
+			if deleteMember(v, r.path) {
+				dropped = append(dropped, r)
 			}
 		}
 	}
-	return data
+	if !valid {
+		return data
+	}
+	// A null refused only by an alternative of an anyOf or a oneOf may be
+	// one the alternative that matches takes: it stays if the value is
+	// still valid with it.
+	for i := 0; i < len(dropped); i++ {
+		if dropped[i].certain {
+			continue
+		}
+		without := slices.Delete(slices.Clone(dropped), i, i+1)
+		if s.written.lib.Validate(withoutMembers(data, without)) == nil {
+			dropped = without
+			i--
+		}
+	}
+	out := data
+	for _, r := range dropped {
+		out = dropMember(out, r.path)
+	}
+	return out
 }
 
-// refusedNulls returns the instance locations of the failures in e that
-// are at a null member of an object of v.
-func refusedNulls(e *jsonschema.ValidationError, v any, paths [][]string) [][]string {
+// refused is a null member that the schema as written refuses: certain
+// when it fails outside any alternative of an anyOf or a oneOf.
+type refused struct {
+	path    []string
+	certain bool
+}
+
+// withoutMembers decodes data, which is valid JSON, without the members
+// of dropped.
+func withoutMembers(data []byte, dropped []refused) any {
+	v := jsonfast.Decode(data)
+	for _, r := range dropped {
+		deleteMember(v, r.path)
+	}
+	return v
+}
+
+// refusedNulls returns the failures in e that are at a null member of an
+// object of v. inAlt says e is within an alternative of an anyOf or a
+// oneOf.
+func refusedNulls(e *jsonschema.ValidationError, v any, inAlt bool, found []refused) []refused {
 	if len(e.Causes) == 0 {
 		if len(e.InstanceLocation) > 0 && isNullMember(v, e.InstanceLocation) {
-			paths = append(paths, e.InstanceLocation)
+			found = append(found, refused{path: e.InstanceLocation, certain: !inAlt})
 		}
-		return paths
+		return found
+	}
+	switch e.ErrorKind.(type) {
+	case *kind.AnyOf, *kind.OneOf:
+		inAlt = true
 	}
 	for _, c := range e.Causes {
-		paths = refusedNulls(c, v, paths)
+		found = refusedNulls(c, v, inAlt, found)
 	}
-	return paths
+	return found
 }
 
 // isNullMember reports whether path leads to a null member of an object.

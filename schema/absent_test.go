@@ -51,6 +51,13 @@ func TestDropAbsent(t *testing.T) {
 			}
 		})
 	}
+	// A null that only the alternative not taken refuses stays: here it
+	// says "clear the value".
+	const modes = `{"type":"object","properties":{"mode":{"enum":["set","clear"]},"value":{"type":["string","null"]},"note":{"type":"string"}},"required":["mode"],
+		"anyOf":[{"properties":{"mode":{"const":"set"},"value":{"type":"string"}}},{"properties":{"mode":{"const":"clear"},"note":{"type":"string"}}}]}`
+	if got := relaxed(t, modes).DropAbsent(json.RawMessage(`{"mode":"clear","value":null,"note":null}`)); string(got) != `{"mode":"clear","value":null}` {
+		t.Errorf("anyOf: DropAbsent = %s, want the null value kept", got)
+	}
 	// A required property's null is no absence: such data is not valid
 	// for s, and comes back as it is.
 	bad := `{"id":null,"must":"x","note":null}`

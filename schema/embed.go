@@ -33,9 +33,14 @@ type Def struct {
 //     move what such a pointer finds.
 //
 // Definitions are renamed where their name is in taken. Refs to
-// registered schemas ("City") stay as they are. A schema without "$ref"
-// and definitions, or one whose refs do not resolve as plain JSON pointers
-// (anchors, a "$id" below its root, another draft), comes back unchanged.
+// registered schemas ("City") stay as they are. Names keep to letters,
+// digits, ".", "_" and "-" (others become "_"), so that a ref never needs
+// escaping, which not every provider undoes. A schema without "$ref" and
+// definitions comes back unchanged; one whose refs do not all resolve as
+// plain JSON pointers (anchors, a "$id" below its root) comes back with its
+// local refs inlined ([InlineLocal]), or unchanged when they cannot be.
+// A "$schema" naming an earlier draft is dropped: refs are JSON pointers
+// there too.
 //
 // Unlike [InlineLocal], which copies each target in place of its ref,
 // Embed keeps recursion and does not repeat a definition at every use.
@@ -48,7 +53,16 @@ func Embed(s json.RawMessage, name string, taken []string) (body json.RawMessage
 		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidJSON, err)
 	}
 	root, ok := tree.(*object)
-	if !ok || !plainRefs(root, true) {
+	if !ok {
+		return s, nil, nil
+	}
+	if !embeddable(root) {
+		// Its refs are not all plain JSON pointers: inlined where they can
+		// be (a "$id" below the root), else left as they are (anchors
+		// resolve in whatever document holds them).
+		if inlined, err := InlineLocal(s); err == nil {
+			return inlined, nil, nil
+		}
 		return s, nil, nil
 	}
 	e := &embedder{tree: root, names: slices.Clone(taken), name: name, copies: map[string]string{}}
@@ -132,9 +146,28 @@ type embedder struct {
 	trees  []any // the schema of each of defs, before its refs are rewritten
 }
 
+// embeddable reports whether the refs of the schema document root resolve
+// as plain JSON pointers into it, whatever draft its "$schema" names.
+func embeddable(root *object) bool {
+	r := root.clone()
+	r.del("$schema")
+	return plainRefs(r, true)
+}
+
+// defName keeps a definition's name to letters, digits, ".", "_" and "-".
+func defName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
 // add makes the schema t, found at JSON pointer ptr in s, a definition
 // named after base, and returns its name.
 func (e *embedder) add(ptr, base string, t any) string {
+	base = defName(base)
 	key := base
 	for i := 2; slices.Contains(e.names, key); i++ {
 		key = fmt.Sprintf("%s_%d", base, i)
@@ -180,15 +213,35 @@ func (e *embedder) rewrite(t any) (any, error) {
 	})
 }
 
-// Deref returns the definition that body is only a ref to, when it is
-// one of defs, else body: Embed makes a schema that refers to its own root
-// a definition, and its body a ref to it, while a caller that adds to the
-// body (a tool's meta-properties) wants the schema itself.
+// Deref returns the definition body refers to, when its "$ref" names one
+// of defs, with the keywords beside that ref merged in; else body. Embed
+// makes a schema that refers to its own root a definition, and its body a
+// ref to it, and a schema may be a ref with a description beside it, while
+// a caller that adds to the body (a tool's meta-properties) wants the
+// schema itself.
 func Deref(body json.RawMessage, defs []Def) json.RawMessage {
+	if !bytes.Contains(body, []byte(`"$ref"`)) {
+		return body
+	}
+	tree, err := parseTree(body)
+	o, ok := tree.(*object)
+	if err != nil || !ok {
+		return body
+	}
+	r, _ := o.get("$ref")
 	for _, d := range defs {
-		if string(body) == `{"$ref":`+string(marshalTree(ref(d.Name)))+`}` {
-			return d.Schema
+		if r != ref(d.Name) {
+			continue
 		}
+		target, err := parseTree(d.Schema)
+		if err != nil {
+			return body
+		}
+		merged, err := mergeRef(o, target, "")
+		if err != nil {
+			return body
+		}
+		return marshalTree(merged)
 	}
 	return body
 }
