@@ -81,12 +81,7 @@ func (b *Build) compose(output json.RawMessage, outputDefs []schema.Def, anyCall
 	s.Write(rb)
 	s.WriteString(`,"additionalProperties":false`)
 	if defs = append(defs, outputDefs...); len(defs) > 0 {
-		n := 0
-		for _, d := range defs {
-			n += len(d.Name) + len(d.Schema) + 4
-		}
 		s.WriteString(`,"$defs":`)
-		s.Grow(n + 2)
 		s.Write(schema.AppendDefs(s.AvailableBuffer(), defs))
 	}
 	s.WriteByte('}')

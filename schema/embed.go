@@ -259,10 +259,6 @@ func AppendDefs(dst []byte, defs []Def) []byte {
 	return append(dst, '}')
 }
 
-// DefRef returns the local ref to the definition named name in a schema's
-// root "$defs", as Embed writes it.
-func DefRef(name string) string { return ref(name) }
-
 // ref is the local ref to the root definition key.
 func ref(key string) string {
 	return "#" + (&url.URL{Fragment: "/$defs/" + escapeToken(key)}).EscapedFragment()

@@ -18,10 +18,10 @@ import (
 var typeCache sync.Map
 
 type typeSchema struct {
-	raw      json.RawMessage
-	compiled *Schema
+	raw json.RawMessage
 	// relaxed takes null for an optional property, as strict OpenAI
-	// writes one it leaves out (see Decode).
+	// writes one it leaves out (see Decode); it keeps the schema as
+	// written too.
 	relaxed *Schema
 	err     error
 }
@@ -49,10 +49,7 @@ func typeSchemaOf(t reflect.Type) *typeSchema {
 	}
 	raw := reflectSchema(t)
 	ts := &typeSchema{raw: raw}
-	ts.compiled, ts.err = Compile(raw)
-	if ts.err == nil {
-		ts.relaxed, ts.err = (*Registry)(nil).CompileFor(raw, OpenAI)
-	}
+	ts.relaxed, ts.err = (*Registry)(nil).CompileFor(raw, OpenAI)
 	v, _ := typeCache.LoadOrStore(t, ts)
 	return v.(*typeSchema)
 }
