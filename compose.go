@@ -53,6 +53,7 @@ func (b *Build) compose(output json.RawMessage, outputDefs []schema.Def, anyCall
 					defs = append(defs, sh.defs...)
 				}
 			}
+			b.offered, b.offeredDefs = tools, defs
 		}
 		if anyCalls {
 			s.WriteString(`{"type":"object"}`)
@@ -86,6 +87,16 @@ func (b *Build) compose(output json.RawMessage, outputDefs []schema.Def, anyCall
 	}
 	s.WriteByte('}')
 	return s.Bytes(), nil
+}
+
+// offeredCall returns the schema a call of tool met in the schema last
+// composed, standing on its own; nil when tool was not offered.
+func (b *Build) offeredCall(tool string) json.RawMessage {
+	i := slices.Index(b.tools.Keys, tool)
+	if i < 0 || i >= len(b.offered) {
+		return nil
+	}
+	return withDefs(b.offered[i], b.offeredDefs)
 }
 
 // withDefs returns the schema object s with defs as its "$defs", so that

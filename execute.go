@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,13 +138,32 @@ func (x *executor) prepare(log *message.Log, c *Call) (*Call, error) {
 	if err != nil {
 		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("tool schema: %w", err)}
 	}
-	if err := compiled.Validate(params); err != nil {
-		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("params: %w", err)}
-	}
 	// A strict model writes null for a parameter it leaves out; the
 	// activity gets the parameters as the tool's schema says them.
-	c.Params = compiled.DropAbsent(params)
+	if c.Params, err = compiled.Accept(params); err != nil {
+		return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("params: %w", err)}
+	}
 	return c, nil
+}
+
+// asWritten returns the call raw, as a model wrote it, without the nulls
+// a strict model writes for the properties it leaves out (see
+// schema.Schema.DropAbsent): the step's plan, which every later request
+// shows the model, and the call handed to events and activities then say
+// only what the model chose.
+func (x *executor) asWritten(raw json.RawMessage) json.RawMessage {
+	if !bytes.Contains(raw, []byte("null")) {
+		return raw
+	}
+	offered := x.build.offeredCall(planTool(raw))
+	if offered == nil {
+		return raw // an unknown tool: its error says so
+	}
+	compiled, err := x.reg.compile(offered)
+	if err != nil {
+		return raw
+	}
+	return compiled.DropAbsent(raw)
 }
 
 // runCall executes a prepared call and returns the messages it appends:

@@ -8,6 +8,7 @@ import (
 	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/schema"
 )
 
 // Handler turns messages of one type into what a Request sends: rendered
@@ -41,16 +42,20 @@ type Build struct {
 	// Registry is the registry of the Request.
 	Registry *Registry
 
-	messages   []provider.Message
-	props      ojson.Object // extra solution properties, in order of first appearance
-	required   []string
-	tools      ojson.Object              // tool name → LLM-facing tool schema, last definition wins
-	shapeNames []string                  // tool names, as defined
-	shapes     []*shaped                 // their definitions as given, with the schemas calls must meet
-	shown      map[message.Identity]bool // the data identities rendered
-	rendering  Rendering                 // how data is rendered
-	seen       *message.Log              // the messages handled so far (RenderCached)
-	handled    int                       // the messages of Log handled
+	messages []provider.Message
+	props    ojson.Object // extra solution properties, in order of first appearance
+	required []string
+	tools    ojson.Object // tool name → LLM-facing tool schema, last definition wins
+	// offered are the tools as the schema last composed offers them, in
+	// the order of tools, and offeredDefs the definitions they refer to.
+	offered     []json.RawMessage
+	offeredDefs []schema.Def
+	shapeNames  []string                  // tool names, as defined
+	shapes      []*shaped                 // their definitions as given, with the schemas calls must meet
+	shown       map[message.Identity]bool // the data identities rendered
+	rendering   Rendering                 // how data is rendered
+	seen        *message.Log              // the messages handled so far (RenderCached)
+	handled     int                       // the messages of Log handled
 	// fresh: a message was handled whose rendering may change as the log
 	// grows (an advisor's, which turns on and off with the run, or one of
 	// a handler of the user's): each request then handles the whole log.

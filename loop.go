@@ -400,9 +400,10 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 				ok = false
 				return false
 			}
-			calls = append(calls, bytes.Clone(ev.Element.Value))
+			raw := exec.asWritten(ev.Element.Value)
+			calls = append(calls, bytes.Clone(raw))
 			if !r.lazy { // lazy mode: the model only plans
-				t := &task{raw: ev.Element.Value, id: callID(step, len(calls)-1), index: len(calls) - 1, exec: exec}
+				t := &task{raw: raw, id: callID(step, len(calls)-1), index: len(calls) - 1, exec: exec}
 				// Queued is yielded before the call can start: a durable
 				// run records it first, so a resume finds it even if it
 				// was still waiting when the run stopped.

@@ -704,7 +704,11 @@ func parseSolution(text string, compiled *schema.Schema) (*Solution, error) {
 		err := json.Unmarshal(raw, &v)
 		return nil, fmt.Errorf("%w: %w", errInvalidJSON, err)
 	}
-	if err := compiled.Validate(raw); err != nil {
+	// A strict model writes null for each property it leaves out: Accept
+	// takes them out, which would reach the run's output, and the calls
+	// the log records and every later request shows the model.
+	raw, err := compiled.Accept(raw)
+	if err != nil {
 		return nil, err
 	}
 	sol, err := splitSolution(raw)

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/augceo/agent"
@@ -77,4 +78,42 @@ func TestStrictRequestAsOptional(t *testing.T) {
 	if len(got) != 1 || got[0].Value != (weather{City: "Paris"}) {
 		t.Errorf("RequestAs = %+v", got)
 	}
+}
+
+// What a strict OpenAI model writes for the properties it leaves out does
+// not outlive the answer: the run's output and the calls the next request
+// shows the model (tokens in every request after) are as the schemas say
+// them, without the nulls.
+func TestStrictAbsentNotKept(t *testing.T) {
+	forEachStrictAdapter(t, func(t *testing.T, a strictAdapter) {
+		reg := agent.NewRegistry()
+		err := agent.Func(reg, "lookup", "Looks x up.", func(_ context.Context, p findParams) (int, error) { return p.X + 1, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		output := `{"done":true,"why":null,"steps":[{"n":1,"label":null}]}`
+		if a.name != "openai" {
+			output = `{"done":true,"steps":[{"n":1}]}` // the others leave out what is optional
+		}
+		res, m := strictRunIn(t, a, a.field, true, reg,
+			`{"type":"object","properties":{"done":{"type":"boolean"},"why":{"type":"string"},"steps":{"type":"array","items":{"type":"object","properties":{"n":{"type":"integer"},"label":{"type":"string"}},"required":["n"]}}},"required":["done"]}`,
+			`[{"type":"tool","tool":"lookup"}]`, false,
+			strictCalls(strict.Call{Tool: "lookup", Set: set("x", `1`, "note", `null`, "filters", `[{"from":1,"to":null}]`,
+				"_outputPath", `"†state.y"`, "_outputMethod", `null`)}),
+			strictOutput(output))
+		if got, want := string(res.Solution.Output), `{"done":true,"steps":[{"n":1}]}`; got != want {
+			t.Errorf("Output = %s, want %s", got, want)
+		}
+		if strings.Contains(string(res.Solution.Raw), "null") {
+			t.Errorf("Raw keeps nulls: %s", res.Solution.Raw)
+		}
+		for _, msg := range res.Log.Messages() {
+			if strings.Contains(string(msg.Plan)+string(msg.Call), "null") {
+				t.Errorf("the log keeps a call with nulls: %s%s", msg.Plan, msg.Call)
+			}
+		}
+		if n := len(m.sent); n != 2 {
+			t.Fatalf("%d requests, want 2", n)
+		}
+	})
 }

@@ -43,6 +43,30 @@ func (s *Schema) DropAbsent(data json.RawMessage) json.RawMessage {
 	if _, n := numberOutOfRange(v); n != "" {
 		return data // not a value s accepts
 	}
+	return s.dropAbsent(data, v)
+}
+
+// Accept validates data as [Schema.Validate] does and returns it as
+// [Schema.DropAbsent] does, decoding it once.
+func (s *Schema) Accept(data json.RawMessage) (json.RawMessage, error) {
+	v, err := decode(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.ValidateValue(v); err != nil {
+		return nil, err
+	}
+	if s.written == nil || !bytes.Contains(data, []byte("null")) {
+		return data, nil
+	}
+	return s.dropAbsent(data, v), nil
+}
+
+// dropAbsent is DropAbsent of data, decoded as v, which it may change.
+func (s *Schema) dropAbsent(data json.RawMessage, v any) json.RawMessage {
+	if s.written.fast != nil && s.written.fast.accepts(v) {
+		return data // its nulls are all values (an output not given yet)
+	}
 	var dropped []refused
 	valid := false
 	for range maxAbsentRounds {

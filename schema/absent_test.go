@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/augceo/agent/schema"
@@ -49,6 +50,9 @@ func TestDropAbsent(t *testing.T) {
 			if got := s.DropAbsent(json.RawMessage(tt.in)); string(got) != tt.want {
 				t.Errorf("DropAbsent(%s)\n= %s\nwant %s", tt.in, got, tt.want)
 			}
+			if got, err := s.Accept(json.RawMessage(tt.in)); err != nil || string(got) != tt.want {
+				t.Errorf("Accept(%s)\n= %s, %v\nwant %s", tt.in, got, err, tt.want)
+			}
 		})
 	}
 	// A null that only the alternative not taken refuses stays: here it
@@ -63,6 +67,9 @@ func TestDropAbsent(t *testing.T) {
 	bad := `{"id":null,"must":"x","note":null}`
 	if got := s.DropAbsent(json.RawMessage(bad)); string(got) != bad {
 		t.Errorf("DropAbsent(%s) = %s, want it unchanged", bad, got)
+	}
+	if got, err := s.Accept(json.RawMessage(bad)); got != nil || err == nil || !strings.Contains(err.Error(), "/id") {
+		t.Errorf("Accept(%s) = %s, %v; want the error at /id", bad, got, err)
 	}
 	// A schema compiled as written keeps every null.
 	plain, err := schema.Compile(json.RawMessage(tool))
@@ -93,6 +100,9 @@ func FuzzDropAbsent(f *testing.F) {
 			t.Fatalf("%s compiles relaxed, not as written: %v", s, err)
 		}
 		got := r.DropAbsent(json.RawMessage(data))
+		if acc, err := r.Accept(json.RawMessage(data)); err != nil || string(acc) != string(got) {
+			t.Fatalf("Accept(%s) under %s = %s, %v; DropAbsent = %s", data, s, acc, err, got)
+		}
 		if string(got) == data {
 			return
 		}
