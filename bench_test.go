@@ -134,7 +134,7 @@ func BenchmarkRequest(b *testing.B) {
 // user writes them: described for the model.
 type lookupParams struct {
 	X    int    `json:"x" jsonschema:"description=The number to look up"`
-	Note string `json:"note,omitempty" jsonschema:"description=Why it is looked up, for the audit log"`
+	Note string `json:"note,omitempty" jsonschema_description:"Why it is looked up, for the audit log"`
 }
 
 type lookupResult struct {

@@ -130,20 +130,13 @@ func funcTool[P, R any](description string) (json.RawMessage, error) {
 	return o.Bytes(), nil
 }
 
-// typeSchema returns the schema of T, checked to compile. schema.For
-// panics on a type it cannot describe (a channel, a function); that is
-// an error here.
-func typeSchema[T any]() (s json.RawMessage, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			s, err = nil, fmt.Errorf("%v has no JSON Schema: %v", reflect.TypeFor[T](), p)
-		}
-	}()
-	s = schema.For[T]()
-	if _, err := schema.Compile(s); err != nil {
-		return nil, fmt.Errorf("schema of %v: %w", reflect.TypeFor[T](), err)
+// typeSchema returns the schema of T, or what keeps it from saying what
+// T's tags say (see schema.Check).
+func typeSchema[T any]() (json.RawMessage, error) {
+	if err := schema.Check[T](); err != nil {
+		return nil, err
 	}
-	return s, nil
+	return schema.For[T](), nil
 }
 
 // toolWithActivity registers a tool and its activity under name, both or

@@ -125,6 +125,15 @@ func TestFuncErrors(t *testing.T) {
 		{"result without a schema", nil, func(reg *agent.Registry) error {
 			return agent.Func(reg, "f", "", func(context.Context, forecastParams) (func(), error) { return nil, nil })
 		}, `agent: Func "f": result: func() has no JSON Schema: unsupported type func()`, false},
+		{"a description cut at a comma", nil, func(reg *agent.Registry) error {
+			return agent.Func(reg, "f", "", func(context.Context, struct {
+				X int `json:"x" jsonschema:"description=The number, as written"`
+			}) (string, error) {
+				return "", nil
+			})
+		}, `agent: Func "f": parameters: schema of struct { X int "json:\"x\" jsonschema:\"description=The number, as written\"" }: ` +
+			`struct { X int "json:\"x\" jsonschema:\"description=The number, as written\"" }.X: jsonschema tag part " as written" is not keyword=value: ` +
+			`a description with commas goes in a jsonschema_description tag, or escape each comma as \,`, false},
 		{"parameters not an object", nil, func(reg *agent.Registry) error {
 			return agent.Func(reg, "f", "", func(context.Context, string) (string, error) { return "", nil })
 		}, `agent: Func "f": parameters: string has the schema {"type":"string"}, not an object's: use a struct`, false},

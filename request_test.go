@@ -318,6 +318,22 @@ func TestRequestAs(t *testing.T) {
 	}
 }
 
+// A struct tag the schema would not say (a description cut at a comma)
+// fails RequestAs before the model is asked, and paid.
+func TestRequestAsTagError(t *testing.T) {
+	type answer struct {
+		City string `json:"city" jsonschema:"description=The city, as the user wrote it"`
+	}
+	p := scripted.Solutions(`{"output":{"city":"Paris"}}`)
+	_, _, err := agent.RequestAs[answer](context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry()}, []message.Message{message.Text("where?")})
+	if err == nil || !strings.Contains(err.Error(), `answer.City: jsonschema tag part " as the user wrote it"`) {
+		t.Errorf("error %v, want the tag's", err)
+	}
+	if n := len(p.Requests()); n != 0 {
+		t.Errorf("%d requests sent", n)
+	}
+}
+
 func TestRequestInterleavedSolutions(t *testing.T) {
 	p := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
 		return func(yield func(*provider.Chunk, error) bool) {

@@ -19,6 +19,9 @@ type Typed[T any] struct {
 // tags give descriptions; see schema.For) and decodes each validated
 // output into a T.
 func RequestAs[T any](ctx context.Context, cfg Config, context []message.Message) ([]Typed[T], *Response, error) {
+	if err := schema.Check[T](); err != nil {
+		return nil, nil, fmt.Errorf("agent: %w", err) // before the model is paid
+	}
 	resp, err := Request(ctx, cfg, schema.For[T](), context)
 	if err != nil {
 		return nil, resp, err

@@ -24,6 +24,9 @@ type typeSchema struct {
 	// written too.
 	relaxed *Schema
 	err     error
+	// tagErr is a tag the reflector dropped (see Check): the schema
+	// describes less than the tags say, but validates as they say.
+	tagErr error
 }
 
 // For returns the JSON Schema of the Go type T, so a Go type can be the single source of
@@ -38,8 +41,14 @@ type typeSchema struct {
 // "$schema", "$id" or "$defs", except that a recursive type keeps its definitions in
 // "$defs". The output is deterministic: properties in field order, other keys in a
 // fixed order. The result is computed once per type.
+//
+// For panics on a type it cannot describe (a channel, a function); [Check] returns
+// that as an error, and reports tags the reflector would drop.
 func For[T any]() json.RawMessage {
 	ts := typeSchemaOf(reflect.TypeFor[T]())
+	if ts.raw == nil {
+		panic("schema: For: " + ts.err.Error())
+	}
 	return bytes.Clone(ts.raw)
 }
 
@@ -47,28 +56,42 @@ func typeSchemaOf(t reflect.Type) *typeSchema {
 	if v, ok := typeCache.Load(t); ok {
 		return v.(*typeSchema)
 	}
-	raw := reflectSchema(t)
-	ts := &typeSchema{raw: raw}
-	ts.relaxed, ts.err = (*Registry)(nil).CompileFor(raw, OpenAI)
+	ts := &typeSchema{}
+	ts.raw, ts.err = reflectSchema(t)
+	if ts.err == nil {
+		if err := checkTags(t, map[reflect.Type]bool{}); err != nil {
+			ts.tagErr = fmt.Errorf("schema of %v: %w", t, err)
+		}
+		if ts.relaxed, ts.err = (*Registry)(nil).CompileFor(ts.raw, OpenAI); ts.err != nil {
+			ts.err = fmt.Errorf("schema of %v: %w", t, ts.err)
+		}
+	}
 	v, _ := typeCache.LoadOrStore(t, ts)
 	return v.(*typeSchema)
 }
 
-func reflectSchema(t reflect.Type) json.RawMessage {
+// reflectSchema returns the schema of t, or an error for a type the
+// reflector cannot describe (it panics on some).
+func reflectSchema(t reflect.Type) (_ json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v has no JSON Schema: %v", t, p)
+		}
+	}()
 	r := &jsonschema.Reflector{Anonymous: true, ExpandedStruct: true}
 	s := r.ReflectFromType(t)
 	b, err := json.Marshal(s)
 	if err != nil {
-		panic(fmt.Sprintf("schema: For[%v]: %v", t, err)) // the reflector built something unencodable
+		return nil, fmt.Errorf("%v has no JSON Schema: %w", t, err)
 	}
 	tree, err := parseTree(b)
 	if err != nil {
-		panic(fmt.Sprintf("schema: For[%v]: %v", t, err))
+		return nil, fmt.Errorf("%v has no JSON Schema: %w", t, err)
 	}
 	root := tree.(*object)
 	root.del("$schema")
 	root.del("$id")
-	return marshalTree(mustWalk(inlineDefs(root), reorder))
+	return marshalTree(mustWalk(inlineDefs(root), reorder)), nil
 }
 
 // keyOrder is the order For writes keywords in, for people reading the schema: the
@@ -155,12 +178,12 @@ func Decode[T any](data json.RawMessage) (T, error) {
 	var v T
 	ts := typeSchemaOf(reflect.TypeFor[T]())
 	if ts.err != nil {
-		return v, fmt.Errorf("schema of %v: %w", reflect.TypeFor[T](), ts.err)
+		return v, ts.err
 	}
-	if err := ts.relaxed.Validate(data); err != nil {
+	data, err := ts.relaxed.Accept(data)
+	if err != nil {
 		return v, err
 	}
-	data = ts.relaxed.DropAbsent(data)
 	if err := json.Unmarshal(data, &v); err != nil {
 		de := &DecodeError{Err: err}
 		var te *json.UnmarshalTypeError
