@@ -2,6 +2,9 @@ package schema
 
 import (
 	"encoding/json"
+	"math"
+	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -69,5 +72,28 @@ func rangeError(path []string, n json.Number) *ValidationError {
 	return &ValidationError{
 		InstancePath: pointer(path),
 		Message:      "number " + s + " is out of range: at most " + strconv.Itoa(maxNumber) + " characters, exponents within ±" + strconv.Itoa(maxNumber),
+	}
+}
+
+// countKeywords hold a length or a count: a non-negative integer.
+var countKeywords = []string{"minLength", "maxLength", "minItems", "maxItems",
+	"minProperties", "maxProperties", "minContains", "maxContains"}
+
+// maxCount is the largest count the validation library holds as it is.
+var maxCount = new(big.Float).SetInt64(math.MaxInt64)
+
+// capCounts caps the counts of o above math.MaxInt64 to it. The library
+// wraps a larger one around: a maxLength of 2^63 refused every string, a
+// minItems of 2^64 took every array. The cap changes no answer, since no
+// string, array or object is that long.
+func capCounts(o *object) {
+	for i, m := range o.members {
+		n, ok := m.val.(json.Number)
+		if !ok || !slices.Contains(countKeywords, m.key) {
+			continue
+		}
+		if f, ok := new(big.Float).SetString(string(n)); ok && f.Cmp(maxCount) > 0 {
+			o.members[i].val = json.Number(strconv.FormatInt(math.MaxInt64, 10))
+		}
 	}
 }

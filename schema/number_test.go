@@ -52,3 +52,44 @@ func TestNumberOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// A count beyond what the library holds as an int64 means what it says:
+// a maximum nothing reaches, a minimum nothing meets. The library wrapped
+// them around (a maxLength of 2^63 refused every string).
+func TestHugeCounts(t *testing.T) {
+	const (
+		str, arr, obj = `"abc"`, `[1,2]`, `{"a":1}`
+		big63         = "9223372036854775808"
+		big64         = "18446744073709551616"
+	)
+	for _, tt := range []struct {
+		schema, data string
+		valid        bool
+	}{
+		{`{"maxLength":` + big63 + `}`, str, true},
+		{`{"maxLength":` + big64 + `}`, str, true},
+		{`{"maxLength":1e19}`, str, true},
+		{`{"maxLength":9223372036854775807}`, str, true},
+		{`{"minLength":` + big64 + `}`, str, false},
+		{`{"maxItems":` + big63 + `}`, arr, true},
+		{`{"minItems":` + big64 + `}`, arr, false},
+		{`{"maxProperties":` + big64 + `}`, obj, true},
+		{`{"minProperties":` + big64 + `}`, obj, false},
+		{`{"contains":{},"maxContains":` + big64 + `}`, arr, true},
+		{`{"contains":{},"minContains":` + big64 + `}`, arr, false},
+		{`{"type":"object","properties":{"s":{"maxLength":1e30}}}`, `{"s":"x"}`, true},
+		{`{"maxLength":3}`, `"abcd"`, false},
+	} {
+		s, err := schema.Compile(json.RawMessage(tt.schema))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.schema, err)
+		}
+		if err := s.Validate(json.RawMessage(tt.data)); (err == nil) != tt.valid {
+			t.Errorf("%s against %s: %v, want valid %v", tt.data, tt.schema, err, tt.valid)
+		}
+	}
+	// The schema as written is what a provider is sent.
+	if got, _ := schema.NewRegistry().Adapt(json.RawMessage(`{"type":"string","maxLength":`+big64+`}`), schema.Full); !strings.Contains(string(got), big64) {
+		t.Errorf("Adapt changed the count: %s", got)
+	}
+}

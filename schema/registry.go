@@ -94,7 +94,8 @@ func (r *Registry) Add(name string, s json.RawMessage) error {
 	return nil
 }
 
-// prepare parses a schema document and translates "nullable".
+// prepare parses a schema document, translates "nullable" and caps counts
+// (see capCounts).
 func prepare(s json.RawMessage) (any, error) {
 	tree, err := parseTree(s)
 	if err != nil {
@@ -108,7 +109,10 @@ func prepare(s json.RawMessage) (any, error) {
 	if at, n := numberOutOfRange(tree); n != "" {
 		return nil, fmt.Errorf("%w: %s", ErrInvalidSchema, rangeError(at, n))
 	}
-	return walk(tree, "", translateNullable)
+	return walk(tree, "", func(o *object, ptr string) (any, error) {
+		capCounts(o)
+		return translateNullable(o, ptr)
+	})
 }
 
 // Lookup returns the schema registered under name, as it was registered.
