@@ -28,7 +28,7 @@ const maxAbsentRounds = 8
 //
 // data comes back as it is when s was compiled for another dialect, when
 // it holds no such null, and when removing them would not make it valid
-// for the schema as written (it is then not a value s accepts).
+// for the schema as written (see [Schema.Accept], which says so).
 //
 // The validation library decides which nulls go: they are the nulls at
 // which the schema as written fails.
@@ -43,54 +43,74 @@ func (s *Schema) DropAbsent(data json.RawMessage) json.RawMessage {
 	if _, n := numberOutOfRange(v); n != "" {
 		return data // not a value s accepts
 	}
-	return s.dropAbsent(data, v)
+	out, err := s.dropAbsent(data, v)
+	if err != nil {
+		return data
+	}
+	return out
 }
 
-// Accept validates data as [Schema.Validate] does and returns it as
-// [Schema.DropAbsent] does, decoding it once.
+// Accept validates data and returns it without the nulls that stand for
+// absent properties (see [Schema.DropAbsent]), decoding it once. For a
+// schema compiled for [OpenAI], what counts is the value those nulls
+// stand for: data is valid when the schema as written accepts it once they
+// are gone. So a rule on which properties are present (a "required" under
+// "then", "dependentRequired", a "oneOf" of "required" lists) is kept,
+// which a null taken for a value would meet or break: data that s refuses
+// may be valid, and data s accepts may not be. The error is then the
+// schema as written's, for data without its absent nulls. For other
+// schemas, Accept is Validate.
 func (s *Schema) Accept(data json.RawMessage) (json.RawMessage, error) {
 	v, err := decode(data)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.ValidateValue(v); err != nil {
-		return nil, err
-	}
+	relaxedErr := s.ValidateValue(v)
 	if s.written == nil || !bytes.Contains(data, []byte("null")) {
+		if relaxedErr != nil {
+			return nil, relaxedErr
+		}
 		return data, nil
 	}
-	return s.dropAbsent(data, v), nil
+	if _, n := numberOutOfRange(v); n != "" {
+		return nil, relaxedErr // what the library must not see
+	}
+	out, err := s.dropAbsent(data, v)
+	if err == nil {
+		return out, nil
+	}
+	if relaxedErr != nil {
+		return nil, relaxedErr // about what was written, as the model was told
+	}
+	return nil, err
 }
 
-// dropAbsent is DropAbsent of data, decoded as v, which it may change.
-func (s *Schema) dropAbsent(data json.RawMessage, v any) json.RawMessage {
+// dropAbsent is DropAbsent of data, decoded as v, which it changes. It
+// returns the error of the schema as written for data without the nulls
+// that schema refuses, when it refuses that too.
+func (s *Schema) dropAbsent(data json.RawMessage, v any) (json.RawMessage, error) {
 	if s.written.fast != nil && s.written.fast.accepts(v) {
-		return data // its nulls are all values (an output not given yet)
+		return data, nil // its nulls are all values (an output not given yet)
 	}
 	var dropped []refused
-	valid := false
-	for range maxAbsentRounds {
+	for round := 0; ; round++ {
 		err := s.written.lib.Validate(v)
 		if err == nil {
-			valid = true
 			break
 		}
 		var ve *jsonschema.ValidationError
 		if !errors.As(err, &ve) {
-			return data
+			return nil, err
 		}
 		found := refusedNulls(ve, v, false, nil)
-		if len(found) == 0 {
-			return data
+		if len(found) == 0 || round == maxAbsentRounds {
+			return nil, fromLibrary(ve)
 		}
 		for _, r := range found {
 			if deleteMember(v, r.path) {
 				dropped = append(dropped, r)
 			}
 		}
-	}
-	if !valid {
-		return data
 	}
 	// A null refused only by an alternative of an anyOf or a oneOf may be
 	// one the alternative that matches takes: it stays if the value is
@@ -109,7 +129,7 @@ func (s *Schema) dropAbsent(data json.RawMessage, v any) json.RawMessage {
 	for _, r := range dropped {
 		out = dropMember(out, r.path)
 	}
-	return out
+	return out, nil
 }
 
 // refused is a null member that the schema as written refuses: certain

@@ -83,7 +83,8 @@ func TestDropAbsent(t *testing.T) {
 
 // FuzzDropAbsent checks, for any schema and value the relaxed schema
 // accepts, that what DropAbsent returns is the value itself or one the
-// schema as written accepts, with only nulls taken out.
+// schema as written accepts, with only nulls taken out; and that what
+// Accept takes, the schema as written takes.
 func FuzzDropAbsent(f *testing.F) {
 	f.Add(`{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"object","properties":{"c":{"type":"integer"}}}}}`, `{"a":null,"b":{"c":null}}`)
 	f.Add(`{"type":"object","properties":{"a":{"anyOf":[{"type":"null"},{"type":"object","properties":{"x":{"const":1}}}]}}}`, `{"a":{"x":null}}`)
@@ -92,16 +93,26 @@ func FuzzDropAbsent(f *testing.F) {
 	f.Add(`{"oneOf":[{"type":"object","properties":{"a":{"type":"string"}}},{"type":"object","properties":{"a":{"type":"integer"}}}]}`, `{"a":null}`)
 	f.Fuzz(func(t *testing.T, s, data string) {
 		r, err := schema.NewRegistry().CompileFor(json.RawMessage(s), schema.OpenAI)
-		if err != nil || !json.Valid([]byte(data)) || r.Validate(json.RawMessage(data)) != nil {
+		if err != nil || !json.Valid([]byte(data)) {
 			return
 		}
 		written, err := schema.Compile(json.RawMessage(s))
 		if err != nil {
 			t.Fatalf("%s compiles relaxed, not as written: %v", s, err)
 		}
+		acc, err := r.Accept(json.RawMessage(data))
+		if err == nil && written.Validate(acc) != nil {
+			t.Fatalf("Accept(%s) under %s = %s, which the schema as written refuses: %v", data, s, acc, written.Validate(acc))
+		}
+		if r.Validate(json.RawMessage(data)) != nil {
+			return // DropAbsent takes only what s accepts
+		}
 		got := r.DropAbsent(json.RawMessage(data))
-		if acc, err := r.Accept(json.RawMessage(data)); err != nil || string(acc) != string(got) {
-			t.Fatalf("Accept(%s) under %s = %s, %v; DropAbsent = %s", data, s, acc, err, got)
+		switch {
+		case err != nil && string(got) != data:
+			t.Fatalf("Accept(%s) under %s: %v; DropAbsent = %s", data, s, err, got)
+		case err == nil && string(acc) != string(got):
+			t.Fatalf("Accept(%s) under %s = %s; DropAbsent = %s", data, s, acc, got)
 		}
 		if string(got) == data {
 			return
@@ -156,4 +167,54 @@ func onlyNullsGone(in, out any) bool {
 	a, _ := json.Marshal(in)
 	b, _ := json.Marshal(out)
 	return string(a) == string(b)
+}
+
+// Accept judges what a strict model's nulls stand for: the value without
+// them. A rule on which properties are present holds as written, where a
+// null taken for a value would have met it, or broken it.
+func TestAcceptPresence(t *testing.T) {
+	for _, tt := range []struct{ name, schema, in, want, err string }{
+		{"then required", `{"type":"object","properties":{"kind":{"enum":["email","sms"]},"email":{"type":"string"},"phone":{"type":"string"}},"required":["kind"],
+			"if":{"properties":{"kind":{"const":"email"}}},"then":{"required":["email"]},"else":{"required":["phone"]}}`,
+			`{"kind":"email","email":null,"phone":null}`, "", `"email"`},
+		{"then required, met", `{"type":"object","properties":{"kind":{"enum":["email","sms"]},"email":{"type":"string"},"phone":{"type":"string"}},"required":["kind"],
+			"if":{"properties":{"kind":{"const":"email"}}},"then":{"required":["email"]},"else":{"required":["phone"]}}`,
+			`{"kind":"email","email":"a@b.c","phone":null}`, `{"kind":"email","email":"a@b.c"}`, ""},
+		{"one of two present", `{"type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"}},"oneOf":[{"required":["id"]},{"required":["name"]}]}`,
+			`{"id":"u1","name":null}`, `{"id":"u1"}`, ""},
+		{"neither present", `{"type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"}},"oneOf":[{"required":["id"]},{"required":["name"]}]}`,
+			`{"id":null,"name":null}`, "", "alternatives"},
+		{"dependentRequired", `{"type":"object","properties":{"card":{"type":"string"},"cvv":{"type":"string"}},"dependentRequired":{"card":["cvv"]}}`,
+			`{"card":"4242","cvv":null}`, "", `"cvv"`},
+		{"minProperties", `{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}},"minProperties":1}`,
+			`{"a":null,"b":null}`, "", "at least 1 property"},
+		{"a type and an allOf", `{"type":"object","properties":{"color":{"type":"string","allOf":[{"enum":["red","blue"]}]}}}`,
+			`{"color":null}`, `{}`, ""},
+		{"a wrong value stays wrong", `{"type":"object","properties":{"n":{"type":"integer"},"s":{"type":"string"}}}`,
+			`{"n":"x","s":null}`, "", "/n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := relaxed(t, tt.schema).Accept(json.RawMessage(tt.in))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Errorf("Accept(%s) = %s, %v; want an error saying %s", tt.in, got, err, tt.err)
+				}
+				return
+			}
+			if err != nil || string(got) != tt.want {
+				t.Errorf("Accept(%s) = %s, %v; want %s", tt.in, got, err, tt.want)
+			}
+		})
+	}
+	// The relaxed schema itself takes the null of an optional property
+	// whose applicators refuse null, so its errors never blame one.
+	for _, s := range []string{
+		`{"type":"object","properties":{"color":{"type":"string","allOf":[{"enum":["red","blue"]}]}}}`,
+		`{"type":"object","properties":{"color":{"type":"string","$ref":"#/$defs/c"}},"$defs":{"c":{"minLength":1,"type":"string"}}}`,
+		`{"type":"object","properties":{"color":{"type":"string","not":{"type":"null"}}}}`,
+	} {
+		if err := relaxed(t, s).Validate(json.RawMessage(`{"color":null}`)); err != nil {
+			t.Errorf("relaxed %s refuses an optional null: %v", s, err)
+		}
+	}
 }

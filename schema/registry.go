@@ -343,11 +343,24 @@ func relaxOptional(o *object, _ string) (any, error) {
 			continue
 		}
 		if ps, ok := m.val.(*object); ok {
-			po.members[i].val = makeNullable(ps.clone())
+			po.members[i].val = relaxedNullable(ps.clone())
 		}
 	}
 	o.set("properties", po)
 	return o, nil
+}
+
+// relaxedNullable is makeNullable for a schema only validated with, never
+// sent: it wraps one whose applicators might refuse null even where its
+// type takes it ({"type":"string","allOf":[{"enum":["red"]}]}), rather
+// than saying so more briefly where they would not.
+func relaxedNullable(o *object) any {
+	for _, k := range []string{"$ref", "$dynamicRef", "allOf", "anyOf", "oneOf", "not", "if"} {
+		if o.has(k) {
+			return wrapNullable(o)
+		}
+	}
+	return makeNullable(o)
 }
 
 func stringList(o *object, kw string) []string {
