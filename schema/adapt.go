@@ -238,7 +238,10 @@ func (c *adaptCache) put(s json.RawMessage, d Dialect, e adaptation) {
 // Dropped constraints are appended to the description, as "(minLength: 3, maximum: 10)",
 // so the model still knows them. A missing "additionalProperties" on an object with
 // properties is taken as the usual oversight and set to false where a dialect requires
-// it.
+// it. An "anyOf" or "oneOf" beside an object's properties whose alternatives only refine
+// that object ("either id or name" as lists of required properties, a discriminator's
+// cases) goes to the description too, but for [GeminiJSON]: closed as every object is,
+// such alternatives refused every value.
 func (r *Registry) Adapt(s json.RawMessage, d Dialect) (json.RawMessage, error) {
 	if d < Full || d > GeminiJSON {
 		return nil, fmt.Errorf("%w: dialect %v", ErrUnsupported, d)
@@ -274,7 +277,13 @@ func (r *Registry) Adapt(s json.RawMessage, d Dialect) (json.RawMessage, error) 
 	if d != Full { // none of the strict dialects takes allOf everywhere, or boolean schemas
 		tree, err = walk(tree, "", func(o *object, ptr string) (any, error) {
 			replaceBooleans(o)
-			return o, mergeAllOf(o, ptr)
+			if err := mergeAllOf(o, ptr); err != nil {
+				return nil, err
+			}
+			if d != GeminiJSON {
+				dropRefinements(o)
+			}
+			return o, nil
 		})
 		if err != nil {
 			return nil, err
@@ -545,6 +554,41 @@ func unionList(a, b any) []any {
 		}
 	}
 	return out
+}
+
+// dropRefinements takes out of an object schema with properties each anyOf
+// or oneOf whose alternatives only refine that object (which properties
+// are present, what a discriminator holds), and notes it in the
+// description. OpenAI and Anthropic close every object, alternatives
+// included, so an alternative that names fewer properties than the object
+// has would refuse every value; OpenAI's strict mode has every property
+// written anyway; and Gemini's responseSchema keeps of a list of required
+// properties an empty schema. Only GeminiJSON says them as they are. The
+// answer is validated against the schema as written, which keeps them.
+func dropRefinements(o *object) {
+	if !o.has("properties") {
+		return
+	}
+	for _, k := range []string{"anyOf", "oneOf"} {
+		v, _ := o.get(k)
+		list, ok := v.([]any)
+		if !ok || len(list) == 0 || slices.IndexFunc(list, func(alt any) bool { return !isRefinement(alt) }) >= 0 {
+			continue
+		}
+		o.del(k)
+		note(o, k+": "+string(marshalTree(v)))
+	}
+}
+
+// isRefinement reports whether alt, an alternative of an object schema's
+// anyOf or oneOf, says more of that object rather than another type.
+func isRefinement(alt any) bool {
+	o, ok := alt.(*object)
+	if !ok || o.has("$ref") {
+		return false
+	}
+	t, typed := o.get("type")
+	return !typed || t == "object"
 }
 
 // mergeAllOf folds the branches of an "allOf" into o: none of the strict dialects

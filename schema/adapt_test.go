@@ -449,3 +449,41 @@ func TestInlineLocal(t *testing.T) {
 		}
 	}
 }
+
+// An anyOf or oneOf whose alternatives only refine an object ("either id
+// or name", a discriminator's cases) is no value of its own. OpenAI and
+// Anthropic close every object, alternatives too, which made such a
+// schema refuse every value; it goes to the description instead, and the
+// answer is validated against the schema as written.
+func TestAdaptRefinements(t *testing.T) {
+	for _, tt := range []struct{ name, schema, openai, anthropic string }{
+		{"either id or name", `{"type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"}},"oneOf":[{"required":["id"]},{"required":["name"]}]}`,
+			`{"id":"u1","name":null}`, `{"id":"u1"}`},
+		{"a discriminator's cases", `{"type":"object","properties":{"kind":{"enum":["a","b"]},"x":{"type":"string"}},"required":["kind"],"anyOf":[{"properties":{"kind":{"const":"a"}},"required":["x"]},{"type":"object","properties":{"kind":{"const":"b"}}}]}`,
+			`{"kind":"a","x":"s"}`, `{"kind":"a","x":"s"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for d, value := range map[Dialect]string{OpenAI: tt.openai, Anthropic: tt.anthropic} {
+				ad, err := Adapt(json.RawMessage(tt.schema), d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, err := Compile(ad)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Validate(json.RawMessage(value)); err != nil {
+					t.Errorf("%v: %s does not fit the schema sent %s: %v", d, value, ad, err)
+				}
+				if !strings.Contains(string(ad), `"description":"(`) || strings.Contains(string(ad), `"anyOf"`) || strings.Contains(string(ad), `"oneOf"`) {
+					t.Errorf("%v: the alternatives are not noted instead: %s", d, ad)
+				}
+			}
+		})
+	}
+	// Alternatives of other types stay: the value is one or the other.
+	ad, err := Adapt(json.RawMessage(`{"type":"object","properties":{"v":{"anyOf":[{"type":"string"},{"type":"object","properties":{"k":{"type":"string"}}}]}}}`), OpenAI)
+	if err != nil || !strings.Contains(string(ad), `"anyOf"`) {
+		t.Errorf("a union of types lost its anyOf: %s, %v", ad, err)
+	}
+}
