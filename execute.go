@@ -155,7 +155,20 @@ func (x *executor) asWritten(raw json.RawMessage) json.RawMessage {
 	if !bytes.Contains(raw, []byte("null")) {
 		return raw
 	}
-	offered := x.build.offeredCall(planTool(raw))
+	return x.dropAbsent(x.build.offeredCall(planTool(raw)), raw)
+}
+
+// asWrittenAdvice is asWritten for the advisors' opinions.
+func (x *executor) asWrittenAdvice(raw json.RawMessage) json.RawMessage {
+	if !bytes.Contains(raw, []byte("null")) {
+		return raw
+	}
+	return x.dropAbsent(x.build.props.Get("advisors"), raw)
+}
+
+// dropAbsent returns raw without the nulls that stand for properties
+// left out, by the schema offered for it (raw as it is when none).
+func (x *executor) dropAbsent(offered, raw json.RawMessage) json.RawMessage {
 	if offered == nil {
 		return raw // an unknown tool: its error says so
 	}

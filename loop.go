@@ -9,6 +9,7 @@ import (
 	"iter"
 	"strconv"
 
+	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/platform"
 	"github.com/augceo/agent/provider"
@@ -373,6 +374,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 		maxCalls = DefaultMaxCallsPerStep
 	}
 	var calls []json.RawMessage // as the model wrote them: the step's plan
+	dropped := false            // asWritten took nulls out of one
 	var sol *Solution
 	ok := true
 	p.stream(ctx, cfg, func(ev Event, err error) bool {
@@ -401,6 +403,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 				return false
 			}
 			raw := exec.asWritten(ev.Element.Value)
+			dropped = dropped || len(raw) != len(ev.Element.Value)
 			calls = append(calls, bytes.Clone(raw))
 			if !r.lazy { // lazy mode: the model only plans
 				t := &task{raw: raw, id: callID(step, len(calls)-1), index: len(calls) - 1, exec: exec}
@@ -419,9 +422,12 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 		case ev.tick:
 			ok = s.start(ctx)
 		case ev.advisors != nil:
-			ok = advise(ev.advisors)
+			ok = advise(exec.asWrittenAdvice(ev.advisors))
 		case ev.Response != nil:
 			sol = &ev.Response.Solutions[0]
+			if dropped {
+				withCalls(sol, calls)
+			}
 			ok = r.answered(step, ev.Response) && advise(sol.Field("advisors"))
 		}
 		ok = ok && s.poll(ctx)
@@ -517,6 +523,21 @@ func (r *run) advised(step int, exec *executor, raw json.RawMessage) bool {
 	}
 	exec.council, r.advice = ops, ops
 	return r.emit(RunEvent{Kind: EventAdvice, Step: step, Opinions: ops})
+}
+
+// withCalls gives sol the calls of its step as they ran, without the
+// nulls asWritten took out of them: the answer was validated with calls
+// as any objects, which kept those.
+func withCalls(sol *Solution, calls []json.RawMessage) {
+	o, err := ojson.Parse(sol.Raw)
+	if err != nil || len(sol.Calls) != len(calls) {
+		return
+	}
+	o.Set("calls", planOf(calls))
+	sol.Raw = o.Bytes()
+	for i, c := range calls {
+		sol.Calls[i] = bytes.Clone(c)
+	}
 }
 
 // planOf joins calls into a plan: a JSON array of them, compacted,

@@ -80,12 +80,13 @@ type shaped struct {
 func (s *shaped) compiledCheck(r *Registry) (*schema.Schema, error) { return r.compile(s.check) }
 
 // compiledResult returns the compiled result schema, or nil when the tool
-// declares none.
+// declares none. It is the schema as written: a null in what code returns
+// is a value, not a property a strict model left out.
 func (s *shaped) compiledResult(r *Registry) (*schema.Schema, error) {
 	if s.result == nil {
 		return nil, nil
 	}
-	return r.compile(s.result)
+	return r.schemas.Compile(s.result)
 }
 
 // setShape records the shaped definition of a tool; the latest wins.
