@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -57,9 +58,9 @@ func (s *Schema) DropAbsent(data json.RawMessage) json.RawMessage {
 // are gone. So a rule on which properties are present (a "required" under
 // "then", "dependentRequired", a "oneOf" of "required" lists) is kept,
 // which a null taken for a value would meet or break: data that s refuses
-// may be valid, and data s accepts may not be. The error is then the
-// schema as written's, for data without its absent nulls. For other
-// schemas, Accept is Validate.
+// may be valid, and data s accepts may not be. The error is the schema as
+// written's, for data without its absent nulls. For other schemas, Accept
+// is Validate.
 func (s *Schema) Accept(data json.RawMessage) (json.RawMessage, error) {
 	v, err := decode(data)
 	if err != nil {
@@ -75,14 +76,42 @@ func (s *Schema) Accept(data json.RawMessage) (json.RawMessage, error) {
 	if _, n := numberOutOfRange(v); n != "" {
 		return nil, relaxedErr // what the library must not see
 	}
-	out, err := s.dropAbsent(data, v)
-	if err == nil {
-		return out, nil
+	if relaxedErr == nil && s.written.fast != nil && s.written.fast.accepts(v) {
+		return data, nil // its nulls are all values (an output not given yet)
 	}
-	if relaxedErr != nil {
-		return nil, relaxedErr // about what was written, as the model was told
+	// The error too is the schema as written's, on the value without its
+	// absent nulls: the relaxed schema takes them for present, and would
+	// tell a model that left out both of "id or name" that it gave both.
+	// But a null the relaxed schema refuses is a required property's, no
+	// absence: that error says it where it is.
+	if relaxedErr != nil && blamesNull(relaxedErr, v) {
+		return nil, relaxedErr
 	}
-	return nil, err
+	return s.dropAbsent(data, v)
+}
+
+// blamesNull reports whether err fails at a null member of v.
+func blamesNull(err error, v any) bool {
+	ve, ok := errors.AsType[*ValidationError](err)
+	if !ok {
+		return false
+	}
+	if len(ve.Causes) == 0 {
+		if ve.InstancePath == "" {
+			return false
+		}
+		path := strings.Split(ve.InstancePath[1:], "/")
+		for i, t := range path {
+			path[i] = unescapeToken(t)
+		}
+		return isNullMember(v, path)
+	}
+	for _, c := range ve.Causes {
+		if blamesNull(c, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // dropAbsent is DropAbsent of data, decoded as v, which it changes. It

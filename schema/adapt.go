@@ -240,8 +240,8 @@ func (c *adaptCache) put(s json.RawMessage, d Dialect, e adaptation) {
 // properties is taken as the usual oversight and set to false where a dialect requires
 // it. An "anyOf" or "oneOf" beside an object's properties whose alternatives only refine
 // that object ("either id or name" as lists of required properties, a discriminator's
-// cases) goes to the description too, but for [GeminiJSON]: closed as every object is,
-// such alternatives refused every value.
+// cases) goes to the description too, but for [GeminiJSON], a property only a case names
+// joining the object's: closed as every object is, such alternatives refused every value.
 func (r *Registry) Adapt(s json.RawMessage, d Dialect) (json.RawMessage, error) {
 	if d < Full || d > GeminiJSON {
 		return nil, fmt.Errorf("%w: dialect %v", ErrUnsupported, d)
@@ -275,13 +275,14 @@ func (r *Registry) Adapt(s json.RawMessage, d Dialect) (json.RawMessage, error) 
 		return nil, err
 	}
 	if d != Full { // none of the strict dialects takes allOf everywhere, or boolean schemas
+		root, _ := tree.(*object)
 		tree, err = walk(tree, "", func(o *object, ptr string) (any, error) {
 			replaceBooleans(o)
 			if err := mergeAllOf(o, ptr); err != nil {
 				return nil, err
 			}
-			if d != GeminiJSON {
-				dropRefinements(o)
+			if d != GeminiJSON && root != nil {
+				dropRefinements(o, root)
 			}
 			return o, nil
 		})
@@ -558,37 +559,79 @@ func unionList(a, b any) []any {
 
 // dropRefinements takes out of an object schema with properties each anyOf
 // or oneOf whose alternatives only refine that object (which properties
-// are present, what a discriminator holds), and notes it in the
-// description. OpenAI and Anthropic close every object, alternatives
-// included, so an alternative that names fewer properties than the object
-// has would refuse every value; OpenAI's strict mode has every property
-// written anyway; and Gemini's responseSchema keeps of a list of required
-// properties an empty schema. Only GeminiJSON says them as they are. The
-// answer is validated against the schema as written, which keeps them.
-func dropRefinements(o *object) {
-	if !o.has("properties") {
+// are present, what a discriminator holds, the properties of each case),
+// and notes it in the description; a property only a case names joins the
+// object's, optional. OpenAI and Anthropic close every object,
+// alternatives included, so an alternative that names fewer properties
+// than the object has would refuse every value; OpenAI's strict mode has
+// every property written anyway; and Gemini's responseSchema keeps of a
+// list of required properties an empty schema. Only GeminiJSON says them
+// as they are. The answer is validated against the schema as written,
+// which keeps them. root resolves a local $ref to an alternative.
+func dropRefinements(o, root *object) {
+	p, _ := o.get("properties")
+	props, ok := p.(*object)
+	if !ok {
 		return
 	}
 	for _, k := range []string{"anyOf", "oneOf"} {
 		v, _ := o.get(k)
 		list, ok := v.([]any)
-		if !ok || len(list) == 0 || slices.IndexFunc(list, func(alt any) bool { return !isRefinement(alt) }) >= 0 {
+		if !ok || len(list) == 0 {
 			continue
 		}
+		cases := make([]*object, 0, len(list))
+		for _, alt := range list {
+			if c := refinement(alt, root); c != nil {
+				cases = append(cases, c)
+			}
+		}
+		if len(cases) < len(list) {
+			continue // a union of types: the value is one or another
+		}
+		props = props.clone()
+		for _, c := range cases {
+			cp, _ := c.get("properties")
+			if co, ok := cp.(*object); ok {
+				for _, m := range co.members {
+					if !props.has(m.key) {
+						props.set(m.key, m.val)
+					}
+				}
+			}
+		}
+		o.set("properties", props)
 		o.del(k)
 		note(o, k+": "+string(marshalTree(v)))
 	}
 }
 
-// isRefinement reports whether alt, an alternative of an object schema's
-// anyOf or oneOf, says more of that object rather than another type.
-func isRefinement(alt any) bool {
-	o, ok := alt.(*object)
-	if !ok || o.has("$ref") {
-		return false
+// refinement returns alt, an alternative of an object schema's anyOf or
+// oneOf, when it says more of that object rather than another type, a
+// local $ref followed; else nil.
+func refinement(alt any, root *object) *object {
+	a, ok := alt.(*object)
+	if !ok {
+		return nil
 	}
-	t, typed := o.get("type")
-	return !typed || t == "object"
+	if r, ok := a.get("$ref"); ok {
+		s, _ := r.(string)
+		key, local := strings.CutPrefix(s, "#/$defs/")
+		d, _ := root.get("$defs")
+		defs, _ := d.(*object)
+		if len(a.members) != 1 || !local || defs == nil {
+			return nil
+		}
+		t, _ := defs.get(unescapeToken(key))
+		if a, ok = t.(*object); !ok || a.has("$ref") {
+			return nil
+		}
+	}
+	t, typed := a.get("type")
+	if typed && t != "object" {
+		return nil
+	}
+	return a
 }
 
 // mergeAllOf folds the branches of an "allOf" into o: none of the strict dialects

@@ -487,3 +487,44 @@ func TestAdaptRefinements(t *testing.T) {
 		t.Errorf("a union of types lost its anyOf: %s, %v", ad, err)
 	}
 }
+
+// Refinements written as local refs are refinements all the same.
+func TestAdaptRefinementRefs(t *testing.T) {
+	s := `{"type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"}},
+		"$defs":{"ById":{"required":["id"]},"ByName":{"required":["name"]}},
+		"oneOf":[{"$ref":"#/$defs/ById"},{"$ref":"#/$defs/ByName"}]}`
+	ad, err := Adapt(json.RawMessage(s), OpenAI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Compile(ad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(json.RawMessage(`{"id":"u1","name":null}`)); err != nil {
+		t.Errorf("no value fits the schema sent %s: %v", ad, err)
+	}
+}
+
+// A union whose cases carry their own properties keeps them where the
+// model can write them.
+// A case's own properties join the object's, optional.
+func TestAdaptUnionCases(t *testing.T) {
+	s := `{"type":"object","properties":{"method":{"enum":["card","bank"]}},"required":["method"],
+		"oneOf":[{"properties":{"method":{"const":"card"},"card":{"type":"string"}},"required":["card"]},
+		         {"properties":{"method":{"const":"bank"},"iban":{"type":"string"}},"required":["iban"]}]}`
+	for _, d := range []Dialect{OpenAI, Anthropic} {
+		ad, err := Adapt(json.RawMessage(s), d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := Compile(ad)
+		v := `{"method":"card","card":"4111"}`
+		if d == OpenAI {
+			v = `{"method":"card","card":"4111","iban":null}`
+		}
+		if err := c.Validate(json.RawMessage(v)); err != nil {
+			t.Errorf("%v: a card payment does not fit the schema sent %s: %v", d, ad, err)
+		}
+	}
+}

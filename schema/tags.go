@@ -4,34 +4,37 @@ import (
 	"cmp"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 )
 
 // Check reports what [For] cannot say of T: a type with no JSON Schema (a
 // channel, a function), on which For panics, and a jsonschema struct tag
-// part that is not keyword=value, which the reflector drops without a
-// word. The second is nearly always a description cut at a comma:
+// part that is not keyword=value with a keyword the reflector reads, which
+// it drops without a word. That is nearly always a description cut at a
+// comma, or a space after one:
 //
 //	Note string `jsonschema:"description=Why it is looked up, for the audit log"`
 //
 // describes Note as "Why it is looked up". A description with commas goes
 // in a jsonschema_description tag, or has each comma escaped as \,.
 // agent.Func and agent.RequestAs return the same error, before anything
-// is sent to a model. [Decode] only minds the first: descriptions do not
-// change what validates.
+// is sent to a model. [Decode] only minds the first, and validates with
+// the schema For gives.
 func Check[T any]() error {
 	ts := typeSchemaOf(reflect.TypeFor[T]())
 	return cmp.Or(ts.err, ts.tagErr)
 }
 
 // checkTags returns an error for the first jsonschema tag part of t's
-// structs, at any depth, that is neither keyword=value nor a flag the
-// reflector knows.
+// structs, at any depth, that the reflector drops: one that is neither a
+// flag it knows nor keyword=value with a keyword it reads. A type that
+// gives its own schema has its fields' tags unread.
 func checkTags(t reflect.Type, seen map[reflect.Type]bool) error {
-	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+	for !describesItself(t) && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map) {
 		t = t.Elem()
 	}
-	if t.Kind() != reflect.Struct || seen[t] {
+	if t.Kind() != reflect.Struct || seen[t] || describesItself(t) {
 		return nil
 	}
 	seen[t] = true
@@ -45,9 +48,13 @@ func checkTags(t reflect.Type, seen map[reflect.Type]bool) error {
 			continue
 		}
 		for _, p := range parts {
-			if p != "" && p != "required" && p != "nullable" && !strings.Contains(p, "=") {
-				return fmt.Errorf("%v.%s: jsonschema tag part %q is not keyword=value: a description with commas goes in a jsonschema_description tag, or escape each comma as \\,",
-					t, f.Name, p)
+			key, _, isKV := strings.Cut(p, "=")
+			switch {
+			case p == "" || p == "required" || p == "nullable" || isKV && slices.Contains(tagKeywords, key):
+			case !isKV:
+				return fmt.Errorf("%v.%s: jsonschema tag part %q is not keyword=value: %s", t, f.Name, p, tagHint)
+			default:
+				return fmt.Errorf("%v.%s: jsonschema tag part %q: %q is no keyword the reflector reads: %s", t, f.Name, p, key, tagHint)
 			}
 		}
 		if err := checkTags(f.Type, seen); err != nil {
@@ -55,6 +62,31 @@ func checkTags(t reflect.Type, seen map[reflect.Type]bool) error {
 		}
 	}
 	return nil
+}
+
+// tagKeywords are the keywords of a jsonschema tag that the reflector
+// (github.com/invopop/jsonschema v0.14) reads; it drops any other.
+var tagKeywords = []string{"title", "description", "type", "anchor", "default", "example", "enum",
+	"format", "pattern", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
+	"exclusiveMaximum", "multipleOf", "minItems", "maxItems", "uniqueItems", "readOnly", "writeOnly",
+	"oneof_required", "anyof_required", "oneof_ref", "anyof_ref", "oneof_type", "anyof_type"}
+
+const tagHint = "a description with commas goes in a jsonschema_description tag, or escape each comma as \\,"
+
+// describesItself reports whether the reflector asks t for its schema
+// (a JSONSchema or JSONSchemaAlias method) rather than reading its fields.
+func describesItself(t reflect.Type) bool {
+	for _, m := range []string{"JSONSchema", "JSONSchemaAlias"} {
+		if _, ok := t.MethodByName(m); ok {
+			return true
+		}
+		if t.Kind() != reflect.Pointer {
+			if _, ok := reflect.PointerTo(t).MethodByName(m); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // splitTag splits a jsonschema tag at the commas not escaped as \, as

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	ij "github.com/invopop/jsonschema"
+
 	"github.com/augceo/agent/schema"
 )
 
@@ -54,5 +56,46 @@ func TestCheckTags(t *testing.T) {
 	}
 	if err := schema.Check[int](); err != nil {
 		t.Errorf("Check[int] = %v", err)
+	}
+}
+
+type spacedTags struct {
+	Code string `json:"code" jsonschema:"minLength=2, maxLength=3"`
+}
+
+type describedWithEquals struct {
+	Q string `json:"q" jsonschema:"description=Search query, written as field=value"`
+}
+
+// Check reports a tag part the reflector drops though it has an "=".
+// A part with "=" is dropped too when its keyword is none the reflector
+// reads: " maxLength" after a comma and a space, the rest of a cut
+// description.
+func TestCheckDroppedWithEquals(t *testing.T) {
+	if err := schema.Check[spacedTags](); err == nil {
+		t.Errorf("Check took the dropped maxLength: %s", schema.For[spacedTags]())
+	}
+	if err := schema.Check[describedWithEquals](); err == nil {
+		t.Errorf("Check took the cut description: %s", schema.For[describedWithEquals]())
+	}
+}
+
+type money struct {
+	Units int64 `json:"units" jsonschema:"whole units, e.g. dollars"` // another library's tag
+}
+
+func (money) JSONSchema() *ij.Schema { return &ij.Schema{Type: "string", Pattern: `^\d+\.\d\d$`} }
+
+type order struct {
+	Total money `json:"total"`
+}
+
+// A type that gives its own schema is not reflected: its fields' tags
+// are never read.
+// The fields of a type that gives its own schema are not read, nor are
+// their tags.
+func TestCheckCustomSchema(t *testing.T) {
+	if err := schema.Check[order](); err != nil {
+		t.Errorf("Check: %v; the schema %s reads no tag of money", err, schema.For[order]())
 	}
 }
