@@ -355,10 +355,8 @@ func relaxOptional(o *object, _ string) (any, error) {
 // type takes it ({"type":"string","allOf":[{"enum":["red"]}]}), rather
 // than saying so more briefly where they would not.
 func relaxedNullable(o *object) any {
-	for _, k := range []string{"$ref", "$dynamicRef", "allOf", "anyOf", "oneOf", "not", "if"} {
-		if o.has(k) {
-			return wrapNullable(o)
-		}
+	if refusesNullBeside(o) {
+		return wrapNullable(o)
 	}
 	return makeNullable(o)
 }

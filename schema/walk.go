@@ -120,15 +120,16 @@ func makeNullable(o *object) any {
 		}
 		return o
 	}
-	if o.has("enum") {
-		return o
+	if o.has("enum") || !refusesNullBeside(o) {
+		return o // no type and nothing that could reject null: null is already valid
 	}
-	for _, k := range []string{"$ref", "$dynamicRef", "allOf", "anyOf", "oneOf", "not", "if"} {
-		if o.has(k) {
-			return wrapNullable(o)
-		}
-	}
-	return o // no type and nothing that could reject null: null is already valid
+	return wrapNullable(o)
+}
+
+// refusesNullBeside reports whether o has a keyword beside its type and
+// enum that may refuse null: a ref or an applicator.
+func refusesNullBeside(o *object) bool {
+	return slices.ContainsFunc([]string{"$ref", "$dynamicRef", "allOf", "anyOf", "oneOf", "not", "if"}, o.has)
 }
 
 // annotationKeywords stay on the outside when a schema is wrapped in an anyOf, so the
