@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -129,6 +130,9 @@ func (s *Schema) dropAbsent(data json.RawMessage, v any) (json.RawMessage, error
 			return nil, err
 		}
 		found := refusedNulls(ve, v, false, nil)
+		if len(found) == 0 {
+			found = s.nullsInTheWay(data, v, dropped)
+		}
 		if len(found) == 0 || round == maxAbsentRounds {
 			return nil, fromLibrary(ve)
 		}
@@ -156,6 +160,58 @@ func (s *Schema) dropAbsent(data json.RawMessage, v any) (json.RawMessage, error
 		out = dropMember(out, r.path)
 	}
 	return out, nil
+}
+
+// maxInTheWay bounds the nulls nullsInTheWay tries one by one.
+const maxInTheWay = 64
+
+// nullsInTheWay returns the null members of v, which the schema as
+// written refuses though no failure is at a null, without which it takes
+// v: all of them, or else the first one. Such a null is one the schema
+// takes as a value where a rule on which properties are present (a
+// "dependentRequired" on it, a "not" of "required") says the property
+// must be absent, which a strict model, writing every property, cannot
+// say otherwise. They come back uncertain, so that dropAbsent keeps those
+// the value does not need gone.
+//
+// v is data decoded without the nulls already dropped.
+func (s *Schema) nullsInTheWay(data []byte, v any, dropped []refused) []refused {
+	all := nullMembers(v, nil, nil)
+	if len(all) == 0 {
+		return nil
+	}
+	without := func(nulls []refused) any {
+		return withoutMembers(data, append(slices.Clip(dropped), nulls...))
+	}
+	if s.written.lib.Validate(without(all)) == nil {
+		return all
+	}
+	for _, r := range all[:min(len(all), maxInTheWay)] {
+		if s.written.lib.Validate(without([]refused{r})) == nil {
+			return []refused{r}
+		}
+	}
+	return nil
+}
+
+// nullMembers appends to found the null members of the objects in v.
+func nullMembers(v any, path []string, found []refused) []refused {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			p := append(path[:len(path):len(path)], k)
+			if x[k] == nil {
+				found = append(found, refused{path: p})
+			} else {
+				found = nullMembers(x[k], p, found)
+			}
+		}
+	case []any:
+		for i, e := range x {
+			found = nullMembers(e, append(path[:len(path):len(path)], strconv.Itoa(i)), found)
+		}
+	}
+	return found
 }
 
 // refused is a null member that the schema as written refuses: certain

@@ -91,6 +91,8 @@ func FuzzDropAbsent(f *testing.F) {
 	f.Add(`{"type":"array","items":{"type":"object","properties":{"n":{"type":"number"}},"required":[]}}`, `[{"n":null},{"n":2},{}]`)
 	f.Add(`{"type":"object","properties":{"a":{"not":{"type":"string"}}}}`, `{"a":null}`)
 	f.Add(`{"oneOf":[{"type":"object","properties":{"a":{"type":"string"}}},{"type":"object","properties":{"a":{"type":"integer"}}}]}`, `{"a":null}`)
+	f.Add(`{"type":"object","properties":{"k":{"enum":["a","b"]}},"oneOf":[{"properties":{"k":{"const":"a"},"x":{"type":"string"}}},{"properties":{"k":{"const":"b"},"y":{"type":"integer"}},"required":["y"]}]}`, `{"k":"a","x":null,"y":null}`)
+	f.Add(`{"type":"object","properties":{"a":{"type":["string","null"]},"b":{"type":"string"}},"dependentRequired":{"a":["b"]}}`, `{"a":null,"b":null}`)
 	f.Fuzz(func(t *testing.T, s, data string) {
 		r, err := schema.NewRegistry().CompileFor(json.RawMessage(s), schema.OpenAI)
 		if err != nil || !json.Valid([]byte(data)) {
@@ -190,6 +192,19 @@ func TestAcceptPresence(t *testing.T) {
 			`{"a":null,"b":null}`, "", "at least 1 property"},
 		{"a type and an allOf", `{"type":"object","properties":{"color":{"type":"string","allOf":[{"enum":["red","blue"]}]}}}`,
 			`{"color":null}`, `{}`, ""},
+		{"a null the schema takes, which a rule says is absent", `{"type":"object","properties":{"a":{"type":["string","null"]},"b":{"type":"string"}},"dependentRequired":{"a":["b"]}}`,
+			`{"a":null,"b":null}`, `{}`, ""},
+		{"a null the schema takes, which a rule lets be", `{"type":"object","properties":{"a":{"type":["string","null"]},"b":{"type":"string"}},"dependentRequired":{"a":["b"]}}`,
+			`{"a":null,"b":"y"}`, `{"a":null,"b":"y"}`, ""},
+		{"a null the schema takes, under not required", `{"type":"object","properties":{"a":{"type":["string","null"]},"n":{"type":"integer"}},"not":{"required":["a"]}}`,
+			`{"a":null,"n":1}`, `{"n":1}`, ""},
+		{"only the null in the way goes", `{"type":"object","properties":{"r":{"type":["string","null"]},"a":{"type":["string","null"]},"m":{"type":["string","null"]},"b":{"type":"string"}},
+			"required":["r"],"dependentRequired":{"a":["b"]}}`,
+			`{"r":null,"a":null,"m":null,"b":null}`, `{"r":null,"m":null}`, ""},
+		{"a rule no null meets", `{"type":"object","properties":{"a":{"type":["string","null"]},"b":{"type":"string"}},"dependentRequired":{"b":["a"]}}`,
+			`{"a":null,"b":"y"}`, `{"a":null,"b":"y"}`, ""},
+		{"a rule that needs a value", `{"type":"object","properties":{"a":{"type":["string","null"]},"b":{"type":"string"}},"required":["a"],"dependentRequired":{"a":["b"]}}`,
+			`{"a":null,"b":null}`, "", `"b"`},
 		{"a wrong value stays wrong", `{"type":"object","properties":{"n":{"type":"integer"},"s":{"type":"string"}}}`,
 			`{"n":"x","s":null}`, "", "/n"},
 	} {
@@ -216,5 +231,52 @@ func TestAcceptPresence(t *testing.T) {
 		if err := relaxed(t, s).Validate(json.RawMessage(`{"color":null}`)); err != nil {
 			t.Errorf("relaxed %s refuses an optional null: %v", s, err)
 		}
+	}
+}
+
+// A property only some cases of a oneOf name is written by a strict
+// OpenAI model in every case (Adapt joins it to the object), null where
+// it leaves it out; that null is absent, though the case the value takes
+// does not say the property.
+func TestAcceptUnionCases(t *testing.T) {
+	const pay = `{"type":"object","properties":{"method":{"enum":["card","bank","cash"]}},"required":["method"],
+		"oneOf":[{"properties":{"method":{"const":"card"},"card":{"type":"string"},"memo":{"type":["string","null"]}},"required":["card"]},
+		         {"properties":{"method":{"const":"bank"},"iban":{"type":"string"}},"required":["iban"]},
+		         {"$ref":"#/$defs/cash"}],
+		"$defs":{"cash":{"properties":{"method":{"const":"cash"},"change":{"type":"boolean"}}}}}`
+	for _, tt := range []struct{ name, in, want, err string }{
+		{"card", `{"method":"card","card":"4111","memo":"x","iban":null,"change":null}`, `{"method":"card","card":"4111","memo":"x"}`, ""},
+		{"bank", `{"method":"bank","card":null,"memo":null,"iban":"DE1","change":null}`, `{"method":"bank","memo":null,"iban":"DE1"}`, ""},
+		{"a case by $ref", `{"method":"cash","card":null,"memo":null,"iban":null,"change":true}`, `{"method":"cash","memo":null,"change":true}`, ""},
+		{"a value where the case does not say it", `{"method":"cash","card":"4111","memo":null,"iban":null,"change":null}`, `{"method":"cash","card":"4111","memo":null}`, ""},
+		{"a case's required property left out", `{"method":"bank","card":null,"memo":null,"iban":null,"change":null}`, "", "iban"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := relaxed(t, pay)
+			got, err := s.Accept(json.RawMessage(tt.in))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Errorf("Accept(%s) = %s, %v; want an error saying %s", tt.in, got, err, tt.err)
+				}
+				return
+			}
+			if err != nil || string(got) != tt.want {
+				t.Errorf("Accept(%s) = %s, %v; want %s", tt.in, got, err, tt.want)
+			}
+			if d := s.DropAbsent(json.RawMessage(tt.in)); string(d) != tt.want {
+				t.Errorf("DropAbsent(%s) = %s; want %s", tt.in, d, tt.want)
+			}
+		})
+	}
+	// Cases in schemas registered by name are joined too.
+	reg := schema.NewRegistry()
+	reg.Register("Card", json.RawMessage(`{"properties":{"method":{"const":"card"},"card":{"type":"string"}},"required":["card"]}`))
+	reg.Register("Bank", json.RawMessage(`{"properties":{"method":{"const":"bank"},"iban":{"type":"string"}},"required":["iban"]}`))
+	s, err := reg.CompileFor(json.RawMessage(`{"type":"object","properties":{"method":{"enum":["card","bank"]}},"required":["method"],"oneOf":[{"$ref":"Card"},{"$ref":"Bank"}]}`), schema.OpenAI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Accept(json.RawMessage(`{"method":"card","card":"4111","iban":null}`)); err != nil || string(got) != `{"method":"card","card":"4111"}` {
+		t.Errorf("named cases: Accept = %s, %v; want the card without iban", got, err)
 	}
 }

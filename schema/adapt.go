@@ -569,10 +569,32 @@ func unionList(a, b any) []any {
 // as they are. The answer is validated against the schema as written,
 // which keeps them. root resolves a local $ref to an alternative.
 func dropRefinements(o, root *object) {
+	kws, joined := caseProperties(o, root)
+	if len(kws) == 0 {
+		return
+	}
+	p, _ := o.get("properties")
+	props := p.(*object).clone()
+	for _, m := range joined {
+		props.set(m.key, m.val)
+	}
+	o.set("properties", props)
+	for _, k := range kws {
+		v, _ := o.get(k)
+		o.del(k)
+		note(o, k+": "+string(marshalTree(v)))
+	}
+}
+
+// caseProperties returns the keywords of o, an object schema with
+// properties, that are an anyOf or a oneOf whose alternatives only refine
+// it (see dropRefinements), and the properties that only those cases
+// name, each as the first case to name it declares it.
+func caseProperties(o, root *object) (kws []string, joined []member) {
 	p, _ := o.get("properties")
 	props, ok := p.(*object)
 	if !ok {
-		return
+		return nil, nil
 	}
 	for _, k := range []string{"anyOf", "oneOf"} {
 		v, _ := o.get(k)
@@ -589,21 +611,22 @@ func dropRefinements(o, root *object) {
 		if len(cases) < len(list) {
 			continue // a union of types: the value is one or another
 		}
-		props = props.clone()
+		kws = append(kws, k)
 		for _, c := range cases {
 			cp, _ := c.get("properties")
-			if co, ok := cp.(*object); ok {
-				for _, m := range co.members {
-					if !props.has(m.key) {
-						props.set(m.key, m.val)
-					}
+			co, ok := cp.(*object)
+			if !ok {
+				continue
+			}
+			for _, m := range co.members {
+				named := func(j member) bool { return j.key == m.key }
+				if !props.has(m.key) && !slices.ContainsFunc(joined, named) {
+					joined = append(joined, m)
 				}
 			}
 		}
-		o.set("properties", props)
-		o.del(k)
-		note(o, k+": "+string(marshalTree(v)))
 	}
+	return kws, joined
 }
 
 // refinement returns alt, an alternative of an object schema's anyOf or

@@ -217,6 +217,15 @@ func (r *Registry) compile(s json.RawMessage, relax bool) (*Schema, error) {
 		if c.written, err = r.compile(s, false); err != nil {
 			return nil, err
 		}
+		rules, err := r.caseRules(tree)
+		if err != nil {
+			return nil, err
+		}
+		if rules != nil {
+			if c.written, err = compileResources(map[string]any{rootURL: rules}); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if r != nil {
 		r.mu.Lock()

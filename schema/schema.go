@@ -21,7 +21,7 @@ type Schema struct {
 	named bool      // its refs reach schemas registered by name
 	// written is the schema as written, when this one was compiled for
 	// OpenAI's strict mode, with null allowed for optional properties
-	// (see DropAbsent).
+	// (see DropAbsent); with the rules of caseRules when it has cases.
 	written *Schema
 }
 
