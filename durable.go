@@ -71,6 +71,18 @@ type RunSettings struct {
 	MaxTokens   int                `json:"maxTokens,omitempty"`
 	Thinking    int                `json:"thinking,omitempty"`
 	Rendering   Rendering          `json:"rendering,omitempty"`
+	// The run's limits and what keeps its requests cached: a resume
+	// without them would end a long run at DefaultMaxSteps, drop its
+	// token budget, or render and route its context differently from
+	// the requests before, which the prompt cache then misses.
+	MaxSteps        int     `json:"maxSteps,omitempty"`
+	MaxCallsPerStep int     `json:"maxCallsPerStep,omitempty"`
+	MaxRepairs      int     `json:"maxRepairs,omitempty"`
+	MaxDepth        int     `json:"maxDepth,omitempty"`
+	TokenBudget     int     `json:"tokenBudget,omitempty"`
+	CompactAt       int     `json:"compactAt,omitempty"`
+	CacheKey        string  `json:"cacheKey,omitempty"`
+	Veto            float64 `json:"veto,omitempty"`
 	// MCP are the MCP servers of Config.MCP, as given (their Env
 	// entries included): a program that resumes the run connects them
 	// again and registers their tools (acts resume does), since the
@@ -81,7 +93,9 @@ type RunSettings struct {
 
 // settingsOf returns the settings of cfg to save with a run.
 func settingsOf(cfg *Config) *RunSettings {
-	s := &RunSettings{Model: cfg.Model, Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens, Thinking: cfg.Thinking, Rendering: cfg.Rendering, MCP: cfg.MCP}
+	s := &RunSettings{Model: cfg.Model, Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens, Thinking: cfg.Thinking, Rendering: cfg.Rendering,
+		MaxSteps: cfg.MaxSteps, MaxCallsPerStep: cfg.MaxCallsPerStep, MaxRepairs: cfg.MaxRepairs, MaxDepth: cfg.MaxDepth,
+		TokenBudget: cfg.TokenBudget, CompactAt: cfg.CompactAt, CacheKey: cfg.CacheKey, Veto: cfg.Veto, MCP: cfg.MCP}
 	if d, ok := cfg.Provider.(provider.Describer); ok {
 		if e := d.Endpoint(); e.Provider != "" {
 			s.Endpoint = &e
@@ -127,6 +141,20 @@ func (s *RunSettings) apply(cfg *Config) {
 	}
 	if cfg.Rendering == "" {
 		cfg.Rendering = s.Rendering
+	}
+	for _, f := range []struct{ cfg, saved *int }{
+		{&cfg.MaxSteps, &s.MaxSteps}, {&cfg.MaxCallsPerStep, &s.MaxCallsPerStep}, {&cfg.MaxRepairs, &s.MaxRepairs},
+		{&cfg.MaxDepth, &s.MaxDepth}, {&cfg.TokenBudget, &s.TokenBudget}, {&cfg.CompactAt, &s.CompactAt},
+	} {
+		if *f.cfg == 0 {
+			*f.cfg = *f.saved
+		}
+	}
+	if cfg.CacheKey == "" {
+		cfg.CacheKey = s.CacheKey
+	}
+	if cfg.Veto == 0 {
+		cfg.Veto = s.Veto
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/internal/pgtest"
+	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/store"
 	"github.com/augceo/agent/store/postgres"
 	"github.com/augceo/agent/store/sqlite"
@@ -153,4 +155,21 @@ func BenchmarkDurableLoopGrowth(b *testing.B) {
 			})
 		}
 	}
+}
+
+// cutAt is a model that gives answers in turn, with usage, and calls
+// cancel as it is asked for the n-th, failing it: a run cut (Ctrl-C) as
+// it waits for the model.
+func cutAt(n int, cancel context.CancelFunc, answers ...string) provider.Provider {
+	asked := 0
+	return provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		return func(yield func(*provider.Chunk, error) bool) {
+			if asked++; asked == n {
+				cancel()
+				yield(nil, ctx.Err())
+				return
+			}
+			yield(&provider.Chunk{Text: answers[(asked-1)%len(answers)], Done: true, Usage: &provider.Usage{Input: 100, Output: 50}}, nil)
+		}
+	})
 }
