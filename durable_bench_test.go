@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"os"
@@ -152,6 +153,53 @@ func BenchmarkDurableLoopGrowth(b *testing.B) {
 				loopGrowth(b, steps, func(run int) agent.Config {
 					return agent.Config{Store: st, RunID: fmt.Sprint("r", run)}
 				})
+			})
+		}
+	}
+}
+
+// BenchmarkDurableResume resumes a run cut as it asked the model for its
+// last step, after S steps of one call each (BenchmarkLoopGrowth's run),
+// journaled in each store: reading the journal back, rebuilding the log,
+// rendering the context afresh for the one step left, and finishing.
+// What a resume costs grows with the run it resumes, once; it reports
+// that per step of the journal read.
+func BenchmarkDurableResume(b *testing.B) {
+	for _, tt := range benchStores(false) {
+		for _, steps := range []int{10, 100, 500} {
+			b.Run(fmt.Sprintf("store=%s/S=%d", tt.name, steps), func(b *testing.B) {
+				st := tt.open(b)
+				reg, msgs := tenTools()
+				answers := make([]string, steps)
+				for i := range steps - 1 {
+					answers[i] = fmt.Sprintf(`{"calls":[{"_tool":"t%d","x":%d,"_outputPath":"†state.k%d"}],"output":null}`, i%10, i, i)
+				}
+				answers[steps-1] = `{"calls":[],"output":{"done":true}}`
+				out := json.RawMessage(`{"type":"object"}`)
+				cut := func(id string) {
+					ctx, cancel := context.WithCancel(context.Background())
+					defer cancel()
+					cfg := agent.Config{Provider: cutAt(steps, cancel, answers...), Registry: reg, Store: st, RunID: id, MaxSteps: steps}
+					if _, err := agent.Run(ctx, cfg, out, msgs); !errors.Is(err, context.Canceled) {
+						b.Fatalf("cut run: %v", err)
+					}
+				}
+				last := &replay{answers: answers[steps-1:]}
+				b.ReportAllocs()
+				runs := 0
+				for b.Loop() {
+					runs++
+					id := fmt.Sprint("r", runs)
+					b.StopTimer()
+					cut(id)
+					b.StartTimer()
+					cfg := agent.Config{Provider: last.provider(), Registry: reg, Store: st}
+					res, err := agent.Resume(context.Background(), cfg, id)
+					if err != nil || res.Steps != steps {
+						b.Fatalf("resume: %v (%d steps)", err, res.Steps)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(runs*steps), "ns/step")
 			})
 		}
 	}
