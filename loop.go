@@ -354,7 +354,11 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	var held []*task
 	// The step's executor serves its calls until they end, maybe past the
 	// step (fire-and-forget ones).
-	exec := &executor{cfg: &cfg, reg: cfg.registry(), build: p.build}
+	// The calls run with the run's settings, not the step request's: a
+	// latent call or a delegate makes requests of its own, which are
+	// repaired (Config.MaxRepairs) as any Request's are.
+	xcfg := r.cfg
+	exec := &executor{cfg: &xcfg, reg: xcfg.registry(), build: p.build}
 	advise := func(raw json.RawMessage) bool {
 		if advised {
 			return true

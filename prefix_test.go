@@ -218,13 +218,44 @@ func TestPrefixLatentTool(t *testing.T) {
 	reg := echoReg()
 	reg.Tool("guess", json.RawMessage(`{"type":"object","description":"Guesses a number.","properties":{"q":{"type":"string"},"_output":{"type":"integer"}},"required":["q"]}`))
 	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},{"type":"tool","tool":"guess"},{"type":"data","kind":"state","data":{"k":1}},{"type":"text","text":"go"}]`)
-	_, reqs := runLoop(t, agent.Config{Registry: reg, Concurrency: 1}, msgs,
+	res, reqs := runLoop(t, agent.Config{Registry: reg, Concurrency: 1}, msgs,
 		`{"calls":[{"_tool":"guess","q":"a","_output":7,"_outputPath":"†state.g"},{"_tool":"guess","q":"b","_outputPath":"†state.h"}],"output":null}`,
-		`{"calls":[],"output":3}`, // the latent call's own request
+		`{"output":3}`, // the latent call's own request
 		`{"calls":[{"_tool":"guess","q":"c","_scopes":["state"],"_outputPath":"†state.i"}],"output":null}`,
-		`{"calls":[],"output":4}`,
+		`{"output":4}`,
 		`{"calls":[],"output":{"done":true}}`)
 	checkLoopExtends(t, reqs, 3)
+	if errs := planErrors(res.Log); len(errs) > 0 {
+		t.Errorf("errors: %q", errs)
+	}
+}
+
+// TestPrefixLatentRepaired: a latent call whose answer misses its
+// _output is re-asked in its own small request (Config.MaxRepairs, 2 by
+// default), as a Request and ExecutePlan do. Before, the loop's "never
+// repair the step's solution" leaked into its latent calls: the call
+// failed, its error stayed in every later request of the run, and the
+// model spent a whole step of the loop's context to make it again.
+func TestPrefixLatentRepaired(t *testing.T) {
+	reg := echoReg()
+	reg.Tool("guess", json.RawMessage(`{"type":"object","description":"Guesses a number.","properties":{"q":{"type":"string"},"_output":{"type":"integer"}},"required":["q"]}`))
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},{"type":"tool","tool":"guess"},{"type":"text","text":"go"}]`)
+	res, reqs := runLoop(t, agent.Config{Registry: reg, Concurrency: 1}, msgs,
+		`{"calls":[{"_tool":"guess","q":"b","_outputPath":"†state.h"}],"output":null}`,
+		`{"output":"three"}`, // the latent call's own request
+		`{"output":3}`,       // its repair
+		`{"calls":[],"output":{"done":true}}`)
+	if errs := planErrors(res.Log); len(errs) > 0 {
+		t.Errorf("errors: %q", errs)
+	}
+	if got, err := ref.EvalString(res.Log, "†state.h"); err != nil || string(got) != "3" {
+		t.Errorf("†state.h = %s, %v; want 3", got, err)
+	}
+	checkLoopExtends(t, reqs, 2)
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests, want 4", len(reqs))
+	}
+	checkExtends(t, reqs[1:3]) // the repair extends the latent call's request
 }
 
 // TestPrefixDelegate: a delegate's sub-run has its own context; the
