@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/platform"
@@ -190,12 +191,7 @@ func (x *executor) runCall(ctx context.Context, c *Call) ([]message.Message, *Re
 func (x *executor) record(ctx context.Context, c *Call, res *Result, resp *Response, err error) ([]message.Message, *Response, error) {
 	now := platform.Now(ctx)
 	if err != nil {
-		// A branching output path takes the error to its last branch.
-		val, _ := json.Marshal(map[string]string{"error": err.Error()})
-		if msgs, werr := c.outputs(val, message.Failure, now); werr == nil && len(msgs) > 0 {
-			return msgs, resp, err
-		}
-		return nil, resp, err
+		return failureOutputs(c, err, now), resp, err
 	}
 	if res.Messages != nil {
 		return res.Messages, resp, nil
@@ -208,6 +204,17 @@ func (x *executor) record(ctx context.Context, c *Call, res *Result, resp *Respo
 		return nil, resp, &CallError{Kind: Runtime, Tool: c.Tool, Err: err}
 	}
 	return msgs, resp, nil
+}
+
+// failureOutputs returns the messages that take err to the last branch
+// of c's output path, when it branches, dated date.
+func failureOutputs(c *Call, err error, date time.Time) []message.Message {
+	val, _ := json.Marshal(map[string]string{"error": err.Error()})
+	msgs, werr := c.outputs(val, message.Failure, date)
+	if werr != nil || len(msgs) == 0 {
+		return nil
+	}
+	return msgs
 }
 
 // invoke runs the activity, or produces the result latently (104).

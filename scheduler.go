@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/platform"
@@ -361,6 +362,16 @@ func (s *scheduler) finish(f finished) bool {
 			return false
 		}
 	}
+	if werr := s.unwritable(f.msgs); werr != nil {
+		f.msgs = nil
+		if f.err == nil {
+			f.err = &CallError{Kind: Runtime, Tool: f.call.Tool, Err: werr}
+			f.msgs = failureOutputs(f.call, f.err, werr.date)
+			if s.unwritable(f.msgs) != nil {
+				f.msgs = nil
+			}
+		}
+	}
 	if !s.appendAll(f.msgs) {
 		return false
 	}
@@ -374,6 +385,53 @@ func (s *scheduler) finish(f finished) bool {
 	}
 	s.settle(f.t)
 	return true
+}
+
+// writeError is a call's output that does not combine with the value it
+// lands on.
+type writeError struct {
+	msg  string
+	date time.Time // the output's, for the failure branch's
+	err  error
+}
+
+func (e *writeError) Error() string { return e.msg }
+func (e *writeError) Unwrap() error { return e.err }
+
+// unwritable reports the first data message of msgs, a call's outputs,
+// whose write would not combine with the value it lands on (a push onto
+// an object). Appended, it would break every later read of that value:
+// the next request's rendering, and a resume's. The scheduler's goroutine
+// alone appends, so nothing comes between this check and the append. A
+// call's outputs are checked against the log, not against each other:
+// only writes to one place through && could clash among themselves.
+func (s *scheduler) unwritable(msgs []message.Message) *writeError {
+	for i := range msgs {
+		err := s.log.Check(msgs[i])
+		if err == nil {
+			continue
+		}
+		m := &msgs[i]
+		why := err
+		if re, ok := errors.AsType[*ref.Error](err); ok && re.Err != nil {
+			why = re.Err
+		}
+		msg := fmt.Sprintf("its result was not written: %s", why)
+		if path, method, value, ok, _ := m.Write(); ok {
+			kind := m.Kind
+			if kind == "" {
+				kind = message.KindData
+			}
+			place := ref.Dagger + kind
+			if len(path) > 0 {
+				place += "." + path.String()
+			}
+			msg = fmt.Sprintf("its result was not written: %s %s: %s; the result: %s", method, place, why, value)
+		}
+		date, _ := time.Parse(time.RFC3339Nano, m.Date)
+		return &writeError{msg: msg, date: date, err: err}
+	}
+	return nil
 }
 
 // appendAll appends messages to the log, each with its event.
