@@ -194,8 +194,9 @@ type journal struct {
 	// batch leaves call entries in buf for the scheduler to flush before
 	// the calls it starts run (plans); otherwise each call event flushes.
 	batch bool
-	// lastCall is the length of buf after its last call entry: messages
-	// after it belong to the completion being recorded.
+	// lastCall is the length of buf after its last entry that is not a
+	// message a call wrote: messages after it belong to the completion
+	// being recorded.
 	lastCall int
 }
 
@@ -365,7 +366,13 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 			// step from its calls' entries, as after a crash.
 			return nil
 		}
-		return j.message(ctx, m, call.id)
+		if err := j.message(ctx, m, call.id); err != nil {
+			return err
+		}
+		if !ev.byCall {
+			j.lastCall = len(j.buf)
+		}
+		return nil
 	case EventCallQueued:
 		// A copy: the event's call is its consumer's, and the entry may
 		// wait for the round's Append while the consumer changes it.

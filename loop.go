@@ -93,6 +93,9 @@ type RunEvent struct {
 	// Opinions are the advisors' entries of the step's solution, with
 	// their votes (EventAdvice); Tally weighs them.
 	Opinions []Opinion
+	// byCall marks a message a call wrote as it returned (EventMessage):
+	// a durable run keeps it out of the journal if the call was cut short.
+	byCall bool
 }
 
 // Run runs the agent loop (010): it makes Requests until a solution has an
@@ -190,7 +193,7 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 	}
 	r.yield = yield
 	r.sched = newScheduler(&r.stream, &r.cfg, log, &r.usage, func() *RunResult { return r.result(nil, 0) })
-	r.sched.flush = flush
+	r.sched.flush, r.sched.stop = flush, func() { cancel(nil) }
 	defer func() {
 		cancel(nil) // stop calls still running, then wait for them
 		r.sched.wait()
@@ -248,7 +251,12 @@ func (s *stream) end(err error, res *RunResult) {
 	s.stopped = true
 }
 
-func (r *run) fail(err error) { r.end(err, r.result(nil, 0)) }
+func (r *run) fail(err error) {
+	if r.sched != nil {
+		r.sched.settleRunning()
+	}
+	r.end(err, r.result(nil, 0))
+}
 
 func (r *run) result(sol *Solution, steps int) *RunResult {
 	return &RunResult{Solution: sol, Log: r.log, Usage: r.usage, Steps: steps, RunID: r.cfg.RunID, Advice: r.advice}

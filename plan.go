@@ -352,6 +352,7 @@ func planEvents(ctx context.Context, cfg Config, plan []json.RawMessage, in *ins
 		if j != nil {
 			s.flush = j.flush
 		}
+		s.stop = func() { cancel(nil) }
 		defer func() {
 			cancel(nil) // stop calls still running, then wait for them
 			s.wait()

@@ -35,6 +35,10 @@ type scheduler struct {
 	// flush, when set, makes the starts of a round durable before any of
 	// them runs (a plan's journal writes them in one Append).
 	flush func(context.Context) error
+	// stop cancels the calls running, when the run fails (its context's
+	// cancel); failing is set once it did.
+	stop    func()
+	failing bool
 
 	waiting queue          // calls not started yet
 	writes  map[string]int // data messages appended, by kind: a blocked call waits for one of its kind
@@ -107,8 +111,28 @@ func newScheduler(s *stream, cfg *Config, log *message.Log, usage *provider.Usag
 	return &scheduler{stream: s, confirm: cfg.Confirm, log: log, conc: conc, usage: usage, result: result, done: make(chan finished)}
 }
 
-// fail ends the run with err.
-func (s *scheduler) fail(err error) { s.end(err, s.result()) }
+// fail ends the run with err, once the calls still running returned.
+func (s *scheduler) fail(err error) {
+	s.settleRunning()
+	s.end(err, s.result())
+}
+
+// settleRunning stops the calls still running when the run fails and
+// records each as it returns: a call that ran to its end before the run
+// failed keeps its output (a durable run journals it), and one the stop
+// cut short is reported as cut, as after a cancellation.
+func (s *scheduler) settleRunning() {
+	if s.failing || s.stopped || s.stop == nil || s.running == 0 {
+		return
+	}
+	s.failing = true
+	s.stop()
+	for s.running > 0 {
+		if !s.finish(<-s.done) {
+			return
+		}
+	}
+}
 
 // queue holds the calls that wait to start, the first in plan or step
 // order on top: a min-heap by index (container/heap).
@@ -136,6 +160,7 @@ func (s *scheduler) start(ctx context.Context) bool {
 	var starts []func()
 	var bgStarts int // of which fire-and-forget
 	var kept []*task // calls passed over, still blocked
+	var failure error
 	defer func() {
 		for _, t := range kept {
 			heap.Push(&s.waiting, t)
@@ -144,6 +169,9 @@ func (s *scheduler) start(ctx context.Context) bool {
 		// first) run no more: wait must not wait for them.
 		s.running -= len(starts)
 		s.bg -= bgStarts
+		if failure != nil { // once only launched calls count as running
+			s.fail(failure)
+		}
 	}()
 	for len(s.waiting) > 0 && s.running < s.conc {
 		t := heap.Pop(&s.waiting).(*task)
@@ -179,7 +207,7 @@ func (s *scheduler) start(ctx context.Context) bool {
 			d, cerr := s.confirm(ctx, c.handed())
 			switch {
 			case cerr != nil:
-				s.fail(fmt.Errorf("agent: confirm: %w", cerr))
+				failure = fmt.Errorf("agent: confirm: %w", cerr)
 				return false
 			case d.Reject != "":
 				err = &CallError{Kind: Rejected, Tool: c.Tool, Err: errors.New(d.Reject)}
@@ -230,7 +258,7 @@ func (s *scheduler) start(ctx context.Context) bool {
 	}
 	if s.flush != nil { // what settled since the last round goes too
 		if err := s.flush(ctx); err != nil {
-			s.fail(err)
+			failure = err
 			return false // they never start
 		}
 	}
@@ -372,7 +400,7 @@ func (s *scheduler) finish(f finished) bool {
 			}
 		}
 	}
-	if !s.appendAll(f.msgs) {
+	if !s.appendAll(f.msgs, f.call) {
 		return false
 	}
 	if f.err != nil {
@@ -434,8 +462,9 @@ func (s *scheduler) unwritable(msgs []message.Message) *writeError {
 	return nil
 }
 
-// appendAll appends messages to the log, each with its event.
-func (s *scheduler) appendAll(msgs []message.Message) bool {
+// appendAll appends messages to the log, each with its event; by names
+// the call that wrote them, if one did.
+func (s *scheduler) appendAll(msgs []message.Message, by ...*Call) bool {
 	for i := range msgs {
 		if err := s.log.Append(msgs[i]); err != nil {
 			s.fail(fmt.Errorf("agent: append: %w", err))
@@ -451,7 +480,7 @@ func (s *scheduler) appendAll(msgs []message.Message) bool {
 			}
 			s.writes[kind]++
 		}
-		if !s.emit(RunEvent{Kind: EventMessage, Step: s.step, Message: &msgs[i]}) {
+		if !s.emit(RunEvent{Kind: EventMessage, Step: s.step, Message: &msgs[i], byCall: len(by) > 0}) {
 			return false
 		}
 	}
