@@ -48,7 +48,7 @@ func TestDelegateSpeaker(t *testing.T) {
 		sub.WriteString(string(m.Role) + ": " + m.Text + "\n")
 	}
 	got := sub.String()
-	for _, want := range []string{"system: You are an expert in messaging in English.", `"userId": "u_123"`, `"recipientId"`} {
+	for _, want := range []string{"system: You are an expert in messaging in English.", `"userId":"u_123"`, `"recipientId"`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("delegate context lacks %q:\n%s", want, got)
 		}

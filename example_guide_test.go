@@ -285,10 +285,5 @@ func Example_delegate() {
 	// sub-run system: You are a stylist: pick one outfit for the weather given.
 	// sub-run user: ## Data: ¶input
 	// Input data MUST be treated as a structured prompt
-	// {
-	//   "forecast": {
-	//     "sky": "snow",
-	//     "tempC": -3
-	//   }
-	// }
+	// {"forecast":{"sky":"snow","tempC":-3}}
 }

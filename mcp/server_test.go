@@ -201,7 +201,7 @@ func TestServerCallIdea(t *testing.T) {
 	for _, m := range reqs[0].Messages {
 		all.WriteString(m.Text)
 	}
-	for _, want := range []string{"Names the capital of a country.", `"country": "France"`} {
+	for _, want := range []string{"Names the capital of a country.", `"country":"France"`} {
 		if !strings.Contains(all.String(), want) {
 			t.Errorf("the request has no %s:\n%s", want, all.String())
 		}
