@@ -281,3 +281,22 @@ func checkAccept(t *testing.T, s *schema.Schema, in, want, wantErr string) bool 
 	}
 	return true
 }
+
+// A property several cases name, one of which takes null for it, is no
+// absence when the value takes that case: the rule a null is judged by
+// must not refuse what a case naming the property takes.
+func TestAcceptCaseTakesNull(t *testing.T) {
+	const s = `{"type":"object","properties":{"kind":{"enum":["a","b","c"]}},"required":["kind"],
+		"oneOf":[{"properties":{"kind":{"const":"a"},"x":{"type":"string"}}},
+		         {"properties":{"kind":{"const":"b"},"x":{"type":["string","null"]}},"required":["x"]},
+		         {"properties":{"kind":{"const":"c"}}}]}`
+	r := relaxed(t, s)
+	for _, tt := range []struct{ in, want string }{
+		{`{"kind":"b","x":null}`, `{"kind":"b","x":null}`},
+		{`{"kind":"a","x":null}`, `{"kind":"a"}`},
+	} {
+		if got, err := r.Accept(json.RawMessage(tt.in)); err != nil || string(got) != tt.want {
+			t.Errorf("Accept(%s) = %s, %v; want %s", tt.in, got, err, tt.want)
+		}
+	}
+}

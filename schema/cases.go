@@ -1,14 +1,17 @@
 package schema
 
+import "slices"
+
 // caseRules returns the schema tree, bundled, with a rule for each
 // property that Adapt joins to an object from the cases of its anyOf or
 // oneOf (see dropRefinements), or nil when it joins none. A strict OpenAI
 // model writes such a property in every case, null where it leaves it
 // out; a case that does not name the property would take that null for a
 // value, and the tool's code would get "iban":null for a card. The rule
-// refuses a null there that the property's schema, as the model was
-// offered it, refuses, so that it counts as absent (see Schema.Accept). It
-// changes nothing for a value without such a null.
+// refuses a null there that every case naming the property refuses, so
+// that it counts as absent (see Schema.Accept); a null some case takes
+// for the property may be its value, and the schema as written judges it
+// there. It changes nothing for a value without such a null.
 //
 // A tree with "unevaluatedProperties" anywhere gets no rules: the rule's
 // "properties" would count as evaluating the property there.
@@ -33,6 +36,11 @@ func (r *Registry) caseRules(tree any) (any, error) {
 			return o, nil // Adapt refuses the schema: no strict run has it
 		}
 		if _, j := caseProperties(o, root); len(j) > 0 {
+			for i, m := range j {
+				if d := caseDeclarations(o, root, m.key); len(d) > 1 {
+					j[i].val = &object{members: []member{{"anyOf", d}}}
+				}
+			}
 			joined[ptr] = j
 		}
 		return o, nil
@@ -57,4 +65,26 @@ func (r *Registry) caseRules(tree any) (any, error) {
 		o.set("allOf", append(list[:len(list):len(list)], &object{members: []member{{"properties", props}}}))
 		return o, nil
 	})
+}
+
+// caseDeclarations returns the schemas that the cases of o's anyOf and
+// oneOf (see caseProperties) declare for the property key.
+func caseDeclarations(o, root *object, key string) []any {
+	var decls []any
+	for _, k := range []string{"anyOf", "oneOf"} {
+		v, _ := o.get(k)
+		list, _ := v.([]any)
+		if slices.ContainsFunc(list, func(alt any) bool { return refinement(alt, root) == nil }) {
+			continue // a union of types, which caseProperties leaves
+		}
+		for _, alt := range list {
+			cp, _ := refinement(alt, root).get("properties")
+			if co, ok := cp.(*object); ok {
+				if d, ok := co.get(key); ok {
+					decls = append(decls, d)
+				}
+			}
+		}
+	}
+	return decls
 }
