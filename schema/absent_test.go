@@ -300,3 +300,16 @@ func TestAcceptCaseTakesNull(t *testing.T) {
 		}
 	}
 }
+
+// A case with its own base URI ($id) resolves its refs against it; the
+// rules a strict model's nulls are judged by must not break the schema.
+func TestCompileForCaseWithID(t *testing.T) {
+	const s = `{"type":"object","properties":{"k":{}},"oneOf":[{"$id":"http://example.com/c","properties":{"x":{"$ref":"#/$defs/d"}},"$defs":{"d":{"type":"string"}}}]}`
+	if _, err := schema.Compile(json.RawMessage(s)); err != nil {
+		t.Fatal(err)
+	}
+	r := relaxed(t, s)
+	if got, err := r.Accept(json.RawMessage(`{"k":1,"x":"s"}`)); err != nil || string(got) != `{"k":1,"x":"s"}` {
+		t.Errorf("Accept = %s, %v", got, err)
+	}
+}

@@ -14,7 +14,9 @@ import "slices"
 // there. It changes nothing for a value without such a null.
 //
 // A tree with "unevaluatedProperties" anywhere gets no rules: the rule's
-// "properties" would count as evaluating the property there.
+// "properties" would count as evaluating the property there. Nor does one
+// with an "$id" below its root: a case's refs resolve against it, and the
+// rule, at the object, would resolve them elsewhere.
 func (r *Registry) caseRules(tree any) (any, error) {
 	if _, ok := tree.(*object); !ok {
 		return nil, nil
@@ -30,7 +32,7 @@ func (r *Registry) caseRules(tree any) (any, error) {
 	joined := map[string][]member{}
 	unevaluated := false
 	_, err = walk(tree, "", func(o *object, ptr string) (any, error) {
-		unevaluated = unevaluated || o.has("unevaluatedProperties")
+		unevaluated = unevaluated || o.has("unevaluatedProperties") || ptr != "" && o.has("$id")
 		replaceBooleans(o)
 		if mergeAllOf(o, ptr) != nil {
 			return o, nil // Adapt refuses the schema: no strict run has it
