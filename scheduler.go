@@ -431,14 +431,10 @@ func (e *writeError) Unwrap() error { return e.err }
 // an object). Appended, it would break every later read of that value:
 // the next request's rendering, and a resume's. The scheduler's goroutine
 // alone appends, so nothing comes between this check and the append. A
-// call's outputs are checked against the log, not against each other:
-// only writes to one place through && could clash among themselves.
+// call's outputs are checked each as those before it leave the value:
+// writes through && can clash among themselves.
 func (s *scheduler) unwritable(msgs []message.Message) *writeError {
-	for i := range msgs {
-		err := s.log.Check(msgs[i])
-		if err == nil {
-			continue
-		}
+	if i, err := s.log.CheckAll(msgs...); i >= 0 {
 		m := &msgs[i]
 		why := err
 		if re, ok := errors.AsType[*ref.Error](err); ok && re.Err != nil {

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -81,6 +82,33 @@ func TestWriteClashFailsTheCall(t *testing.T) {
 	for _, m := range pres.Log.Messages() {
 		if m.Type == message.TypeData && m.OutputPath != "" && strings.HasPrefix(m.OutputPath, "†state.s") && m.Method == "push" {
 			t.Errorf("the clashing write is in the log: %+v", m)
+		}
+	}
+}
+
+// Writes of one call through && to places that clash among themselves (a
+// string, then a key inside it) fail the call as a clash with the log
+// does: each output is checked as the ones before it leave the value.
+func TestWriteClashAmongOutputs(t *testing.T) {
+	msgs := ctxOf(t, `[{"type":"tool","tool":"put"},{"type":"text","text":"go"}]`)
+	for _, tt := range []struct{ pre, want string }{{"", ""}, {`{"_tool":"put","v":1,"_outputPath":"†state.z"}`, `{"z":1}`}} {
+		plan := []json.RawMessage{}
+		if tt.pre != "" {
+			plan = append(plan, json.RawMessage(tt.pre))
+		}
+		plan = append(plan, json.RawMessage(`{"_tool":"put","v":"text","_outputPath":"†state.a && †state.a.b"}`))
+		res, err := agent.ExecutePlan(context.Background(), agent.Config{Registry: echoReg(), Clock: fixed, Concurrency: 1}, plan, msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ref.EvalString(res.Log, "†state"); err != nil && !errors.Is(err, ref.ErrNotFound) {
+			t.Fatalf("the clash is in the log: †state: %v", err)
+		}
+		if got := stateOf(t, res.Log); got != tt.want {
+			t.Errorf("state %s, want %s", got, tt.want)
+		}
+		if errs := planErrors(res.Log); len(errs) != 1 || !strings.Contains(errs[0], "†state.a.b") || !strings.Contains(errs[0], "into a string") {
+			t.Errorf("errors %q; want the call's clash at †state.a.b", errs)
 		}
 	}
 }

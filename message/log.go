@@ -178,6 +178,56 @@ func (l *Log) Check(m Message) error {
 	return ref.Check(v.doc, v.present, w.path, w.method, val)
 }
 
+// CheckAll reports the first of msgs whose append would fail or whose
+// write would not combine with the value it lands on, once the messages
+// before it are appended too (see [Log.Check]): its index and the error,
+// or -1 and nil. Writes among msgs to one identity are checked against
+// each other, on a copy of its value.
+func (l *Log) CheckAll(msgs ...Message) (int, error) {
+	ws := make([]write, len(msgs))
+	vals := make([]any, len(msgs))
+	count := map[Identity]int{}
+	for i := range msgs {
+		m := msgs[i]
+		var err error
+		if ws[i], vals[i], err = writeOf(&m); err != nil {
+			return i, err
+		}
+		if ws[i].data != nil {
+			count[m.Identity()]++
+		}
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	after := map[Identity]*view{} // an identity's value as msgs write it
+	for i := range msgs {
+		w, id := ws[i], msgs[i].Identity()
+		if w.data == nil {
+			continue
+		}
+		v := after[id]
+		if v == nil {
+			v = l.views[id]
+			if count[id] > 1 { // later writes go to a copy
+				c := &view{}
+				if v != nil {
+					c.doc, c.present, c.clashes = ref.Clone(v.doc), v.present, slices.Clone(v.clashes)
+				}
+				after[id], v = c, c
+			}
+		}
+		if v != nil && !v.clashesWith(w.path) {
+			if err := ref.Check(v.doc, v.present, w.path, w.method, vals[i]); err != nil {
+				return i, err
+			}
+		}
+		if after[id] != nil {
+			v.apply(w, vals[i])
+		}
+	}
+	return -1, nil
+}
+
 // writeOf validates m and returns its write and the value it writes,
 // decoded; a message that writes nothing has a write without data.
 func writeOf(m *Message) (write, any, error) {
