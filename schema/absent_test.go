@@ -93,6 +93,12 @@ func FuzzDropAbsent(f *testing.F) {
 	f.Add(`{"oneOf":[{"type":"object","properties":{"a":{"type":"string"}}},{"type":"object","properties":{"a":{"type":"integer"}}}]}`, `{"a":null}`)
 	f.Add(`{"type":"object","properties":{"k":{"enum":["a","b"]}},"oneOf":[{"properties":{"k":{"const":"a"},"x":{"type":"string"}}},{"properties":{"k":{"const":"b"},"y":{"type":"integer"}},"required":["y"]}]}`, `{"k":"a","x":null,"y":null}`)
 	f.Add(`{"type":"object","properties":{"a":{"type":["string","null"]},"b":{"type":"string"}},"dependentRequired":{"a":["b"]}}`, `{"a":null,"b":null}`)
+	f.Add(`{"type":"object","properties":{"kind":{"enum":["a","b"]}},"oneOf":[{"properties":{"kind":{"const":"a"},"x":{"type":"string"}}},{"properties":{"kind":{"const":"b"},"x":{"type":["string","null"]}},"required":["x"]}]}`, `{"kind":"b","x":null}`)
+	f.Add(`{"type":"object","properties":{"k":{}},"anyOf":[{"properties":{"x":{"$ref":"#/$defs/d"}},"required":["x"]},{"properties":{"y":{"type":"integer"}},"not":{"required":["x"]}}],"$defs":{"d":{"type":["string","null"]}}}`, `{"k":1,"x":null,"y":null}`)
+	f.Add(`{"type":"array","uniqueItems":true,"items":{"type":"object","properties":{"a":{"type":["string","null"]},"b":{"type":"string"}},"dependentRequired":{"a":["b"]}}}`, `[{"a":null,"b":null},{"a":null}]`)
+	f.Add(`{"type":"object","properties":{"a":{"type":["integer","null"]},"b":{"type":["integer","null"]}},"oneOf":[{"required":["a"]},{"required":["b"]}]}`, `{"a":1,"b":null}`)
+	f.Add(`{"type":"object","properties":{"o":{"type":"object","properties":{"t":{"const":1}},"anyOf":[{"properties":{"t":{"const":1},"p":{"type":"object","properties":{"q":{"type":"string"}}}}},{"properties":{"r":{"not":{"type":"null"}}}}]}}}`, `{"o":{"t":1,"p":{"q":null},"r":null}}`)
+	f.Add(`{"type":"object","properties":{"a":{"type":["string","null"]}},"maxProperties":1,"minProperties":1,"if":{"required":["a"]},"then":{"properties":{"b":{"type":"null"}}}}`, `{"a":null,"b":null}`)
 	f.Fuzz(func(t *testing.T, s, data string) {
 		r, err := schema.NewRegistry().CompileFor(json.RawMessage(s), schema.OpenAI)
 		if err != nil || !json.Valid([]byte(data)) {
