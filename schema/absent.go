@@ -120,6 +120,7 @@ func (s *Schema) dropAbsent(data json.RawMessage, v any) (json.RawMessage, error
 		return data, nil // its nulls are all values (an output not given yet)
 	}
 	var dropped []refused
+	triedInTheWay := false
 	for round := 0; ; round++ {
 		err := s.written.lib.Validate(v)
 		if err == nil {
@@ -130,7 +131,8 @@ func (s *Schema) dropAbsent(data json.RawMessage, v any) (json.RawMessage, error
 			return nil, err
 		}
 		found := refusedNulls(ve, v, false, nil)
-		if len(found) == 0 {
+		if len(found) == 0 && !triedInTheWay && presenceOnly(ve) {
+			triedInTheWay = true
 			found = s.nullsInTheWay(data, v, dropped)
 		}
 		if len(found) == 0 || round == maxAbsentRounds {
@@ -192,6 +194,26 @@ func (s *Schema) nullsInTheWay(data []byte, v any, dropped []refused) []refused 
 		}
 	}
 	return nil
+}
+
+// presenceOnly reports whether every failure in e is of a rule on which
+// properties are present, which a null taken for a value may break: one
+// of the others (two equal items under "uniqueItems", say) is no reason
+// to read a null as absent.
+func presenceOnly(e *jsonschema.ValidationError) bool {
+	if len(e.Causes) == 0 {
+		switch e.ErrorKind.(type) {
+		case *kind.Required, *kind.DependentRequired, *kind.Dependency, *kind.MaxProperties, *kind.Not, *kind.OneOf, *kind.FalseSchema:
+			return true
+		}
+		return false
+	}
+	for _, c := range e.Causes {
+		if !presenceOnly(c) {
+			return false
+		}
+	}
+	return true
 }
 
 // nullMembers appends to found the null members of the objects in v.

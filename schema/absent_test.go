@@ -211,6 +211,8 @@ func TestAcceptPresence(t *testing.T) {
 			`{"a":null,"b":"y"}`, `{"a":null,"b":"y"}`, ""},
 		{"a rule that needs a value", `{"type":"object","properties":{"a":{"type":["string","null"]},"b":{"type":"string"}},"required":["a"],"dependentRequired":{"a":["b"]}}`,
 			`{"a":null,"b":null}`, "", `"b"`},
+		{"a null is no way round another rule", `{"type":"array","uniqueItems":true,"items":{"type":"object","properties":{"a":{"type":["string","null"]}}}}`,
+			`[{"a":null},{"a":null}]`, "", "must be unique"},
 		{"a wrong value stays wrong", `{"type":"object","properties":{"n":{"type":"integer"},"s":{"type":"string"}}}`,
 			`{"n":"x","s":null}`, "", "/n"},
 	} {
