@@ -127,18 +127,28 @@ func UpdateBlock(m *message.Message) string {
 	id := m.Identity()
 	var s text
 	s.heading("Data update", id)
-	if path, method, value, ok, err := m.Write(); err == nil && ok {
-		s.WriteString(string(method))
-		s.WriteString(" " + ref.Dagger + id.Kind)
-		if len(path) > 0 {
-			s.WriteString("." + path.String())
-		}
-		s.WriteString(": ")
+	if method, place, value, ok := writeOf(m); ok {
+		s.WriteString(string(method) + " " + place + ": ")
 		s.Write(value) // ref.Encode writes it compact
 		s.Byte('\n')
 	}
 	s.about(id.Kind, m.Description, m.Schema)
 	return strings.TrimRight(s.String(), "\n")
+}
+
+// writeOf returns what m writes, as the model sees it: the method, the
+// place (†state.path) and the value, compact; ok is false when m writes
+// nothing.
+func writeOf(m *message.Message) (method ref.Method, place string, value json.RawMessage, ok bool) {
+	path, method, value, ok, err := m.Write()
+	if err != nil || !ok {
+		return "", "", nil, false
+	}
+	place = ref.Dagger + m.Identity().Kind
+	if len(path) > 0 {
+		place += "." + path.String()
+	}
+	return method, place, value, true
 }
 
 // dataBlock renders the merged value of an identity.

@@ -22,7 +22,7 @@ type text struct{ strings.Builder }
 
 func (t *text) Byte(c byte) { t.WriteByte(c) }
 
-// JSON writes raw indented by two spaces; invalid JSON as it is.
+// JSON writes raw compact; invalid JSON as it is.
 func (t *text) JSON(raw json.RawMessage) { t.WriteString(compactJSON(raw)) }
 
 // renderPlan shows the plan the calls of a previous step formed (012).

@@ -441,15 +441,7 @@ func (s *scheduler) unwritable(msgs []message.Message) *writeError {
 			why = re.Err
 		}
 		msg := fmt.Sprintf("its result was not written: %s", why)
-		if path, method, value, ok, _ := m.Write(); ok {
-			kind := m.Kind
-			if kind == "" {
-				kind = message.KindData
-			}
-			place := ref.Dagger + kind
-			if len(path) > 0 {
-				place += "." + path.String()
-			}
+		if method, place, value, ok := writeOf(m); ok {
 			msg = fmt.Sprintf("its result was not written: %s %s: %s; the result: %s", method, place, why, value)
 		}
 		date, _ := time.Parse(time.RFC3339Nano, m.Date)

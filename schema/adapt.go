@@ -575,8 +575,8 @@ func dropRefinements(o, root *object) {
 	}
 	p, _ := o.get("properties")
 	props := p.(*object).clone()
-	for _, m := range joined {
-		props.set(m.key, m.val)
+	for _, j := range joined {
+		props.set(j.key, j.decls[0])
 	}
 	o.set("properties", props)
 	for _, k := range kws {
@@ -586,11 +586,19 @@ func dropRefinements(o, root *object) {
 	}
 }
 
+// caseProperty is a property that only cases of an object's anyOf or
+// oneOf name, with what each case naming it declares, in order: Adapt
+// offers the first.
+type caseProperty struct {
+	key   string
+	decls []any
+}
+
 // caseProperties returns the keywords of o, an object schema with
 // properties, that are an anyOf or a oneOf whose alternatives only refine
 // it (see dropRefinements), and the properties that only those cases
-// name, each as the first case to name it declares it.
-func caseProperties(o, root *object) (kws []string, joined []member) {
+// name.
+func caseProperties(o, root *object) (kws []string, joined []caseProperty) {
 	p, _ := o.get("properties")
 	props, ok := p.(*object)
 	if !ok {
@@ -619,10 +627,15 @@ func caseProperties(o, root *object) (kws []string, joined []member) {
 				continue
 			}
 			for _, m := range co.members {
-				named := func(j member) bool { return j.key == m.key }
-				if !props.has(m.key) && !slices.ContainsFunc(joined, named) {
-					joined = append(joined, m)
+				if props.has(m.key) {
+					continue
 				}
+				i := slices.IndexFunc(joined, func(j caseProperty) bool { return j.key == m.key })
+				if i < 0 {
+					i = len(joined)
+					joined = append(joined, caseProperty{key: m.key})
+				}
+				joined[i].decls = append(joined[i].decls, m.val)
 			}
 		}
 	}

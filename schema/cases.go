@@ -1,7 +1,5 @@
 package schema
 
-import "slices"
-
 // caseRules returns the schema tree, bundled, with a rule for each
 // property that Adapt joins to an object from the cases of its anyOf or
 // oneOf (see dropRefinements), or nil when it joins none. A strict OpenAI
@@ -29,7 +27,7 @@ func (r *Registry) caseRules(tree any) (any, error) {
 	// Find the cases as Adapt does, on the tree as it merges it, and keep
 	// what each object joins by the object's place in the tree.
 	root := tree.(*object)
-	joined := map[string][]member{}
+	joined := map[string][]caseProperty{}
 	unevaluated := false
 	_, err = walk(tree, "", func(o *object, ptr string) (any, error) {
 		unevaluated = unevaluated || o.has("unevaluatedProperties") || ptr != "" && o.has("$id")
@@ -38,11 +36,6 @@ func (r *Registry) caseRules(tree any) (any, error) {
 			return o, nil // Adapt refuses the schema: no strict run has it
 		}
 		if _, j := caseProperties(o, root); len(j) > 0 {
-			for i, m := range j {
-				if d := caseDeclarations(o, root, m.key); len(d) > 1 {
-					j[i].val = &object{members: []member{{"anyOf", d}}}
-				}
-			}
 			joined[ptr] = j
 		}
 		return o, nil
@@ -56,10 +49,14 @@ func (r *Registry) caseRules(tree any) (any, error) {
 			return o, nil
 		}
 		props := &object{}
-		for _, m := range j {
-			props.set(m.key, &object{members: []member{
+		for _, c := range j {
+			var decl any = &object{members: []member{{"anyOf", c.decls}}}
+			if len(c.decls) == 1 {
+				decl = c.decls[0]
+			}
+			props.set(c.key, &object{members: []member{
 				{"if", &object{members: []member{{"type", "null"}}}},
-				{"then", m.val},
+				{"then", decl},
 			}})
 		}
 		all, _ := o.get("allOf")
@@ -67,26 +64,4 @@ func (r *Registry) caseRules(tree any) (any, error) {
 		o.set("allOf", append(list[:len(list):len(list)], &object{members: []member{{"properties", props}}}))
 		return o, nil
 	})
-}
-
-// caseDeclarations returns the schemas that the cases of o's anyOf and
-// oneOf (see caseProperties) declare for the property key.
-func caseDeclarations(o, root *object, key string) []any {
-	var decls []any
-	for _, k := range []string{"anyOf", "oneOf"} {
-		v, _ := o.get(k)
-		list, _ := v.([]any)
-		if slices.ContainsFunc(list, func(alt any) bool { return refinement(alt, root) == nil }) {
-			continue // a union of types, which caseProperties leaves
-		}
-		for _, alt := range list {
-			cp, _ := refinement(alt, root).get("properties")
-			if co, ok := cp.(*object); ok {
-				if d, ok := co.get(key); ok {
-					decls = append(decls, d)
-				}
-			}
-		}
-	}
-	return decls
 }

@@ -214,17 +214,17 @@ func (r *Registry) compile(s json.RawMessage, relax bool) (*Schema, error) {
 		return nil, err
 	}
 	if relax {
-		if c.written, err = r.compile(s, false); err != nil {
-			return nil, err
-		}
 		rules, err := r.caseRules(tree)
+		switch {
+		case err != nil:
+			return nil, err
+		case rules != nil:
+			c.written, err = compileResources(map[string]any{rootURL: rules})
+		default:
+			c.written, err = r.compile(s, false)
+		}
 		if err != nil {
 			return nil, err
-		}
-		if rules != nil {
-			if c.written, err = compileResources(map[string]any{rootURL: rules}); err != nil {
-				return nil, err
-			}
 		}
 	}
 	if r != nil {
