@@ -83,7 +83,7 @@ func renderCompaction(_ context.Context, b *Build, _ *message.Message) error {
 		case m.Type == message.TypeError && i > lastPlan:
 			render(provider.RoleUser, errorText(&m))
 		case m.Type == message.TypeMeta:
-			render(provider.RoleUser, "## Meta\n"+indent(m.Meta))
+			render(provider.RoleUser, "## Meta\n"+compact(m.Meta))
 		}
 	}
 	render(provider.RoleUser, "## Compacted\nThe context above was compacted: each data block shows its current value, and the plan is the last one.")

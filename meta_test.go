@@ -72,6 +72,10 @@ func TestRequestChecksTheMetaVersion(t *testing.T) {
 	if !strings.Contains(string(reqs[0].Schema), `"meta"`) || !strings.Contains(reqs[0].Messages[0].Text, "## Meta") {
 		t.Errorf("meta not composed or rendered")
 	}
+	// Compact, as data blocks: every later request repeats it.
+	if want := "## Meta\n" + `{"domain":"reactor.ideas.services","path":"/games/321","version":"1.2.3","branches":["main"],"createdAt":"2025-10-26T10:00:00Z"}`; !strings.Contains(reqs[0].Messages[0].Text, want) {
+		t.Errorf("meta rendered as\n%s\nwant %s", reqs[0].Messages[0].Text, want)
+	}
 }
 
 // TestMetaAppendedMidRun: a meta message an activity appends mid-run

@@ -23,7 +23,7 @@ type text struct{ strings.Builder }
 func (t *text) Byte(c byte) { t.WriteByte(c) }
 
 // JSON writes raw compact; invalid JSON as it is.
-func (t *text) JSON(raw json.RawMessage) { t.WriteString(compactJSON(raw)) }
+func (t *text) JSON(raw json.RawMessage) { t.WriteString(compact(raw)) }
 
 // renderPlan shows the plan the calls of a previous step formed (012).
 // planIntro introduces a plan the model made and runs.
@@ -85,7 +85,7 @@ func compact(raw json.RawMessage) string {
 // renderMeta shows the current identity and version and asks for the
 // next one in the solution (016).
 func renderMeta(_ context.Context, b *Build, m *message.Message) error {
-	b.Render(provider.RoleUser, "## Meta\n"+indent(m.Meta))
+	b.Render(provider.RoleUser, "## Meta\n"+compact(m.Meta))
 	// The latest meta is the one a solution updates: its check replaces
 	// the last meta message's.
 	if b.metaCheck == 0 {
@@ -109,25 +109,7 @@ func renderError(_ context.Context, b *Build, m *message.Message) error {
 // 274 bytes instead of 194).
 func errorText(m *message.Message) string {
 	if m.Failed != nil {
-		return fmt.Sprintf("## Error\nThe call %s failed: %s", compactJSON(m.Failed), m.Error)
+		return fmt.Sprintf("## Error\nThe call %s failed: %s", compact(m.Failed), m.Error)
 	}
 	return "## Error\n" + m.Error
-}
-
-// indent is json.Indent with two spaces; invalid JSON stays as it is.
-func indent(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Indent(&b, raw, "", "  ") != nil {
-		return string(raw)
-	}
-	return b.String()
-}
-
-// compactJSON is json.Compact; invalid JSON stays as it is.
-func compactJSON(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return string(raw)
-	}
-	return b.String()
 }
