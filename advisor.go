@@ -80,66 +80,97 @@ func isObject(s json.RawMessage) bool {
 // on-demand advisor (017) for advice.
 const ConsultAdvisor = "ConsultAdvisor"
 
-// renderAdvisor registers an advisor (017). Advisors active at this point
-// of the run are rendered and added to the solution's advisors property,
-// which comes before calls: the model deliberates in their voices first.
-// On start advisors are active while the context has no plan yet (the
-// first step), on request advisors always, on finish advisors once a step
-// has run; on-demand advisors are reached through the ConsultAdvisor tool.
+// renderAdvisor registers an advisor (017) and renders its role. Those
+// that speak in the solution (on start, request or finish) join the
+// advisors property, which comes before calls: the model deliberates in
+// their voices first. Which of them speak at a step is decided when the
+// schema is composed (Build.advisorsProperty), so the text says when the
+// advisor speaks, not whether it speaks now: it reads the same at every
+// step, and the prompt cache behind it stays. On-demand advisors are
+// reached through the ConsultAdvisor tool.
 func renderAdvisor(_ context.Context, b *Build, m *message.Message) error {
-	a, schema := m.Advisor, m.Schema
-	if a.Name != "" {
-		var err error
-		if a, schema, err = b.Registry.lookupAdvisor(a); err != nil {
-			return err
-		}
+	a, schema, err := b.advisorOf(m)
+	if err != nil {
+		return err
 	}
-	started := false
-	for _, x := range b.Log.All() {
-		if x.Type == message.TypePlan {
-			started = true
-			break
-		}
+	if _, err := advisorItem(a, schema, nil, false); err != nil {
+		return fmt.Errorf("advisor %q: %w", a.ID, err)
 	}
-	active := a.On == "request" || a.On == "start" && !started || a.On == "finish" && started
+	b.Render(provider.RoleUser, advisorText(a))
+	if onDemand(a) {
+		b.advisorsOnDemand = append(b.advisorsOnDemand, a.ID)
+		b.defineConsult()
+		return nil
+	}
+	b.advisors = append(b.advisors, advisorDef{a, schema})
+	b.changed = true
+	return nil
+}
+
+// advisorOf returns the advisor message m defines, or the registered one
+// it names.
+func (b *Build) advisorOf(m *message.Message) (*message.Advisor, json.RawMessage, error) {
+	if m.Advisor.Name != "" {
+		return b.Registry.lookupAdvisor(m.Advisor)
+	}
+	return m.Advisor, m.Schema, nil
+}
+
+// onDemand reports whether a speaks only when consulted.
+func onDemand(a *message.Advisor) bool { return a.On == "" || a.On == "demand" }
+
+// advisorText is how the model sees advisor a: its role, what it focuses
+// on, and when it gives its opinion.
+func advisorText(a *message.Advisor) string {
 	var desc strings.Builder
 	fmt.Fprintf(&desc, "## Advisor: %s\n%s\n", a.ID, a.Role)
 	if len(a.Scopes) > 0 {
 		fmt.Fprintf(&desc, "Focus on: %s\n", strings.Join(a.Scopes, ", "))
 	}
-	if !active {
-		if a.On == "" || a.On == "demand" {
-			desc.WriteString("Consult this advisor with the " + ConsultAdvisor + " tool when you need its view.")
-			b.Render(provider.RoleUser, strings.TrimSpace(desc.String()))
-			b.advisorsOnDemand = append(b.advisorsOnDemand, a.ID)
-			b.defineConsult()
-		}
-		return nil
+	var when string
+	switch a.On {
+	case "start":
+		when = "at the first step"
+	case "request":
+		when = "at every step"
+	case "finish":
+		when = "at every step after the first, as you decide whether to stop"
+	default:
+		desc.WriteString("Consult this advisor with the " + ConsultAdvisor + " tool when you need its view.")
+		return desc.String()
 	}
-	desc.WriteString("Give its opinion in advisors before any call; put its votes for tools in calls as inline JSON, e.g. {\"deploy\": 10, \"delay\": 90}.")
-	b.Render(provider.RoleUser, desc.String())
-	ids, open := b.logInstances()
-	item, err := advisorItem(a, schema, ids, open)
-	if err != nil {
-		return fmt.Errorf("advisor %q: %w", a.ID, err)
-	}
-	b.advisorItems = append(b.advisorItems, item)
-	b.Property("advisors", advisorsSchema(b.advisorItems), true)
-	return nil
+	desc.WriteString("Give its opinion in advisors " + when + ", before any call; put its votes for tools in calls as inline JSON, e.g. {\"deploy\": 10, \"delay\": 90}.")
+	return desc.String()
 }
 
-// logInstances returns the instances of the whole log's data, in order,
-// and whether one came after the run's context (see Build.instancesOpen).
-func (b *Build) logInstances() (ids []string, open bool) {
-	seen := map[string]bool{}
-	for i, m := range b.Log.All() {
-		if m.Type == message.TypeData && m.Instance != "" && !seen[m.Instance] {
-			seen[m.Instance] = true
-			ids = append(ids, m.Instance)
-			open = open || b.contextLen > 0 && i >= b.contextLen
+// advisorDef is an advisor that speaks in the solution, and the schema of
+// its advice.
+type advisorDef struct {
+	a      *message.Advisor
+	schema json.RawMessage
+}
+
+// advisorsProperty returns the schema of the solution's advisors: the
+// entries of those that speak at this step (start advisors while the log
+// has no plan yet, finish advisors once it has one, request advisors
+// always), or nil when none does. An instanced advisor's _instance names
+// one of the instances handled so far, as a call's does.
+func (b *Build) advisorsProperty() (json.RawMessage, error) {
+	var items []json.RawMessage
+	for _, d := range b.advisors {
+		if d.a.On == "start" && b.planned || d.a.On == "finish" && !b.planned {
+			continue
 		}
+		item, err := advisorItem(d.a, d.schema, b.instances, b.instancesOpen)
+		if err != nil {
+			return nil, fmt.Errorf("advisor %q: %w", d.a.ID, err)
+		}
+		items = append(items, item)
 	}
-	return ids, open
+	if items == nil {
+		return nil, nil
+	}
+	return advisorsSchema(items), nil
 }
 
 // advisorItem is the schema of one advisor's entry: its id, what its
@@ -165,7 +196,7 @@ func advisorItem(a *message.Advisor, s json.RawMessage, instances []string, open
 	if a.IsInstanced {
 		enum, _ := json.Marshal(instances)
 		props.Set("_instance", json.RawMessage(`{"enum":`+string(enum)+`}`))
-		if open {
+		if open || len(instances) == 0 {
 			props.Set("_instance", json.RawMessage(`{"type":"string","description":"The instance the opinion is about: an _instance of the data."}`))
 		}
 		req = append(req, "_instance")

@@ -108,6 +108,20 @@ func TestAdvisorPhasesAndInstances(t *testing.T) {
 	}
 }
 
+// TestAdvisorInstancedWithoutInstances: an instanced advisor in a
+// context with no instances yet takes any _instance, as a call does once
+// instances come mid-run; an enum of none would be no schema at all.
+func TestAdvisorInstancedWithoutInstances(t *testing.T) {
+	p := scripted.Solutions(`{"advisors":[{"id":"perItem","_instance":"a","calls":"{}"}],"output":1}`)
+	if _, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry()}, json.RawMessage(`{}`),
+		ctxOf(t, `[{"type":"advisor","id":"perItem","on":"request","isInstanced":true,"role":"Judges each item."}]`)); err != nil {
+		t.Fatal(err)
+	}
+	if schema := string(p.Requests()[0].Schema); !strings.Contains(schema, `"_instance":{"type":"string"`) || strings.Contains(schema, `"enum":null`) {
+		t.Errorf("schema: %s", schema)
+	}
+}
+
 // councilRun runs a loop over tools deploy, rollback and delay, whose
 // first answer streams in chunks; it returns the tools that ran, the
 // error messages of the run and its advice events.

@@ -266,18 +266,30 @@ func TestCachedRenderingKeepsValuesCurrent(t *testing.T) {
 // BenchmarkLoopGrowth runs S steps of one call each, every call writing
 // a new state key, and reports the framework's time and bytes per step:
 // a step's cost must not grow with the length of the run.
+//
+// advisor/S=… is the same run with an on-demand advisor in its context:
+// an advisor's text reads the same at every step, so its steps too
+// render only what is new.
 func BenchmarkLoopGrowth(b *testing.B) {
-	for _, steps := range []int{10, 100, 500} {
-		b.Run(fmt.Sprint("S=", steps), func(b *testing.B) {
-			loopGrowth(b, steps, func(int) agent.Config { return agent.Config{} })
-		})
+	advisor := message.Message{Type: message.TypeAdvisor, Advisor: &message.Advisor{ID: "risk", Role: "Weighs the risks."}}
+	for _, with := range []struct {
+		name  string
+		extra []message.Message
+	}{{"", nil}, {"advisor/", []message.Message{advisor}}} {
+		for _, steps := range []int{10, 100, 500} {
+			b.Run(fmt.Sprint(with.name, "S=", steps), func(b *testing.B) {
+				loopGrowth(b, steps, func(int) agent.Config { return agent.Config{} }, with.extra...)
+			})
+		}
 	}
 }
 
-// loopGrowth runs BenchmarkLoopGrowth's run of steps steps with the
-// Config of each run (its number) for the rest, and reports per step.
-func loopGrowth(b *testing.B, steps int, base func(run int) agent.Config) {
+// loopGrowth runs BenchmarkLoopGrowth's run of steps steps, its context
+// followed by extra, with the Config of each run (its number) for the
+// rest, and reports per step.
+func loopGrowth(b *testing.B, steps int, base func(run int) agent.Config, extra ...message.Message) {
 	reg, msgs := tenTools()
+	msgs = append(msgs, extra...)
 	answers := make([]string, steps)
 	for i := range steps - 1 {
 		answers[i] = fmt.Sprintf(`{"calls":[{"_tool":"t%d","x":%d,"_outputPath":"†state.k%d"}],"output":null}`, i%10, i, i)
@@ -379,6 +391,37 @@ func TestCompaction(t *testing.T) {
 	items, err := res.Log.Lookup("state", []string{"items"})
 	if err != nil || strings.Count(string(items), `"v"`) != 19 {
 		t.Errorf("state.items after compactions: %s, %v", items, err)
+	}
+}
+
+// TestCompactionKeepsAdvisors: a compacted context still introduces the
+// advisors, a registered one by its registered role, so the model knows
+// whom ConsultAdvisor and the advisors property speak for.
+func TestCompactionKeepsAdvisors(t *testing.T) {
+	reg, answers := cacheAgent(20)
+	reg.Advisor(message.Advisor{ID: "auditor", Role: "Checks every note against the CRM."}, nil)
+	msgs := append(cacheContext(),
+		message.Message{Type: message.TypeAdvisor, Advisor: &message.Advisor{ID: "risk", Role: "Weighs the risks of each note."}},
+		message.Message{Type: message.TypeAdvisor, Advisor: &message.Advisor{Name: "auditor"}})
+	p := scripted.Solutions(answers...)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, MaxSteps: 20, Clock: fixed, CompactAt: 1600},
+		json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}}}`), msgs)
+	if err != nil || res.Steps != 20 {
+		t.Fatalf("%v, %+v", err, res)
+	}
+	compacted := 0
+	for _, r := range p.Requests() {
+		text := fmt.Sprint(r.Messages)
+		if !strings.Contains(text, "## Compacted") {
+			continue
+		}
+		compacted++
+		if !strings.Contains(text, "## Advisor: risk\nWeighs the risks of each note.") || !strings.Contains(text, "## Advisor: auditor\nChecks every note against the CRM.") {
+			t.Fatalf("a compacted request lost an advisor:\n%s", text)
+		}
+	}
+	if compacted == 0 {
+		t.Fatal("the run never compacted")
 	}
 }
 

@@ -84,6 +84,12 @@ func renderCompaction(_ context.Context, b *Build, _ *message.Message) error {
 			render(provider.RoleUser, errorText(&m))
 		case m.Type == message.TypeMeta:
 			render(provider.RoleUser, "## Meta\n"+compact(m.Meta))
+		case m.Type == message.TypeAdvisor:
+			a, _, err := b.advisorOf(&m)
+			if err != nil {
+				return err
+			}
+			render(provider.RoleUser, advisorText(a))
 		}
 	}
 	render(provider.RoleUser, "## Compacted\nThe context above was compacted: each data block shows its current value, and the plan is the last one.")

@@ -10,8 +10,8 @@ import (
 	"github.com/augceo/agent/schema"
 )
 
-// compose builds the schema the model answers with: the properties the
-// handlers added (meta, advisors, ...), then calls (when tools are
+// compose builds the schema the model answers with: the advisors that
+// speak at this step, the properties the handlers added (meta, ...), then calls (when tools are
 // defined: an array whose items are the tool schemas), then the user's
 // schema as a nullable output, then the definitions they share. The model
 // writes them in that order, so it decides on actions before it commits
@@ -30,10 +30,21 @@ func (b *Build) compose(output json.RawMessage, outputDefs []schema.Def, anyCall
 	for _, v := range b.tools.Values {
 		size += len(v) + 1
 	}
+	var err error
+	if b.advice, err = b.advisorsProperty(); err != nil {
+		return nil, err
+	}
 	var s bytes.Buffer
-	s.Grow(size)
+	s.Grow(size + len(b.advice))
 	s.WriteString(`{"type":"object","properties":{`)
-	required := append([]string(nil), b.required...)
+	var required []string
+	if b.advice != nil { // the advisors speak first (017)
+		s.WriteString(`"advisors":`)
+		s.Write(b.advice)
+		s.WriteByte(',')
+		required = append(required, "advisors")
+	}
+	required = append(required, b.required...)
 	for i, k := range b.props.Keys {
 		s.Write(ojson.Quote(k))
 		s.WriteByte(':')

@@ -164,7 +164,7 @@ func (x *executor) asWrittenAdvice(raw json.RawMessage) json.RawMessage {
 	if !bytes.Contains(raw, []byte("null")) {
 		return raw
 	}
-	return x.dropAbsent(x.build.props.Get("advisors"), raw)
+	return x.dropAbsent(x.build.advice, raw)
 }
 
 // dropAbsent returns raw without the nulls that stand for properties

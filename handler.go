@@ -57,8 +57,8 @@ type Build struct {
 	seen        *message.Log              // the messages handled so far (RenderCached)
 	handled     int                       // the messages of Log handled
 	// fresh: a message was handled whose rendering may change as the log
-	// grows (an advisor's, which turns on and off with the run, or one of
-	// a handler of the user's): each request then handles the whole log.
+	// grows (one of a handler of the user's): each request then handles
+	// the whole log.
 	fresh          bool
 	changed        bool // a tool or a property changed since the schema was composed
 	solutionChecks []func(solution json.RawMessage) error
@@ -75,8 +75,10 @@ type Build struct {
 	contextLen    int
 	instancesOpen bool
 
-	advisorItems     []json.RawMessage // the active advisors' entry schemas
-	advisorsOnDemand []string          // ids of advisors reached through ConsultAdvisor
+	advisors         []advisorDef    // the advisors that speak in the solution (on start, request or finish)
+	planned          bool            // a plan was handled: a step has run, for start and finish advisors
+	advice           json.RawMessage // the advisors property of the schema last composed; nil when none speaks
+	advisorsOnDemand []string        // ids of advisors reached through ConsultAdvisor
 }
 
 // Check adds a check every solution must pass after schema validation; a

@@ -357,7 +357,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	s.step = step
 	// With advisors active, the step's calls wait for their opinions,
 	// which the model writes first (017).
-	cfg.advising = p.build.props.Has("advisors")
+	cfg.advising = p.build.advice != nil
 	advised := !cfg.advising
 	var held []*task
 	// The step's executor serves its calls until they end, maybe past the

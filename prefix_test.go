@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -352,10 +351,41 @@ func advisorRun(t *testing.T, on string) []provider.Request {
 	return reqs
 }
 
-// Advisors asked on every request, or on demand, render the same bytes
-// each step.
-func TestPrefixAdvisorOnRequest(t *testing.T) { checkExtends(t, advisorRun(t, "request")) }
-func TestPrefixAdvisorOnDemand(t *testing.T)  { checkExtends(t, advisorRun(t, "")) }
+// TestPrefixAdvisors: an advisor's text says when it speaks, not whether
+// it speaks now, so it reads the same at every step, whatever its on:
+// each request extends the one before and marks its messages stable as
+// any loop's. The schema changes only where a start advisor falls silent
+// or a finish advisor speaks, at the second request.
+func TestPrefixAdvisors(t *testing.T) {
+	for _, on := range []string{"request", "", "start", "finish"} {
+		t.Run("on="+on, func(t *testing.T) {
+			reqs := advisorRun(t, on)
+			for i, r := range reqs {
+				active := strings.Contains(string(r.Schema), `"advisors"`)
+				if want := on == "request" || on == "start" && i == 0 || on == "finish" && i > 0; active != want {
+					t.Errorf("request %d: advisors in the schema %v, want %v", i+1, active, want)
+				}
+				if i == 0 {
+					continue
+				}
+				prev := reqs[i-1]
+				if changed := string(prev.Schema) != string(r.Schema); changed != (i == 1 && (on == "start" || on == "finish")) {
+					t.Errorf("request %d: schema changed %v", i+1, changed)
+				}
+				bare := []provider.Request{prev, r}
+				for k := range bare {
+					bare[k].Schema, bare[k].CacheKey = nil, "" // the key follows the schema
+				}
+				for _, b := range prefixBreaks(bare) {
+					t.Error(b)
+				}
+				if !r.Messages[len(prev.Messages)-1].Stable || !r.Messages[len(r.Messages)-1].Stable {
+					t.Errorf("request %d marks no breakpoint where request %d ended, or at its end", i+1, i)
+				}
+			}
+		})
+	}
+}
 
 // TestPrefixConfirm: a Confirm hook that rejects a call and replaces one.
 func TestPrefixConfirm(t *testing.T) {
@@ -544,39 +574,6 @@ func TestPrefixResumeMidStep(t *testing.T) {
 // the composed schema (put keeps its place).
 func TestPrefixToolOfferedAgain(t *testing.T) {
 	checkExtends(t, toolsRun(t, "put"))
-}
-
-// TestPrefixAdvisorMarksStable: a run with an advisor renders its whole
-// log again at each step, as an advisor's rendering may change. While the
-// requests still extend each other, each marks its messages stable as a
-// loop's requests do, where the request before ended and at its end, so
-// that a provider with cache breakpoints (Anthropic) reads the prefix; a
-// request whose messages changed marks none.
-func TestPrefixAdvisorMarksStable(t *testing.T) {
-	stable := func(r provider.Request) []int {
-		var at []int
-		for i, m := range r.Messages {
-			if m.Stable {
-				at = append(at, i)
-			}
-		}
-		return at
-	}
-	for _, on := range []string{"request", "", "start"} {
-		reqs := advisorRun(t, on)
-		for i, r := range reqs {
-			want := []int{len(r.Messages) - 1}
-			if i > 0 {
-				want = []int{len(reqs[i-1].Messages) - 1, len(r.Messages) - 1}
-			}
-			if len(prefixBreaks(reqs[max(i-1, 0):i+1])) > 0 {
-				want = nil // the advisor turned off: the messages changed
-			}
-			if got := stable(r); !slices.Equal(got, want) {
-				t.Errorf("advisor on %q, request %d (%d messages): stable %v, want %v", on, i+1, len(r.Messages), got, want)
-			}
-		}
-	}
 }
 
 // instancesReg is echoReg with the tool load, which brings a work item

@@ -72,14 +72,6 @@ func (r *Registry) Handle(typ message.Type, h Handler) {
 	delete(r.builtin, typ)
 }
 
-// extends reports whether the handler of typ renders a message from it
-// and the messages before it alone, so a loop may handle only the
-// messages new since its last step: the built-in handlers but the
-// advisor's, whose advisors turn on and off as the run goes.
-func (r *Registry) extends(typ message.Type) bool {
-	return typ != message.TypeAdvisor && r.builtinType(typ)
-}
-
 // builtinType reports whether messages of typ go to the built-in handler.
 func (r *Registry) builtinType(typ message.Type) bool {
 	r.mu.RLock()

@@ -500,7 +500,14 @@ func (b *Build) handle(ctx context.Context, i int, m *message.Message) error {
 		return err
 	}
 	h, err := b.Registry.handler(m.Type)
-	b.fresh = b.fresh || !b.Registry.extends(m.Type)
+	// A built-in handler renders a message from it and the messages
+	// before it alone, so a loop may handle only the messages new since
+	// its last step; a handler of the user's may not.
+	b.fresh = b.fresh || !b.Registry.builtinType(m.Type)
+	if m.Type == message.TypePlan && !b.planned {
+		b.planned = true
+		b.changed = b.changed || len(b.advisors) > 0 // start advisors fall silent, finish advisors speak
+	}
 	if err == nil {
 		b.Index = i
 		err = h.Handle(ctx, b, m)
