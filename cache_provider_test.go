@@ -104,6 +104,38 @@ func TestAnthropicCachePlan(t *testing.T) {
 	}
 }
 
+// TestAnthropicCacheSolutions asks Anthropic for three solutions of one
+// prompt, which the API answers as three requests: the first writes the
+// prompt to the cache and the other two, sent once its response began
+// (when the API makes the entry available), read it.
+func TestAnthropicCacheSolutions(t *testing.T) {
+	answers := []string{`{"calls":[],"output":{"done":true}}`, `{"calls":[],"output":{"done":false}}`, `{"calls":[],"output":{"done":true}}`}
+	p, srv, _ := anthropicCached(t, answers)
+	reg, _ := cacheAgent(1)
+	msgs := cacheContext()
+	msgs[0].Text = strings.Repeat(systemPrompt, 4) // past the shortest prefix cached
+	resp, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: reg, N: 3}, json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}},"required":["done"]}`), msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 || len(resp.Solutions) != 3 {
+		t.Fatalf("%d requests, %d solutions; want 3", len(reqs), len(resp.Solutions))
+	}
+	first := reqs[0].Cache
+	if first.Write == 0 {
+		t.Fatalf("the first request wrote nothing to the cache: %+v", first)
+	}
+	for i, r := range reqs[1:] {
+		if r.Cache.Read < first.Read+first.Write || r.Cache.Write != 0 {
+			t.Errorf("request %d: %+v; want it to read the %d tokens the first wrote, and write none", i+2, r.Cache, first.Read+first.Write)
+		}
+	}
+	if u := resp.Usage; u.CacheRead != 2*(first.Read+first.Write) || u.CacheWrite != first.Write {
+		t.Errorf("usage %+v; want the three requests' cache counts summed", u)
+	}
+}
+
 // TestAnthropicCacheResume: a durable run is cut in the last
 // call of a 30-call step; the resumed request must read what the request
 // before the interruption wrote.

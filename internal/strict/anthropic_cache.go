@@ -140,16 +140,11 @@ func breakpoints(blocks []cacheBlock) []int {
 	return bps
 }
 
-// use reads and writes the entries of a request's blocks and returns the
-// request's input tokens as the API bills them.
-func (c anthropicCache) use(blocks []cacheBlock) Cache {
-	bps := breakpoints(blocks)
-	total := 0
-	if n := len(blocks); n > 0 {
-		total = blocks[n-1].tokens
-	}
-	read := -1 // the last block read from the cache
-	for _, bp := range bps {
+// read returns the last of blocks that an entry of the cache ends at, as
+// the API looks for one at each breakpoint; -1 for none.
+func (c anthropicCache) read(blocks []cacheBlock) int {
+	read := -1
+	for _, bp := range breakpoints(blocks) {
 		for j := bp; j >= 0 && j >= bp-AnthropicCacheLookback; j-- {
 			if c[blocks[j].hash] {
 				read = max(read, j)
@@ -157,12 +152,24 @@ func (c anthropicCache) use(blocks []cacheBlock) Cache {
 			}
 		}
 	}
+	return read
+}
+
+// write writes the entries of a request's breakpoints, the request having
+// read blocks up to read, and returns its input tokens as the API bills
+// them. The API makes the entries available once the response begins: a
+// request that arrived before then did not find them.
+func (c anthropicCache) write(blocks []cacheBlock, read int) Cache {
+	total := 0
+	if n := len(blocks); n > 0 {
+		total = blocks[n-1].tokens
+	}
 	var u Cache
 	if read >= 0 {
 		u.Read = blocks[read].tokens
 	}
 	written := u.Read
-	for _, bp := range bps {
+	for _, bp := range breakpoints(blocks) {
 		if blocks[bp].tokens >= AnthropicMinCacheTokens {
 			c[blocks[bp].hash] = true
 			if bp > read {

@@ -45,7 +45,7 @@ func useBody(t *testing.T, c anthropicCache, body []byte) Cache {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c.use(blocks)
+	return c.write(blocks, c.read(blocks))
 }
 
 // TestAnthropicCache follows a conversation through the cache model: what

@@ -64,6 +64,9 @@ func serveAnthropic(s *Server, w http.ResponseWriter, r *http.Request, body []by
 		anthropicError(w, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("A maximum of %d blocks with cache_control may be provided. Found %d.", AnthropicMaxBreakpoints, n))
 		return
 	}
+	s.mu.Lock()
+	read := s.cache.read(blocks) // what the cache holds as the request arrives
+	s.mu.Unlock()
 	if len(in.System) > 0 {
 		req.Messages = append(req.Messages, Message{Role: "system", Text: contentText(in.System)})
 	}
@@ -140,7 +143,7 @@ func serveAnthropic(s *Server, w http.ResponseWriter, r *http.Request, body []by
 		stop = "tool_use"
 	}
 	s.mu.Lock()
-	req.Cache = s.cache.use(blocks)
+	req.Cache = s.cache.write(blocks, read)
 	s.mu.Unlock()
 	usage := fmt.Sprintf(`{"input_tokens":%d,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d,"output_tokens":%%d,"service_tier":"standard"}`,
 		req.Cache.Input, req.Cache.Write, req.Cache.Read)

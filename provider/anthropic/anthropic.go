@@ -194,7 +194,7 @@ func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq
 			fanOut(ctx, c, n, yield)
 			return
 		}
-		for chunk, err := range c.solution(ctx, 0) {
+		for chunk, err := range c.solution(ctx, 0, nil) {
 			if !yield(chunk, err) || err != nil {
 				return
 			}
@@ -224,6 +224,11 @@ func solutionIndex(ctx context.Context) int {
 // order of the chunks never depends on which request was faster. It
 // returns only after every request stopped, so no goroutine outlives it,
 // whether the consumer breaks or a request fails.
+//
+// With c.stagger, requests 1 to n-1 are sent once the response to request
+// 0 begins: the API makes a cache entry available only then, so requests
+// sent together would each write the prompt to the cache, at 1.25× the
+// input price, where the later ones now read it at 0.1×.
 func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, error) bool) {
 	type item struct {
 		chunk *provider.Chunk
@@ -234,9 +239,24 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 	defer wg.Wait() // runs after cancel, which unblocks the workers
 	defer cancel()
 	items := make(chan item)
+	// first is closed once request 0's response began. When it fails
+	// before, its error ends the stream, and the others are never sent.
+	first := make(chan struct{})
+	began := sync.OnceFunc(func() { close(first) })
 	for i := range n {
 		wg.Go(func() {
-			for chunk, err := range c.solution(withIndex(ctx, i), i) {
+			if i > 0 && c.stagger {
+				select {
+				case <-first:
+				case <-ctx.Done():
+					return
+				}
+			}
+			var onBegin func()
+			if i == 0 {
+				onBegin = began
+			}
+			for chunk, err := range c.solution(withIndex(ctx, i), i, onBegin) {
 				select {
 				case items <- item{chunk, err}:
 				case <-ctx.Done():

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -174,6 +175,87 @@ func TestSeveralSolutionsStop(t *testing.T) {
 			cancelled.Wait()
 		})
 	}
+}
+
+// TestSeveralSolutionsStaggered: several solutions of a prompt long enough
+// to be cached are asked one request first, and the others once its
+// response began, when the API has made its cache entry available; a
+// plain request is streamed on the wire for that, and still gathered into
+// a chunk per solution. When the first request fails, the others are
+// never sent.
+func TestSeveralSolutionsStaggered(t *testing.T) {
+	sols := []string{`{"output":"red"}`, `{"output":"green"}`, `{"output":"blue"}`}
+	long := func(stream bool) *provider.Request {
+		req := request(stream, 3)
+		req.Messages[0].Text = strings.Repeat("You are terse. ", minCachedBody/15+1)
+		return req
+	}
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprint("stream=", stream), func(t *testing.T) {
+			var answering atomic.Bool // request 0 is being answered
+			f := &fakeServer{t: t, sc: providertest.Scenario{Solutions: sols}}
+			f.hold = func(r *http.Request, i int) bool {
+				if i == 0 {
+					answering.Store(true)
+				} else if !answering.Load() {
+					t.Errorf("request %d arrived before the response to request 0 began", i)
+				}
+				return true
+			}
+			p, _ := newTestServer(t, f, Config{})
+			texts := make([]string, 3)
+			chunks := 0
+			for c, err := range p.Generate(t.Context(), long(stream)) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				texts[c.Index] += c.Text
+				chunks++
+			}
+			if diff := cmp.Diff(texts, sols); diff != "" {
+				t.Errorf("texts (-got +want):\n%s", diff)
+			}
+			if !stream && chunks != 3 {
+				t.Errorf("%d chunks of a plain request, want one per solution", chunks)
+			}
+			for i, r := range f.requests() {
+				if !r.Stream {
+					t.Errorf("request %d was not streamed on the wire", i)
+				}
+			}
+		})
+	}
+	t.Run("first fails", func(t *testing.T) {
+		f := &fakeServer{t: t, sc: providertest.Scenario{Solutions: sols, Status: http.StatusBadRequest}}
+		p, _ := newTestServer(t, f, Config{})
+		var err error
+		for _, e := range p.Generate(t.Context(), long(true)) {
+			err = e
+		}
+		if pe, ok := errors.AsType[*provider.Error](err); !ok || pe.Status != http.StatusBadRequest {
+			t.Errorf("error %v, want the 400", err)
+		}
+		if n := len(f.requests()); n != 1 {
+			t.Errorf("%d requests sent, want only the first", n)
+		}
+	})
+	t.Run("short prompt", func(t *testing.T) {
+		// Below the shortest prefix cached, nothing waits.
+		var together sync.WaitGroup
+		together.Add(3)
+		f := &fakeServer{t: t, sc: providertest.Scenario{Solutions: sols}}
+		f.hold = func(r *http.Request, i int) bool {
+			together.Done()
+			together.Wait() // all three arrive before any is answered
+			return true
+		}
+		p, _ := newTestServer(t, f, Config{})
+		for _, err := range p.Generate(t.Context(), request(true, 3)) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 }
 
 func TestSDKDoesNotRetry(t *testing.T) {

@@ -49,6 +49,11 @@
 // # Several solutions
 //
 // The API has no n: Request.N > 1 sends N identical requests concurrently.
+// For a prompt the cache can keep (a body of 4 KB or more with a cache
+// breakpoint), the others follow the first once its response begins, as
+// the API makes a cache entry available only then: they read the prompt
+// from the cache instead of each writing it (a plain request is then
+// streamed on the wire, and gathered).
 // Their chunks reach the caller on its own goroutine solution by solution,
 // in Index order: solution 0 streams live while the chunks of the others
 // wait in a buffer until their turn, so the order never depends on which

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
@@ -40,7 +41,14 @@ type call struct {
 	sse bool
 	// budget counts the text of every solution against the cap.
 	budget *limit.Budget
+	// stagger holds the other requests of a call with N > 1 until the
+	// first one's response begins (see fanOut).
+	stagger bool
 }
+
+// minCachedBody is the size of a request body below which the API caches
+// nothing: the shortest prefix it caches is 1,024 tokens, about 4 KB.
+const minCachedBody = 4 << 10
 
 // requestBody is the Messages request body. Its fields are in the order
 // the SDK's params type has them; output_config and tools, which hold the
@@ -149,6 +157,11 @@ func (p *Provider) newCall(req *provider.Request) (*call, error) {
 		if _, err := sdk.CalculateNonStreamingTimeout(maxTokens, c.params.Model, nil); err != nil {
 			c.sse = true
 		}
+	}
+	// Several requests of a prompt the cache would keep go one after the
+	// other's start, which only a stream on the wire shows.
+	if req.N > 1 && len(c.body) >= minCachedBody && (len(system) > 0 || c.tool != "" || slices.ContainsFunc(req.Messages, func(m provider.Message) bool { return m.Stable })) {
+		c.stagger, c.sse = true, true
 	}
 	if c.sse { // at the end, where NewStreaming would add it
 		c.body = append(c.body[:len(c.body)-1], `,"stream":true}`...)

@@ -17,14 +17,16 @@ import (
 
 // solution sends the call's request once and yields the chunks of solution
 // i; its last chunk is Done and carries the usage of this one request.
-func (c *call) solution(ctx context.Context, i int) iter.Seq2[*provider.Chunk, error] {
+// began, when not nil, is called once the response begins (of a stream,
+// at its first event).
+func (c *call) solution(ctx context.Context, i int, began func()) iter.Seq2[*provider.Chunk, error] {
 	switch {
 	case !c.sse:
 		return c.message(ctx, i)
 	case c.stream:
-		return c.events(ctx, i)
+		return c.events(ctx, i, began)
 	default:
-		return gather(c.events(ctx, i), i)
+		return gather(c.events(ctx, i, began), i)
 	}
 }
 
@@ -69,7 +71,7 @@ func (c *call) message(ctx context.Context, i int) iter.Seq2[*provider.Chunk, er
 // decoded by decodeEvent (see there). What the SDK's stream does before
 // decoding is done here too: ping events and events without data are
 // skipped, and an error event ends the stream.
-func (c *call) events(ctx context.Context, i int) iter.Seq2[*provider.Chunk, error] {
+func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provider.Chunk, error] {
 	return func(yield func(*provider.Chunk, error) bool) {
 		var res *http.Response
 		postErr := c.p.client.Post(ctx, "v1/messages", nil, &res, option.WithRequestBody("application/json", c.body))
@@ -118,6 +120,9 @@ func (c *call) events(ctx context.Context, i int) iter.Seq2[*provider.Chunk, err
 			}
 			if err = decodeEvent(data, &ev); err != nil {
 				break
+			}
+			if !started && began != nil {
+				began()
 			}
 			started = true
 			switch ev.Type {
