@@ -288,11 +288,19 @@ func BenchmarkLoopGrowth(b *testing.B) {
 // followed by extra, with the Config of each run (its number) for the
 // rest, and reports per step.
 func loopGrowth(b *testing.B, steps int, base func(run int) agent.Config, extra ...message.Message) {
+	growth(b, steps, func(i int) string {
+		return fmt.Sprintf(`{"calls":[{"_tool":"t%d","x":%d,"_outputPath":"†state.k%d"}],"output":null}`, i%10, i, i)
+	}, base, extra...)
+}
+
+// growth is loopGrowth with the answer of each step (from 0) but the
+// last, which gives the output.
+func growth(b *testing.B, steps int, answer func(step int) string, base func(run int) agent.Config, extra ...message.Message) {
 	reg, msgs := tenTools()
 	msgs = append(msgs, extra...)
 	answers := make([]string, steps)
 	for i := range steps - 1 {
-		answers[i] = fmt.Sprintf(`{"calls":[{"_tool":"t%d","x":%d,"_outputPath":"†state.k%d"}],"output":null}`, i%10, i, i)
+		answers[i] = answer(i)
 	}
 	answers[steps-1] = `{"calls":[],"output":{"done":true}}`
 	r := &replay{answers: answers}

@@ -189,7 +189,9 @@ func TestCheckTopLevelSets(t *testing.T) {
 }
 
 // TestCheckAll checks CheckAll against appending the messages one by one,
-// each checked first, and that it leaves the log as it was.
+// each checked first, and that it leaves the log as it was: two or three
+// writes to an identity (absent, or set to each value first), at related
+// and unrelated paths.
 func TestCheckAll(t *testing.T) {
 	out := func(path string, method ref.Method, value string) Message {
 		p := "†state"
@@ -203,33 +205,42 @@ func TestCheckAll(t *testing.T) {
 		return ms[0]
 	}
 	n := 0
-	for _, pre := range fuzzValues {
+	for _, pre := range append([]string{"absent"}, fuzzValues...) {
 		for _, p1 := range fuzzPaths {
 			for _, v1 := range fuzzValues {
 				for _, p2 := range []string{"", "x", "x.y", "x.0", "y"} {
 					for _, m2 := range []ref.Method{ref.MethodSet, ref.MethodPush, ref.MethodMerge} {
-						msgs := []Message{out(p1, ref.MethodSet, v1), out(p2, m2, `{"z":1}`)}
-						log, err := NewLog(out("", ref.MethodSet, pre))
-						if err != nil {
-							continue
-						}
-						before, _, _ := log.Value(Identity{Kind: "state"})
-						i, err := log.CheckAll(msgs...)
-						if after, _, _ := log.Value(Identity{Kind: "state"}); string(after) != string(before) || log.Len() != 1 {
-							t.Fatalf("pre %s, %+v: CheckAll changed the log: %s", pre, msgs, after)
-						}
-						want, werr := -1, error(nil)
-						for j, m := range msgs {
-							if werr = log.Check(m); werr != nil {
-								want = j
-								break
+						for _, p3 := range []string{"none", "", "x.y", "y.0", "z"} {
+							msgs := []Message{out(p1, ref.MethodSet, v1), out(p2, m2, `{"z":1}`)}
+							if p3 != "none" {
+								msgs = append(msgs, out(p3, ref.MethodPush, `1`))
 							}
-							_ = log.Append(m)
+							log, err := NewLog()
+							if pre != "absent" {
+								log, err = NewLog(out("", ref.MethodSet, pre))
+							}
+							if err != nil {
+								continue
+							}
+							before, _, _ := log.Value(Identity{Kind: "state"})
+							size := log.Len()
+							i, err := log.CheckAll(msgs...)
+							if after, _, _ := log.Value(Identity{Kind: "state"}); string(after) != string(before) || log.Len() != size {
+								t.Fatalf("pre %s, %+v: CheckAll changed the log: %s", pre, msgs, after)
+							}
+							want, werr := -1, error(nil)
+							for j, m := range msgs {
+								if werr = log.Check(m); werr != nil {
+									want = j
+									break
+								}
+								_ = log.Append(m)
+							}
+							if i != want || (err == nil) != (werr == nil) {
+								t.Fatalf("pre %s, %+v: CheckAll = %d, %v; one by one %d, %v", pre, msgs, i, err, want, werr)
+							}
+							n++
 						}
-						if i != want || (err == nil) != (werr == nil) {
-							t.Fatalf("pre %s, %+v: CheckAll = %d, %v; one by one %d, %v", pre, msgs, i, err, want, werr)
-						}
-						n++
 					}
 				}
 			}

@@ -182,7 +182,10 @@ func (l *Log) Check(m Message) error {
 // write would not combine with the value it lands on, once the messages
 // before it are appended too (see [Log.Check]): its index and the error,
 // or -1 and nil. Writes among msgs to one identity are checked against
-// each other, on a copy of its value.
+// each other: a write at a path unrelated to those of the writes before
+// it (neither a prefix of the other) lands where they leave the value as
+// it was, so it is checked against the log's value; the first that is
+// related is checked, with those after it, on a copy of the value.
 func (l *Log) CheckAll(msgs ...Message) (int, error) {
 	ws := make([]write, len(msgs))
 	vals := make([]any, len(msgs))
@@ -199,21 +202,38 @@ func (l *Log) CheckAll(msgs ...Message) (int, error) {
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	after := map[Identity]*view{} // an identity's value as msgs write it
+	// The writes among msgs so far to an identity written more than once,
+	// and the copy of its value they were applied to once one was related
+	// to another.
+	type batch struct {
+		earlier []int
+		copy    *view
+	}
+	after := map[Identity]*batch{}
 	for i := range msgs {
 		w, id := ws[i], msgs[i].Identity()
 		if w.data == nil {
 			continue
 		}
-		v := after[id]
-		if v == nil {
-			v = l.views[id]
-			if count[id] > 1 { // later writes go to a copy
-				c := &view{}
-				if v != nil {
-					c.doc, c.present, c.clashes = ref.Clone(v.doc), v.present, slices.Clone(v.clashes)
+		v := l.views[id]
+		bt := after[id]
+		if bt == nil && count[id] > 1 {
+			bt = &batch{}
+			after[id] = bt
+		}
+		if bt != nil {
+			if v == nil {
+				v = &view{}
+			}
+			if bt.copy == nil && slices.ContainsFunc(bt.earlier, func(j int) bool { return ws[j].path.Related(w.path) }) {
+				c := &view{doc: ref.Clone(v.doc), present: v.present, clashes: slices.Clone(v.clashes)}
+				for _, j := range bt.earlier {
+					c.apply(ws[j], vals[j])
 				}
-				after[id], v = c, c
+				bt.copy = c
+			}
+			if bt.copy != nil {
+				v = bt.copy
 			}
 		}
 		if v != nil && !v.clashesWith(w.path) {
@@ -221,8 +241,11 @@ func (l *Log) CheckAll(msgs ...Message) (int, error) {
 				return i, err
 			}
 		}
-		if after[id] != nil {
-			v.apply(w, vals[i])
+		if bt != nil {
+			if bt.copy != nil {
+				bt.copy.apply(w, vals[i])
+			}
+			bt.earlier = append(bt.earlier, i)
 		}
 	}
 	return -1, nil

@@ -293,3 +293,31 @@ func TestLogInstances(t *testing.T) {
 		t.Errorf("after changing the copy: %q; a %v, c %v", l.Instances(), l.HasInstance("a"), l.HasInstance("c"))
 	}
 }
+
+// TestCheckAllDoesNotCopyTheValue: a call that writes one identity at
+// unrelated paths (†state.k && †state.last) is checked against the
+// identity's value as it is, so checking it costs the same however large
+// the value has grown.
+func TestCheckAllDoesNotCopyTheValue(t *testing.T) {
+	allocs := func(keys int) float64 {
+		log := &Log{}
+		for i := range keys {
+			if err := log.Append(Message{Type: TypeData, Kind: "state", Data: json.RawMessage(fmt.Sprintf(`{"k%d":{"y":%d}}`, i, i))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		call := json.RawMessage(`{"_tool":"t","_outputPath":"†state.new && †state.last"}`)
+		msgs, err := Outputs(call, json.RawMessage(`{"y":1}`), Success, time.Unix(0, 0))
+		if err != nil || len(msgs) != 2 {
+			t.Fatal(len(msgs), err)
+		}
+		return testing.AllocsPerRun(20, func() {
+			if i, err := log.CheckAll(msgs...); i >= 0 {
+				t.Fatal(err)
+			}
+		})
+	}
+	if small, large := allocs(10), allocs(1000); large != small {
+		t.Errorf("CheckAll: %v allocations on a value of 10 keys, %v on one of 1,000", small, large)
+	}
+}
