@@ -3,7 +3,9 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -172,5 +174,47 @@ func TestAnthropicCacheResume(t *testing.T) {
 	}
 	if prev, r := reqs[1].Cache, reqs[2].Cache; r.Read < prev.Read+prev.Write {
 		t.Errorf("resumed request read %d tokens; the one before the interruption wrote up to %d", r.Read, prev.Read+prev.Write)
+	}
+}
+
+// TestAnthropicCacheResumeBetweenSteps: a durable run is cut as its
+// third request goes out, before the API read it (a crash, a Ctrl-C), and
+// resumed. The resumed request is the one that never arrived: it must
+// read what the second request wrote, although a step of 30 calls lies
+// between them, more blocks than the API looks back over.
+func TestAnthropicCacheResumeBetweenSteps(t *testing.T) {
+	answers := longSteps(2)
+	p, srv, _ := anthropicCached(t, answers)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var sent atomic.Int64
+	cut := provider.Func(func(c context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		if sent.Add(1) == 3 {
+			cancel()
+			return func(yield func(*provider.Chunk, error) bool) { yield(nil, c.Err()) }
+		}
+		return p.Generate(c, req)
+	})
+	reg, _ := cacheAgent(1)
+	cfg := agent.Config{Provider: cut, Registry: reg, MaxSteps: 3, Clock: fixed, Store: store.NewMemory(), RunID: "r"}
+	schema := json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}},"required":["done"]}`)
+	msgs := cacheContext()
+	msgs[0].Text = strings.Repeat(systemPrompt, 4) // past the shortest prefix cached
+	if _, err := agent.Run(ctx, cfg, schema, msgs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	cfg.Provider = p
+	if _, err := agent.Resume(context.Background(), cfg, "r"); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests reached the API, want 3", len(reqs))
+	}
+	for i, r := range reqs {
+		t.Logf("request %d: %+v", i+1, r.Cache)
+	}
+	if prev, r := reqs[1].Cache, reqs[2].Cache; prev.Write == 0 || r.Read < prev.Read+prev.Write {
+		t.Errorf("resumed request read %d tokens; the request before wrote up to %d (%+v, %+v)", r.Read, prev.Read+prev.Write, prev, r)
 	}
 }

@@ -228,8 +228,9 @@ type resumed struct {
 	stepAt   map[int]int
 	callStep int
 	step     int
-	// seen is how many messages the last request before the interruption
-	// was sent with, when fewer than the log's (0 otherwise).
+	// seen is how many messages the request of the last step with calls
+	// was sent with, when the resumed run's first request goes on from
+	// it (0 otherwise; see resumeLoop).
 	seen int
 	// exec runs the calls the resume finishes (nil when there are none).
 	exec *executor
@@ -776,9 +777,12 @@ func (x *executor) interrupted(rs *resumed, id string, c *Call) error {
 func resumeLoop(ctx context.Context, cfg Config, schema json.RawMessage) iter.Seq2[RunEvent, error] {
 	return func(yield func(RunEvent, error) bool) {
 		rs := cfg.resume
-		if step, open := rs.openStep(); open {
-			// The last request was sent with the log as it was when the
-			// open step's calls began (else with all of it).
+		if step, open := rs.openStep(); open || step > 0 && step == rs.step {
+			// The open step's request was sent with the log as it was
+			// when its calls began. A closed one's was too, and the run
+			// stopped in the next request, which the resumed run sends
+			// again: it marks where that step's request ended, as it did,
+			// since the provider may never have read it.
 			rs.seen = rs.stepAt[step]
 		}
 		if len(rs.started) > 0 || len(rs.queued) > 0 {

@@ -213,8 +213,8 @@ type run struct {
 	usage  provider.Usage
 	sched  *scheduler
 	last   *prepared // the last step's request
-	// seen is, for a resumed run, how many messages of the log its last
-	// request before the interruption was sent with (0: all, or none).
+	// seen is, for a resumed run, how many messages of the log the
+	// request its first request goes on from was sent with (0: none).
 	seen int
 
 	lazy    bool              // the context's plan is lazy: plan, do not run

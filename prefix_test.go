@@ -641,3 +641,78 @@ func TestPrefixInstancingResumed(t *testing.T) {
 	before, after := cutRun(t, instancesReg(), ctxOf(t, instancesContext), 1, 4, instancesAnswers...)
 	checkInstancesOpen(t, append(before, after...))
 }
+
+// resumeReg is instancesReg with a latent tool and unlock, whose activity
+// offers a tool, bumps the meta and adds an advisor as the run goes.
+func resumeReg() *agent.Registry {
+	reg := instancesReg()
+	reg.Tool("extra", json.RawMessage(`{"type":"object","properties":{"y":{"type":"integer"}}}`))
+	reg.Activity("extra", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) { return &agent.Result{}, nil }))
+	reg.Tool("guess", json.RawMessage(`{"type":"object","description":"Guesses.","properties":{"q":{"type":"string"},"_output":{"type":"integer"}},"required":["q"]}`))
+	reg.Tool("unlock", json.RawMessage(`{"type":"object","properties":{"which":{"type":"string"}},"required":["which"]}`))
+	reg.Activity("unlock", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		var p struct{ Which string }
+		_ = json.Unmarshal(c.Args(), &p)
+		return &agent.Result{Messages: []message.Message{message.Tool(p.Which), {Type: message.TypeMeta, Meta: json.RawMessage(`{"path":"/x","version":"1.0.1"}`)},
+			{Type: message.TypeAdvisor, Advisor: &message.Advisor{ID: "late", Role: "Late.", On: "request"}}}}, nil
+	}))
+	return reg
+}
+
+const resumeContext = `[{"type":"text","role":"system","text":"sys"},{"type":"meta","meta":{"path":"/x","version":"1.0.0"}},
+	{"type":"tool","tool":"put"},{"type":"tool","tool":"load"},{"type":"tool","tool":"guess"},{"type":"tool","tool":"unlock"},
+	{"type":"advisor","id":"fin","role":"Fin.","on":"finish"},{"type":"advisor","id":"sec","role":"Sec."},
+	{"type":"data","kind":"input","_instance":"a","data":{"item":"a"}},{"type":"text","text":"go"}]`
+
+// resumeAnswers: a latent call answered by its own request (the second),
+// then a new instance, a tool, a meta and an advisor that come mid-run,
+// and a call never ready.
+var resumeAnswers = []string{
+	`{"meta":{"path":"/x","version":"1.0.1"},"calls":[{"_tool":"put","_instance":"a","v":1,"_outputPath":"†state.n"},{"_tool":"guess","q":"x","_outputPath":"†state.g"}],"output":null}`,
+	`{"output":5}`,
+	`{"advisors":[{"id":"fin","calls":"{}"}],"meta":{"path":"/x","version":"1.0.1"},"calls":[{"_tool":"load","id":"b","_outputPath":"†state.loaded"},{"_tool":"unlock","which":"extra"}],"output":null}`,
+	`{"advisors":[{"id":"late","calls":"{}"},{"id":"fin","calls":"{}"}],"meta":{"path":"/x","version":"1.0.2"},"calls":[{"_tool":"extra","y":1},{"_tool":"put","v":"†state.nope","_outputPath":"†state.z"}],"output":null}`,
+	`{"advisors":[{"id":"late","calls":"{}"},{"id":"fin","calls":"{}"}],"meta":{"path":"/x","version":"1.0.2"},"calls":[{"_tool":"put","_instance":"b","v":4,"_outputPath":"†state.n"}],"output":null}`,
+	`{"advisors":[{"id":"late","calls":"{}"},{"id":"fin","calls":"{}"}],"meta":{"path":"/x","version":"1.0.2"},"calls":[],"output":{"done":true}}`}
+
+// breakpoints returns the indexes of the last two Stable messages of r
+// (-1 for none): where the Anthropic adapter puts its cache breakpoints.
+func breakpoints(r provider.Request) [2]int {
+	out := [2]int{-1, -1}
+	for i, m := range r.Messages {
+		if m.Stable {
+			out[0], out[1] = out[1], i
+		}
+	}
+	return out
+}
+
+// TestPrefixResumeEverywhere cuts a durable run while the model answers
+// each of its loop requests in turn, and resumes it: the requests are
+// those of the run uninterrupted, byte for byte, with the same last two
+// breakpoints. The resumed request that is the cut one again marked only
+// its end: where the step before ended, which the provider's cache may
+// hold when the cut request never reached it, was lost.
+func TestPrefixResumeEverywhere(t *testing.T) {
+	_, full := runLoop(t, agent.Config{Registry: resumeReg(), Concurrency: 1}, ctxOf(t, resumeContext), resumeAnswers...)
+	if len(full) != len(resumeAnswers) {
+		t.Fatalf("%d requests, want %d", len(full), len(resumeAnswers))
+	}
+	for cut := 3; cut <= len(resumeAnswers); cut++ { // request 2 is the latent call's
+		t.Run(fmt.Sprint(cut), func(t *testing.T) {
+			before, after := cutRun(t, resumeReg(), ctxOf(t, resumeContext), 1, cut, resumeAnswers...)
+			reqs := append(before[:len(before)-1], after...) // the cut request is sent again
+			if len(reqs) != len(full) {
+				t.Fatalf("%d requests, want %d", len(reqs), len(full))
+			}
+			for i := range reqs {
+				if got, want := sentBytes(reqs[i]), sentBytes(full[i]); got != want {
+					t.Errorf("request %d: %s", i+1, firstDiff(want, got))
+				}
+				if got, want := breakpoints(reqs[i]), breakpoints(full[i]); got != want {
+					t.Errorf("request %d: breakpoints at messages %v, want %v", i+1, got, want)
+				}
+			}
+		})
+	}
+}
