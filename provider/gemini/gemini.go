@@ -117,6 +117,7 @@ func New(cfg Config) (*Provider, error) {
 		Idle:      limit.Or(cfg.IdleTimeout, DefaultIdleTimeout),
 		MaxBody:   maxBytes,
 	})
+	hc.Transport = &sseTransport{base: hc.Transport}
 	// The SDK only uses ctx to find Google Cloud credentials, which the
 	// Gemini API backend with an API key never does.
 	client, err := genai.NewClient(context.Background(), &genai.ClientConfig{
