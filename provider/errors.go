@@ -11,7 +11,8 @@ import (
 
 // Sentinel errors.
 var (
-	// ErrTruncated reports a stream that ended before the answer did.
+	// ErrTruncated reports a stream that ended before the answer did, or
+	// the body of a whole answer cut after its first byte.
 	ErrTruncated = errors.New("provider: stream ended early")
 	// ErrNoKey reports a missing API key.
 	ErrNoKey = errors.New("provider: no API key")

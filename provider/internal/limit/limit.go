@@ -102,8 +102,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// it has the headers.
 	w.connected()
 	mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
-	b := &body{rc: res.Body, w: w, parent: parent}
-	if mt != "text/event-stream" {
+	b := &body{rc: res.Body, w: w, parent: parent, stream: mt == "text/event-stream"}
+	if !b.stream {
 		b.max = t.cfg.MaxBody
 	}
 	res.Body = b
@@ -202,6 +202,7 @@ type body struct {
 	rc     io.ReadCloser
 	w      *watch
 	parent context.Context
+	stream bool  // an SSE stream, whose adapter tells a cut stream
 	max    int64 // 0: no cap
 	n      int64
 }
@@ -235,8 +236,13 @@ func (b *body) Read(p []byte) (int, error) {
 		w.done = true
 	}
 	w.mu.Unlock()
-	if err != nil && err != io.EOF && !got && n == 0 {
+	switch {
+	case err == nil || err == io.EOF:
+	case !got && n == 0:
 		err = w.fail(b.parent, err)
+	case !b.stream && b.parent.Err() == nil:
+		// A whole answer cut after its first byte.
+		err = fmt.Errorf("%w: %w", provider.ErrTruncated, err)
 	}
 	return n, err
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -53,6 +54,7 @@ func Run(t *testing.T, w Wire) {
 	t.Run("RetryAfterCapped", func(t *testing.T) { retryAfterCapped(t, w) })
 	t.Run("ResetBeforeWriting", func(t *testing.T) { resetBeforeWriting(t, w) })
 	t.Run("FailAfterFirstChunk", func(t *testing.T) { failAfterFirstChunk(t, w) })
+	t.Run("BodyCut", func(t *testing.T) { bodyCut(t, w) })
 }
 
 func sse(w http.ResponseWriter) {
@@ -280,5 +282,29 @@ func failAfterFirstChunk(t *testing.T, w Wire) {
 	}
 	if got := strings.Join(res.Texts, ""); got != "hi" || calls.Load() != 1 || sleeps != 0 {
 		t.Errorf("text %q after %d calls and %d waits, want \"hi\" after 1 and 0", got, calls.Load(), sleeps)
+	}
+}
+
+// bodyCut checks that the body of an answer that does not stream, cut
+// half-way, is reported as cut, and not retried: its first byte arrived.
+func bodyCut(t *testing.T, w Wire) {
+	var calls atomic.Int32
+	body := w.Body(`{"answer":"` + strings.Repeat("a", 1000) + `"}`)
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		rw.Header().Set("Content-Type", "application/json")
+		rw.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		write(rw, body[:len(body)/2])
+		panic(http.ErrAbortHandler) // the connection closes mid-body
+	}))
+	defer srv.Close()
+	p := w.New(t, srv.Client(), srv.URL, Limits{})
+	sleeps := 0
+	_, err := provider.Collect(retried(p, &sleeps).Generate(t.Context(), &provider.Request{}))
+	if !errors.Is(err, provider.ErrTruncated) || errors.Is(err, provider.ErrNoAnswer) {
+		t.Errorf("error %v, want provider.ErrTruncated only", err)
+	}
+	if calls.Load() != 1 || sleeps != 0 {
+		t.Errorf("%d calls and %d waits, want 1 and 0", calls.Load(), sleeps)
 	}
 }
