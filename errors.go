@@ -43,6 +43,12 @@ var (
 	ErrNoInstances = errors.New("agent: no instances in the context")
 )
 
+// ErrAnswerCut reports an invalid answer that the provider ended at the
+// output token limit (finish reason "length" or "max_tokens"): it was cut
+// off before it was whole. An *InvalidError wraps it; raise
+// Config.MaxTokens, or ask for less in one answer.
+var ErrAnswerCut = errors.New("agent: the answer reached the output token limit")
+
 // InvalidError reports a solution that stayed invalid after every repair
 // attempt. Raw is the model's last answer, as it was.
 type InvalidError struct {

@@ -391,8 +391,13 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	ok := true
 	p.stream(ctx, cfg, func(ev Event, err error) bool {
 		if inv, isInv := errors.AsType[*InvalidError](err); isInv {
-			s.errs = append(s.errs, taskError{len(calls), message.Message{Type: message.TypeError,
-				Error: "your answer was invalid and only its valid calls ran: " + inv.Err.Error()}})
+			text := "your answer was invalid and only its valid calls ran: " + inv.Err.Error()
+			if errors.Is(inv.Err, ErrAnswerCut) {
+				// Said so, the model can write less at once; a JSON
+				// syntax error alone would have it try the same again.
+				text = "your answer reached the output token limit and was cut off; only the calls written before the cut ran. Make fewer or shorter calls at a step."
+			}
+			s.errs = append(s.errs, taskError{len(calls), message.Message{Type: message.TypeError, Error: text}})
 			// An invalid answer costs all the same.
 			r.usage.Add(inv.Usage)
 			ok = r.emit(RunEvent{Kind: EventUsage, Step: step, Usage: &inv.Usage})

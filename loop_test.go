@@ -694,3 +694,24 @@ func TestRunRecycledStateIsClean(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopAnswerCut: a step's answer cut at the output token limit runs
+// the calls written before the cut, and the next step tells the model it
+// was cut, so that it writes less at once.
+func TestLoopAnswerCut(t *testing.T) {
+	p := scripted.New(
+		scripted.Response{Solutions: []string{`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.a"},{"_tool":"put","v":[1,2,`}, FinishReason: "length"},
+		scripted.Response{Solutions: []string{`{"calls":[],"output":{"done":true}}`}})
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: echoReg(), Clock: fixed}, anyOut,
+		ctxOf(t, `[{"type":"tool","tool":"put"},{"type":"text","text":"go"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := res.Log.Lookup("state", ref.Path{"a"}); err != nil || string(a) != "1" {
+		t.Errorf("state.a = %s, %v: the call written before the cut did not run", a, err)
+	}
+	reqs := p.Requests()
+	if text := fmt.Sprint(reqs[1].Messages); !strings.Contains(text, "reached the output token limit and was cut off") {
+		t.Errorf("the next step does not say the answer was cut:\n%s", text)
+	}
+}

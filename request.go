@@ -310,7 +310,7 @@ func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, err
 		req.Messages[n-1].Stable = true
 	}
 	resp := &Response{Sent: req}
-	texts, err := generate(ctx, cfg, req, resp, yield)
+	texts, finishes, err := generate(ctx, cfg, req, resp, yield)
 	if err != nil {
 		if err != errStopped {
 			yield(Event{}, err)
@@ -319,7 +319,7 @@ func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, err
 	}
 	resp.Solutions = make([]Solution, len(texts))
 	for i, text := range texts {
-		sol, err := repair(ctx, cfg, req, p.compiled, p.build.solutionChecks, i, text, resp, yield)
+		sol, err := repair(ctx, cfg, req, p.compiled, p.build.solutionChecks, i, text, finishes[i], resp, yield)
 		if err != nil {
 			if inv, ok := err.(*InvalidError); ok {
 				inv.Usage = resp.Usage
@@ -535,17 +535,18 @@ func llmSettings(cfg Config) provider.Request {
 // callback elements (nil without a callback path, or after a syntax
 // error, which validation then reports).
 type answer struct {
-	text strings.Builder
-	x    *jsonstream.Extractor
-	out  *outputTap
-	adv  *jsonstream.Extractor // the advisors (Config.advising)
+	text   strings.Builder
+	finish string // the provider's finish reason
+	x      *jsonstream.Extractor
+	out    *outputTap
+	adv    *jsonstream.Extractor // the advisors (Config.advising)
 }
 
 // generate runs one provider call, yielding thinking and callback
-// elements as they arrive, and returns the text of each solution.
-func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Response, yield func(Event, error) bool) ([]string, error) {
+// elements as they arrive, and returns the text of each solution and
+// its finish reason.
+func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Response, yield func(Event, error) bool) (texts, finishes []string, err error) {
 	var answers []*answer
-	var err error
 	stopped := false
 	// A plain function rather than a range loop: a faulty provider that
 	// yields again after being stopped is ignored, not a panic.
@@ -560,23 +561,23 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 		return true
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(answers) == 0 {
-		return nil, fmt.Errorf("agent: provider: empty answer")
+		return nil, nil, fmt.Errorf("agent: provider: empty answer")
 	}
-	texts := make([]string, len(answers))
+	texts, finishes = make([]string, len(answers)), make([]string, len(answers))
 	for i, a := range answers {
 		if a.x != nil {
 			els, xerr := a.x.End()
 			if !emit(i, els, yield) {
-				return nil, errStopped
+				return nil, nil, errStopped
 			}
 			_ = xerr // a syntax error: validation reports it
 		}
-		texts[i] = a.text.String()
+		texts[i], finishes[i] = a.text.String(), a.finish
 	}
-	return texts, nil
+	return texts, finishes, nil
 }
 
 // readChunk takes one chunk of the provider's stream.
@@ -606,6 +607,9 @@ func readChunk(cfg *Config, n int, answers *[]*answer, resp *Response, yield fun
 		return errStopped
 	}
 	a := (*answers)[c.Index]
+	if c.Done {
+		a.finish = c.FinishReason
+	}
 	if c.Text == "" {
 		return nil
 	}
@@ -649,8 +653,9 @@ func emit(i int, els []jsonstream.Element, yield func(Event, error) bool) bool {
 	return true
 }
 
-// repair validates solution i and re-asks while it is invalid.
-func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *schema.Schema, checks []func(json.RawMessage) error, i int, text string, resp *Response, yield func(Event, error) bool) (*Solution, error) {
+// repair validates solution i, which ended for the reason finish, and
+// re-asks while it is invalid.
+func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *schema.Schema, checks []func(json.RawMessage) error, i int, text, finish string, resp *Response, yield func(Event, error) bool) (*Solution, error) {
 	limit := cfg.MaxRepairs
 	if limit == 0 {
 		limit = DefaultMaxRepairs
@@ -668,6 +673,9 @@ func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *sc
 		if err == nil {
 			return sol, nil
 		}
+		if tokenLimit(finish) {
+			err = fmt.Errorf("%w (finish reason %q): %w", ErrAnswerCut, finish, err)
+		}
 		inv := &InvalidError{Index: i, Attempts: attempt, Raw: text, Err: err}
 		if attempt > limit {
 			return nil, inv
@@ -681,17 +689,25 @@ func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *sc
 			provider.Message{Role: provider.RoleUser, Text: repairPrompt(err)})
 		fix := *req
 		fix.Messages, fix.N = msgs, 1
-		texts, err := generate(ctx, Config{Provider: cfg.Provider}, &fix, resp, yield)
+		texts, finishes, err := generate(ctx, Config{Provider: cfg.Provider}, &fix, resp, yield)
 		if err != nil {
 			return nil, err
 		}
-		text = texts[0]
+		text, finish = texts[0], finishes[0]
 	}
 }
+
+// tokenLimit reports whether a provider's finish reason says the answer
+// reached the output token limit: OpenAI's and Gemini's "length",
+// Anthropic's "max_tokens".
+func tokenLimit(finish string) bool { return finish == "length" || finish == "max_tokens" }
 
 // repairPrompt tells the model what was wrong with its answer. The text is
 // part of replay: keep it stable.
 func repairPrompt(err error) string {
+	if errors.Is(err, ErrAnswerCut) {
+		return "Your answer reached the output token limit and was cut off before it ended.\nAnswer again with the whole JSON object, shorter."
+	}
 	var ve *schema.ValidationError
 	if errors.As(err, &ve) {
 		return "Your answer does not match the required JSON schema:\n" + ve.Error() + "\nAnswer again with the whole corrected JSON object."

@@ -174,6 +174,42 @@ func TestRequestGivesUpWithTheRawText(t *testing.T) {
 	}
 }
 
+// TestRequestAnswerCut: an answer the provider ended at the output token
+// limit is re-asked saying so, not as mere bad JSON, which the model
+// would write again just as long; past the repairs the error is
+// ErrAnswerCut, with the text the model wrote. A whole answer that ends
+// exactly at the limit is taken.
+func TestRequestAnswerCut(t *testing.T) {
+	out := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
+	for _, finish := range []string{"length", "max_tokens"} {
+		t.Run(finish, func(t *testing.T) {
+			p := scripted.New(
+				scripted.Response{Solutions: []string{`{"output": {"n": 12`}, FinishReason: finish},
+				scripted.Response{Solutions: []string{`{"output": {"n": 1}}`}, FinishReason: finish})
+			resp, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry()}, out, []message.Message{message.Text("count")})
+			if err != nil || string(resp.Solutions[0].Output) != `{"n": 1}` {
+				t.Fatalf("%v, %+v", err, resp)
+			}
+			reqs := p.Requests()
+			if last := reqs[1].Messages; !strings.Contains(last[len(last)-1].Text, "reached the output token limit") {
+				t.Errorf("repair prompt: %q", last[len(last)-1].Text)
+			}
+			p = scripted.New(scripted.Response{Solutions: []string{`{"output": {"n": 12`}, FinishReason: finish})
+			_, err = agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), MaxRepairs: -1}, out, []message.Message{message.Text("count")})
+			inv, ok := errors.AsType[*agent.InvalidError](err)
+			if !errors.Is(err, agent.ErrAnswerCut) || !ok || inv.Raw != `{"output": {"n": 12` || !strings.Contains(err.Error(), `finish reason "`+finish+`"`) {
+				t.Errorf("got %v, want an InvalidError wrapping ErrAnswerCut with the text", err)
+			}
+		})
+	}
+	// A bad answer that was not cut is not said to be.
+	p := scripted.Solutions(`{"output": {"n": 12`)
+	_, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), MaxRepairs: -1}, out, []message.Message{message.Text("count")})
+	if err == nil || errors.Is(err, agent.ErrAnswerCut) {
+		t.Errorf("got %v, want invalid JSON only", err)
+	}
+}
+
 func TestRequestSchemaViolationIsTyped(t *testing.T) {
 	p := scripted.Solutions(`{"output":{"n":"x"}}`)
 	_, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), MaxRepairs: -1},

@@ -5,6 +5,7 @@
 package scripted
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"iter"
@@ -28,6 +29,8 @@ type Response struct {
 	Usage provider.Usage
 	// Err, when set, is yielded after the chunks (or instead of them).
 	Err error
+	// FinishReason is each solution's finish reason; "stop" when empty.
+	FinishReason string
 }
 
 // Provider replays Responses in order. It is safe for concurrent use.
@@ -78,6 +81,7 @@ func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq
 		p.responses = p.responses[1:]
 		p.mu.Unlock()
 
+		finish := cmp.Or(r.FinishReason, "stop")
 		var chunks []*provider.Chunk
 		if r.Thinking != "" {
 			chunks = append(chunks, &provider.Chunk{Thinking: r.Thinking})
@@ -86,13 +90,13 @@ func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq
 			for _, c := range r.Chunks {
 				chunks = append(chunks, &provider.Chunk{Text: c})
 			}
-			chunks = append(chunks, &provider.Chunk{Done: true, FinishReason: "stop"})
+			chunks = append(chunks, &provider.Chunk{Done: true, FinishReason: finish})
 		}
 		for i, s := range r.Solutions {
 			if r.Chunks != nil && i == 0 {
 				continue
 			}
-			chunks = append(chunks, &provider.Chunk{Index: i, Text: s, Done: true, FinishReason: "stop"})
+			chunks = append(chunks, &provider.Chunk{Index: i, Text: s, Done: true, FinishReason: finish})
 		}
 		if r.Err == nil {
 			u := r.Usage
