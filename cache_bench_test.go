@@ -433,6 +433,37 @@ func TestCompactionKeepsAdvisors(t *testing.T) {
 	}
 }
 
+// TestCompactionKeepsHandlerMessages: what a handler of the user's
+// rendered is in a compacted context as it was rendered.
+func TestCompactionKeepsHandlerMessages(t *testing.T) {
+	reg, answers := cacheAgent(20)
+	reg.HandleFunc("memo", func(ctx context.Context, b *agent.Build, m *message.Message) error {
+		b.Render(provider.RoleUser, "## Memo\n"+m.Text)
+		return nil
+	})
+	msgs := append(cacheContext(), message.Message{Type: "memo", Text: "Notes go to the weekly report."})
+	p := scripted.Solutions(answers...)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, MaxSteps: 20, Clock: fixed, CompactAt: 1600},
+		json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}}}`), msgs)
+	if err != nil || res.Steps != 20 {
+		t.Fatalf("%v, %+v", err, res)
+	}
+	compacted := 0
+	for _, r := range p.Requests() {
+		text := fmt.Sprint(r.Messages)
+		if !strings.Contains(text, "## Compacted") {
+			continue
+		}
+		compacted++
+		if !strings.Contains(text, "## Memo\nNotes go to the weekly report.") {
+			t.Fatalf("a compacted request lost the memo:\n%s", text)
+		}
+	}
+	if compacted == 0 {
+		t.Fatal("the run never compacted")
+	}
+}
+
 // TestCompactionResume interrupts a run after it compacted and resumes
 // it: the requests after the resume are those of the run that was not
 // interrupted, compaction included.

@@ -65,6 +65,10 @@ func renderCompaction(_ context.Context, b *Build, _ *message.Message) error {
 	render := func(role provider.Role, text string) { msgs = append(msgs, provider.Message{Role: role, Text: text}) }
 	shown := map[message.Identity]bool{}
 	for i := range b.Index {
+		if own, ok := b.own[i]; ok { // a handler of the user's rendered it
+			msgs = append(msgs, own...)
+			continue
+		}
 		m := b.Log.At(i)
 		switch {
 		case m.Type == message.TypeText:

@@ -59,7 +59,10 @@ type Build struct {
 	// fresh: a message was handled whose rendering may change as the log
 	// grows (one of a handler of the user's): each request then handles
 	// the whole log.
-	fresh          bool
+	fresh bool
+	// own holds what the handlers of the user's rendered, by the index of
+	// the message in the log: a compaction renders it again as it was.
+	own            map[int][]provider.Message
 	changed        bool // a tool or a property changed since the schema was composed
 	solutionChecks []func(solution json.RawMessage) error
 	metaCheck      int // 1 + the index in solutionChecks of the meta check; 0 for none

@@ -503,14 +503,22 @@ func (b *Build) handle(ctx context.Context, i int, m *message.Message) error {
 	// A built-in handler renders a message from it and the messages
 	// before it alone, so a loop may handle only the messages new since
 	// its last step; a handler of the user's may not.
-	b.fresh = b.fresh || !b.Registry.builtinType(m.Type)
+	builtin := b.Registry.builtinType(m.Type)
+	b.fresh = b.fresh || !builtin
 	if m.Type == message.TypePlan && !b.planned {
 		b.planned = true
 		b.changed = b.changed || len(b.advisors) > 0 // start advisors fall silent, finish advisors speak
 	}
 	if err == nil {
 		b.Index = i
+		before := len(b.messages)
 		err = h.Handle(ctx, b, m)
+		if err == nil && !builtin && len(b.messages) > before {
+			if b.own == nil {
+				b.own = map[int][]provider.Message{}
+			}
+			b.own[i] = slices.Clone(b.messages[before:]) // for a compaction to keep
+		}
 	}
 	if err != nil {
 		return &MessageError{Index: i, Type: string(m.Type), Err: err}
