@@ -402,65 +402,56 @@ func TestCompaction(t *testing.T) {
 	}
 }
 
-// TestCompactionKeepsAdvisors: a compacted context still introduces the
-// advisors, a registered one by its registered role, so the model knows
-// whom ConsultAdvisor and the advisors property speak for.
-func TestCompactionKeepsAdvisors(t *testing.T) {
-	reg, answers := cacheAgent(20)
-	reg.Advisor(message.Advisor{ID: "auditor", Role: "Checks every note against the CRM."}, nil)
-	msgs := append(cacheContext(),
-		message.Message{Type: message.TypeAdvisor, Advisor: &message.Advisor{ID: "risk", Role: "Weighs the risks of each note."}},
-		message.Message{Type: message.TypeAdvisor, Advisor: &message.Advisor{Name: "auditor"}})
-	p := scripted.Solutions(answers...)
-	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, MaxSteps: 20, Clock: fixed, CompactAt: 1600},
-		json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}}}`), msgs)
-	if err != nil || res.Steps != 20 {
-		t.Fatalf("%v, %+v", err, res)
-	}
-	compacted := 0
-	for _, r := range p.Requests() {
-		text := fmt.Sprint(r.Messages)
-		if !strings.Contains(text, "## Compacted") {
-			continue
-		}
-		compacted++
-		if !strings.Contains(text, "## Advisor: risk\nWeighs the risks of each note.") || !strings.Contains(text, "## Advisor: auditor\nChecks every note against the CRM.") {
-			t.Fatalf("a compacted request lost an advisor:\n%s", text)
-		}
-	}
-	if compacted == 0 {
-		t.Fatal("the run never compacted")
-	}
-}
-
-// TestCompactionKeepsHandlerMessages: what a handler of the user's
-// rendered is in a compacted context as it was rendered.
-func TestCompactionKeepsHandlerMessages(t *testing.T) {
-	reg, answers := cacheAgent(20)
-	reg.HandleFunc("memo", func(ctx context.Context, b *agent.Build, m *message.Message) error {
-		b.Render(provider.RoleUser, "## Memo\n"+m.Text)
-		return nil
-	})
-	msgs := append(cacheContext(), message.Message{Type: "memo", Text: "Notes go to the weekly report."})
-	p := scripted.Solutions(answers...)
-	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, MaxSteps: 20, Clock: fixed, CompactAt: 1600},
-		json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}}}`), msgs)
-	if err != nil || res.Steps != 20 {
-		t.Fatalf("%v, %+v", err, res)
-	}
-	compacted := 0
-	for _, r := range p.Requests() {
-		text := fmt.Sprint(r.Messages)
-		if !strings.Contains(text, "## Compacted") {
-			continue
-		}
-		compacted++
-		if !strings.Contains(text, "## Memo\nNotes go to the weekly report.") {
-			t.Fatalf("a compacted request lost the memo:\n%s", text)
-		}
-	}
-	if compacted == 0 {
-		t.Fatal("the run never compacted")
+// TestCompactionKeeps: a compacted context still introduces the
+// advisors (a registered one by its registered role, so the model knows
+// whom ConsultAdvisor speaks for) and shows what a handler of the user's
+// rendered, as it was rendered.
+func TestCompactionKeeps(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		setup func(reg *agent.Registry) []message.Message
+		want  []string
+	}{
+		{"advisors", func(reg *agent.Registry) []message.Message {
+			reg.Advisor(message.Advisor{ID: "auditor", Role: "Checks every note against the CRM."}, nil)
+			return []message.Message{
+				{Type: message.TypeAdvisor, Advisor: &message.Advisor{ID: "risk", Role: "Weighs the risks of each note."}},
+				{Type: message.TypeAdvisor, Advisor: &message.Advisor{Name: "auditor"}}}
+		}, []string{"## Advisor: risk\nWeighs the risks of each note.", "## Advisor: auditor\nChecks every note against the CRM."}},
+		{"handler messages", func(reg *agent.Registry) []message.Message {
+			reg.HandleFunc("memo", func(ctx context.Context, b *agent.Build, m *message.Message) error {
+				b.Render(provider.RoleUser, "## Memo\n"+m.Text)
+				return nil
+			})
+			return []message.Message{{Type: "memo", Text: "Notes go to the weekly report."}}
+		}, []string{"## Memo\nNotes go to the weekly report."}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reg, answers := cacheAgent(20)
+			msgs := append(cacheContext(), tt.setup(reg)...)
+			p := scripted.Solutions(answers...)
+			res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, MaxSteps: 20, Clock: fixed, CompactAt: 1600},
+				json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}}}`), msgs)
+			if err != nil || res.Steps != 20 {
+				t.Fatalf("%v, %+v", err, res)
+			}
+			compacted := 0
+			for _, r := range p.Requests() {
+				text := fmt.Sprint(r.Messages)
+				if !strings.Contains(text, "## Compacted") {
+					continue
+				}
+				compacted++
+				for _, w := range tt.want {
+					if !strings.Contains(text, w) {
+						t.Fatalf("a compacted request lost %q:\n%s", w, text)
+					}
+				}
+			}
+			if compacted == 0 {
+				t.Fatal("the run never compacted")
+			}
+		})
 	}
 }
 
