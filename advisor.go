@@ -194,10 +194,11 @@ func advisorItem(a *message.Advisor, s json.RawMessage, instances []string, open
 	props.SetFirst("id", json.RawMessage(`{"const":`+string(ojson.Quote(a.ID))+`}`))
 	req := []string{"id", "calls"}
 	if a.IsInstanced {
-		enum, _ := json.Marshal(instances)
-		props.Set("_instance", json.RawMessage(`{"enum":`+string(enum)+`}`))
 		if open || len(instances) == 0 {
 			props.Set("_instance", json.RawMessage(`{"type":"string","description":"The instance the opinion is about: an _instance of the data."}`))
+		} else {
+			enum, _ := json.Marshal(instances)
+			props.Set("_instance", json.RawMessage(`{"enum":`+string(enum)+`}`))
 		}
 		req = append(req, "_instance")
 	}

@@ -11,8 +11,9 @@ import (
 )
 
 // compose builds the schema the model answers with: the advisors that
-// speak at this step, the properties the handlers added (meta, ...), then calls (when tools are
-// defined: an array whose items are the tool schemas), then the user's
+// speak at this step, the properties the handlers added (meta, ...), then
+// calls (when tools are defined: an array whose items are the tool
+// schemas), then the user's
 // schema as a nullable output, then the definitions they share. The model
 // writes them in that order, so it decides on actions before it commits
 // to an output.

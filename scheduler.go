@@ -400,7 +400,7 @@ func (s *scheduler) finish(f finished) bool {
 			}
 		}
 	}
-	if !s.appendAll(f.msgs, f.call) {
+	if !s.appendBy(f.msgs, true) {
 		return false
 	}
 	if f.err != nil {
@@ -450,9 +450,12 @@ func (s *scheduler) unwritable(msgs []message.Message) *writeError {
 	return nil
 }
 
-// appendAll appends messages to the log, each with its event; by names
-// the call that wrote them, if one did.
-func (s *scheduler) appendAll(msgs []message.Message, by ...*Call) bool {
+// appendAll appends messages to the log, each with its event.
+func (s *scheduler) appendAll(msgs []message.Message) bool { return s.appendBy(msgs, false) }
+
+// appendBy is appendAll; byCall says a call wrote msgs as it returned
+// (see RunEvent.byCall).
+func (s *scheduler) appendBy(msgs []message.Message, byCall bool) bool {
 	for i := range msgs {
 		if err := s.log.Append(msgs[i]); err != nil {
 			s.fail(fmt.Errorf("agent: append: %w", err))
@@ -468,7 +471,7 @@ func (s *scheduler) appendAll(msgs []message.Message, by ...*Call) bool {
 			}
 			s.writes[kind]++
 		}
-		if !s.emit(RunEvent{Kind: EventMessage, Step: s.step, Message: &msgs[i], byCall: len(by) > 0}) {
+		if !s.emit(RunEvent{Kind: EventMessage, Step: s.step, Message: &msgs[i], byCall: byCall}) {
 			return false
 		}
 	}
