@@ -67,15 +67,15 @@ func (s *Schema) Accept(data json.RawMessage) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	relaxedErr := s.ValidateValue(v)
+	if at, n := numberOutOfRange(v); n != "" {
+		return nil, rangeError(at, n) // what the library must not see
+	}
+	relaxedErr := s.validateInRange(v)
 	if s.written == nil || !bytes.Contains(data, []byte("null")) {
 		if relaxedErr != nil {
 			return nil, relaxedErr
 		}
 		return data, nil
-	}
-	if _, n := numberOutOfRange(v); n != "" {
-		return nil, relaxedErr // what the library must not see
 	}
 	// The error too is the schema as written's, on the value without its
 	// absent nulls: the relaxed schema takes them for present, and would

@@ -49,6 +49,12 @@ func (s *Schema) ValidateValue(v any) error {
 	if at, n := numberOutOfRange(v); n != "" {
 		return rangeError(at, n)
 	}
+	return s.validateInRange(v)
+}
+
+// validateInRange is [Schema.ValidateValue] of v, whose numbers are all
+// within maxNumber.
+func (s *Schema) validateInRange(v any) error {
 	if s.fast != nil && s.fast.accepts(v) {
 		return nil
 	}
