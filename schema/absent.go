@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -98,11 +97,7 @@ func blamesNull(err error, v any) bool {
 		if ve.InstancePath == "" {
 			return false
 		}
-		path := strings.Split(ve.InstancePath[1:], "/")
-		for i, t := range path {
-			path[i] = unescapeToken(t)
-		}
-		return isNullMember(v, path)
+		return isNullMember(v, tokens(ve.InstancePath))
 	}
 	for _, c := range ve.Causes {
 		if blamesNull(c, v) {
@@ -285,28 +280,6 @@ func isNullMember(v any, path []string) bool {
 	}
 	val, ok := m[path[len(path)-1]]
 	return ok && val == nil
-}
-
-// at returns the value at path in v.
-func at(v any, path []string) (any, bool) {
-	for _, tok := range path {
-		switch x := v.(type) {
-		case map[string]any:
-			var ok bool
-			if v, ok = x[tok]; !ok {
-				return nil, false
-			}
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil, false
-			}
-			v = x[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
 }
 
 // deleteMember deletes the null member at path from v, reporting whether

@@ -180,24 +180,43 @@ func splitRef(ref string) (name, frag string, err error) {
 
 // lookupPointer returns the value at the JSON pointer ptr inside the tree doc.
 func lookupPointer(doc any, ptr string) (any, bool) {
+	return at(doc, tokens(ptr))
+}
+
+// tokens returns the reference tokens of the JSON pointer ptr, unescaped:
+// none for "", the whole document.
+func tokens(ptr string) []string {
 	if ptr == "" {
-		return doc, true
+		return nil
 	}
-	v := doc
-	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = unescapeToken(tok)
-		switch c := v.(type) {
+	toks := strings.Split(ptr[1:], "/")
+	for i, t := range toks {
+		toks[i] = unescapeToken(t)
+	}
+	return toks
+}
+
+// at returns the value at path in v, a schema's tree or a value decoded
+// from JSON.
+func at(v any, path []string) (any, bool) {
+	for _, tok := range path {
+		switch x := v.(type) {
 		case *object:
 			var ok bool
-			if v, ok = c.get(tok); !ok {
+			if v, ok = x.get(tok); !ok {
+				return nil, false
+			}
+		case map[string]any:
+			var ok bool
+			if v, ok = x[tok]; !ok {
 				return nil, false
 			}
 		case []any:
 			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(c) {
+			if err != nil || i < 0 || i >= len(x) {
 				return nil, false
 			}
-			v = c[i]
+			v = x[i]
 		default:
 			return nil, false
 		}
