@@ -53,12 +53,8 @@ func toolDef(t *sdk.Tool) (json.RawMessage, error) {
 	if t.OutputSchema != nil {
 		out, err := schemaJSON(t.OutputSchema, "")
 		var outDefs []schema.Def
-		if err == nil {
-			taken := make([]string, len(defs))
-			for i, d := range defs {
-				taken[i] = d.Name
-			}
-			out, outDefs, err = schema.Embed(out, "output", taken)
+		if err == nil { // named "output…", its definitions keep apart from the input's
+			out, outDefs, err = schema.Embed(out, "output", nil)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: output schema: %w", ErrSchema, err)
