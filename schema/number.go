@@ -35,10 +35,19 @@ func numberOutOfRange(v any) (at []string, n json.Number) {
 			}
 		}
 	case map[string]any:
+		// The first key in order that holds one, whatever the map's order:
+		// the error says where, and its text must not change from run to run.
+		found, first := false, ""
 		for k, e := range x {
-			if at, n := numberOutOfRange(e); n != "" {
-				return append([]string{k}, at...), n
+			if found && k > first {
+				continue
 			}
+			if a, m := numberOutOfRange(e); m != "" {
+				found, first, at, n = true, k, a, m
+			}
+		}
+		if found {
+			return append([]string{first}, at...), n
 		}
 	case *object: // a schema's tree
 		for _, m := range x.members {
