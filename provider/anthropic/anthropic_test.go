@@ -392,3 +392,56 @@ func TestCancelMidStream(t *testing.T) {
 		})
 	}
 }
+
+// TestToolChoiceAuto checks the answers of tool mode with thinking on, where
+// the tool choice is "auto": an answer in text, with no tool, is the
+// solution, and text written before the tool is not part of it.
+func TestToolChoiceAuto(t *testing.T) {
+	const sol = `{"output":"red"}`
+	for _, tt := range []struct {
+		name, tool, preface, want string
+		max                       int64
+		wantErr                   bool
+	}{
+		{name: "the tool", tool: "solution", want: sol},
+		{name: "text, then the tool", tool: "solution", preface: "I will answer with the tool.", want: sol},
+		{name: "text only", want: sol},
+		{name: "text over the cap", max: 20, wantErr: true}, // the thinking is 16 bytes
+	} {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", tt.name, stream), func(t *testing.T) {
+				f := &fakeServer{t: t, sc: providertest.Scenario{Solutions: []string{sol}, Thinking: "Red is a colour."},
+					tool: tt.tool, preface: tt.preface, check: func(t *testing.T, req *wireRequest) {
+						if req.ToolChoice == nil || req.ToolChoice.Type != "auto" {
+							t.Errorf("tool_choice %+v, want auto", req.ToolChoice)
+						}
+					}}
+				p, _ := newTestServer(t, f, Config{ToolOutput: true, MaxAnswerBytes: tt.max})
+				req := request(stream, 1)
+				req.Temperature, req.Thinking = nil, 1024
+				var text, thinking string
+				var err error
+				for c, e := range p.Generate(t.Context(), req) {
+					if e != nil {
+						err = e
+						break
+					}
+					text += c.Text
+					thinking += c.Thinking
+				}
+				if tt.wantErr {
+					if _, ok := errors.AsType[*provider.LimitError](err); !ok {
+						t.Fatalf("error %v, want a *provider.LimitError", err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if text != tt.want || thinking != "Red is a colour." {
+					t.Errorf("text %q, thinking %q: want %q and the thinking", text, thinking, tt.want)
+				}
+			})
+		}
+	}
+}

@@ -20,10 +20,12 @@
 // adapted schema is instead the input_schema of one tool named
 // Request.SchemaName ("solution" when empty), forced with tool_choice
 // {type: "tool"}; the solution is that tool's input, streamed from its
-// input_json_delta pieces, and text blocks are ignored. The API refuses a
-// forced tool while thinking is on, so with Request.Thinking > 0 the tool
-// choice is "auto", and the model may then answer without the tool, leaving
-// an empty solution for the caller's validation to reject.
+// input_json_delta pieces, and text blocks before it are dropped. The API
+// refuses a forced tool while thinking is on, so with Request.Thinking > 0
+// the tool choice is "auto", and the model may then answer in text without
+// the tool: that text is then the solution, for the caller to validate. As
+// it is known to be the solution only when the answer ends, a stream holds
+// text back until then.
 //
 // A Request without a Schema asks for free text.
 //

@@ -100,6 +100,8 @@ type fakeServer struct {
 	sc providertest.Scenario
 	// tool, when set, answers with a tool_use block of that name.
 	tool string
+	// preface, when set, is a text block before the answer's block.
+	preface string
 	// check, when set, checks each request body.
 	check func(t *testing.T, req *wireRequest)
 	// hold, when set, is called before answering solution i; it may block.
@@ -162,6 +164,7 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		thinking: sc.Thinking,
 		usage:    sc.Usage,
 		tool:     f.tool,
+		preface:  f.preface,
 		truncate: sc.Truncate,
 	}
 	if req.Stream {
@@ -230,7 +233,7 @@ func writeError(w http.ResponseWriter, status int, retryAfter float64) {
 type answer struct {
 	model, text, thinking string
 	usage                 provider.Usage
-	tool                  string
+	tool, preface         string
 	truncate              bool
 }
 
@@ -259,6 +262,9 @@ func (a answer) message() string {
 	if a.thinking != "" {
 		blocks = append(blocks, fmt.Sprintf(`{"type":"thinking","thinking":%s,"signature":%s}`, js(a.thinking), js(testSignature)))
 	}
+	if a.preface != "" {
+		blocks = append(blocks, fmt.Sprintf(`{"type":"text","text":%s}`, js(a.preface)))
+	}
 	if a.tool != "" {
 		blocks = append(blocks, fmt.Sprintf(`{"type":"tool_use","id":%s,"name":%s,"input":%s}`, js(testToolID), js(a.tool), a.text))
 	} else {
@@ -285,6 +291,12 @@ func (a answer) events() []string {
 			add("content_block_delta", `{"type":"content_block_delta","index":%d,"delta":{"type":"thinking_delta","thinking":%s}}`, index, js(p))
 		}
 		add("content_block_delta", `{"type":"content_block_delta","index":%d,"delta":{"type":"signature_delta","signature":%s}}`, index, js(testSignature))
+		add("content_block_stop", `{"type":"content_block_stop","index":%d}`, index)
+		index++
+	}
+	if a.preface != "" {
+		add("content_block_start", `{"type":"content_block_start","index":%d,"content_block":{"type":"text","text":""}}`, index)
+		add("content_block_delta", `{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":%s}}`, index, js(a.preface))
 		add("content_block_stop", `{"type":"content_block_stop","index":%d}`, index)
 		index++
 	}

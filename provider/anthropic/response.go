@@ -39,22 +39,25 @@ func (c *call) message(ctx context.Context, i int) iter.Seq2[*provider.Chunk, er
 			return
 		}
 		chunk := &provider.Chunk{Index: i, Done: true, FinishReason: string(msg.StopReason)}
-		var text, thinking strings.Builder
+		var text, thinking, input strings.Builder
+		used := false // whether the tool was used
 		for _, b := range msg.Content {
 			switch b.Type {
 			case "text":
-				if c.tool == "" {
-					text.WriteString(b.Text)
-				}
+				text.WriteString(b.Text)
 			case "thinking":
 				thinking.WriteString(b.Thinking)
 			case "tool_use":
-				if c.tool != "" && b.Name == c.tool && text.Len() == 0 {
-					text.Write(b.Input)
+				if c.tool != "" && b.Name == c.tool && !used {
+					used = true
+					input.Write(b.Input)
 				}
 			}
 		}
 		chunk.Text, chunk.Thinking = text.String(), thinking.String()
+		if used {
+			chunk.Text = input.String()
+		}
 		u := usageOf(msg.Usage).usage()
 		chunk.Usage = &u
 		yield(chunk, nil)
@@ -88,11 +91,12 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 			started    bool // whether an event arrived
 			usage      tokens
 			stopReason string
-			toolBlock  = int64(-1) // index of the forced tool's content block
-			toolInput  any         // its input at content_block_start
-			toolText   bool        // whether input_json_delta arrived for it
-			err        error       // what ended the events
-			ev         event       // the event read last
+			toolBlock  = int64(-1)     // index of the forced tool's content block
+			toolInput  any             // its input at content_block_start
+			toolText   bool            // whether input_json_delta arrived for it
+			held       strings.Builder // text in tool mode: the solution if the tool is not used
+			err        error           // what ended the events
+			ev         event           // the event read last
 		)
 		piece := func(text, thinking string) bool {
 			if text == "" && thinking == "" {
@@ -104,6 +108,30 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 				return false
 			}
 			return yield(chunk, nil)
+		}
+		// text is a piece of a text block: the solution in text mode; in
+		// tool mode, held until the tool is used (then dropped) or the
+		// answer ends without it (then the solution, as with thinking on
+		// the tool choice is "auto" and the model may answer in text).
+		text := func(s string) bool {
+			switch {
+			case c.tool == "":
+				return piece(s, "")
+			case toolBlock < 0 && s != "":
+				if err := c.budget.Spend(&provider.Chunk{Text: s}); err != nil {
+					yield(nil, err)
+					return false
+				}
+				held.WriteString(s)
+			}
+			return true
+		}
+		// unheld yields the held text, when the tool was not used.
+		unheld := func() bool {
+			if toolBlock >= 0 || held.Len() == 0 {
+				return true
+			}
+			return yield(&provider.Chunk{Index: i, Text: held.String()}, nil)
 		}
 	read:
 		for events.Next() {
@@ -134,9 +162,7 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 				ok := true
 				switch b.Type {
 				case "text":
-					if c.tool == "" {
-						ok = piece(b.Text, "")
-					}
+					ok = text(b.Text)
 				case "thinking":
 					ok = piece("", b.Thinking)
 				case "tool_use":
@@ -152,9 +178,7 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 				ok := true
 				switch d.Type {
 				case "text_delta":
-					if c.tool == "" {
-						ok = piece(d.Text, "")
-					}
+					ok = text(d.Text)
 				case "thinking_delta":
 					ok = piece("", d.Thinking)
 				case "input_json_delta":
@@ -179,6 +203,9 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 				stopReason = ev.Delta.StopReason
 				usage.merge(ev.Usage)
 			case "message_stop":
+				if !unheld() {
+					return
+				}
 				u := usage.usage()
 				yield(&provider.Chunk{Index: i, Done: true, FinishReason: stopReason, Usage: &u}, nil)
 				return
@@ -186,6 +213,9 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 		}
 		if err == nil {
 			err = events.Err()
+		}
+		if !unheld() {
+			return
 		}
 		if err != nil {
 			if started {
