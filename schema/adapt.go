@@ -276,18 +276,22 @@ func (r *Registry) Adapt(s json.RawMessage, d Dialect) (json.RawMessage, error) 
 	}
 	if d != Full { // none of the strict dialects takes allOf everywhere, or boolean schemas
 		root, _ := tree.(*object)
+		var noted []string // refs that descriptions still name
 		tree, err = walk(tree, "", func(o *object, ptr string) (any, error) {
 			replaceBooleans(o)
 			if err := mergeAllOf(o, ptr); err != nil {
 				return nil, err
 			}
 			if d != GeminiJSON && root != nil {
-				dropRefinements(o, root)
+				noted = append(noted, dropRefinements(o, root)...)
 			}
 			return o, nil
 		})
 		if err != nil {
 			return nil, err
+		}
+		if root, ok := tree.(*object); ok {
+			dropUnusedDefs(root, noted)
 		}
 	}
 	switch d {
@@ -353,16 +357,23 @@ func (b *bundler) bundle(root any) (any, error) {
 
 // rewrite points the refs of a tree that will live at JSON pointer at (inside the
 // bundle) to their bundled place. in names the schema the tree was registered as.
+// A local ref to an $anchor becomes a ref to its JSON pointer, which stays
+// true where the bundle moves the tree and where a dialect drops $anchor
+// (a named ref takes only a pointer; see splitRef).
 func (b *bundler) rewrite(tree any, at, in string) (any, error) {
+	local := anchorPointers(tree)
 	return walk(tree, "", func(o *object, ptr string) (any, error) {
 		v, ok := o.get("$ref")
 		ref, isString := v.(string)
 		if !ok || !isString {
 			return o, nil
 		}
-		if strings.HasPrefix(ref, "#") {
-			if at != "" {
-				o.set("$ref", "#"+at+ref[1:])
+		if frag, ok := strings.CutPrefix(ref, "#"); ok {
+			if p, ok := local[frag]; ok {
+				frag = p
+			}
+			if at != "" || frag != ref[1:] {
+				o.set("$ref", "#"+at+frag)
 			}
 			return o, nil
 		}
@@ -378,6 +389,23 @@ func (b *bundler) rewrite(tree any, at, in string) (any, error) {
 		o.set("$ref", "#/$defs/"+escapeToken(key)+frag)
 		return o, nil
 	})
+}
+
+// anchorPointers maps each $anchor of tree to its JSON pointer.
+func anchorPointers(tree any) map[string]string {
+	var out map[string]string
+	_, _ = walk(tree, "", func(o *object, ptr string) (any, error) {
+		if a, ok := o.get("$anchor"); ok {
+			if name, ok := a.(string); ok && name != "" {
+				if out == nil {
+					out = map[string]string{}
+				}
+				out[name] = ptr
+			}
+		}
+		return o, nil
+	})
+	return out
 }
 
 func (b *bundler) key(name, ref, ptr, in string) (string, error) {
@@ -567,11 +595,13 @@ func unionList(a, b any) []any {
 // every property written anyway; and Gemini's responseSchema keeps of a
 // list of required properties an empty schema. Only GeminiJSON says them
 // as they are. The answer is validated against the schema as written,
-// which keeps them. root resolves a local $ref to an alternative.
-func dropRefinements(o, root *object) {
+// which keeps them. root resolves a local $ref to an alternative, and the
+// note says the alternative it points to, so that the definition need not
+// be sent; dropRefinements returns the local refs the notes still name.
+func dropRefinements(o, root *object) (noted []string) {
 	kws, joined := caseProperties(o, root)
 	if len(kws) == 0 {
-		return
+		return nil
 	}
 	p, _ := o.get("properties")
 	props := p.(*object).clone()
@@ -582,7 +612,79 @@ func dropRefinements(o, root *object) {
 	for _, k := range kws {
 		v, _ := o.get(k)
 		o.del(k)
-		note(o, k+": "+string(marshalTree(v)))
+		list := v.([]any)
+		cases := make([]any, len(list))
+		for i, alt := range list {
+			cases[i] = refinement(alt, root)
+		}
+		noted = append(noted, localRefs(cases...)...)
+		note(o, k+": "+string(marshalTree(cases)))
+	}
+	return noted
+}
+
+// localRefs returns the targets (JSON pointers) of the local refs in the
+// schemas of list.
+func localRefs(list ...any) []string {
+	var out []string
+	for _, s := range list {
+		_, _ = walk(s, "", func(o *object, _ string) (any, error) {
+			if r, ok := o.get("$ref"); ok {
+				if ref, ok := r.(string); ok && strings.HasPrefix(ref, "#") {
+					out = append(out, ref[1:])
+				}
+			}
+			return o, nil
+		})
+	}
+	return out
+}
+
+// dropUnusedDefs deletes from root's $defs the definitions that no ref
+// reaches from outside $defs, nor from noted (refs that descriptions
+// name): the model would pay tokens to read them for nothing. A refinement
+// moved to a description leaves its alternatives' definitions so.
+func dropUnusedDefs(root *object, noted []string) {
+	d, _ := root.get("$defs")
+	defs, ok := d.(*object)
+	if !ok {
+		return
+	}
+	rest := root.clone()
+	rest.del("$defs")
+	queue := append(localRefs(rest), noted...)
+	used := map[string]bool{}
+	for ; len(queue) > 0; queue = queue[1:] {
+		if queue[0] != "" && !strings.HasPrefix(queue[0], "/") {
+			return // an anchor, which may be in any definition
+		}
+		key, ok := strings.CutPrefix(queue[0], "/$defs/")
+		if !ok {
+			continue // a ref into the rest of the tree, walked already
+		}
+		key, _, _ = strings.Cut(key, "/")
+		key = unescapeToken(key)
+		if used[key] {
+			continue
+		}
+		used[key] = true
+		if def, ok := defs.get(key); ok {
+			queue = append(queue, localRefs(def)...)
+		}
+	}
+	if len(used) == len(defs.members) {
+		return
+	}
+	kept := &object{}
+	for _, m := range defs.members {
+		if used[m.key] {
+			kept.set(m.key, m.val)
+		}
+	}
+	if len(kept.members) == 0 {
+		root.del("$defs")
+	} else {
+		root.set("$defs", kept)
 	}
 }
 
@@ -1668,18 +1770,7 @@ func unrollRequired(tree any) any {
 // cyclicTargets returns the local ref targets (JSON pointers) of tree whose schema can
 // reach itself through refs: those a ref can recurse through.
 func cyclicTargets(tree any) []string {
-	refsIn := func(s any) []string {
-		var out []string
-		_, _ = walk(s, "", func(o *object, _ string) (any, error) {
-			if r, ok := o.get("$ref"); ok {
-				if ref, ok := r.(string); ok && strings.HasPrefix(ref, "#") {
-					out = append(out, ref[1:])
-				}
-			}
-			return o, nil
-		})
-		return out
-	}
+	refsIn := func(s any) []string { return localRefs(s) }
 	reaches := func(start string) bool {
 		seen := map[string]bool{}
 		for queue := []string{start}; len(queue) > 0; queue = queue[1:] {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -305,7 +306,7 @@ func TestAdaptDialectRules(t *testing.T) {
 		{"openai: a described, constrained free-form value", OpenAI, `{"type":"object","properties":{"v":{"description":"any","minLength":2}},"required":["v"]}`,
 			"/properties/v", `{"description":"any (minLength: 2)","anyOf":[{"$ref":"#/$defs/JSONValue"}]}`},
 		{"openai: JSONValue takes another name when it is taken", OpenAI,
-			`{"type":"object","properties":{"v":{}},"required":["v"],"$defs":{"JSONValue":{"type":"string"}}}`,
+			`{"type":"object","properties":{"v":{},"w":{"$ref":"#/$defs/JSONValue"}},"required":["v","w"],"$defs":{"JSONValue":{"type":"string"}}}`,
 			"/properties/v", `{"$ref":"#/$defs/JSONValue_2"}`},
 		{"openai: properties without a type", OpenAI, `{"type":"object","properties":{"p":{"properties":{"a":{"type":"string"}},"required":["a"]}},"required":["p"]}`,
 			"/properties/p", `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}`},
@@ -508,5 +509,135 @@ func TestAdaptRefinementRefs(t *testing.T) {
 	}
 	if err := c.Validate(json.RawMessage(`{"id":"u1","name":null}`)); err != nil {
 		t.Errorf("no value fits the schema sent %s: %v", ad, err)
+	}
+}
+
+// TestAdaptUnusedDefs checks that the schema sent keeps only the
+// definitions a ref reaches, or a description names, since the model pays
+// to read each.
+func TestAdaptUnusedDefs(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		d       Dialect
+		schema  string
+		defs    []string // the keys of $defs sent, in order
+		inDescr string   // a part of the root's description, if any
+	}{
+		{"refinements by ref, openai", OpenAI,
+			`{"type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"}},
+			"$defs":{"ById":{"required":["id"]},"ByName":{"required":["name"]}},
+			"oneOf":[{"$ref":"#/$defs/ById"},{"$ref":"#/$defs/ByName"}]}`,
+			nil, `(oneOf: [{"required":["id"]},{"required":["name"]}])`},
+		{"refinements by ref, anthropic", Anthropic,
+			`{"type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"}},
+			"$defs":{"ById":{"required":["id"]},"ByName":{"required":["name"]}},
+			"anyOf":[{"$ref":"#/$defs/ById"},{"$ref":"#/$defs/ByName"}]}`,
+			nil, `(anyOf: [{"required":["id"]},{"required":["name"]}])`},
+		{"a definition only a definition reaches", Anthropic,
+			`{"type":"object","properties":{"a":{"$ref":"#/$defs/A"}},
+			"$defs":{"Unused":{"type":"string"},"A":{"type":"array","items":{"$ref":"#/$defs/B"}},"B":{"type":"integer"}}}`,
+			[]string{"A", "B"}, ""},
+		{"a recursive definition", Anthropic,
+			`{"type":"object","properties":{"t":{"$ref":"#/$defs/Tree"}},
+			"$defs":{"Tree":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/Tree"}}}},"Other":{"type":"null"}}}`,
+			[]string{"Tree"}, ""},
+		{"a ref into a definition", Anthropic,
+			`{"type":"object","properties":{"a":{"$ref":"#/$defs/A/properties/x"}},
+			"$defs":{"A":{"type":"object","properties":{"x":{"type":"string"}}},"Other":{"type":"null"}}}`,
+			[]string{"A"}, ""},
+		{"a definition a moved case still names", Anthropic,
+			`{"type":"object","properties":{"kind":{"type":"string"}},
+			"$defs":{"Box":{"type":"object","properties":{"w":{"type":"number"}}},"Other":{"type":"null"}},
+			"oneOf":[{"properties":{"box":{"$ref":"#/$defs/Box"}}},{"properties":{"box":{"type":"null"},"v":{"$ref":"#/$defs/Box"}}}]}`,
+			[]string{"Box"}, `#/$defs/Box`},
+		{"a ref to an anchor", Anthropic,
+			`{"type":"object","properties":{"a":{"$ref":"#a"}},
+			"$defs":{"A":{"$anchor":"a","type":"string"},"Other":{"type":"null"}}}`,
+			[]string{"A"}, ""},
+		{"unused definitions, gemini_json", GeminiJSON,
+			`{"type":"object","properties":{"a":{"$ref":"#/$defs/A"}},"$defs":{"A":{"type":"string"},"Other":{"type":"null"}}}`,
+			[]string{"A"}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ad, err := Adapt(json.RawMessage(tt.schema), tt.d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tree, err := parseTree(ad)
+			if err != nil {
+				t.Fatal(err)
+			}
+			root := tree.(*object)
+			var keys []string
+			if d, ok := root.get("$defs"); ok {
+				for _, m := range d.(*object).members {
+					keys = append(keys, m.key)
+				}
+			}
+			if !slices.Equal(keys, tt.defs) {
+				t.Errorf("$defs %q, want %q\nin %s", keys, tt.defs, ad)
+			}
+			descr, _ := root.get("description")
+			if s, _ := descr.(string); !strings.Contains(s, tt.inDescr) {
+				t.Errorf("description %q, want it to contain %q", s, tt.inDescr)
+			}
+			if _, err := Compile(ad); err != nil {
+				t.Errorf("the schema sent does not compile: %v\n%s", err, ad)
+			}
+		})
+	}
+}
+
+// TestAdaptAnchors checks that a ref to an $anchor, which the strict
+// dialects drop, still points where it did in the schema sent: in the
+// schema and in a named schema bundled into $defs.
+func TestAdaptAnchors(t *testing.T) {
+	r := NewRegistry()
+	r.Register("Node", json.RawMessage(`{"type":"object","properties":{"label":{"$ref":"#label"},"next":{"$ref":"#"}},
+		"$defs":{"Label":{"$anchor":"label","type":"string","maxLength":3}}}`))
+	s := json.RawMessage(`{"type":"object","properties":{"n":{"$ref":"Node"},"c":{"$ref":"#code"}},
+		"$defs":{"Code":{"$anchor":"code","type":"integer"}}}`)
+	want := map[string]string{
+		"/properties/n":                "#/$defs/Node",
+		"/properties/c":                "#/$defs/Code",
+		"/$defs/Node/properties/label": "#/$defs/Node/$defs/Label",
+		"/$defs/Node/properties/next":  "#/$defs/Node",
+	}
+	for _, d := range []Dialect{Full, OpenAI, Anthropic, GeminiJSON} {
+		t.Run(d.String(), func(t *testing.T) {
+			ad, err := r.Adapt(s, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tree, err := parseTree(ad)
+			if err != nil {
+				t.Fatal(err)
+			}
+			refs := map[string]string{}
+			_, _ = walk(tree, "", func(o *object, ptr string) (any, error) {
+				if v, ok := o.get("$ref"); ok && !strings.Contains(v.(string), "JSONValue") {
+					refs[ptr] = v.(string)
+				}
+				return o, nil
+			})
+			for ptr, ref := range want {
+				got, ok := refs[ptr]
+				if !ok { // OpenAI wraps a ref that is optional
+					got = refs[ptr+"/anyOf/0"]
+				}
+				if got != ref {
+					t.Errorf("the ref at %s is %q, want %q\nin %s", ptr, got, ref, ad)
+				}
+			}
+			c, err := r.Compile(ad)
+			if err != nil {
+				t.Fatalf("the schema sent does not compile: %v\n%s", err, ad)
+			}
+			if d == Full { // the strict dialects close and null what they change
+				if err := c.Validate(json.RawMessage(`{"n":{"label":"abcd"}}`)); err == nil {
+					t.Errorf("a label over maxLength passes %s", ad)
+				}
+			}
+		})
 	}
 }
