@@ -118,13 +118,8 @@ func (x *executor) prepare(log *message.Log, c *Call) (*Call, error) {
 		if err != nil {
 			return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}
 		}
-		view, err := message.NewLog(c.scoped...)
-		if err != nil {
+		if src, err = scopeSource(src, c.Instance, scopes, c.scoped); err != nil {
 			return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}
-		}
-		src = view
-		if c.Instance != "" {
-			src = view.Instance(c.Instance)
 		}
 	}
 	params, err := ref.Substitute(src, raw)

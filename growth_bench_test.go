@@ -14,6 +14,10 @@ import (
 // fanout/S=…: each step's call writes its result to a new state key and
 // to one more (†state.k<n> && †state.last): two writes to one identity,
 // checked against each other before they are appended.
+//
+// scoped/S=…: each step's call sees only the state (_scopes: ["state"]),
+// and writes its result to a new state key, so the value it is given
+// grows with the run.
 func BenchmarkWriteGrowth(b *testing.B) {
 	for _, tt := range []struct {
 		name   string
@@ -21,6 +25,9 @@ func BenchmarkWriteGrowth(b *testing.B) {
 	}{
 		{"fanout", func(i int) string {
 			return fmt.Sprintf(`{"calls":[{"_tool":"t%d","x":%d,"_outputPath":"†state.k%d && †state.last"}],"output":null}`, i%10, i, i)
+		}},
+		{"scoped", func(i int) string {
+			return fmt.Sprintf(`{"calls":[{"_tool":"t%d","x":%d,"_scopes":["state"],"_outputPath":"†state.k%d"}],"output":null}`, i%10, i, i)
 		}},
 	} {
 		for _, steps := range []int{10, 100, 500} {

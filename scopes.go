@@ -111,6 +111,55 @@ func scopedContext(log *message.Log, instance string, scopes []string) ([]messag
 	return out, nil
 }
 
+// scopeSource returns the source a scoped call's references resolve
+// against: src (the log, or the call's instance of it) for the kinds in
+// scope, which reads what scopedContext gave; and for the references in
+// scope, a log of just their values (scoped, as scopedContext built it).
+// Reading the log itself rather than a log built of the kinds' values
+// keeps a call's cost flat as the state it sees grows.
+func scopeSource(src ref.Source, instance string, scopes []string, scoped []message.Message) (ref.Source, error) {
+	s := scopedSource{src: src}
+	for _, sc := range scopes {
+		if !ref.IsExpression(sc) {
+			s.kinds = append(s.kinds, sc)
+		}
+	}
+	var refs []message.Message
+	for _, m := range scoped {
+		if !slices.Contains(s.kinds, m.Kind) {
+			refs = append(refs, m)
+		}
+	}
+	if len(refs) > 0 {
+		view, err := message.NewLog(refs...)
+		if err != nil {
+			return nil, err
+		}
+		s.refs = view
+		if instance != "" {
+			s.refs = view.Instance(instance)
+		}
+	}
+	return s, nil
+}
+
+// scopedSource is a [ref.Source] that reads only what a scoped call sees.
+type scopedSource struct {
+	src   ref.Source
+	kinds []string   // the kinds in scope, read from src
+	refs  ref.Source // the references in scope, or nil
+}
+
+func (s scopedSource) Lookup(kind string, path ref.Path) (json.RawMessage, error) {
+	switch {
+	case slices.Contains(s.kinds, kind):
+		return s.src.Lookup(kind, path)
+	case s.refs != nil:
+		return s.refs.Lookup(kind, path)
+	}
+	return nil, &ref.Error{Offset: -1, Err: fmt.Errorf("%w %q", ref.ErrUnknownKind, kind)}
+}
+
 // nest wraps v under the keys of path: {"a":{"b":v}}.
 func nest(path ref.Path, v json.RawMessage) json.RawMessage {
 	for _, seg := range slices.Backward(path) {

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -120,5 +121,56 @@ func TestScopesFocusLatentCalls(t *testing.T) {
 	}
 	if lookup(t, res.Log, "†state.summary") != `"short"` {
 		t.Error("summary not written")
+	}
+}
+
+// TestScopedReferences checks what a scoped call's references resolve to:
+// the kinds in scope as the log holds them (an instance's value, then the
+// global one), the values of the references in scope, and nothing else.
+func TestScopedReferences(t *testing.T) {
+	const context0 = `[{"type":"tool","tool":"put"},{"type":"input","topic":"weather"},
+		{"type":"state","secret":"s3cr3t","history":{"last":"v1"},"text":"global"},
+		{"type":"state","_instance":"①","text":"Hello"}]`
+	for _, tt := range []struct {
+		name, call string
+		want       string // the v the call got, "" when it never ran
+	}{
+		{"a kind", `"_scopes":["state"],"v":"†state.secret"`, `"s3cr3t"`},
+		{"a kind, whole", `"_scopes":["input"],"v":"†input"`, `{"topic":"weather"}`},
+		{"a kind, in an instance", `"_scopes":["state"],"_instance":"①","v":"†state.text"`, `"Hello"`},
+		{"a kind, global under an instance", `"_scopes":["state"],"_instance":"①","v":"†state.secret"`, `"s3cr3t"`},
+		{"a reference", `"_scopes":["†state.history"],"v":"†state.history.last"`, `"v1"`},
+		{"above a reference", `"_scopes":["†state.history"],"v":"†state"`, `{"history":{"last":"v1"}}`},
+		{"a reference, in an instance", `"_scopes":["†state.text"],"_instance":"①","v":"†state.text"`, `"Hello"`},
+		{"beside a reference", `"_scopes":["†state.history"],"v":"†state.secret"`, ""},
+		{"a kind and a reference", `"_scopes":["input","†state.history"],"v":["†input.topic","†state.history.last"]`, `["weather","v1"]`},
+		{"a kind out of scope", `"_scopes":["input"],"v":"†state.secret"`, ""},
+		{"a kind in scope with no data", `"_scopes":["memory"],"v":"†memory.x"`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := agent.NewRegistry()
+			reg.Tool("put", json.RawMessage(`{"type":"object","properties":{"v":{},"_scopes":{"type":"array","items":{"type":"string"}}}}`))
+			var mu sync.Mutex
+			var got []string
+			reg.Activity("put", agent.ActivityFunc(func(_ context.Context, c *agent.Call) (*agent.Result, error) {
+				var p struct{ V json.RawMessage }
+				_ = json.Unmarshal(c.Args(), &p)
+				mu.Lock()
+				got = append(got, string(p.V))
+				mu.Unlock()
+				return &agent.Result{Value: json.RawMessage(`"ok"`)}, nil
+			}))
+			p := scripted.Solutions(`{"calls":[{"_tool":"put",` + tt.call + `}],"output":1}`)
+			if _, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{}`), ctxOf(t, context0)); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{tt.want}
+			if tt.want == "" {
+				want = nil
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("the call got v %q, want %q", got, want)
+			}
+		})
 	}
 }
