@@ -63,7 +63,9 @@
 // An error response becomes a *provider.Error with the HTTP status, the
 // API's code (or its type when there is no code), the Retry-After delay
 // (from retry-after-ms or Retry-After) and the API's message as Err. An
-// error event inside a stream is a *provider.Error with Status 0. A failed
+// error event inside a stream is a *provider.Error whose Status is that of
+// its code or type (server_error is 500), so that provider.Retry retries
+// one that comes before any chunk. A failed
 // connection is a *provider.Error with Status 0 and the transport error.
 // When ctx ends, the stream ends with ctx.Err(). A stream that stops before
 // a choice's finish_reason, cleanly or not, ends with an error wrapping

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -87,6 +88,7 @@ func (p *Provider) apiError(ctx context.Context, res *http.Response, err error) 
 		// An error event inside a 200 stream: {"error":{...}}.
 		msg, code := errorBody(se.Event.Data)
 		pe.Code = code
+		pe.Status = streamStatus(se.Event.Data, code)
 		pe.Err = errors.New(firstNonEmpty(msg, se.Message))
 		return pe
 	}
@@ -134,6 +136,47 @@ func errorBody(body []byte) (msg, code string) {
 		return string(outer.Detail), ""
 	}
 	return truncate(string(body), 500), ""
+}
+
+// streamStatuses are the HTTP statuses of the error types and codes an
+// error event inside a 200 stream may carry, so that [provider.Retry]
+// can tell a server's hiccup, before anything was yielded, from a request
+// it will refuse again.
+var streamStatuses = map[string]int{
+	"server_error":             http.StatusInternalServerError,
+	"api_error":                http.StatusInternalServerError,
+	"internal_error":           http.StatusInternalServerError,
+	"InternalServerError":      http.StatusInternalServerError, // vLLM
+	"rate_limit_exceeded":      http.StatusTooManyRequests,
+	"rate_limit_error":         http.StatusTooManyRequests,
+	"tokens":                   http.StatusTooManyRequests,
+	"requests":                 http.StatusTooManyRequests,
+	"service_unavailable":      http.StatusServiceUnavailable,
+	"ServiceUnavailableError":  http.StatusServiceUnavailable,
+	"overloaded_error":         529, // Anthropic's, through a proxy
+	"timeout":                  http.StatusGatewayTimeout,
+	"timeout_error":            http.StatusGatewayTimeout,
+	"invalid_request_error":    http.StatusBadRequest,
+	"context_length_exceeded":  http.StatusBadRequest,
+	"BadRequestError":          http.StatusBadRequest,
+	"insufficient_quota":       http.StatusTooManyRequests,
+	"content_policy_violation": http.StatusBadRequest,
+}
+
+// streamStatus returns the HTTP status of an error event inside a 200
+// stream: the numeric code that some compatible servers write in it, else
+// the status of its code or type, else 0.
+func streamStatus(data []byte, code string) int {
+	var outer struct {
+		Error struct {
+			Code json.RawMessage `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(data, &outer)
+	if s, err := strconv.Atoi(string(outer.Error.Code)); err == nil && s >= 400 && s <= 599 {
+		return s
+	}
+	return streamStatuses[code]
 }
 
 // stringCode returns a JSON string code; numeric codes (vLLM repeats the

@@ -210,8 +210,17 @@ func TestReplayErrors(t *testing.T) {
 		{
 			name: "error event mid-stream", file: "stream_error_event.http", stream: true,
 			wantText: `{"output":`,
-			want: &apiErr{Provider: "openai", Code: "server_error",
+			want: &apiErr{Provider: "openai", Status: 500, Code: "server_error",
 				Message: "The server had an error while processing your request. Sorry about that!"},
+		},
+		{
+			name: "error event first", file: "stream_error_first.http", stream: true,
+			want: &apiErr{Provider: "openai", Status: 500, Code: "server_error",
+				Message: "The server had an error while processing your request. Sorry about that!"},
+		},
+		{
+			name: "vLLM error event, its status in code", file: "stream_error_vllm.http", stream: true,
+			want: &apiErr{Provider: "openai", Status: 503, Code: "ServiceUnavailableError", Message: "The engine is overloaded."},
 		},
 		{
 			name: "truncated stream", file: "stream_truncated.http", stream: true,
@@ -287,24 +296,36 @@ func TestErrorText(t *testing.T) {
 }
 
 // TestRetry checks that provider.Retry retries a rate limit after the
-// delay the server asked for, the SDK's own retries being off.
+// delay the server asked for, the SDK's own retries being off, and a
+// stream whose first event is a server error.
 func TestRetry(t *testing.T) {
-	srv := newCapture(t, readRecorded(t, "rate_limit.http"), readRecorded(t, "completion.http"))
-	p, err := New(Config{BaseURL: srv.url(), APIKey: "sk-test", Model: "gpt-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var slept []time.Duration
-	r := provider.Retry(p, provider.RetryConfig{Sleep: func(ctx context.Context, d time.Duration) error {
-		slept = append(slept, d)
-		return nil
-	}})
-	got, err := provider.Collect(r.Generate(context.Background(), replayRequest(false)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(srv.requests) != 2 || !cmp.Equal(slept, []time.Duration{1500 * time.Millisecond}) || got.Texts[0] == "" {
-		t.Errorf("%d requests, slept %v, got %+v", len(srv.requests), slept, got)
+	for _, tt := range []struct {
+		name, first, then string
+		stream            bool
+		slept             []time.Duration
+	}{
+		{"rate limit", "rate_limit.http", "completion.http", false, []time.Duration{1500 * time.Millisecond}},
+		{"error event first", "stream_error_first.http", "stream.http", true, []time.Duration{provider.DefaultRetryBase}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newCapture(t, readRecorded(t, tt.first), readRecorded(t, tt.then))
+			p, err := New(Config{BaseURL: srv.url(), APIKey: "sk-test", Model: "gpt-test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var slept []time.Duration
+			r := provider.Retry(p, provider.RetryConfig{Sleep: func(ctx context.Context, d time.Duration) error {
+				slept = append(slept, d)
+				return nil
+			}})
+			got, err := provider.Collect(r.Generate(context.Background(), replayRequest(tt.stream)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(srv.requests) != 2 || !cmp.Equal(slept, tt.slept) || got.Texts[0] == "" {
+				t.Errorf("%d requests, slept %v, got %+v", len(srv.requests), slept, got)
+			}
+		})
 	}
 }
 
