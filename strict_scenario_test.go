@@ -57,13 +57,13 @@ var strictAdapters = []strictAdapter{
 	}},
 	{"gemini", "responseSchema", func(t *testing.T, answer strict.Answer) (provider.Provider, *strict.Server) {
 		srv := strict.NewGemini(t, answer)
-		p, err := gemini.New(gemini.Config{APIKey: "test-key", BaseURL: srv.URL, Model: "gemini-test"})
+		p, err := gemini.New(gemini.Config{APIKey: "test-key", BaseURL: srv.URL, Model: "gemini-test", ResponseSchema: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p, srv
 	}},
-	// Gemini with Config.JSONSchema sends the composed schema as
+	// Gemini by default sends the composed schema as
 	// responseJsonSchema, adapted to the subset Gemini documents for it
 	// (schema.GeminiJSON): a const (_tool) becomes a one-value enum,
 	// "nullable" a type union, and a pattern (_outputPath, the references)
@@ -71,7 +71,7 @@ var strictAdapters = []strictAdapter{
 	// validation enforces it.
 	{"gemini-json", "responseJsonSchema", func(t *testing.T, answer strict.Answer) (provider.Provider, *strict.Server) {
 		srv := strict.NewGemini(t, answer)
-		p, err := gemini.New(gemini.Config{APIKey: "test-key", BaseURL: srv.URL, Model: "gemini-test", JSONSchema: true})
+		p, err := gemini.New(gemini.Config{APIKey: "test-key", BaseURL: srv.URL, Model: "gemini-test"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -49,9 +49,17 @@ var adapters = []adapter{
 		}
 		return p, srv
 	}},
-	{"gemini", schema.Gemini, func(t testing.TB, a strict.Answer) (provider.Provider, *strict.Server) {
+	{"gemini", schema.GeminiJSON, func(t testing.TB, a strict.Answer) (provider.Provider, *strict.Server) {
 		srv := strict.NewGemini(t, a)
 		p, err := gemini.New(gemini.Config{APIKey: "test-key", BaseURL: srv.URL, Model: "gemini-test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p, srv
+	}},
+	{"gemini responseSchema", schema.Gemini, func(t testing.TB, a strict.Answer) (provider.Provider, *strict.Server) {
+		srv := strict.NewGemini(t, a)
+		p, err := gemini.New(gemini.Config{APIKey: "test-key", BaseURL: srv.URL, Model: "gemini-test", ResponseSchema: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -73,11 +73,16 @@ type Config struct {
 	// stream. Past it Generate ends with a *provider.LimitError. 0 means
 	// [DefaultMaxAnswerBytes], negative means no cap.
 	MaxAnswerBytes int64
-	// JSONSchema sends provider.Request.Schema as
-	// generationConfig.responseJsonSchema (JSON Schema, which Gemini 2.5
-	// and later models accept), adapted by schema.Adapt to the subset of it
-	// that field documents, instead of the default responseSchema, Gemini's
-	// OpenAPI subset. See the package documentation.
+	// ResponseSchema sends provider.Request.Schema as
+	// generationConfig.responseSchema, Gemini's OpenAPI subset, for models
+	// before Gemini 2.5, which do not take the default responseJsonSchema.
+	// The OpenAPI subset has no refs, so a schema of many tools sent in it
+	// is about twice as long. See the package documentation.
+	ResponseSchema bool
+	// JSONSchema asked for responseJsonSchema when it was not the default.
+	//
+	// Deprecated: responseJsonSchema is the default; JSONSchema overrides
+	// ResponseSchema and has no other effect.
 	JSONSchema bool
 }
 
@@ -85,11 +90,11 @@ type Config struct {
 // keys), built on the google.golang.org/genai SDK. It is safe for
 // concurrent use.
 type Provider struct {
-	baseURL    string
-	models     *genai.Models
-	model      string
-	jsonSchema bool
-	maxBytes   int64 // the cap on an answer, 0 for none
+	baseURL  string
+	models   *genai.Models
+	model    string
+	openAPI  bool  // the schema goes in responseSchema
+	maxBytes int64 // the cap on an answer, 0 for none
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -131,7 +136,7 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gemini: %w", err)
 	}
-	return &Provider{baseURL: baseURL, models: client.Models, model: cfg.Model, jsonSchema: cfg.JSONSchema, maxBytes: maxBytes}, nil
+	return &Provider{baseURL: baseURL, models: client.Models, model: cfg.Model, openAPI: cfg.ResponseSchema && !cfg.JSONSchema, maxBytes: maxBytes}, nil
 }
 
 // Generate sends req to the Gemini API: generateContent, or

@@ -415,7 +415,8 @@ func TestRequestMapping(t *testing.T) {
 			},
 		},
 		{
-			name: "adapted responseSchema",
+			name: "ResponseSchema sends the schema adapted to responseSchema",
+			cfg:  Config{ResponseSchema: true},
 			req:  provider.Request{Model: "m", Schema: json.RawMessage(simple), N: 1},
 			check: func(t *testing.T, r *http.Request, body wireRequest, cfg wireConfig) {
 				if string(cfg.ResponseSchema) != adapted || cfg.ResponseJSONSchema != nil || cfg.ResponseMimeType != "application/json" {
@@ -427,8 +428,7 @@ func TestRequestMapping(t *testing.T) {
 			},
 		},
 		{
-			name: "JSONSchema sends the schema adapted to responseJsonSchema",
-			cfg:  Config{JSONSchema: true},
+			name: "by default the schema is adapted to responseJsonSchema",
 			req:  provider.Request{Model: "m", Schema: json.RawMessage(" " + simple + "\n")},
 			check: func(t *testing.T, r *http.Request, body wireRequest, cfg wireConfig) {
 				if string(cfg.ResponseJSONSchema) != adaptedJSON || cfg.ResponseSchema != nil {
@@ -437,8 +437,7 @@ func TestRequestMapping(t *testing.T) {
 			},
 		},
 		{
-			name: "JSONSchema keeps to the keywords responseJsonSchema documents",
-			cfg:  Config{JSONSchema: true},
+			name: "the schema keeps to the keywords responseJsonSchema documents",
 			req: provider.Request{Model: "m", Schema: json.RawMessage(`{"type":"object","properties":{
 				"_tool":{"const":"put"},"path":{"type":"string","pattern":"^†"},"o":{"type":"object","nullable":true,"properties":{"k":{"type":"string"}}},
 				"scopes":{"const":["input"]},"s":{"$ref":"#/$defs/s","description":"an s"}},"required":["_tool","s"],"$defs":{"s":{"type":"string","minLength":1}}}`)},
@@ -449,7 +448,18 @@ func TestRequestMapping(t *testing.T) {
 			},
 		},
 		{
+			name: "the deprecated JSONSchema overrides ResponseSchema",
+			cfg:  Config{ResponseSchema: true, JSONSchema: true},
+			req:  provider.Request{Model: "m", Schema: json.RawMessage(simple)},
+			check: func(t *testing.T, r *http.Request, body wireRequest, cfg wireConfig) {
+				if string(cfg.ResponseJSONSchema) != adaptedJSON || cfg.ResponseSchema != nil {
+					t.Errorf("generationConfig %s, want responseJsonSchema %s", body.GenerationConfig, adaptedJSON)
+				}
+			},
+		},
+		{
 			name: "a recursive schema falls back to responseJsonSchema",
+			cfg:  Config{ResponseSchema: true},
 			req:  provider.Request{Model: "m", Schema: json.RawMessage(recursive)},
 			check: func(t *testing.T, r *http.Request, body wireRequest, cfg wireConfig) {
 				if string(cfg.ResponseJSONSchema) != recursiveJSON || cfg.ResponseSchema != nil {
@@ -459,6 +469,7 @@ func TestRequestMapping(t *testing.T) {
 		},
 		{
 			name: "an object with no properties falls back to responseJsonSchema",
+			cfg:  Config{ResponseSchema: true},
 			req:  provider.Request{Model: "m", Schema: json.RawMessage(`{"type":"object","properties":{"output":{"type":"object"},"_tool":{"const":"put"}},"required":["output"]}`)},
 			check: func(t *testing.T, r *http.Request, body wireRequest, cfg wireConfig) {
 				want := `{"type":"object","properties":{"output":{"type":"object"},"_tool":{"enum":["put"]}},"required":["output"],"propertyOrdering":["output","_tool"]}`
@@ -516,7 +527,7 @@ func TestRequestErrors(t *testing.T) {
 		{"no model", Config{}, provider.Request{}, ErrNoModel},
 		{"unknown role", Config{Model: "m"}, provider.Request{Messages: []provider.Message{{Role: "tool", Text: "x"}}}, nil},
 		{"invalid schema", Config{Model: "m"}, provider.Request{Schema: json.RawMessage(`{"type":`)}, nil},
-		{"invalid schema, JSONSchema", Config{Model: "m", JSONSchema: true}, provider.Request{Schema: json.RawMessage(`{"type":`)}, nil},
+		{"invalid schema, ResponseSchema", Config{Model: "m", ResponseSchema: true}, provider.Request{Schema: json.RawMessage(`{"type":`)}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newCapture(t)

@@ -88,7 +88,7 @@ func (p *Provider) newCall(req *provider.Request) (*call, error) {
 		raw["temperature"] = *req.Temperature
 	}
 	if req.Schema != nil {
-		field, s, err := responseSchema(req.Schema, p.jsonSchema)
+		field, s, err := responseSchema(req.Schema, p.openAPI)
 		if err != nil {
 			return nil, err
 		}
@@ -112,13 +112,13 @@ func (p *Provider) newCall(req *provider.Request) (*call, error) {
 }
 
 // responseSchema returns the generationConfig field that carries the schema
-// s and the schema to send in it: by default responseSchema with s adapted
-// to Gemini's OpenAPI subset; responseJsonSchema with s adapted to the JSON
-// Schema subset that field documents (schema.GeminiJSON) when jsonSchema is
-// set, or when the OpenAPI subset cannot express s (recursion, a free-form
-// object, a lone null type), as schema.ErrUnsupported advises.
-func responseSchema(s json.RawMessage, jsonSchema bool) (string, json.RawMessage, error) {
-	if !jsonSchema {
+// s and the schema to send in it: by default responseJsonSchema with s
+// adapted to the JSON Schema subset that field documents
+// (schema.GeminiJSON); with openAPI, responseSchema with s adapted to
+// Gemini's OpenAPI subset, unless that subset cannot express s (recursion,
+// a free-form object, a lone null type), as schema.ErrUnsupported advises.
+func responseSchema(s json.RawMessage, openAPI bool) (string, json.RawMessage, error) {
+	if openAPI {
 		adapted, err := schema.Adapt(s, schema.Gemini)
 		if err == nil {
 			return "responseSchema", adapted, nil
