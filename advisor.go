@@ -289,6 +289,15 @@ func opinionsOf(raw json.RawMessage) ([]Opinion, error) {
 	return out, nil
 }
 
+// cloneOpinions returns a copy of ops that shares no memory with it.
+func cloneOpinions(ops []Opinion) []Opinion {
+	out := make([]Opinion, len(ops))
+	for i, op := range ops {
+		out[i] = Opinion{ID: op.ID, Instance: op.Instance, Votes: maps.Clone(op.Votes), Raw: bytes.Clone(op.Raw)}
+	}
+	return out
+}
+
 // Tally weighs the advisors' votes: each tool's share of all votes, summed
 // over advisors that each count once (their votes normalised to 1), so a
 // loud advisor does not outweigh the council. A tool voted 0 (or less) is

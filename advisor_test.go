@@ -184,6 +184,45 @@ func TestAdvisorsVeto(t *testing.T) {
 	}
 }
 
+func TestAdvisorsEventOpinionsAreCopies(t *testing.T) {
+	// The advice event comes before the step's calls run: a consumer that
+	// changes its opinions must not change the tally that weighs them, nor
+	// the run's result.
+	reg := agent.NewRegistry()
+	var ran []string
+	for _, n := range []string{"deploy", "delay"} {
+		reg.Tool(n, json.RawMessage(`{"type":"object"}`))
+		reg.Activity(n, agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+			ran = append(ran, n)
+			return &agent.Result{Value: json.RawMessage(`"ok"`)}, nil
+		}))
+	}
+	p := scripted.New(scripted.Response{Solutions: []string{`{` + riskVotes + `,"calls":[{"_tool":"deploy"}],"output":null}`}},
+		scripted.Response{Solutions: []string{`{"advisors":[],"calls":[],"output":"done"}`}})
+	cfg := agent.Config{Provider: p, Registry: reg, Concurrency: 1}
+	msgs := ctxOf(t, `[{"type":"tool","tool":"deploy"},{"type":"tool","tool":"delay"},`+riskAnalyst+`]`)
+	res, err := agent.Collect(func(yield func(agent.RunEvent, error) bool) {
+		for ev, err := range agent.Events(t.Context(), cfg, json.RawMessage(`{"type":"string"}`), msgs) {
+			for _, op := range ev.Opinions {
+				op.Votes["deploy"] = 1000
+				op.Raw[0] = 'x'
+			}
+			if !yield(ev, err) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ran) != 0 {
+		t.Errorf("ran %v: the consumer's change to the advice event outvoted the council", ran)
+	}
+	if len(res.Advice) != 1 || res.Advice[0].Votes["deploy"] != 10 || res.Advice[0].Raw[0] != '{' {
+		t.Errorf("result advice %+v, want the advisors' own", res.Advice)
+	}
+}
+
 func TestAdvisorsVetoOff(t *testing.T) {
 	ran, errs, _ := councilRun(t, agent.Config{Veto: -1}, riskAnalyst,
 		`{`+riskVotes+`,"calls":[{"_tool":"deploy"},{"_tool":"delay"}],"output":null}`)

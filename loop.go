@@ -539,7 +539,10 @@ func (r *run) advised(step int, exec *executor, raw json.RawMessage) bool {
 		return true
 	}
 	exec.council, r.advice = ops, ops
-	return r.emit(RunEvent{Kind: EventAdvice, Step: step, Opinions: ops})
+	// The event reaches user code before the calls are weighed: it gets
+	// its own copy, so that what it does to it changes neither the tally
+	// nor the run's result.
+	return r.emit(RunEvent{Kind: EventAdvice, Step: step, Opinions: cloneOpinions(ops)})
 }
 
 // withCalls gives sol the calls of its step as they ran, without the
