@@ -170,7 +170,7 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 	if cfg.resume == nil { // a resume has it from the run's spec
 		cfg.contextLen = log.Len()
 	}
-	r := &run{cfg: cfg, schema: schema, log: log}
+	r := &run{cfg: cfg, schema: schema, log: log, steps: first - 1}
 	var flush func(context.Context) error
 	if cfg.Store != nil {
 		if cfg.resume != nil {
@@ -185,14 +185,14 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 		r.cfg.RunID = j.run.ID
 		// Calls start and settle in groups: one Append per group, made
 		// before any call of the group runs.
-		j.result, j.batch = func() *RunResult { return r.result(nil, 0) }, true
+		j.result, j.batch = func() *RunResult { return r.result(nil, r.steps) }, true
 		flush = j.flush
 		var finish func()
 		yield, finish = j.wrap(ctx, yield)
 		defer finish()
 	}
 	r.yield = yield
-	r.sched = newScheduler(&r.stream, &r.cfg, log, &r.usage, func() *RunResult { return r.result(nil, 0) })
+	r.sched = newScheduler(&r.stream, &r.cfg, log, &r.usage, func() *RunResult { return r.result(nil, r.steps) })
 	r.sched.flush, r.sched.stop = flush, func() { cancel(nil) }
 	defer func() {
 		cancel(nil) // stop calls still running, then wait for them
@@ -211,6 +211,7 @@ type run struct {
 	schema json.RawMessage
 	log    *message.Log
 	usage  provider.Usage
+	steps  int // the requests made, as RunResult.Steps counts them
 	sched  *scheduler
 	last   *prepared // the last step's request
 	// seen is, for a resumed run, how many messages of the log the
@@ -255,7 +256,7 @@ func (r *run) fail(err error) {
 	if r.sched != nil {
 		r.sched.settleRunning()
 	}
-	r.end(err, r.result(nil, 0))
+	r.end(err, r.result(nil, r.steps))
 }
 
 func (r *run) result(sol *Solution, steps int) *RunResult {
@@ -353,6 +354,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 		r.warnNoTools(ctx)
 	}
 	r.last = p
+	r.steps = step
 	s := r.sched
 	s.step = step
 	// With advisors active, the step's calls wait for their opinions,

@@ -365,16 +365,20 @@ func TestRunSelfCorrection(t *testing.T) {
 
 func TestRunLimits(t *testing.T) {
 	notDone := `{"calls":[],"output":null}`
+	boom := errors.New("boom")
 	for _, tt := range []struct {
-		name string
-		cfg  agent.Config
-		want error
+		name  string
+		cfg   agent.Config
+		want  error
+		steps int // the requests made before the run stopped
 	}{
-		{"max steps", agent.Config{MaxSteps: 2, Provider: scripted.Solutions(notDone, notDone, notDone)}, agent.ErrMaxSteps},
+		{"max steps", agent.Config{MaxSteps: 2, Provider: scripted.Solutions(notDone, notDone, notDone)}, agent.ErrMaxSteps, 2},
 		{"token budget", agent.Config{TokenBudget: 15, Provider: scripted.New(
 			scripted.Response{Solutions: []string{notDone}, Usage: provider.Usage{Input: 10, Output: 6}},
-			scripted.Response{Solutions: []string{notDone}})}, agent.ErrTokenBudget},
-		{"max calls", agent.Config{MaxCallsPerStep: 1, Provider: scripted.Solutions(`{"calls":[{"_tool":"t"},{"_tool":"t"}],"output":null}`)}, agent.ErrMaxCalls},
+			scripted.Response{Solutions: []string{notDone}})}, agent.ErrTokenBudget, 1},
+		{"max calls", agent.Config{MaxCallsPerStep: 1, Provider: scripted.Solutions(`{"calls":[{"_tool":"t"},{"_tool":"t"}],"output":null}`)}, agent.ErrMaxCalls, 1},
+		{"provider error", agent.Config{Provider: scripted.New(scripted.Response{Solutions: []string{notDone}},
+			scripted.Response{Err: boom})}, boom, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.cfg.Registry = agent.NewRegistry()
@@ -384,7 +388,10 @@ func TestRunLimits(t *testing.T) {
 				t.Fatalf("got %v, want %v", err, tt.want)
 			}
 			if res == nil || res.Log == nil || res.Log.Len() < 2 {
-				t.Errorf("the log was not returned intact: %+v", res)
+				t.Fatalf("the log was not returned intact: %+v", res)
+			}
+			if res.Steps != tt.steps {
+				t.Errorf("result steps %d, want %d", res.Steps, tt.steps)
 			}
 		})
 	}
