@@ -468,6 +468,23 @@ func TestPlanResumeErrorsOnce(t *testing.T) {
 		t.Errorf("errors %q", errs)
 	}
 	sameLog(t, st, "p", res.Log)
+	// The log is the uninterrupted run's: the plan and its errors come
+	// after every output, whether or not the run was cut.
+	cfg.Store, cfg.RunID = nil, ""
+	full, err := agent.ExecutePlan(context.Background(), cfg, plan, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want []string
+	for _, m := range res.Log.Messages() {
+		got = append(got, string(m.Type))
+	}
+	for _, m := range full.Log.Messages() {
+		want = append(want, string(m.Type))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("resumed log %q, want the uninterrupted run's %q", got, want)
+	}
 }
 
 // A step with advice whose calls all settled, crashed before its plan:

@@ -365,6 +365,14 @@ func planEvents(ctx context.Context, cfg Config, plan []json.RawMessage, in *ins
 		if !s.runDown(ctx, true) {
 			return
 		}
+		if s.cutShort(ctx) {
+			// As a loop's cut step: the plan and its calls' errors stay
+			// out of the log (and the journal) until it is whole, after
+			// every output, as in a run that was not cut; a resume finds
+			// the settled errors in the journal.
+			s.fail(ctx.Err())
+			return
+		}
 		var tail []message.Message
 		if p := planOf(plan); len(plan) > 0 && !samePlan(msgs, p) {
 			tail = append(tail, message.Message{Type: message.TypePlan, Plan: p})
