@@ -48,55 +48,118 @@ func compactAt(cfg *Config) int {
 	return cfg.CompactAt
 }
 
-// renderCompaction folds the rendered messages before m into a snapshot
-// (see above); under RenderSnapshot, which renders a snapshot anyway, it
-// does nothing.
-func renderCompaction(_ context.Context, b *Build, _ *message.Message) error {
-	if b.rendering == RenderSnapshot || b.toolsOnly {
-		return nil
+// folded is what a Build's compactions folded of the log so far, so
+// that each compaction reads only the messages since the last one: the
+// snapshot's entries in log order, each a message as rendered or a data
+// identity, rendered with its value at each compaction.
+type folded struct {
+	entries []foldEntry
+	upTo    int                       // the messages of the log folded
+	shown   map[message.Identity]bool // the data identities among entries
+	last    []int                     // the entries of the last plan and the errors after it
+}
+
+type foldEntry struct {
+	msg  provider.Message
+	id   *message.Identity // a data identity
+	last bool              // a plan, or an error
+	dead bool              // a plan or error a later plan replaced
+}
+
+// fold adds the messages of the log before the one being handled that
+// the last fold has not read.
+func (f *folded) fold(b *Build) error {
+	if f.shown == nil {
+		f.shown = map[message.Identity]bool{}
 	}
-	lastPlan := -1
-	for i := b.Index - 1; i >= 0 && lastPlan < 0; i-- {
-		if typ, _ := b.Log.IdentityAt(i); typ == message.TypePlan {
-			lastPlan = i
-		}
-	}
-	var msgs []provider.Message
-	render := func(role provider.Role, text string) { msgs = append(msgs, provider.Message{Role: role, Text: text}) }
-	shown := map[message.Identity]bool{}
-	for i := range b.Index {
+	for i := f.upTo; i < b.Index; i++ {
 		if own, ok := b.own[i]; ok { // a handler of the user's rendered it
-			msgs = append(msgs, own...)
+			for _, m := range own {
+				f.entries = append(f.entries, foldEntry{msg: m})
+			}
+			continue
+		}
+		if typ, id := b.Log.IdentityAt(i); typ == message.TypeData { // most of a log: not copied
+			if !f.shown[id] {
+				f.shown[id] = true
+				f.entries = append(f.entries, foldEntry{id: &id})
+			}
 			continue
 		}
 		m := b.Log.At(i)
-		switch {
-		case m.Type == message.TypeText:
-			render(provider.Role(m.Role), m.Text)
-		case m.Type == message.TypeData && !shown[m.Identity()]:
-			id := m.Identity()
-			shown[id] = true
-			value, present, err := b.seen.Value(id)
-			if err != nil {
-				return err
+		e := foldEntry{msg: provider.Message{Role: provider.RoleUser}}
+		switch m.Type {
+		case message.TypeText:
+			e.msg = provider.Message{Role: provider.Role(m.Role), Text: m.Text}
+		case message.TypePlan:
+			// Only the last plan shows, and the errors after it.
+			for _, k := range f.last {
+				f.entries[k].dead = true
 			}
-			description, schema := b.seen.About(id)
-			render(provider.RoleUser, DataBlock(id, value, present, description, schema))
-		case m.Type == message.TypePlan && i == lastPlan:
-			render(provider.RoleUser, "## Plan\n"+planIntro+"\n"+compactLines(m.Plan))
-		case m.Type == message.TypeError && i > lastPlan:
-			render(provider.RoleUser, errorText(&m))
-		case m.Type == message.TypeMeta:
-			render(provider.RoleUser, "## Meta\n"+compact(m.Meta))
-		case m.Type == message.TypeAdvisor:
+			f.last = f.last[:0]
+			e.msg.Text, e.last = "## Plan\n"+planIntro+"\n"+compactLines(m.Plan), true
+		case message.TypeError:
+			e.msg.Text, e.last = errorText(&m), true
+		case message.TypeMeta:
+			e.msg.Text = "## Meta\n" + compact(m.Meta)
+		case message.TypeAdvisor:
 			a, _, err := b.advisorOf(&m)
 			if err != nil {
 				return err
 			}
-			render(provider.RoleUser, advisorText(a))
+			e.msg.Text = advisorText(a)
+		default:
+			continue
 		}
+		if e.last {
+			f.last = append(f.last, len(f.entries))
+		}
+		f.entries = append(f.entries, e)
 	}
-	render(provider.RoleUser, "## Compacted\nThe context above was compacted: each data block shows its current value, and the plan is the last one.")
+	f.upTo = b.Index
+	// Drop what later plans replaced, so that the entries stay those of
+	// the snapshot.
+	live := f.entries[:0]
+	f.last = f.last[:0]
+	for _, e := range f.entries {
+		if e.dead {
+			continue
+		}
+		if e.last {
+			f.last = append(f.last, len(live))
+		}
+		live = append(live, e)
+	}
+	f.entries = live
+	return nil
+}
+
+// renderCompaction folds the rendered messages before m into a snapshot
+// (see above); under RenderSnapshot, which renders a snapshot anyway, it
+// does nothing. The snapshot is the last one's with the messages since
+// folded in (Build.folded), so a compaction's cost is that of the
+// snapshot, not of the log.
+func renderCompaction(_ context.Context, b *Build, _ *message.Message) error {
+	if b.rendering == RenderSnapshot || b.toolsOnly {
+		return nil
+	}
+	if err := b.folded.fold(b); err != nil {
+		return err
+	}
+	var msgs []provider.Message
+	for _, e := range b.folded.entries {
+		if e.id == nil {
+			msgs = append(msgs, e.msg)
+			continue
+		}
+		value, present, err := b.seen.Value(*e.id)
+		if err != nil {
+			return err
+		}
+		description, schema := b.seen.About(*e.id)
+		msgs = append(msgs, provider.Message{Role: provider.RoleUser, Text: DataBlock(*e.id, value, present, description, schema)})
+	}
+	msgs = append(msgs, provider.Message{Role: provider.RoleUser, Text: "## Compacted\nThe context above was compacted: each data block shows its current value, and the plan is the last one."})
 	b.messages, b.rendered = msgs, 0
 	for _, m := range msgs {
 		b.rendered += len(m.Text)

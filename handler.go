@@ -63,7 +63,8 @@ type Build struct {
 	// own holds what the handlers of the user's rendered, by the index of
 	// the message in the log: a compaction renders it again as it was.
 	own            map[int][]provider.Message
-	changed        bool // a tool or a property changed since the schema was composed
+	folded         folded // what compactions folded of the log so far
+	changed        bool   // a tool or a property changed since the schema was composed
 	solutionChecks []func(solution json.RawMessage) error
 	metaCheck      int // 1 + the index in solutionChecks of the meta check; 0 for none
 
