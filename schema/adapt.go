@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -655,10 +656,11 @@ func dropUnusedDefs(root *object, noted []string) {
 	queue := append(localRefs(rest), noted...)
 	used := map[string]bool{}
 	for ; len(queue) > 0; queue = queue[1:] {
-		if queue[0] != "" && !strings.HasPrefix(queue[0], "/") {
-			return // an anchor, which may be in any definition
+		ptr, err := url.PathUnescape(queue[0]) // a fragment is URI-encoded
+		if err != nil || ptr != "" && !strings.HasPrefix(ptr, "/") {
+			return // an anchor, which may be in any definition, or a bad escape
 		}
-		key, ok := strings.CutPrefix(queue[0], "/$defs/")
+		key, ok := strings.CutPrefix(ptr, "/$defs/")
 		if !ok {
 			continue // a ref into the rest of the tree, walked already
 		}
