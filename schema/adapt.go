@@ -392,7 +392,8 @@ func (b *bundler) rewrite(tree any, at, in string) (any, error) {
 	})
 }
 
-// anchorPointers maps each $anchor of tree to its JSON pointer.
+// anchorPointers maps each $anchor of tree to its JSON pointer, escaped
+// for a URI fragment.
 func anchorPointers(tree any) map[string]string {
 	var out map[string]string
 	_, _ = walk(tree, "", func(o *object, ptr string) (any, error) {
@@ -401,7 +402,7 @@ func anchorPointers(tree any) map[string]string {
 				if out == nil {
 					out = map[string]string{}
 				}
-				out[name] = ptr
+				out[name] = (&url.URL{Fragment: ptr}).EscapedFragment()
 			}
 		}
 		return o, nil
