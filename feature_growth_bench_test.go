@@ -150,14 +150,7 @@ func features() []feature {
 			return fmt.Sprintf(`{"meta":{"path":"/x","version":"1.0.%d"},"calls":[{"_tool":"bump","v":%d,"_outputPath":"†state.v"}],"output":null}`, i+1, i+1)
 		}, config: none},
 		{name: "instances", setup: func(reg *agent.Registry) []message.Message {
-			reg.Tool("load", json.RawMessage(`{"type":"object","description":"Loads a work item as an instance.","properties":{"id":{"type":"string"}},"required":["id"]}`))
-			reg.Activity("load", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
-				var p struct{ ID string }
-				_ = json.Unmarshal(c.Args(), &p)
-				m := message.Data(message.KindInput, json.RawMessage(`{"item":"`+p.ID+`"}`))
-				m.Instance = p.ID
-				return &agent.Result{Messages: []message.Message{m}}, nil
-			}))
+			addLoad(reg)
 			in := message.Data(message.KindInput, json.RawMessage(`{"item":"i0"}`))
 			in.Instance = "i0"
 			return []message.Message{message.Tool("load"), in}

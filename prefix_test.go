@@ -576,10 +576,16 @@ func TestPrefixToolOfferedAgain(t *testing.T) {
 	checkExtends(t, toolsRun(t, "put"))
 }
 
-// instancesReg is echoReg with the tool load, which brings a work item
-// as instanced input: the instance it names appears as the run goes.
+// instancesReg is echoReg with the tool load (see addLoad).
 func instancesReg() *agent.Registry {
 	reg := echoReg()
+	addLoad(reg)
+	return reg
+}
+
+// addLoad adds to reg the tool load, which brings a work item as
+// instanced input: the instance it names appears as the run goes.
+func addLoad(reg *agent.Registry) {
 	reg.Tool("load", json.RawMessage(`{"type":"object","description":"Loads a work item as an instance.","properties":{"id":{"type":"string"}},"required":["id"]}`))
 	reg.Activity("load", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
 		var p struct{ ID string }
@@ -588,7 +594,6 @@ func instancesReg() *agent.Registry {
 		m.Instance = p.ID
 		return &agent.Result{Messages: []message.Message{m}}, nil
 	}))
-	return reg
 }
 
 // instancesAnswers load instance b at step 2 and d at step 3, where a
