@@ -1773,7 +1773,6 @@ func unrollRequired(tree any) any {
 // cyclicTargets returns the local ref targets (JSON pointers) of tree whose schema can
 // reach itself through refs: those a ref can recurse through.
 func cyclicTargets(tree any) []string {
-	refsIn := func(s any) []string { return localRefs(s) }
 	reaches := func(start string) bool {
 		seen := map[string]bool{}
 		for queue := []string{start}; len(queue) > 0; queue = queue[1:] {
@@ -1781,7 +1780,7 @@ func cyclicTargets(tree any) []string {
 			if !ok {
 				continue
 			}
-			for _, next := range refsIn(target) {
+			for _, next := range localRefs(target) {
 				if next == start || strings.HasPrefix(start, next+"/") {
 					return true
 				}
@@ -1795,7 +1794,7 @@ func cyclicTargets(tree any) []string {
 	}
 	var cyclic []string
 	checked := map[string]bool{}
-	for _, start := range refsIn(tree) {
+	for _, start := range localRefs(tree) {
 		if !checked[start] {
 			checked[start] = true
 			if reaches(start) {
