@@ -317,7 +317,9 @@ func TestCheckAllDoesNotCopyTheValue(t *testing.T) {
 			}
 		})
 	}
-	if small, large := allocs(10), allocs(1000); large != small {
+	// A copy of the value would cost an allocation or more a key; the race
+	// detector's instrumentation may add one here or there.
+	if small, large := allocs(10), allocs(1000); large > small+5 {
 		t.Errorf("CheckAll: %v allocations on a value of 10 keys, %v on one of 1,000", small, large)
 	}
 }
