@@ -94,7 +94,7 @@ func (e *LimitError) Unwrap() error { return ErrTooLarge }
 // Error is an error response from a provider's API.
 type Error struct {
 	Provider   string        // "openai", "anthropic", "gemini", ...
-	Status     int           // HTTP status, 0 if none was received
+	Status     int           // HTTP status, or the one an error event inside a stream stands for; 0 if none
 	Code       string        // the provider's error type or code, if any
 	RetryAfter time.Duration // from the Retry-After header (or the body), 0 if absent
 	Err        error         // the provider's message, as an error
@@ -117,9 +117,12 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Temporary reports whether retrying may succeed: rate limits, overload
-// and server errors.
+// and server errors, but not a quota used up (OpenAI's 429
+// insufficient_quota), which stays so until someone pays.
 func (e *Error) Temporary() bool {
 	switch {
+	case e.Code == "insufficient_quota":
+		return false
 	case e.Status == http.StatusTooManyRequests, e.Status == http.StatusRequestTimeout,
 		e.Status == 529, // Anthropic: overloaded
 		e.Status >= 500:

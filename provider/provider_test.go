@@ -199,6 +199,7 @@ func TestRetryRules(t *testing.T) {
 		{"idle timeout is not retried", &provider.TimeoutError{Provider: "x", Phase: provider.PhaseIdle, After: time.Second}, 1, nil},
 		{"no answer", fmt.Errorf("x: %w: connection reset", provider.ErrNoAnswer), 2, []time.Duration{500 * time.Millisecond}},
 		{"cap is not retried", &provider.LimitError{Provider: "x", Limit: 1}, 1, nil},
+		{"a quota used up is not retried", &provider.Error{Provider: "openai", Status: 429, Code: "insufficient_quota"}, 1, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p, calls := flaky(tt.err)
