@@ -29,7 +29,7 @@ const (
 )
 
 // Retry returns a Provider that retries p on temporary errors: a
-// *[Error] whose status is 429 (but OpenAI's insufficient_quota), 408,
+// *[Error] whose status is 429 (except OpenAI's insufficient_quota), 408,
 // 5xx or Anthropic's 529; a
 // *[TimeoutError] of PhaseConnect or PhaseFirstByte; and a network error
 // marked [ErrNoAnswer] (connection refused or reset, closed before the
