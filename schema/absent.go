@@ -270,27 +270,29 @@ func refusedNulls(e *jsonschema.ValidationError, v any, inAlt bool, found []refu
 
 // isNullMember reports whether path leads to a null member of an object.
 func isNullMember(v any, path []string) bool {
-	parent, ok := at(v, path[:len(path)-1])
-	if !ok {
-		return false
-	}
+	_, ok := nullMemberOf(v, path)
+	return ok
+}
+
+// nullMemberOf returns the object holding the null member path leads to.
+func nullMemberOf(v any, path []string) (map[string]any, bool) {
+	parent, _ := at(v, path[:len(path)-1])
 	m, ok := parent.(map[string]any)
 	if !ok {
-		return false
+		return nil, false
 	}
 	val, ok := m[path[len(path)-1]]
-	return ok && val == nil
+	return m, ok && val == nil
 }
 
 // deleteMember deletes the null member at path from v, reporting whether
 // it was there (two failures may name the same one).
 func deleteMember(v any, path []string) bool {
-	if !isNullMember(v, path) {
-		return false
+	m, ok := nullMemberOf(v, path)
+	if ok {
+		delete(m, path[len(path)-1])
 	}
-	parent, _ := at(v, path[:len(path)-1])
-	delete(parent.(map[string]any), path[len(path)-1])
-	return true
+	return ok
 }
 
 // dropMember returns the JSON data without the object member at path,
