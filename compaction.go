@@ -101,7 +101,7 @@ func (f *folded) fold(b *Build) error {
 		case message.TypeError:
 			e.msg.Text, e.last = errorText(&m), true
 		case message.TypeMeta:
-			e.msg.Text = "## Meta\n" + compact(m.Meta)
+			e.msg.Text = metaText(&m)
 		case message.TypeAdvisor:
 			a, _, err := b.advisorOf(&m)
 			if err != nil {

@@ -85,7 +85,7 @@ func compact(raw json.RawMessage) string {
 // renderMeta shows the current identity and version and asks for the
 // next one in the solution (016).
 func renderMeta(_ context.Context, b *Build, m *message.Message) error {
-	b.Render(provider.RoleUser, "## Meta\n"+compact(m.Meta))
+	b.Render(provider.RoleUser, metaText(m))
 	// The latest meta is the one a solution updates: its check replaces
 	// the last meta message's.
 	if b.metaCheck == 0 {
@@ -102,6 +102,9 @@ func renderError(_ context.Context, b *Build, m *message.Message) error {
 	b.Render(provider.RoleUser, errorText(m))
 	return nil
 }
+
+// metaText is how the model sees a meta message.
+func metaText(m *message.Message) string { return "## Meta\n" + compact(m.Meta) }
 
 // errorText is how the model sees an error message: the call compact,
 // as the plan shows it, since every later request repeats it (indented,
