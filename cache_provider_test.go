@@ -14,6 +14,7 @@ import (
 	"github.com/augceo/agent/internal/strict"
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/anthropic"
+	"github.com/augceo/agent/provider/gemini"
 	"github.com/augceo/agent/store"
 )
 
@@ -216,5 +217,33 @@ func TestAnthropicCacheResumeBetweenSteps(t *testing.T) {
 	}
 	if prev, r := reqs[1].Cache, reqs[2].Cache; prev.Write == 0 || r.Read < prev.Read+prev.Write {
 		t.Errorf("resumed request read %d tokens; the request before wrote up to %d (%+v, %+v)", r.Read, prev.Read+prev.Write, prev, r)
+	}
+}
+
+// TestGeminiSchemaSize: the composed schema of ten tools, as Gemini gets
+// it in each field. responseJsonSchema, the default, keeps the
+// definitions every call shares once; responseSchema has no refs, and
+// repeats them in every tool. -v logs the sizes.
+func TestGeminiSchemaSize(t *testing.T) {
+	sizes := map[string]int{}
+	for _, field := range []string{"responseJsonSchema", "responseSchema"} {
+		srv := strict.NewGemini(t, func(*strict.Request, int) (string, error) { return `{"calls":[],"output":{"done":true}}`, nil })
+		p, err := gemini.New(gemini.Config{APIKey: "test-key", BaseURL: srv.URL, Model: "gemini-test", ResponseSchema: field == "responseSchema"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg, msgs := tenTools()
+		if _, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}}}`), msgs); err != nil {
+			t.Fatal(err)
+		}
+		reqs := srv.Requests()
+		if len(reqs) != 1 || reqs[0].Field != field {
+			t.Fatalf("%d requests, the schema in %q: want one, in %s", len(reqs), reqs[0].Field, field)
+		}
+		sizes[field] = len(reqs[0].Schema)
+		t.Logf("%s: %d bytes", field, sizes[field])
+	}
+	if sizes["responseJsonSchema"]*3 > sizes["responseSchema"]*2 {
+		t.Errorf("responseJsonSchema %d bytes, responseSchema %d: want the first a third smaller at least", sizes["responseJsonSchema"], sizes["responseSchema"])
 	}
 }
