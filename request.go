@@ -38,7 +38,8 @@ type Config struct {
 	Registry *Registry
 	// Model names the model; empty leaves the provider's default.
 	Model string
-	// N is the number of solutions (multiplexing); 0 means 1.
+	// N is the number of solutions (multiplexing); 0 means 1. A provider
+	// that answers fewer is asked again for the rest.
 	N int
 	// Temperature, MaxTokens and Thinking (a reasoning budget in tokens,
 	// negative for none) are passed to the provider; zero leaves its default.
@@ -552,27 +553,30 @@ type answer struct {
 
 // generate runs one provider call, yielding thinking and callback
 // elements as they arrive, and returns the text of each solution and
-// its finish reason.
+// its finish reason. A provider that answers fewer than req.N solutions
+// (a server that ignores n) is asked again for the rest, each time for
+// what is missing, while it answers at least one.
 func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Response, yield func(Event, error) bool) (texts, finishes []string, err error) {
 	var answers []*answer
-	stopped := false
-	// A plain function rather than a range loop: a faulty provider that
-	// yields again after being stopped is ignored, not a panic.
-	cfg.Provider.Generate(ctx, req)(func(c *provider.Chunk, cerr error) bool {
-		if stopped {
-			return false
+	n := max(req.N, 1)
+	for ask := req; ; {
+		got := len(answers)
+		if err := send(ctx, &cfg, ask, got, &answers, resp, yield); err != nil {
+			return nil, nil, err
 		}
-		if err = readChunk(&cfg, req.N, &answers, resp, yield, c, cerr); err != nil {
-			stopped = true
-			return false
+		if len(answers) == got {
+			if got == 0 {
+				return nil, nil, fmt.Errorf("agent: provider: empty answer")
+			}
+			return nil, nil, fmt.Errorf("agent: provider: answered %d of %d solutions, then none when asked for the rest", got, n)
 		}
-		return true
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(answers) == 0 {
-		return nil, nil, fmt.Errorf("agent: provider: empty answer")
+		if len(answers) >= n {
+			break
+		}
+		logger(cfg).DebugContext(ctx, "asking for the solutions the provider did not give", "given", len(answers), "n", n)
+		more := *req
+		more.N = n - len(answers)
+		ask = &more
 	}
 	texts, finishes = make([]string, len(answers)), make([]string, len(answers))
 	for i, a := range answers {
@@ -588,15 +592,37 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 	return texts, finishes, nil
 }
 
-// readChunk takes one chunk of the provider's stream.
-func readChunk(cfg *Config, n int, answers *[]*answer, resp *Response, yield func(Event, error) bool, c *provider.Chunk, err error) error {
+// send streams one provider call into answers, its solutions numbered
+// from first on.
+func send(ctx context.Context, cfg *Config, req *provider.Request, first int, answers *[]*answer, resp *Response, yield func(Event, error) bool) error {
+	var err error
+	stopped := false
+	// A plain function rather than a range loop: a faulty provider that
+	// yields again after being stopped is ignored, not a panic.
+	cfg.Provider.Generate(ctx, req)(func(c *provider.Chunk, cerr error) bool {
+		if stopped {
+			return false
+		}
+		if err = readChunk(cfg, req.N, first, answers, resp, yield, c, cerr); err != nil {
+			stopped = true
+			return false
+		}
+		return true
+	})
+	return err
+}
+
+// readChunk takes one chunk of the provider's stream, whose solutions
+// are numbered from first on.
+func readChunk(cfg *Config, n, first int, answers *[]*answer, resp *Response, yield func(Event, error) bool, c *provider.Chunk, err error) error {
 	if err != nil {
 		return fmt.Errorf("agent: provider: %w", err)
 	}
 	if c.Index < 0 || c.Index >= max(n, 1) {
 		return fmt.Errorf("agent: provider: chunk for solution %d of %d", c.Index, n)
 	}
-	for len(*answers) <= c.Index {
+	i := first + c.Index
+	for len(*answers) <= i {
 		a := &answer{out: newOutputTap()}
 		if cfg.CallbackPath != "" {
 			if a.x, err = jsonstream.NewExtractor(cfg.CallbackPath); err != nil {
@@ -611,10 +637,10 @@ func readChunk(cfg *Config, n int, answers *[]*answer, resp *Response, yield fun
 	if c.Usage != nil {
 		resp.Usage.Add(*c.Usage)
 	}
-	if c.Thinking != "" && !yield(Event{Thinking: &Text{Index: c.Index, Text: c.Thinking}}, nil) {
+	if c.Thinking != "" && !yield(Event{Thinking: &Text{Index: i, Text: c.Thinking}}, nil) {
 		return errStopped
 	}
-	a := (*answers)[c.Index]
+	a := (*answers)[i]
 	if c.Done {
 		a.finish = c.FinishReason
 	}
@@ -637,7 +663,7 @@ func readChunk(cfg *Config, n int, answers *[]*answer, resp *Response, yield fun
 	}
 	if a.x != nil {
 		els, xerr := a.x.Feed(p)
-		if !emit(c.Index, els, yield) || cfg.ticks && len(els) > 0 && !yield(Event{tick: true}, nil) {
+		if !emit(i, els, yield) || cfg.ticks && len(els) > 0 && !yield(Event{tick: true}, nil) {
 			return errStopped
 		}
 		if xerr != nil {
@@ -645,7 +671,7 @@ func readChunk(cfg *Config, n int, answers *[]*answer, resp *Response, yield fun
 		}
 	}
 	// The output comes after the calls in a solution, and so in events.
-	if o := a.out.feed(c.Index, p); o != nil && !yield(Event{Output: o}, nil) {
+	if o := a.out.feed(i, p); o != nil && !yield(Event{Output: o}, nil) {
 		return errStopped
 	}
 	return nil

@@ -480,3 +480,66 @@ func TestRequestOutputRefs(t *testing.T) {
 		})
 	}
 }
+
+// TestRequestAsksForMissingSolutions: a server that ignores n (Ollama's
+// OpenAI API, for one) answers once. The solutions it did not give are
+// asked for again, and their events carry their own index.
+func TestRequestAsksForMissingSolutions(t *testing.T) {
+	var asked []int
+	p := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		asked = append(asked, req.N)
+		text := fmt.Sprintf(`{"output":%d}`, len(asked))
+		return func(yield func(*provider.Chunk, error) bool) {
+			yield(&provider.Chunk{Text: text, Done: true, Usage: &provider.Usage{Input: 10, Output: 1}}, nil)
+		}
+	})
+	var elements []int
+	cfg := agent.Config{Provider: p, Registry: agent.NewRegistry(), N: 3, CallbackPath: "output"}
+	var resp *agent.Response
+	for ev, err := range agent.Stream(context.Background(), cfg, json.RawMessage(`{"type":"integer"}`), []message.Message{message.Text("x")}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Element != nil {
+			elements = append(elements, ev.Element.Index)
+		}
+		if ev.Response != nil {
+			resp = ev.Response
+		}
+	}
+	if resp == nil || len(resp.Solutions) != 3 {
+		t.Fatalf("response %+v", resp)
+	}
+	for i, s := range resp.Solutions {
+		if want := fmt.Sprint(i + 1); string(s.Output) != want {
+			t.Errorf("solution %d is %s, want %s", i, s.Output, want)
+		}
+	}
+	if d := cmp.Diff([]int{3, 2, 1}, asked); d != "" {
+		t.Errorf("n asked (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]int{0, 1, 2}, elements); d != "" {
+		t.Errorf("element indexes (-want +got):\n%s", d)
+	}
+	if resp.Usage.Input != 30 {
+		t.Errorf("usage %+v, want the three requests'", resp.Usage)
+	}
+}
+
+// TestRequestNoMoreSolutions: a provider that answers nothing when asked
+// for the rest fails the request rather than asking forever.
+func TestRequestNoMoreSolutions(t *testing.T) {
+	calls := 0
+	p := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		calls++
+		return func(yield func(*provider.Chunk, error) bool) {
+			if calls == 1 {
+				yield(&provider.Chunk{Text: `{"output":1}`, Done: true}, nil)
+			}
+		}
+	})
+	_, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), N: 2}, json.RawMessage(`{"type":"integer"}`), []message.Message{message.Text("x")})
+	if err == nil || !strings.Contains(err.Error(), "1 of 2 solutions") || calls != 2 {
+		t.Fatalf("%d calls, error %v", calls, err)
+	}
+}

@@ -27,8 +27,8 @@
 //     "json_object"} and the unadapted schema is appended to the system
 //     message. A nil Request.Schema asks for free text.
 //   - n when Request.N > 1 (servers that ignore n, such as Ollama, return
-//     one choice), temperature, and max_completion_tokens (max_tokens with
-//     [Config.LegacyMaxTokens]).
+//     one choice; agent.Request asks again for the rest), temperature,
+//     and max_completion_tokens (max_tokens with [Config.LegacyMaxTokens]).
 //   - reasoning_effort from the thinking budget: 0 leaves it unset; a
 //     negative budget sends [Config.ThinkingOff] ("minimal" by default,
 //     "none" for GPT-5.1 and later); 1 to [LowEffortMax] (2048) tokens
