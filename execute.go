@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/platform"
 	"github.com/augceo/agent/ref"
@@ -151,7 +152,33 @@ func (x *executor) asWritten(raw json.RawMessage) json.RawMessage {
 	if !bytes.Contains(raw, []byte("null")) {
 		return raw
 	}
-	return x.dropAbsent(x.build.offeredCall(planTool(raw)), raw)
+	offered := x.build.offeredCall(planTool(raw))
+	return withoutMetaNulls(offered, x.dropAbsent(offered, raw))
+}
+
+// withoutMetaNulls returns the call raw without a null written for a
+// meta-property its tool's offered schema does not have: _scopes of a
+// tool without scopes, _instance in a context without instances. A model
+// outside strict mode writes one for none, as strict models do for the
+// ones offered; dropAbsent keeps it, since nothing refuses it.
+func withoutMetaNulls(offered, raw json.RawMessage) json.RawMessage {
+	if offered == nil || !bytes.Contains(raw, []byte("null")) {
+		return raw
+	}
+	o, err := ojson.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	n := len(o.Keys)
+	for _, k := range [...]string{"_scopes", "_instance"} {
+		if string(o.Get(k)) == "null" && !declares(offered, k) {
+			o.Delete(k)
+		}
+	}
+	if len(o.Keys) == n {
+		return raw
+	}
+	return o.Bytes()
 }
 
 // asWrittenAdvice is asWritten for the advisors' opinions.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/internal/strict"
+	"github.com/augceo/agent/message"
 )
 
 // findParams has optional parameters, at the top and inside a list.
@@ -116,4 +117,28 @@ func TestStrictAbsentNotKept(t *testing.T) {
 			t.Fatalf("%d requests, want 2", n)
 		}
 	})
+}
+
+// A model outside strict mode may write null for a meta-property its tool
+// is not offered (_scopes of a tool without scopes, _instance in a context
+// without instances), as strict models write for the ones offered. It
+// means none, and the plan and the _call every later request shows say
+// only what the model chose.
+func TestMetaNullsNotKept(t *testing.T) {
+	msgs := ctxOf(t, `[{"type":"tool","tool":"put"},{"type":"text","text":"go"}]`)
+	res, reqs := runLoop(t, agent.Config{Registry: echoReg(), Concurrency: 1}, msgs,
+		`{"calls":[{"_tool":"put","v":1,"_scopes":null,"_instance":null,"_outputMethod":null,"_outputPath":"†state.n"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`)
+	want := `{"_tool":"put","v":1,"_outputPath":"†state.n"}`
+	for _, m := range res.Log.Messages() {
+		switch {
+		case m.Type == message.TypePlan && string(m.Plan) != "["+want+"]":
+			t.Errorf("plan %s, want [%s]", m.Plan, want)
+		case m.Call != nil && string(m.Call) != want:
+			t.Errorf("_call %s, want %s", m.Call, want)
+		}
+	}
+	if last := reqs[1].Messages[len(reqs[1].Messages)-1].Text; strings.Contains(last, "_scopes") || strings.Contains(last, "_instance") {
+		t.Errorf("the next request shows %s", last)
+	}
 }

@@ -145,14 +145,13 @@ func shape(name string, def json.RawMessage, explicit bool, taken []string) (*sh
 		sh.result = sh.output
 	}
 	sh.scopes, sh.scoped, _ = callScopes(def, nil)
-	sh.ownInstance = declaresInstance(def)
+	sh.ownInstance = declares(def, "_instance")
 	return sh, nil
 }
 
-// declaresInstance reports whether a tool definition has an _instance
-// property of its own.
-func declaresInstance(def json.RawMessage) bool {
-	if !bytes.Contains(def, []byte(`"_instance"`)) {
+// declares reports whether a tool's schema has the property name.
+func declares(def json.RawMessage, name string) bool {
+	if !bytes.Contains(def, []byte(`"`+name+`"`)) {
 		return false
 	}
 	o, err := ojson.Parse(def)
@@ -160,7 +159,7 @@ func declaresInstance(def json.RawMessage) bool {
 		return false
 	}
 	props, err := ojson.Parse(o.Get("properties"))
-	return err == nil && props.Has("_instance")
+	return err == nil && props.Has(name)
 }
 
 // refSchema is what a parameter may hold instead of its value: a
