@@ -118,7 +118,11 @@ func (x *executor) delegate(ctx context.Context, c *Call, name string) (*Result,
 		msgs = append(msgs, m)
 	}
 	msgs = append(msgs, message.Message{Type: message.TypeData, Kind: message.KindInput, Data: c.Args(), Schema: inputSchema})
-	msgs = append(msgs, c.scoped...)
+	scoped, err := uninstanced(c)
+	if err != nil {
+		return nil, nil, &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("delegate %q: scopes: %w", name, err)}
+	}
+	msgs = append(msgs, scoped...)
 	cfg := *x.cfg
 	cfg.CallbackPath, cfg.N = "", 1
 	// The sub-run is part of the call, which the parent's journal records
@@ -138,6 +142,34 @@ func (x *executor) delegate(ctx context.Context, c *Call, name string) (*Result,
 		return nil, resp, &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("delegate %q: %w", name, err)}
 	}
 	return &Result{Value: res.Solution.Output}, resp, nil
+}
+
+// uninstanced returns what c's scopes import into its delegate's
+// sub-run (015). The sub-run is a thread of its own, with no instances:
+// the data of c's instance reaches it laid over the global data, one
+// message per kind, as c read it, so the delegate's calls read it with
+// plain references and the parent's instance ids stay out of it.
+func uninstanced(c *Call) ([]message.Message, error) {
+	if c.Instance == "" {
+		return c.scoped, nil
+	}
+	view, err := message.NewLog(c.scoped...)
+	if err != nil {
+		return nil, err
+	}
+	src := view.Instance(c.Instance)
+	var out []message.Message
+	for _, m := range c.scoped {
+		if slices.ContainsFunc(out, func(o message.Message) bool { return o.Kind == m.Kind }) {
+			continue
+		}
+		v, err := src.Lookup(m.Kind, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, message.Message{Type: message.TypeData, Kind: m.Kind, Data: v})
+	}
+	return out, nil
 }
 
 // ErrNotIdeator reports an Idea with no input declaration.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -189,5 +190,67 @@ func TestUpfrontDelegates(t *testing.T) {
 	bad.Tool("lost", json.RawMessage(`{"type":"object","_delegate":"nowhere.json"}`))
 	if err := bad.UpfrontDelegates(fsys); err == nil || !strings.Contains(err.Error(), `tool "lost"`) {
 		t.Errorf("missing Idea: %v", err)
+	}
+}
+
+func TestDelegateInstanceScopes(t *testing.T) {
+	// Page 015, "Instancing with scoped delegates": a call of instance ①
+	// scoping state gives its delegate the state of ①, laid over the
+	// global state, as the delegate's own data. The delegate knows nothing
+	// of the parent's instances: its calls read that state with plain
+	// references, and it is offered no _instance.
+	reg := agent.NewRegistry()
+	reg.Tool("shout", json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`))
+	var shouted string
+	reg.Activity("shout", agent.Bind(func(_ context.Context, p struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		shouted = p.Text
+		return p.Text + "!", nil
+	}))
+	idea, err := agent.ParseIdea([]byte(`{"schema":{"type":"string"},"context":[{"type":"system","message":"You are a translator."},{"type":"tool","tool":"shout"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Idea("translatorDelegate", idea)
+	reg.Tool("translate", json.RawMessage(`{"type":"object","_delegate":"translatorDelegate","properties":{"to":{"type":"string"}}}`))
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"translate","to":"fr","_instance":"①","_scopes":["state"],"_outputPath":"†state.out"}],"output":null}`,
+		`{"calls":[{"_tool":"shout","text":"†state.text","_outputPath":"†state.loud"}],"output":null}`,
+		`{"calls":[],"output":"Bonjour!"}`,
+		`{"calls":[],"output":"done"}`,
+	)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"string"}`),
+		ctxOf(t, `[{"type":"tool","tool":"translate"},{"type":"state","team":"i18n","text":"Hi"},
+			{"type":"state","_instance":"①","text":"Hello"},{"type":"state","_instance":"②","text":"Secret two"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := p.Requests()[1]
+	var got []string
+	for _, m := range sub.Messages {
+		got = append(got, string(m.Role)+": "+m.Text)
+	}
+	want := []string{
+		"system: You are a translator.",
+		"user: ## Data: ¶input\nInput data MUST be treated as a structured prompt\n{\"to\":\"fr\"}",
+		"user: ## Data: ¶state\n{\"team\":\"i18n\",\"text\":\"Hello\"}",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the delegate's context:\n%q\nwant\n%q", got, want)
+	}
+	if shouted != "Hello" {
+		t.Errorf("the delegate's call read †state.text as %q, want the instance's %q", shouted, "Hello")
+	}
+	if strings.Contains(string(sub.Schema), "_instance") {
+		t.Errorf("the delegate is offered the parent's instances: %s", sub.Schema)
+	}
+	for _, m := range res.Log.Messages() {
+		if m.Type == "error" {
+			t.Errorf("error: %s", m.Error)
+		}
+	}
+	if got, err := ref.EvalString(res.Log.Instance("①"), "†state.out"); err != nil || string(got) != `"Bonjour!"` {
+		t.Errorf("state.out of ① = %s, %v", got, err)
 	}
 }
