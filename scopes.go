@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/internal/ojson"
@@ -118,11 +119,17 @@ func scopedContext(log *message.Log, instance string, scopes []string) ([]messag
 // Reading the log itself rather than a log built of the kinds' values
 // keeps a call's cost flat as the state it sees grows.
 func scopeSource(src ref.Source, instance string, scopes []string, scoped []message.Message) (ref.Source, error) {
-	s := scopedSource{src: src}
+	s := scopedSource{src: src, scopes: scopes}
 	for _, sc := range scopes {
 		if !ref.IsExpression(sc) {
 			s.kinds = append(s.kinds, sc)
+			continue
 		}
+		e, err := ref.Parse(sc)
+		if err != nil {
+			return nil, fmt.Errorf("%w %q: %w", ErrScope, sc, err)
+		}
+		s.paths = append(s.paths, e.Alts[0][0])
 	}
 	var refs []message.Message
 	for _, m := range scoped {
@@ -145,19 +152,23 @@ func scopeSource(src ref.Source, instance string, scopes []string, scoped []mess
 
 // scopedSource is a [ref.Source] that reads only what a scoped call sees.
 type scopedSource struct {
-	src   ref.Source
-	kinds []string   // the kinds in scope, read from src
-	refs  ref.Source // the references in scope, or nil
+	src    ref.Source
+	scopes []string  // as the call names them
+	kinds  []string  // the kinds in scope, read from src
+	paths  []ref.Ref // the references in scope
+	refs   ref.Source
 }
 
+// Lookup reads what the call's scopes hold. Outside them it finds
+// nothing, and says why: the context may well have a value there.
 func (s scopedSource) Lookup(kind string, path ref.Path) (json.RawMessage, error) {
-	switch {
-	case slices.Contains(s.kinds, kind):
+	if slices.Contains(s.kinds, kind) {
 		return s.src.Lookup(kind, path)
-	case s.refs != nil:
+	}
+	if s.refs != nil && slices.ContainsFunc(s.paths, func(r ref.Ref) bool { return r.Kind == kind && r.Path.Related(path) }) {
 		return s.refs.Lookup(kind, path)
 	}
-	return nil, &ref.Error{Offset: -1, Err: fmt.Errorf("%w %q", ref.ErrUnknownKind, kind)}
+	return nil, &ref.Error{Offset: -1, Err: fmt.Errorf("%w: outside the call's _scopes (%s)", ref.ErrNotFound, strings.Join(s.scopes, ", "))}
 }
 
 // nest wraps v under the keys of path: {"a":{"b":v}}.

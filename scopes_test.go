@@ -93,7 +93,7 @@ func TestScopes(t *testing.T) {
 			errs = append(errs, m.Error)
 		}
 	}
-	if len(errs) != 1 || !strings.Contains(errs[0], "never became ready") || !strings.Contains(errs[0], `unknown kind "state"`) {
+	if len(errs) != 1 || !strings.Contains(errs[0], "never became ready") || !strings.Contains(errs[0], "outside the call's _scopes (input)") {
 		t.Errorf("errors %q", errs)
 	}
 }
@@ -170,6 +170,46 @@ func TestScopedReferences(t *testing.T) {
 			}
 			if !slices.Equal(got, want) {
 				t.Errorf("the call got v %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestScopedReferenceOutsideScopes checks the error of a scoped call whose
+// reference lies outside its scopes: it says so, rather than that the
+// context has no such data.
+func TestScopedReferenceOutsideScopes(t *testing.T) {
+	const context0 = `[{"type":"tool","tool":"put"},{"type":"input","topic":"weather"},
+		{"type":"state","secret":"s3cr3t","history":{"last":"v1"}}]`
+	for _, tt := range []struct {
+		name, call, want string
+	}{
+		{"a kind out of scope", `"_scopes":["input"],"v":"†state.secret"`,
+			`structural error in put: never became ready: param /v: ref "†state.secret" at offset 0: not found: outside the call's _scopes (input)`},
+		{"beside a reference", `"_scopes":["input","†state.history"],"v":"†state.secret"`,
+			`structural error in put: never became ready: param /v: ref "†state.secret" at offset 0: not found: outside the call's _scopes (input, †state.history)`},
+		{"a kind in scope with no data", `"_scopes":["memory"],"v":"†memory.x"`,
+			`structural error in put: never became ready: param /v: ref "†memory.x" at offset 0: not found: unknown kind "memory"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := agent.NewRegistry()
+			reg.Tool("put", json.RawMessage(`{"type":"object","properties":{"v":{},"_scopes":{"type":"array","items":{"type":"string"}}}}`))
+			reg.Activity("put", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+				return &agent.Result{Value: json.RawMessage(`"ok"`)}, nil
+			}))
+			p := scripted.Solutions(`{"calls":[{"_tool":"put",` + tt.call + `}],"output":1}`)
+			res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{}`), ctxOf(t, context0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, m := range res.Log.Messages() {
+				if m.Type == message.TypeError {
+					got = append(got, m.Error)
+				}
+			}
+			if want := []string{tt.want}; !slices.Equal(got, want) {
+				t.Errorf("errors:\n%q\nwant\n%q", got, want)
 			}
 		})
 	}
