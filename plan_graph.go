@@ -394,13 +394,35 @@ func (g *planGraph) validate(x *executor, log *message.Log) {
 		if n.call.Instance != "" {
 			src = log.Instance(n.call.Instance)
 		}
+		scopes, scoped := nodeScopes(x, n)
 		for _, rd := range n.reads {
-			if missing, ok := g.unsatisfied(n, rd, src); ok {
-				g.add(n, PlanProblem{Param: rd.param, Ref: missing.String(),
-					Err: fmt.Errorf("%w: no call writes it and the context has no value there", ErrUnsatisfiable)})
+			missing, ok := g.unsatisfied(n, rd, src, scopes, scoped)
+			if !ok {
+				continue
 			}
+			why := "no call writes it and the context has no value there"
+			if scoped && !scopes.holds(missing.Kind, missing.Path) {
+				why = scopes.outside()
+			}
+			g.add(n, PlanProblem{Param: rd.param, Ref: missing.String(), Err: fmt.Errorf("%w: %s", ErrUnsatisfiable, why)})
 		}
 	}
+}
+
+// nodeScopes returns the scopes of a call (015), provisioned by its tool
+// or named by the call, and whether it has any. Malformed scopes are
+// reported when the call runs.
+func nodeScopes(x *executor, n *planNode) (scopeSet, bool) {
+	var def json.RawMessage
+	if sh := x.build.shape(n.call.Tool); sh != nil {
+		def = sh.def
+	}
+	scopes, scoped, err := callScopes(def, n.raw)
+	if err != nil || !scoped {
+		return scopeSet{}, false
+	}
+	set, err := parseScopes(scopes)
+	return set, err == nil
 }
 
 // checkTools adds the problems of unknown tools and of literal
@@ -477,13 +499,14 @@ func literalSchema(x *executor, tool string, skip []string) (*schema.Schema, err
 }
 
 // unsatisfied returns the first reference of the first alternative of rd
-// that nothing can satisfy, when no alternative can be satisfied whole.
-func (g *planGraph) unsatisfied(n *planNode, rd planRead, src ref.Source) (ref.Ref, bool) {
+// that nothing can satisfy, when no alternative can be satisfied whole. A
+// scoped call's reference outside its scopes is never satisfied.
+func (g *planGraph) unsatisfied(n *planNode, rd planRead, src ref.Source, scopes scopeSet, scoped bool) (ref.Ref, bool) {
 	var first *ref.Ref
 alts:
 	for _, alt := range rd.expr.Alts {
 		for _, x := range alt {
-			if !g.satisfiable(n, rd.param, x, src) {
+			if scoped && !scopes.holds(x.Kind, x.Path) || !g.satisfiable(n, rd.param, x, src) {
 				if first == nil {
 					first = &x
 				}

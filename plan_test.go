@@ -381,6 +381,24 @@ func TestValidatePlan(t *testing.T) {
 			},
 			is: []error{agent.ErrUnsatisfiable},
 		},
+		{
+			name: "scoped calls",
+			context: `[` + tools + `,{"type":"tool","tool":{"s":{"type":"object","properties":{"x":{},"_scopes":{"const":["state"]}}}}},
+				{"type":"input","q":1},{"type":"state","h":{"last":1},"k":2}]`,
+			plan: `[{"_tool":"s","x":"†input.q"},
+				{"_tool":"s","x":"†state.h.last"},
+				{"_tool":"t","_scopes":["†state.h"],"x":"†state.k"},
+				{"_tool":"t","_scopes":["†state.h"],"x":"†state.h.last"},
+				{"_tool":"t","_scopes":["input"],"x":"†state.k || †input.q"},
+				{"_tool":"t","_scopes":["input"],"x":"†data.out"},
+				{"_tool":"t","x":1,"_outputPath":"†data.out"}]`,
+			want: []string{
+				"call 0 (s) param /x ref †input.q: agent: unsatisfiable reference: outside the call's _scopes (state)",
+				"call 2 (t) param /x ref †state.k: agent: unsatisfiable reference: outside the call's _scopes (†state.h)",
+				"call 5 (t) param /x ref †data.out: agent: unsatisfiable reference: outside the call's _scopes (input)",
+			},
+			is: []error{agent.ErrUnsatisfiable},
+		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			reg := agent.NewRegistry()

@@ -119,18 +119,11 @@ func scopedContext(log *message.Log, instance string, scopes []string) ([]messag
 // Reading the log itself rather than a log built of the kinds' values
 // keeps a call's cost flat as the state it sees grows.
 func scopeSource(src ref.Source, instance string, scopes []string, scoped []message.Message) (ref.Source, error) {
-	s := scopedSource{src: src, scopes: scopes}
-	for _, sc := range scopes {
-		if !ref.IsExpression(sc) {
-			s.kinds = append(s.kinds, sc)
-			continue
-		}
-		e, err := ref.Parse(sc)
-		if err != nil {
-			return nil, fmt.Errorf("%w %q: %w", ErrScope, sc, err)
-		}
-		s.paths = append(s.paths, e.Alts[0][0])
+	set, err := parseScopes(scopes)
+	if err != nil {
+		return nil, err
 	}
+	s := scopedSource{src: src, scopeSet: set}
 	var refs []message.Message
 	for _, m := range scoped {
 		if !slices.Contains(s.kinds, m.Kind) {
@@ -150,25 +143,60 @@ func scopeSource(src ref.Source, instance string, scopes []string, scoped []mess
 	return s, nil
 }
 
-// scopedSource is a [ref.Source] that reads only what a scoped call sees.
-type scopedSource struct {
-	src    ref.Source
+// scopeSet is what a call's _scopes let it read: kinds, and references.
+type scopeSet struct {
 	scopes []string  // as the call names them
-	kinds  []string  // the kinds in scope, read from src
+	kinds  []string  // the kinds in scope
 	paths  []ref.Ref // the references in scope
-	refs   ref.Source
 }
 
-// Lookup reads what the call's scopes hold. Outside them it finds
-// nothing, and says why: the context may well have a value there.
-func (s scopedSource) Lookup(kind string, path ref.Path) (json.RawMessage, error) {
-	if slices.Contains(s.kinds, kind) {
-		return s.src.Lookup(kind, path)
+// parseScopes reads a call's scopes, checked by scopedContext.
+func parseScopes(scopes []string) (scopeSet, error) {
+	s := scopeSet{scopes: scopes}
+	for _, sc := range scopes {
+		if !ref.IsExpression(sc) {
+			s.kinds = append(s.kinds, sc)
+			continue
+		}
+		e, err := ref.Parse(sc)
+		if err != nil || len(e.Alts) != 1 || len(e.Alts[0]) != 1 {
+			return scopeSet{}, fmt.Errorf("%w %q: a scope names one kind or one reference", ErrScope, sc)
+		}
+		s.paths = append(s.paths, e.Alts[0][0])
 	}
-	if s.refs != nil && slices.ContainsFunc(s.paths, func(r ref.Ref) bool { return r.Kind == kind && r.Path.Related(path) }) {
+	return s, nil
+}
+
+// holdsKind reports whether kind is in scope as a whole.
+func (s scopeSet) holdsKind(kind string) bool { return slices.Contains(s.kinds, kind) }
+
+// holds reports whether a reference to path of kind reads what the
+// scopes give.
+func (s scopeSet) holds(kind string, path ref.Path) bool {
+	return s.holdsKind(kind) || slices.ContainsFunc(s.paths, func(r ref.Ref) bool { return r.Kind == kind && r.Path.Related(path) })
+}
+
+// outside is the error of a reference outside the scopes: the context
+// may well have a value there, so it says why the call cannot read it.
+func (s scopeSet) outside() string {
+	return "outside the call's _scopes (" + strings.Join(s.scopes, ", ") + ")"
+}
+
+// scopedSource is a [ref.Source] that reads only what a scoped call sees.
+type scopedSource struct {
+	src ref.Source // the kinds in scope are read from src
+	scopeSet
+	refs ref.Source // the references in scope, or nil
+}
+
+func (s scopedSource) Lookup(kind string, path ref.Path) (json.RawMessage, error) {
+	switch {
+	case s.holdsKind(kind):
+		return s.src.Lookup(kind, path)
+	case s.refs != nil && s.holds(kind, path):
 		return s.refs.Lookup(kind, path)
 	}
-	return nil, &ref.Error{Offset: -1, Err: fmt.Errorf("%w: outside the call's _scopes (%s)", ref.ErrNotFound, strings.Join(s.scopes, ", "))}
+	return nil, &ref.Error{Offset: -1, Err: fmt.Errorf("%w: %s", ref.ErrNotFound, s.outside())}
 }
 
 // nest wraps v under the keys of path: {"a":{"b":v}}.
