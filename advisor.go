@@ -98,7 +98,7 @@ func renderAdvisor(_ context.Context, b *Build, m *message.Message) error {
 	}
 	b.Render(provider.RoleUser, advisorText(a))
 	if onDemand(a) {
-		b.advisorsOnDemand = append(b.advisorsOnDemand, a.ID)
+		b.advisorsOnDemand = append(b.advisorsOnDemand, *a)
 		b.defineConsult()
 		return nil
 	}
@@ -234,10 +234,22 @@ func advisorsSchema(items []json.RawMessage) json.RawMessage {
 }
 
 // defineConsult (re)defines the ConsultAdvisor tool for the on-demand
-// advisors seen so far. It is latent: the model answers as the advisor.
+// advisors seen so far. It is latent: the model answers as the advisor,
+// so its description gives each advisor's role, which is all a latent
+// request for the call tells the model of them.
 func (b *Build) defineConsult() {
-	enum, _ := json.Marshal(b.advisorsOnDemand)
-	def := json.RawMessage(`{"type":"object","description":"Ask an on-demand advisor for its opinion.","properties":{` +
+	ids := make([]string, len(b.advisorsOnDemand))
+	desc := strings.Builder{}
+	desc.WriteString("Ask an on-demand advisor for its opinion, given in its voice. The advisors:")
+	for i, a := range b.advisorsOnDemand {
+		ids[i] = a.ID
+		fmt.Fprintf(&desc, "\n- %s: %s", a.ID, a.Role)
+		if len(a.Scopes) > 0 {
+			fmt.Fprintf(&desc, " (focus on: %s)", strings.Join(a.Scopes, ", "))
+		}
+	}
+	enum, _ := json.Marshal(ids)
+	def := json.RawMessage(`{"type":"object","description":` + string(ojson.Quote(desc.String())) + `,"properties":{` +
 		`"advisor":{"enum":` + string(enum) + `},"question":{"type":"string"},` +
 		`"_output":{"type":"object","properties":{"opinion":{"type":"string"},"calls":{"type":"string","description":"Votes for tools as inline JSON."}},"required":["opinion"]}},` +
 		`"required":["advisor","question"]}`)

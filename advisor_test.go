@@ -323,3 +323,32 @@ func TestRegistryAdvisorPanics(t *testing.T) {
 		}()
 	}
 }
+
+func TestConsultAdvisorKnowsTheRole(t *testing.T) {
+	// An on-demand advisor's opinion is produced by a latent request when
+	// the model leaves the call's _output out: that request is all the
+	// model answering sees, so it names the advisor's role.
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"ConsultAdvisor","advisor":"securityArchitect","question":"Is the token logged?","_outputPath":"†state.advice"}],"output":null}`,
+		`{"output":{"opinion":"Yes, in the debug log.","calls":"{}"}}`,
+		`{"calls":[],"output":"done"}`,
+	)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry()}, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[
+		{"type":"advisor","id":"securityArchitect","role":"Review security: secrets, authentication, injection."},
+		{"type":"advisor","id":"costAnalyst","role":"Weigh the cost of each option."}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lookup(t, res.Log, "†state.advice.opinion"); got != `"Yes, in the debug log."` {
+		t.Errorf("advice = %s", got)
+	}
+	var text strings.Builder
+	for _, m := range p.Requests()[1].Messages {
+		text.WriteString(m.Text + "\n")
+	}
+	for _, want := range []string{"securityArchitect: Review security: secrets, authentication, injection.", "costAnalyst: Weigh the cost of each option."} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the consultation does not say %q:\n%s", want, text.String())
+		}
+	}
+}
