@@ -80,9 +80,9 @@ func delegateOf(def json.RawMessage) string {
 }
 
 // delegate runs a call in an isolated sub-run (014): the Idea's context,
-// then the call's parameters as an input message (with the Idea's input
-// schema, so the model maps them), then what the call's scopes import
-// from the parent, and nothing else. Its output is the call's result;
+// then what the call's scopes import from the parent, then the call's
+// parameters as an input message (with the Idea's input schema, so the
+// model maps them), and nothing else. Its output is the call's result;
 // its usage rolls up to the parent.
 func (x *executor) delegate(ctx context.Context, c *Call, name string) (*Result, *Response, error) {
 	depth, _ := ctx.Value(depthKey{}).(int)
@@ -117,12 +117,14 @@ func (x *executor) delegate(ctx context.Context, c *Call, name string) (*Result,
 		}
 		msgs = append(msgs, m)
 	}
-	msgs = append(msgs, message.Message{Type: message.TypeData, Kind: message.KindInput, Data: c.Args(), Schema: inputSchema})
 	scoped, err := uninstanced(c)
 	if err != nil {
 		return nil, nil, &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("delegate %q: scopes: %w", name, err)}
 	}
+	// The call's parameters come last (014, "Execution Flow"): what it
+	// says itself wins over an input it scopes from the parent.
 	msgs = append(msgs, scoped...)
+	msgs = append(msgs, message.Message{Type: message.TypeData, Kind: message.KindInput, Data: c.Args(), Schema: inputSchema})
 	cfg := *x.cfg
 	cfg.CallbackPath, cfg.N = "", 1
 	// The sub-run is part of the call, which the parent's journal records

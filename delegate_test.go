@@ -233,8 +233,8 @@ func TestDelegateInstanceScopes(t *testing.T) {
 	}
 	want := []string{
 		"system: You are a translator.",
-		"user: ## Data: ¶input\nInput data MUST be treated as a structured prompt\n{\"to\":\"fr\"}",
 		"user: ## Data: ¶state\n{\"team\":\"i18n\",\"text\":\"Hello\"}",
+		"user: ## Data: ¶input\nInput data MUST be treated as a structured prompt\n{\"to\":\"fr\"}",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("the delegate's context:\n%q\nwant\n%q", got, want)
@@ -252,5 +252,33 @@ func TestDelegateInstanceScopes(t *testing.T) {
 	}
 	if got, err := ref.EvalString(res.Log.Instance("①"), "†state.out"); err != nil || string(got) != `"Bonjour!"` {
 		t.Errorf("state.out of ① = %s, %v", got, err)
+	}
+}
+
+// TestDelegateInputWinsOverScopes: page 014's execution flow appends what
+// the scopes import, then the call's parameters as the input. A call that
+// scopes the parent's input says its own parameters last, so they win
+// where both have a key.
+func TestDelegateInputWinsOverScopes(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("check", json.RawMessage(`{"type":"object","_delegate":"anonymous","description":"Checks a service.","properties":{"service":{"type":"string"},"_output":{"type":"string"}},"required":["service"]}`))
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"check","service":"db","_scopes":["input"],"_outputPath":"†state.status"}],"output":null}`,
+		`{"output":"db is up"}`,
+		`{"calls":[],"output":"done"}`,
+	)
+	_, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"string"}`),
+		ctxOf(t, `[{"type":"tool","tool":"check"},{"type":"input","data":{"service":"api","region":"eu"}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := p.Requests()[1]
+	var texts []string
+	for _, m := range sub.Messages {
+		texts = append(texts, m.Text)
+	}
+	got := strings.Join(texts, "\n")
+	if !strings.Contains(got, `{"region":"eu","service":"api"}`) || !strings.HasSuffix(got, `merge †input: {"service":"db"}`) {
+		t.Errorf("the delegate's context:\n%s\nwant the parent's input, then the call's parameters over it", got)
 	}
 }
