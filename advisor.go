@@ -98,7 +98,7 @@ func renderAdvisor(_ context.Context, b *Build, m *message.Message) error {
 	}
 	b.Render(provider.RoleUser, advisorText(a))
 	if onDemand(a) {
-		b.advisorsOnDemand = append(b.advisorsOnDemand, *a)
+		b.advisorsOnDemand = append(b.advisorsOnDemand, advisorDef{a, schema})
 		b.defineConsult()
 		return nil
 	}
@@ -241,7 +241,8 @@ func (b *Build) defineConsult() {
 	ids := make([]string, len(b.advisorsOnDemand))
 	desc := strings.Builder{}
 	desc.WriteString("Ask an on-demand advisor for its opinion, given in its voice. The advisors:")
-	for i, a := range b.advisorsOnDemand {
+	for i, d := range b.advisorsOnDemand {
+		a := d.a
 		ids[i] = a.ID
 		fmt.Fprintf(&desc, "\n- %s: %s", a.ID, a.Role)
 		if len(a.Scopes) > 0 {
@@ -251,9 +252,37 @@ func (b *Build) defineConsult() {
 	enum, _ := json.Marshal(ids)
 	def := json.RawMessage(`{"type":"object","description":` + string(ojson.Quote(desc.String())) + `,"properties":{` +
 		`"advisor":{"enum":` + string(enum) + `},"question":{"type":"string"},` +
-		`"_output":{"type":"object","properties":{"opinion":{"type":"string"},"calls":{"type":"string","description":"Votes for tools as inline JSON."}},"required":["opinion"]}},` +
+		`"_output":` + string(consultOutput(b.advisorsOnDemand)) + `},` +
 		`"required":["advisor","question"]}`)
 	_ = defineTool(b, ConsultAdvisor, def)
+}
+
+// opinionSchema is what a consultation answers when no on-demand advisor
+// has a schema of its own.
+const opinionSchema = `{"type":"object","properties":{"opinion":{"type":"string"},"calls":{"type":"string","description":"Votes for tools as inline JSON."}},"required":["opinion"]}`
+
+// consultOutput is ConsultAdvisor's _output. Once an on-demand advisor
+// has a schema of its own (017), a consultation answers as that
+// advisor's entry in a solution would: its id, what its schema asks for
+// (an opinion when it has none) and its votes, one such entry per
+// advisor. renderAdvisor checked that each makes an entry.
+func consultOutput(advisors []advisorDef) json.RawMessage {
+	if !slices.ContainsFunc(advisors, func(d advisorDef) bool { return len(d.schema) > 0 }) {
+		return json.RawMessage(opinionSchema)
+	}
+	items := make([]string, len(advisors))
+	for i, d := range advisors {
+		s := d.schema
+		if len(s) == 0 {
+			s = json.RawMessage(`{"type":"object","properties":{"opinion":{"type":"string"}},"required":["opinion"]}`)
+		}
+		item, _ := advisorItem(d.a, s, nil, false)
+		items[i] = string(item)
+	}
+	if len(items) == 1 {
+		return json.RawMessage(items[0])
+	}
+	return json.RawMessage(`{"anyOf":[` + strings.Join(items, ",") + `]}`)
 }
 
 // Opinion is one advisor's entry in a solution.

@@ -352,3 +352,34 @@ func TestConsultAdvisorKnowsTheRole(t *testing.T) {
 		}
 	}
 }
+
+func TestConsultAdvisorOwnSchema(t *testing.T) {
+	// An on-demand advisor's schema says what its advice holds (017): a
+	// consultation answers with it, as the advisor's entry in a solution
+	// would, and an answer without it is repaired. An advisor without a
+	// schema still gives an opinion.
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"ConsultAdvisor","advisor":"riskAnalyst","question":"Deploy now?","_outputPath":"†state.risk"}],"output":null}`,
+		`{"output":{"opinion":"Looks fine."}}`, // not what riskAnalyst's schema asks
+		`{"output":{"id":"riskAnalyst","risk":0.7,"calls":"{\"delay\":90}"}}`,
+		`{"calls":[{"_tool":"ConsultAdvisor","advisor":"costAnalyst","question":"Cost?","_outputPath":"†state.cost"}],"output":null}`,
+		`{"output":{"id":"costAnalyst","opinion":"Cheap.","calls":"{}"}}`,
+		`{"calls":[],"output":"done"}`,
+	)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry()}, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[
+		{"type":"advisor","id":"riskAnalyst","role":"Rate the risk of a deployment.",
+			"schema":{"type":"object","properties":{"risk":{"type":"number","minimum":0,"maximum":1}},"required":["risk"]}},
+		{"type":"advisor","id":"costAnalyst","role":"Weigh the cost of each option."}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lookup(t, res.Log, "†state.risk.risk"); got != `0.7` {
+		t.Errorf("risk = %s", got)
+	}
+	if got := lookup(t, res.Log, "†state.cost.opinion"); got != `"Cheap."` {
+		t.Errorf("cost opinion = %s", got)
+	}
+	if n := len(p.Requests()); n != 6 {
+		t.Errorf("%d requests, want 6 (one repair)", n)
+	}
+}

@@ -79,10 +79,10 @@ type Build struct {
 	contextLen    int
 	instancesOpen bool
 
-	advisors         []advisorDef      // the advisors that speak in the solution (on start, request or finish)
-	planned          bool              // a plan was handled: a step has run, for start and finish advisors
-	advice           json.RawMessage   // the advisors property of the schema last composed; nil when none speaks
-	advisorsOnDemand []message.Advisor // advisors reached through ConsultAdvisor
+	advisors         []advisorDef    // the advisors that speak in the solution (on start, request or finish)
+	planned          bool            // a plan was handled: a step has run, for start and finish advisors
+	advice           json.RawMessage // the advisors property of the schema last composed; nil when none speaks
+	advisorsOnDemand []advisorDef    // advisors reached through ConsultAdvisor
 }
 
 // Check adds a check every solution must pass after schema validation; a

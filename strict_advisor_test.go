@@ -33,7 +33,8 @@ func withAdvice(advisors string, calls ...strict.Call) strictStep {
 // adapter: the advisors reach a strict provider before the calls, the
 // model votes deploy 10, rollback 5, delay 95 and calls deploy and delay
 // with every meta-property; the tally refuses deploy and delay runs. The
-// on-demand advisor is offered through ConsultAdvisor.
+// on-demand advisors are offered through ConsultAdvisor, each answering
+// with its own schema.
 func TestStrictAdvisors(t *testing.T) {
 	forEachStrictAdapter(t, func(t *testing.T, a strictAdapter) {
 		reg := agent.NewRegistry()
@@ -52,7 +53,9 @@ func TestStrictAdvisors(t *testing.T) {
 			{"type":"state","deploymentHistory":[{"version":"v1","ok":true}]},
 			{"type":"advisor","id":"riskAnalyst","on":"request","scopes":["†state.deploymentHistory"],"role":"Analyze risks and Vote for deployment actions.",
 			 "schema":{"type":"object","properties":{"thought":{"type":"string","description":"Risk assessment of the deployment."}},"required":["thought"]}},
-			{"type":"advisor","id":"securityArchitect","role":"Review security."}]`
+			{"type":"advisor","id":"securityArchitect","role":"Review security.",
+			 "schema":{"type":"object","properties":{"severity":{"enum":["low","high"]}},"required":["severity"]}},
+			{"type":"advisor","id":"costAnalyst","role":"Weigh the cost."}]`
 		votes := `[{"id":"riskAnalyst","thought":"The new feature lacks integration tests. High risk of regression.","calls":"{\"deploy\": 10, \"rollback\": 5, \"delay\": 95}"}]`
 		res, m := strictRun(t, a, reg, `{"type":"object","properties":{"status":{"type":"string"}},"required":["status"]}`, ctx, true,
 			withAdvice(votes,
