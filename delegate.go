@@ -146,34 +146,6 @@ func (x *executor) delegate(ctx context.Context, c *Call, name string) (*Result,
 	return &Result{Value: res.Solution.Output}, resp, nil
 }
 
-// uninstanced returns what c's scopes import into its delegate's
-// sub-run (015). The sub-run is a thread of its own, with no instances:
-// the data of c's instance reaches it laid over the global data, one
-// message per kind, as c read it, so the delegate's calls read it with
-// plain references and the parent's instance ids stay out of it.
-func uninstanced(c *Call) ([]message.Message, error) {
-	if c.Instance == "" {
-		return c.scoped, nil
-	}
-	view, err := message.NewLog(c.scoped...)
-	if err != nil {
-		return nil, err
-	}
-	src := view.Instance(c.Instance)
-	var out []message.Message
-	for _, m := range c.scoped {
-		if slices.ContainsFunc(out, func(o message.Message) bool { return o.Kind == m.Kind }) {
-			continue
-		}
-		v, err := src.Lookup(m.Kind, nil)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, message.Message{Type: message.TypeData, Kind: m.Kind, Data: v})
-	}
-	return out, nil
-}
-
 // ErrNotIdeator reports an Idea with no input declaration.
 var ErrNotIdeator = errors.New("agent: the idea declares no input")
 

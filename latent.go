@@ -32,8 +32,12 @@ func (x *executor) latent(ctx context.Context, c *Call) (*Result, *Response, err
 	if len(c.scoped) > 0 {
 		// Scopes focus a latent call (015): the scoped data comes first,
 		// marked as what to attend to.
+		scoped, err := uninstanced(c)
+		if err != nil {
+			return nil, nil, &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("latent execution: scopes: %w", err)}
+		}
 		ctxMsgs = append(ctxMsgs, message.Text("Focus on the data below; it is what this call is about."))
-		ctxMsgs = append(ctxMsgs, c.scoped...)
+		ctxMsgs = append(ctxMsgs, scoped...)
 	}
 	ctxMsgs = append(ctxMsgs, message.Message{Type: message.TypeData, Kind: message.KindInput, Data: c.Args()})
 	cfg := *x.cfg

@@ -206,3 +206,31 @@ func nest(path ref.Path, v json.RawMessage) json.RawMessage {
 	}
 	return v
 }
+
+// uninstanced returns what c's scopes import into a request of its own:
+// a delegate's sub-run or a latent call's request (015). Such a request
+// has no instances: the data of c's instance reaches it laid over the
+// global data, one message per kind, as c read it, so a delegate's calls
+// read it with plain references, and the parent's instance ids stay out.
+func uninstanced(c *Call) ([]message.Message, error) {
+	if c.Instance == "" {
+		return c.scoped, nil
+	}
+	view, err := message.NewLog(c.scoped...)
+	if err != nil {
+		return nil, err
+	}
+	src := view.Instance(c.Instance)
+	var out []message.Message
+	for _, m := range c.scoped {
+		if slices.ContainsFunc(out, func(o message.Message) bool { return o.Kind == m.Kind }) {
+			continue
+		}
+		v, err := src.Lookup(m.Kind, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, message.Message{Type: message.TypeData, Kind: m.Kind, Data: v})
+	}
+	return out, nil
+}

@@ -124,6 +124,35 @@ func TestScopesFocusLatentCalls(t *testing.T) {
 	}
 }
 
+// A latent call of an instance that scopes a kind is shown that
+// instance's data laid over the global data, as one data message without
+// _instance: the request makes no calls, so what an instance overrides is
+// no concern of its model (and two blocks cost more tokens than one).
+func TestScopesLatentInstance(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("summarize", json.RawMessage(`{"type":"object","properties":{"_output":{"type":"string"}}}`))
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"summarize","_instance":"a","_scopes":["state"],"_outputPath":"†state.summary"}],"output":null}`,
+		`{"output":"short"}`,
+		`{"calls":[],"output":"done"}`,
+	)
+	_, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"string"}`),
+		ctxOf(t, `[{"type":"tool","tool":"summarize"},{"type":"state","team":"x","text":"global"},
+			{"type":"state","_instance":"a","text":"mine"},{"type":"state","_instance":"b","text":"theirs"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []string
+	for _, m := range p.Requests()[1].Messages {
+		if strings.HasPrefix(m.Text, "## Data: ¶state") {
+			blocks = append(blocks, m.Text)
+		}
+	}
+	if want := "## Data: ¶state\n{\"team\":\"x\",\"text\":\"mine\"}"; len(blocks) != 1 || blocks[0] != want {
+		t.Errorf("the latent request's state:\n%q\nwant\n%q", blocks, want)
+	}
+}
+
 // TestScopedReferences checks what a scoped call's references resolve to:
 // the kinds in scope as the log holds them (an instance's value, then the
 // global one), the values of the references in scope, and nothing else.
