@@ -53,11 +53,42 @@ func (v Version) Branch() string {
 // 1.2.3.b.2), or the start of a branch (1.2.3 → 1.2.3.b.1). Anything else,
 // including an equal version, is an error wrapping ErrVersion that says
 // why.
+//
+// The error names the versions that would do, so that a model told of it
+// picks one rather than guessing again.
 func CheckBump(cur, next string) error {
 	c, err := ParseVersion(cur)
 	if err != nil {
 		return err
 	}
+	if err := checkBump(c, cur, next); err != nil {
+		return fmt.Errorf("%w; %s", err, successors(c))
+	}
+	return nil
+}
+
+// successors says the versions that may follow c: each number of its
+// last run bumped, or a branch.
+func successors(c Version) string {
+	start := len(c.Parts)
+	for start > 0 && isNumber(c.Parts[start-1]) {
+		start--
+	}
+	var next []string
+	for i := len(c.Parts) - 1; i >= start; i-- {
+		parts := slices.Clone(c.Parts)
+		n, _ := strconv.Atoi(parts[i])
+		parts[i] = strconv.Itoa(n + 1)
+		for j := i + 1; j < len(parts); j++ {
+			parts[j] = "0"
+		}
+		next = append(next, strings.Join(parts, "."))
+	}
+	return "the next version is " + strings.Join(next, ", ") + " or a branch " + strings.Join(c.Parts, ".") + ".NAME.1"
+}
+
+// checkBump is CheckBump once cur is parsed as c.
+func checkBump(c Version, cur, next string) error {
 	n, err := ParseVersion(next)
 	if err != nil {
 		return err

@@ -43,6 +43,21 @@ func TestCheckBump(t *testing.T) {
 	}
 }
 
+// A refused bump names the versions that would do, so a model told of it
+// can pick one rather than guess again.
+func TestCheckBumpNamesTheSuccessors(t *testing.T) {
+	for cur, want := range map[string]string{
+		"1.0.0":            "the next version is 1.0.1, 1.1.0, 2.0.0 or a branch 1.0.0.NAME.1",
+		"1.2.staging.1":    "the next version is 1.2.staging.2 or a branch 1.2.staging.1.NAME.1",
+		"1.2.3.branch-A.1": "the next version is 1.2.3.branch-A.2 or a branch 1.2.3.branch-A.1.NAME.1",
+	} {
+		err := agent.CheckBump(cur, cur+".9")
+		if err == nil || !strings.HasSuffix(err.Error(), want) {
+			t.Errorf("CheckBump(%s, %s.9) = %v, want it to end %q", cur, cur, err, want)
+		}
+	}
+}
+
 func TestRequestChecksTheMetaVersion(t *testing.T) {
 	// Page 016: the model gets the current meta and must return the next
 	// version; a wrong bump is re-asked with the reason.
