@@ -18,7 +18,9 @@ import (
 type Call struct {
 	// Raw is the call as the model wrote it, references unresolved.
 	Raw json.RawMessage
-	// Params is the call with every reference replaced by its value.
+	// Params is the whole call with every reference replaced by its
+	// value, meta-properties (_tool, _outputPath, …) included; Args
+	// returns the parameters alone.
 	Params json.RawMessage
 	// Tool, Instance, OutputPath and OutputMethod are the call's
 	// meta-properties _tool, _instance, _outputPath and _outputMethod.
