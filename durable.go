@@ -712,7 +712,7 @@ func ResumeEvents(ctx context.Context, cfg Config, id string) iter.Seq2[RunEvent
 // withLeaseCause adds to err why ctx was cancelled when the run's lease was
 // lost: the error a cancelled call returns does not say it.
 func withLeaseCause(ctx context.Context, err error) error {
-	if cause := context.Cause(ctx); errors.Is(cause, store.ErrLeased) && !errors.Is(err, store.ErrLeased) {
+	if cause := context.Cause(ctx); errors.Is(cause, errLeaseLost) && !errors.Is(err, errLeaseLost) && !errors.Is(err, store.ErrLeased) {
 		return errors.Join(err, cause)
 	}
 	return err

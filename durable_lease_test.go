@@ -291,6 +291,95 @@ func TestDurableLeaseRenewed(t *testing.T) {
 	})
 }
 
+// hangingRenewals is a store whose Acquire, once the run is created, waits
+// until its ctx is done: a database that stopped answering.
+type hangingRenewals struct{ store.Store }
+
+func (s hangingRenewals) Acquire(ctx context.Context, id string, l store.Lease, now time.Time) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestDurableLeaseRenewalHangs(t *testing.T) {
+	// A renewal that does not come back before the lease expires loses
+	// the lease: another process may take the run over from then on, so
+	// the run stops, its calls cancelled, rather than going on beside it.
+	synctest.Test(t, func(t *testing.T) {
+		reg := agent.NewRegistry()
+		reg.Tool("long", json.RawMessage(`{"type":"object"}`))
+		reg.Activity("long", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+			select {
+			case <-time.After(time.Hour):
+				return agent.Value("done")
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}))
+		mem := store.NewMemory()
+		cfg := agent.Config{Registry: reg, Store: hangingRenewals{mem}, RunID: "long", LeaseTTL: 3 * time.Second}
+		start := time.Now()
+		_, err := agent.ExecutePlan(context.Background(), cfg, planOf(t, `[{"_tool":"long","_outputPath":"†state.s"}]`), planCtx(t, `[{"type":"tool","tool":"long"}]`))
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "lost its lease") {
+			t.Fatalf("the run whose renewals hang: %v", err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("the run went on %v, past its lease of 3s", d)
+		}
+		if run, _ := mem.Load(context.Background(), "long"); run.Status != store.Interrupted {
+			t.Errorf("the run is %s, want it interrupted", run.Status)
+		}
+	})
+}
+
+func TestDurableLeaseExpiredNotRenewed(t *testing.T) {
+	// The machine slept past the run's lease (its clock jumped), and
+	// meanwhile another process took the run over and finished it. The
+	// run that wakes does not renew the lease it lost, which the other
+	// left free, and does not write the journal that ended.
+	synctest.Test(t, func(t *testing.T) {
+		reg, release := agent.NewRegistry(), make(chan struct{})
+		reg.Tool("long", json.RawMessage(`{"type":"object"}`))
+		reg.Activity("long", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+			<-release
+			return agent.Value("done")
+		}))
+		var slept atomic.Int64
+		clock := func() time.Time { return time.Now().Add(time.Duration(slept.Load())) }
+		st := store.NewMemory()
+		cfg := agent.Config{Registry: reg, Store: st, RunID: "slept", LeaseTTL: 3 * time.Second, Clock: clock}
+		done := make(chan error, 1)
+		go func() {
+			_, err := agent.ExecutePlan(context.Background(), cfg, planOf(t, `[{"_tool":"long","_outputPath":"†state.s"}]`), planCtx(t, `[{"type":"tool","tool":"long"}]`))
+			done <- err
+		}()
+		synctest.Wait()
+		slept.Store(int64(time.Hour))
+		run, _ := st.Load(context.Background(), "slept")
+		if err := st.Acquire(context.Background(), "slept", store.Lease{Owner: "other", Expires: clock().Add(time.Minute)}, clock()); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Append(context.Background(), "slept", "other", store.Entry{Type: store.EntryEnd, Time: clock()}); err != nil {
+			t.Fatal(err)
+		}
+		run.Status, run.Lease = store.Done, store.Lease{}
+		if err := st.Save(context.Background(), "other", run); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // the run's next renewal
+		close(release)
+		if err := <-done; err == nil {
+			t.Error("the run that slept past its lease ended as if it held it")
+		}
+		es := journal(t, st, "slept")
+		for i, e := range es {
+			if e.Type == store.EntryEnd && i != len(es)-1 {
+				t.Errorf("the journal goes on for %d entries after its end", len(es)-1-i)
+				break
+			}
+		}
+	})
+}
+
 func TestDurableResumeRenewedWhileFinishing(t *testing.T) {
 	// A resumed loop first finishes the step it stopped in. A call it runs
 	// again there keeps the run held for as long as it runs, before the

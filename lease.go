@@ -24,6 +24,10 @@ const DefaultLeaseTTL = 30 * time.Second
 // was taken over (it stalled past the TTL) loses it: its writes fail and
 // its run stops.
 
+// errLeaseLost is the cause of a run cancelled because its lease was
+// lost: taken over, or not renewed before it expired.
+var errLeaseLost = errors.New("lost its lease")
+
 // lease is a run's lease held by this process.
 type lease struct {
 	st    store.Store
@@ -73,8 +77,8 @@ func acquire(ctx context.Context, cfg *Config, id string) (*lease, error) {
 }
 
 // keep renews the lease until release; when it cannot (another owner
-// took the run over, or the store failed until the lease expired), it
-// cancels the run with the reason.
+// took the run over, or the store failed or did not answer until the
+// lease expired), it cancels the run with the reason.
 func (l *lease) keep(ctx context.Context, cancel context.CancelCauseFunc) {
 	l.stop, l.done = make(chan struct{}), make(chan struct{})
 	go func() {
@@ -89,16 +93,28 @@ func (l *lease) keep(ctx context.Context, cancel context.CancelCauseFunc) {
 			case <-t.C:
 			}
 			now := platform.Now(ctx).UTC()
-			err := l.st.Acquire(context.WithoutCancel(ctx), l.run, l.terms(ctx), now)
+			err := l.renew(ctx, now, held)
 			switch {
 			case err == nil:
 				held = now.Add(l.ttl)
-			case errors.Is(err, store.ErrLeased) || !now.Before(held):
-				cancel(fmt.Errorf("agent: run %s: lost its lease: %w", l.run, err))
+			case errors.Is(err, store.ErrLeased):
+				cancel(fmt.Errorf("agent: run %s: %w: %w", l.run, errLeaseLost, err))
+				return
+			case !platform.Now(ctx).Before(held):
+				cancel(fmt.Errorf("agent: run %s: %w: not renewed before it expired: %w", l.run, errLeaseLost, err))
 				return
 			}
 		}
 	}()
+}
+
+// renew renews the lease at now, waiting no longer than until held, when
+// the lease expires: a store that does not answer by then has let the
+// run go to whoever takes it over.
+func (l *lease) renew(ctx context.Context, now, held time.Time) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), held.Sub(now))
+	defer cancel()
+	return l.st.Acquire(ctx, l.run, l.terms(ctx), now)
 }
 
 // release stops renewing the lease; the last Save of the run gives it up.
