@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -37,16 +39,25 @@ func defaultStore() string {
 }
 
 // openStore opens a store by URL: postgres:// or postgresql://, memory:,
-// sqlite:PATH, or a plain path to a SQLite file.
-func openStore(ctx context.Context, url string) (runStore, error) {
+// sqlite:PATH, or a plain path to a SQLite file. A SQLite file that does
+// not exist is created when create is set (acts run), and an error
+// otherwise: a command that reads runs from a misspelt path says so
+// rather than list none and leave an empty database behind.
+func openStore(ctx context.Context, url string, create bool) (runStore, error) {
 	switch {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
 		return postgres.Open(ctx, url)
 	case url == "memory:":
 		return memoryStore{store.NewMemory()}, nil
-	default:
-		return sqlite.Open(ctx, strings.TrimPrefix(url, "sqlite:"))
 	}
+	if scheme, _, ok := strings.Cut(url, "://"); ok && scheme != "" && !strings.ContainsAny(scheme, "/:") {
+		return nil, fmt.Errorf("%w: --store %q: unknown scheme %q: want a SQLite file, sqlite:PATH, memory: or a postgres:// URL", errUsage, url, scheme)
+	}
+	path := strings.TrimPrefix(url, "sqlite:")
+	if _, err := os.Stat(path); !create && errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("store %s does not exist (--store, or ACTS_STORE, names a SQLite file)", path)
+	}
+	return sqlite.Open(ctx, path)
 }
 
 type memoryStore struct{ *store.Memory }
@@ -81,7 +92,7 @@ object per run.`,
 
 // listRuns lists runs: acts runs.
 func listRuns(ctx context.Context, w io.Writer, storeURL string, asJSON bool) error {
-	st, err := openStore(ctx, storeURL)
+	st, err := openStore(ctx, storeURL, false)
 	if err != nil {
 		return err
 	}
@@ -161,7 +172,7 @@ as it now would. The source run is left as it was. Prints the new run's id
 
 // fork copies a run up to a message into a new run: acts fork RUN --at N.
 func fork(ctx context.Context, w io.Writer, storeURL, src string, at int, id string, asJSON bool) error {
-	st, err := openStore(ctx, storeURL)
+	st, err := openStore(ctx, storeURL, false)
 	if err != nil {
 		return err
 	}
@@ -225,7 +236,7 @@ that prices the run's model), then one line per entry.`,
 
 // printLog prints a run's trace: acts log RUN.
 func printLog(ctx context.Context, w io.Writer, storeURL, id string, pl *prices, asJSON bool) error {
-	st, err := openStore(ctx, storeURL)
+	st, err := openStore(ctx, storeURL, false)
 	if err != nil {
 		return err
 	}

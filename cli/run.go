@@ -91,7 +91,7 @@ func runIdea(ctx context.Context, env *Env, rf *runFlags, pos []string, input, i
 	if err := rf.check(); err != nil {
 		return err
 	}
-	st, err := openStore(ctx, rf.store)
+	st, err := openStore(ctx, rf.store, true)
 	if err != nil {
 		return err
 	}
@@ -225,7 +225,7 @@ func resume(ctx context.Context, env *Env, rf *runFlags, pos []string) error {
 	if err := rf.check(); err != nil {
 		return err
 	}
-	st, err := openStore(ctx, rf.store)
+	st, err := openStore(ctx, rf.store, false)
 	if err != nil {
 		return err
 	}
