@@ -323,7 +323,12 @@ func planSize(ctx context.Context, st store.Store, run store.Run) int {
 		if e.Type != store.EntryMessage {
 			continue
 		}
-		var m message.Message
+		// The journal's messages are canonical JSON: these two fields are
+		// all it needs of them, not the whole message checked.
+		var m struct {
+			Type     message.Type `json:"type"`
+			Instance string       `json:"_instance"`
+		}
 		if json.Unmarshal(e.Data, &m) == nil && m.Type == message.TypeData && m.Instance != "" {
 			seen[m.Instance] = true
 		}
