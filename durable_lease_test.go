@@ -546,6 +546,51 @@ func testDurableResumeFailsEarly(t *testing.T, st runStore) {
 	}
 }
 
+func TestDurableResumePlanFailsEarly(t *testing.T) {
+	forEachStore(t, testDurableResumePlanFailsEarly)
+}
+
+// A plan's resume that cannot run the plan (a program without the plan's
+// activities: acts resume of a run that examples/orders made) gives the
+// run back as it found it, as a loop's does: not failed, its journal as
+// it was, and no one holding it.
+func testDurableResumePlanFailsEarly(t *testing.T, st runStore) {
+	reg := agent.NewRegistry()
+	plan, msgs := chainPlan(t, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, name := range []string{"a", "b", "c"} {
+		reg.Tool(name, json.RawMessage(`{"type":"object","properties":{"v":{"type":"integer"}},"required":["v"]}`))
+		reg.Activity(name, agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+			if name == "b" {
+				return interrupt(c, cancel)
+			}
+			return agent.Value(map[string]int{"v": 1})
+		}))
+	}
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "early"}
+	if _, err := agent.ExecutePlanInstances(ctx, cfg, plan, msgs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	before, err := st.Load(t.Context(), "early")
+	if err != nil || before.Status != store.Interrupted {
+		t.Fatalf("the interrupted run: %+v, %v", before, err)
+	}
+	entries := len(journal(t, st, "early"))
+
+	cfg = agent.Config{Registry: agent.NewRegistry(), Store: st}
+	if _, err := agent.Resume(t.Context(), cfg, "early"); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+		t.Fatalf("resume without the run's tools: %v", err)
+	}
+	after, err := st.Load(t.Context(), "early")
+	if err != nil || after.Lease.Owner != "" || after.Status != store.Interrupted || after.Error != before.Error {
+		t.Errorf("the run after a failed resume: %s %q, held by %q (%v)", after.Status, after.Error, after.Lease.Owner, err)
+	}
+	if n := len(journal(t, st, "early")); n != entries {
+		t.Errorf("a failed resume wrote %d entries", n-entries)
+	}
+}
+
 func TestDurableUsageExact(t *testing.T) { forEachStore(t, testDurableUsageExact) }
 
 // A run whose second request fails, resumed, reports the usage of the

@@ -314,10 +314,33 @@ func planEvents(ctx context.Context, cfg Config, plan []json.RawMessage, in *ins
 			usage = cfg.resume.usage
 		}
 		result := func() *RunResult { return &RunResult{Log: log, Usage: usage, RunID: cfg.RunID} }
+		// The plan is checked before the journal takes the run: a resume
+		// that cannot run it (a tool its registry lacks) gives the run back
+		// as it found it, as a loop's does. A new run is created failed.
+		calls := plan
+		if in != nil {
+			calls = in.expand(plan)
+		}
+		g := analyse(calls)
+		x, err := planExecutor(ctx, cfg, log)
+		if err == nil {
+			g.validate(x, log)
+			g.executable(x)
+			stride := 0
+			if in != nil {
+				stride = len(plan) // problems name the template call
+			}
+			err = g.err(stride)
+		}
+		if err != nil && cfg.resume != nil {
+			yield(RunEvent{}, err)
+			return
+		}
 		var j *journal
 		if cfg.Store != nil {
-			if j, err = openJournal(ctx, cfg, kindPlan, runSpec{Plan: plan, Instanced: in != nil}, msgs, cancel); err != nil {
-				yield(RunEvent{}, err)
+			var jerr error
+			if j, jerr = openJournal(ctx, cfg, kindPlan, runSpec{Plan: plan, Instanced: in != nil}, msgs, cancel); jerr != nil {
+				yield(RunEvent{}, jerr)
 				return
 			}
 			cfg.RunID = j.run.ID
@@ -328,23 +351,7 @@ func planEvents(ctx context.Context, cfg Config, plan []json.RawMessage, in *ins
 			yield, finish = j.wrap(ctx, yield)
 			defer finish()
 		}
-		x, err := planExecutor(ctx, cfg, log)
 		if err != nil {
-			yield(RunEvent{}, err)
-			return
-		}
-		calls := plan
-		if in != nil {
-			calls = in.expand(plan)
-		}
-		g := analyse(calls)
-		g.validate(x, log)
-		g.executable(x)
-		stride := 0
-		if in != nil {
-			stride = len(plan) // problems name the template call
-		}
-		if err := g.err(stride); err != nil {
 			yield(RunEvent{}, err)
 			return
 		}
