@@ -280,7 +280,7 @@ func journalJSON(ctx context.Context, w io.Writer, st runStore, run store.Run, p
 			Data json.RawMessage `json:"data,omitempty"`
 			Time time.Time       `json:"time"`
 		}{e.Seq, e.Type, e.Call, e.Data, e.Time}); err != nil {
-			return err
+			return fmt.Errorf("run %s: entry %d: %w", run.ID, e.Seq, err)
 		}
 	}
 	return nil
@@ -323,10 +323,10 @@ func trace(ctx context.Context, w io.Writer, st runStore, run store.Run, pl *pri
 		case store.EntryMessage:
 			var m message.Message
 			if err := json.Unmarshal(e.Data, &m); err != nil {
-				return fmt.Errorf("entry %d: %w", e.Seq, err)
+				return fmt.Errorf("run %s: entry %d: %w", run.ID, e.Seq, err)
 			}
 			if err := log.Append(m); err != nil {
-				return fmt.Errorf("entry %d: %w", e.Seq, err)
+				return fmt.Errorf("run %s: entry %d: %w", run.ID, e.Seq, err)
 			}
 			bw.printf("%5d  %s\n", n, describe(&m))
 			n++
@@ -358,7 +358,7 @@ func trace(ctx context.Context, w io.Writer, st runStore, run store.Run, pl *pri
 			bw.printf("       step %s: solution %s\n", escapeLine(e.Call), clip(string(e.Data), 200))
 		case store.EntryUsage:
 			if err := usage.Add(e); err != nil {
-				return err
+				return fmt.Errorf("run %s: %w", run.ID, err)
 			}
 		case store.EntryStatus:
 			var st struct{ Status, Error string }
@@ -484,7 +484,7 @@ func runUsage(ctx context.Context, st runStore, run store.Run) (provider.Usage, 
 			return provider.Usage{}, err
 		}
 		if err := u.Add(e); err != nil {
-			return provider.Usage{}, err
+			return provider.Usage{}, fmt.Errorf("run %s: %w", run.ID, err)
 		}
 	}
 	return u.Of(run), nil

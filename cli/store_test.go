@@ -2,12 +2,16 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/augceo/agent"
+	"github.com/augceo/agent/store"
+	"github.com/augceo/agent/store/sqlite"
 )
 
 // TestStoreURL: a --store that names no store is an error that says so,
@@ -37,5 +41,29 @@ func TestStoreURL(t *testing.T) {
 				t.Fatalf("%s created %s", strings.Join(tt.args, " "), missing)
 			}
 		})
+	}
+}
+
+// TestLogCorrupt: an entry whose data was cut short (a truncated row) is
+// an error naming the run and the entry, in the trace and in --json.
+func TestLogCorrupt(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "runs.db")
+	st, err := sqlite.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	err = st.Create(t.Context(), store.Run{ID: "c", Kind: "plan", Status: store.Interrupted, Created: now, Updated: now},
+		store.Entry{Type: store.EntryMessage, Data: json.RawMessage(`{"type":"text","text":"hi"}`), Time: now},
+		store.Entry{Type: store.EntryMessage, Data: json.RawMessage(`{"type":"text","te`), Time: now})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"log", "c", "--store", db}, {"log", "c", "--store", db, "--json"}} {
+		code, _, errOut := acts(t.Context(), agent.NewRegistry(), args...)
+		if want := "acts: run c: entry 2: "; code != 1 || !strings.HasPrefix(errOut, want) {
+			t.Errorf("%s: exit %d, stderr %q; want 1, %q…", strings.Join(args, " "), code, errOut, want)
+		}
 	}
 }
