@@ -103,6 +103,7 @@ func listRuns(ctx context.Context, w io.Writer, storeURL string, asJSON bool) er
 	}
 	for r, err := range st.Runs(ctx) {
 		if err != nil {
+			tw.Flush() // the runs before the one it could not read
 			return err
 		}
 		if asJSON {

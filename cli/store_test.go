@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -65,5 +66,36 @@ func TestLogCorrupt(t *testing.T) {
 		if want := "acts: run c: entry 2: "; code != 1 || !strings.HasPrefix(errOut, want) {
 			t.Errorf("%s: exit %d, stderr %q; want 1, %q…", strings.Join(args, " "), code, errOut, want)
 		}
+	}
+}
+
+// TestRunsCorrupt: runs lists the runs before one it cannot read, then
+// names that one.
+func TestRunsCorrupt(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "runs.db")
+	st, err := sqlite.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for i, id := range []string{"old", "new"} {
+		at := now.Add(time.Duration(i) * time.Second)
+		if err := st.Create(t.Context(), store.Run{ID: id, Kind: "plan", Status: store.Done, Created: at, Updated: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	conn, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.Exec(`UPDATE runs SET usage = '{"input":' WHERE id = 'old'`)
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := acts(t.Context(), agent.NewRegistry(), "runs", "--store", db)
+	if code != 1 || !strings.Contains(out, "new") || errOut != "acts: runs: run old: usage: unexpected end of JSON input\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
