@@ -711,3 +711,13 @@ func TestResumeBreakMatrix(t *testing.T) {
 		t.Error("no run needed a final resume")
 	}
 }
+
+// A resume that cannot take its run says so once, naming the run once
+// for the resume and once for the store.
+func TestResumeErrorNamesTheRunOnce(t *testing.T) {
+	st := store.NewMemory()
+	_, err := agent.Resume(context.Background(), agent.Config{Store: st, Registry: agent.NewRegistry()}, "nope")
+	if !errors.Is(err, store.ErrNotFound) || err.Error() != "agent: resume nope: acquire run nope: store: run not found" {
+		t.Errorf("got %v", err)
+	}
+}

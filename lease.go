@@ -68,10 +68,11 @@ func (l *lease) terms(ctx context.Context) store.Lease {
 func acquire(ctx context.Context, cfg *Config, id string) (*lease, error) {
 	l := newLease(cfg, id)
 	if err := cfg.Store.Acquire(ctx, id, l.terms(ctx), platform.Now(ctx).UTC()); err != nil {
+		// The caller names the run, and the store's error names it too.
 		if errors.Is(err, store.ErrLeased) {
-			return nil, fmt.Errorf("agent: run %s is being advanced by another process: %w", id, err)
+			return nil, fmt.Errorf("another process is advancing it: %w", err)
 		}
-		return nil, fmt.Errorf("agent: run %s: %w", id, err)
+		return nil, err
 	}
 	return l, nil
 }

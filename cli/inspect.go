@@ -244,7 +244,7 @@ func printLog(ctx context.Context, w io.Writer, storeURL, id string, pl *prices,
 	defer st.Close()
 	run, err := st.Load(ctx, id)
 	if err != nil {
-		return fmt.Errorf("run %s: %w", id, err)
+		return err // the store's error names the run
 	}
 	if asJSON {
 		return journalJSON(ctx, w, st, run, pl)

@@ -232,7 +232,7 @@ func resume(ctx context.Context, env *Env, rf *runFlags, pos []string) error {
 	defer st.Close()
 	run, err := st.Load(ctx, pos[0])
 	if err != nil {
-		return fmt.Errorf("run %s: %w", pos[0], err)
+		return err // the store's error names the run
 	}
 	saved, err := agent.SavedSettings(run)
 	if err != nil {
