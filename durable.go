@@ -337,7 +337,9 @@ func (j *journal) flush(ctx context.Context) error {
 	}
 	// The entries must land even when the run is being cancelled: they
 	// record what already happened.
-	err := j.st.Append(context.WithoutCancel(ctx), j.run.ID, j.lease.owner, j.buf...)
+	wctx, cancel := j.lease.writeContext(ctx)
+	err := j.st.Append(wctx, j.run.ID, j.lease.owner, j.buf...)
+	cancel()
 	j.buf, j.lastCall = j.buf[:0], 0
 	if err != nil {
 		return fmt.Errorf("agent: journal of run %s: %w", j.run.ID, err)
@@ -489,7 +491,9 @@ func (j *journal) close(ctx context.Context, runErr error, res *RunResult) error
 		j.run.Usage = res.Usage
 	}
 	j.run.Updated, j.run.Lease = now, store.Lease{}
-	if err := j.st.Save(context.WithoutCancel(ctx), j.lease.owner, j.run); err != nil {
+	wctx, cancel := j.lease.writeContext(ctx)
+	defer cancel()
+	if err := j.st.Save(wctx, j.lease.owner, j.run); err != nil {
 		return errors.Join(ferr, fmt.Errorf("agent: save run %s: %w", j.run.ID, err))
 	}
 	return ferr

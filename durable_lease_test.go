@@ -738,3 +738,33 @@ func TestDurableLatentCallUsage(t *testing.T) {
 		t.Errorf("resumed usage %+v, %v", again.Usage, err)
 	}
 }
+
+// hangingAppends is a store whose journal writes never come back.
+type hangingAppends struct{ store.Store }
+
+func (s hangingAppends) Append(ctx context.Context, id, owner string, entries ...store.Entry) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestDurableAppendHangs(t *testing.T) {
+	// A journal write that does not come back within the lease's time
+	// would land, if ever, after another process may have taken the run:
+	// the run gives up on it and returns, rather than hanging with it.
+	synctest.Test(t, func(t *testing.T) {
+		reg := agent.NewRegistry()
+		reg.Tool("quick", json.RawMessage(`{"type":"object"}`))
+		reg.Activity("quick", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+			return agent.Value("done")
+		}))
+		cfg := agent.Config{Registry: reg, Store: hangingAppends{store.NewMemory()}, RunID: "stuck", LeaseTTL: 3 * time.Second}
+		start := time.Now()
+		_, err := agent.ExecutePlan(context.Background(), cfg, planOf(t, `[{"_tool":"quick","_outputPath":"†state.s"}]`), planCtx(t, `[{"type":"tool","tool":"quick"}]`))
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "journal of run stuck") {
+			t.Fatalf("the run whose journal writes hang: %v", err)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("the run took %v to return, with a lease of 3s", d)
+		}
+	})
+}

@@ -136,5 +136,17 @@ func (l *lease) giveUp(ctx context.Context, run store.Run) {
 	}
 	l.given = true
 	run.Lease = store.Lease{}
-	_ = l.st.Save(context.WithoutCancel(ctx), l.owner, run)
+	wctx, cancel := l.writeContext(ctx)
+	defer cancel()
+	_ = l.st.Save(wctx, l.owner, run)
+}
+
+// writeContext is ctx for a write of the run's journal or record: not
+// cancelled with the run, since it records what already happened, but
+// given up after the lease's time. A write that has not landed by then
+// would land, if ever, when another process may have taken the run
+// over, and waiting on a store that does not answer only keeps the run
+// from returning.
+func (l *lease) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), l.ttl)
 }
