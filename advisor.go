@@ -272,17 +272,53 @@ func consultOutput(advisors []advisorDef) json.RawMessage {
 	}
 	items := make([]string, len(advisors))
 	for i, d := range advisors {
-		s := d.schema
-		if len(s) == 0 {
-			s = json.RawMessage(`{"type":"object","properties":{"opinion":{"type":"string"}},"required":["opinion"]}`)
-		}
-		item, _ := advisorItem(d.a, s, nil, false)
-		items[i] = string(item)
+		items[i] = string(consultItem(d))
 	}
 	if len(items) == 1 {
 		return json.RawMessage(items[0])
 	}
 	return json.RawMessage(`{"anyOf":[` + strings.Join(items, ",") + `]}`)
+}
+
+// consultItem is advisor d's entry in consultOutput.
+func consultItem(d advisorDef) json.RawMessage {
+	s := d.schema
+	if len(s) == 0 {
+		s = json.RawMessage(`{"type":"object","properties":{"opinion":{"type":"string"}},"required":["opinion"]}`)
+	}
+	item, _ := advisorItem(d.a, s, nil, false)
+	return item
+}
+
+// consultation returns the advisor a ConsultAdvisor call asks, and what
+// its answer must be: that advisor's entry alone, since an answer that
+// is another's fits consultOutput's anyOf too. answer is nil when the
+// consultation answers the plain opinion, or names no on-demand advisor.
+func (b *Build) consultation(args json.RawMessage) (id string, answer json.RawMessage) {
+	var c struct {
+		Advisor string `json:"advisor"`
+	}
+	_ = json.Unmarshal(args, &c)
+	if !slices.ContainsFunc(b.advisorsOnDemand, func(d advisorDef) bool { return len(d.schema) > 0 }) {
+		return c.Advisor, nil
+	}
+	for _, d := range slices.Backward(b.advisorsOnDemand) {
+		if d.a.ID == c.Advisor {
+			return c.Advisor, consultItem(d)
+		}
+	}
+	return c.Advisor, nil
+}
+
+// answeredAs returns the id an advisor's entry gives, if any.
+func answeredAs(entry json.RawMessage) (string, bool) {
+	var e struct {
+		ID *string `json:"id"`
+	}
+	if json.Unmarshal(entry, &e) != nil || e.ID == nil {
+		return "", false
+	}
+	return *e.ID, true
 }
 
 // Opinion is one advisor's entry in a solution.

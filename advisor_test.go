@@ -383,3 +383,49 @@ func TestConsultAdvisorOwnSchema(t *testing.T) {
 		t.Errorf("%d requests, want 6 (one repair)", n)
 	}
 }
+
+func TestConsultAdvisorAnswersAsTheOneAsked(t *testing.T) {
+	// A consultation asks one advisor: an answer that is another on-demand
+	// advisor's entry fits ConsultAdvisor's _output, yet is not the advice
+	// asked for. A latent answer so is repaired, and an inline one is an
+	// error the model sees.
+	const advisors = `[{"type":"advisor","id":"riskAnalyst","role":"Rate the risk of a deployment.",
+			"schema":{"type":"object","properties":{"risk":{"type":"number"}},"required":["risk"]}},
+		{"type":"advisor","id":"costAnalyst","role":"Weigh the cost of each option."}]`
+	t.Run("latent", func(t *testing.T) {
+		p := scripted.Solutions(
+			`{"calls":[{"_tool":"ConsultAdvisor","advisor":"riskAnalyst","question":"Deploy now?","_outputPath":"†state.risk"}],"output":null}`,
+			`{"output":{"id":"costAnalyst","opinion":"Cheap.","calls":"{}"}}`,
+			`{"output":{"id":"riskAnalyst","risk":0.7,"calls":"{}"}}`,
+			`{"calls":[],"output":"done"}`,
+		)
+		res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry()}, json.RawMessage(`{"type":"string"}`), ctxOf(t, advisors))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := lookup(t, res.Log, "†state.risk"); got != `{"calls":"{}","id":"riskAnalyst","risk":0.7}` {
+			t.Errorf("risk = %s", got)
+		}
+	})
+	t.Run("inline", func(t *testing.T) {
+		p := scripted.Solutions(
+			`{"calls":[{"_tool":"ConsultAdvisor","advisor":"riskAnalyst","question":"Deploy now?","_outputPath":"†state.risk",
+				"_output":{"id":"costAnalyst","opinion":"Cheap.","calls":"{}"}}],"output":null}`,
+			`{"calls":[],"output":"done"}`,
+		)
+		res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry()}, json.RawMessage(`{"type":"string"}`), ctxOf(t, advisors))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errs []string
+		for _, m := range res.Log.Messages() {
+			if m.Type == message.TypeError {
+				errs = append(errs, m.Error)
+			}
+		}
+		want := []string{`structural error in ConsultAdvisor: the call asks advisor "riskAnalyst", and its _output is the entry of "costAnalyst"`}
+		if !slices.Equal(errs, want) {
+			t.Errorf("errors %q, want %q", errs, want)
+		}
+	})
+}

@@ -17,10 +17,21 @@ func (x *executor) latent(ctx context.Context, c *Call) (*Result, *Response, err
 		Output json.RawMessage `json:"_output"`
 	}
 	_ = json.Unmarshal(c.Params, &inline)
+	var answer json.RawMessage // a consultation's: the entry of the advisor it asks (017)
+	if c.Tool == ConsultAdvisor {
+		var id string
+		id, answer = x.build.consultation(c.Args())
+		if got, ok := answeredAs(inline.Output); ok && answer != nil && got != id {
+			return nil, nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("the call asks advisor %q, and its _output is the entry of %q", id, got)}
+		}
+	}
 	if inline.Output != nil && string(inline.Output) != "null" { // null: what a strict provider writes for none
 		return &Result{Value: inline.Output}, nil, nil
 	}
 	description, out := c.toolResult()
+	if answer != nil {
+		out = answer
+	}
 	if out == nil {
 		out = json.RawMessage(`{}`)
 	}
