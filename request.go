@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -39,7 +40,8 @@ type Config struct {
 	// Model names the model; empty leaves the provider's default.
 	Model string
 	// N is the number of solutions (multiplexing); 0 means 1. A provider
-	// that answers fewer is asked again for the rest.
+	// that answers fewer is asked again for the rest; when it then gives
+	// none, or fails, the solutions it gave stand.
 	N int
 	// Temperature, MaxTokens and Thinking (a reasoning budget in tokens,
 	// negative for none) are passed to the provider; zero leaves its default.
@@ -555,28 +557,30 @@ type answer struct {
 // elements as they arrive, and returns the text of each solution and
 // its finish reason. A provider that answers fewer than req.N solutions
 // (a server that ignores n) is asked again for the rest, each time for
-// what is missing, while it answers at least one.
+// what is missing, while it answers at least one. When it then gives
+// none, or fails, the solutions it gave stand: they were paid for.
 func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Response, yield func(Event, error) bool) (texts, finishes []string, err error) {
 	var answers []*answer
-	n := max(req.N, 1)
-	for ask := req; ; {
-		got := len(answers)
-		if err := send(ctx, &cfg, ask, got, &answers, resp, yield); err != nil {
-			return nil, nil, err
-		}
-		if len(answers) == got {
-			if got == 0 {
-				return nil, nil, fmt.Errorf("agent: provider: empty answer")
-			}
-			return nil, nil, fmt.Errorf("agent: provider: answered %d of %d solutions, then none when asked for the rest", got, n)
-		}
-		if len(answers) >= n {
-			break
-		}
+	if err := send(ctx, &cfg, req, 0, &answers, resp, yield); err != nil {
+		return nil, nil, err
+	}
+	if len(answers) == 0 {
+		return nil, nil, fmt.Errorf("agent: provider: empty answer")
+	}
+	for n := max(req.N, 1); len(answers) < n; {
 		logger(cfg).DebugContext(ctx, "asking for the solutions the provider did not give", "given", len(answers), "n", n)
 		more := *req
 		more.N = n - len(answers)
-		ask = &more
+		got := len(answers)
+		err := send(ctx, &cfg, &more, got, &answers, resp, yield)
+		if err == errStopped || ctx.Err() != nil {
+			return nil, nil, cmp.Or(err, ctx.Err())
+		}
+		if err != nil || len(answers) == got {
+			answers = answers[:got] // what a failed stream left is no solution
+			logger(cfg).WarnContext(ctx, "the provider gave fewer solutions than asked", "given", got, "n", n, "error", err)
+			break
+		}
 	}
 	texts, finishes = make([]string, len(answers)), make([]string, len(answers))
 	for i, a := range answers {
