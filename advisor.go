@@ -98,6 +98,8 @@ func renderAdvisor(_ context.Context, b *Build, m *message.Message) error {
 	}
 	b.Render(provider.RoleUser, advisorText(a))
 	if onDemand(a) {
+		// An advisor declared again is offered as declared last.
+		b.advisorsOnDemand = slices.DeleteFunc(b.advisorsOnDemand, func(d advisorDef) bool { return d.a.ID == a.ID })
 		b.advisorsOnDemand = append(b.advisorsOnDemand, advisorDef{a, schema})
 		b.defineConsult()
 		return nil
@@ -286,7 +288,11 @@ func consultItem(d advisorDef) json.RawMessage {
 	if len(s) == 0 {
 		s = json.RawMessage(`{"type":"object","properties":{"opinion":{"type":"string"}},"required":["opinion"]}`)
 	}
-	item, _ := advisorItem(d.a, s, nil, false)
+	// The call's own _instance says which instance a consultation is
+	// about: its answer names none.
+	a := *d.a
+	a.IsInstanced = false
+	item, _ := advisorItem(&a, s, nil, false)
 	return item
 }
 

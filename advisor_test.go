@@ -12,6 +12,7 @@ import (
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/ref"
 	"github.com/augceo/agent/provider/scripted"
 )
 
@@ -428,4 +429,35 @@ func TestConsultAdvisorAnswersAsTheOneAsked(t *testing.T) {
 			t.Errorf("errors %q, want %q", errs, want)
 		}
 	})
+}
+
+func TestConsultAdvisorInstancedAndRedeclared(t *testing.T) {
+	// A consultation's answer is the advisor's advice: the call's own
+	// _instance says which instance it is about, so an instanced advisor's
+	// answer holds none. An advisor declared again is offered once, as
+	// declared last.
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"ConsultAdvisor","advisor":"riskAnalyst","question":"Deploy a?","_instance":"a","_outputPath":"†state.risk"}],"output":null}`,
+		`{"output":{"id":"riskAnalyst","risk":0.2,"calls":"{}"}}`,
+		`{"calls":[],"output":"done"}`,
+	)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry()}, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[
+		{"type":"data","kind":"state","_instance":"a","data":{}},
+		{"type":"advisor","id":"riskAnalyst","role":"Rate risks.","isInstanced":true,
+			"schema":{"type":"object","properties":{"risk":{"type":"number"}},"required":["risk"]}},
+		{"type":"advisor","id":"riskAnalyst","role":"Rate deployment risks.","isInstanced":true,
+			"schema":{"type":"object","properties":{"risk":{"type":"number"}},"required":["risk"]}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(p.Requests()); n != 3 {
+		t.Errorf("%d requests, want 3 (no repair)", n)
+	}
+	if got, err := ref.EvalString(res.Log.Instance("a"), "†state.risk"); err != nil || string(got) != `{"calls":"{}","id":"riskAnalyst","risk":0.2}` {
+		t.Errorf("state.risk of a = %s, %v", got, err)
+	}
+	schema := string(p.Requests()[0].Schema)
+	if strings.Count(schema, "- riskAnalyst:") != 1 || strings.Contains(schema, "Rate risks.") || !strings.Contains(schema, `"enum":["riskAnalyst"]`) {
+		t.Errorf("riskAnalyst is not offered once, as declared last: %s", schema)
+	}
 }
