@@ -12,8 +12,8 @@ import (
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/message"
-	"github.com/augceo/agent/ref"
 	"github.com/augceo/agent/provider/scripted"
+	"github.com/augceo/agent/ref"
 )
 
 func TestAdvisors(t *testing.T) {
