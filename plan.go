@@ -344,6 +344,9 @@ func planEvents(ctx context.Context, cfg Config, plan []json.RawMessage, in *ins
 				return
 			}
 			cfg.RunID = j.run.ID
+			if x != nil {
+				x.cfg.RunID = cfg.RunID // x was made before the journal named the run
+			}
 			// Calls settle and start in groups: one Append per group, made
 			// before any call of the group runs.
 			j.result, j.batch = result, true
