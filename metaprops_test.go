@@ -35,8 +35,8 @@ func TestComposedCallsOfferTheMetaProperties(t *testing.T) {
 	}
 	sent, plain := compose(`[{"type":"tool","tool":"put"},{"type":"tool","tool":"get"}]`)
 	for _, want := range []string{`"properties":{"_reasoningForCall":{"type":"string"`, `"_tool":{"const":"put"}`, `"_tool":{"const":"get"}`,
-		`"v":{"anyOf":[{"type":"integer"},{"type":"string","pattern":"^†[A-Za-z0-9_-]+"`,
-		`"_outputMethod":{"enum":["set","merge","assign","push","concat"]`, `"_outputPath":{"type":"string","pattern":"^†"`} {
+		`"v":{"anyOf":[{"type":"integer"},{"type":"string","pattern":"^†[A-Za-z0-9_-]+.*$"`,
+		`"_outputMethod":{"enum":["set","merge","assign","push","concat"]`, `"_outputPath":{"type":"string","pattern":"^†.*$"`} {
 		if !strings.Contains(plain, want) {
 			t.Errorf("the composed schema lacks %s:\n%s", want, plain)
 		}

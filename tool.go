@@ -163,8 +163,11 @@ func declares(def json.RawMessage, name string) bool {
 }
 
 // refSchema is what a parameter may hold instead of its value: a
-// reference to a value in the context (007).
-var refSchema = json.RawMessage(`{"type":"string","pattern":"^†[A-Za-z0-9_-]+","description":"A reference †kind.path to a value in the context, resolved before the call runs."}`)
+// reference to a value in the context (007). Its pattern, like
+// outputPathSchema's, is anchored at both ends: llama.cpp's grammar
+// converter (llama-server, Ollama, LM Studio) refuses any other, and
+// the whole request with it.
+var refSchema = json.RawMessage(`{"type":"string","pattern":"^†[A-Za-z0-9_-]+.*$","description":"A reference †kind.path to a value in the context, resolved before the call runs."}`)
 
 // referable lets each parameter of the tool o be a reference, so the
 // model can wire values instead of copying them: o with props so changed.
@@ -201,7 +204,7 @@ var reasoningSchema = json.RawMessage(`{"type":"string","description":"Why this 
 
 // outputPathSchema is offered to the model for tools that do not declare
 // their own _outputPath: any reference, chosen by the model (008).
-var outputPathSchema = json.RawMessage(`{"type":"string","pattern":"^†","description":"Where to write the result, e.g. †state.summary; || branches on failure, && fans out. Omit to not keep the result."}`)
+var outputPathSchema = json.RawMessage(`{"type":"string","pattern":"^†.*$","description":"Where to write the result, e.g. †state.summary; || branches on failure, && fans out. Omit to not keep the result."}`)
 
 // llmTool turns a tool definition into what a call must meet (check)
 // and what the model sees inside calls (llm, see referable):
