@@ -42,6 +42,10 @@ func (p *Provider) complete(ctx context.Context, body []byte, yield func(*provid
 		yield(nil, p.apiError(ctx, res, err))
 		return
 	}
+	if e, ok := cc.JSON.ExtraFields["error"]; ok && e.Raw() != "null" {
+		yield(nil, p.inBandError([]byte(cc.RawJSON()), "error in the response body"))
+		return
+	}
 	if len(cc.Choices) == 0 {
 		yield(nil, fmt.Errorf("%s: response has no choices", p.cfg.Name))
 		return

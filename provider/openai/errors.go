@@ -86,11 +86,7 @@ func (p *Provider) apiError(ctx context.Context, res *http.Response, err error) 
 	}
 	if se, ok := errors.AsType[*ssestream.StreamError](err); ok {
 		// An error event inside a 200 stream: {"error":{...}}.
-		msg, code := errorBody(se.Event.Data)
-		pe.Code = code
-		pe.Status = streamStatus(se.Event.Data, code)
-		pe.Err = errors.New(firstNonEmpty(msg, se.Message))
-		return pe
+		return p.inBandError(se.Event.Data, se.Message)
 	}
 	if pe.Status != 0 && pe.Err != nil {
 		return pe
@@ -99,6 +95,21 @@ func (p *Provider) apiError(ctx context.Context, res *http.Response, err error) 
 	pe.Status = 0
 	pe.Err = err
 	return pe
+}
+
+// inBandError is the error of a 200 response that carries one in its
+// body ({"error":{...}}): an error event of a stream, or the body of a
+// response that does not stream, which OpenRouter sends when the model's
+// provider failed after the request was accepted. fallback is the message
+// when the body has none.
+func (p *Provider) inBandError(body []byte, fallback string) *provider.Error {
+	msg, code := errorBody(body)
+	return &provider.Error{
+		Provider: p.cfg.Name,
+		Status:   streamStatus(body, code),
+		Code:     code,
+		Err:      errors.New(firstNonEmpty(msg, fallback)),
+	}
 }
 
 // errorBody reads the message and code of an error response. It knows
@@ -163,9 +174,9 @@ var streamStatuses = map[string]int{
 	"content_policy_violation": http.StatusBadRequest,
 }
 
-// streamStatus returns the HTTP status of an error event inside a 200
-// stream: the numeric code that some compatible servers write in it, else
-// the status of its code or type, else 0.
+// streamStatus returns the HTTP status of an error inside a 200 response
+// (see inBandError): the numeric code that some compatible servers write
+// in it, else the status of its code or type, else 0.
 func streamStatus(data []byte, code string) int {
 	var outer struct {
 		Error struct {

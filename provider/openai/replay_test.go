@@ -203,6 +203,12 @@ func TestReplayErrors(t *testing.T) {
 				Message: "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens (8000 in the messages, 32000 in the completion). Please reduce the length of the messages or completion."},
 		},
 		{
+			// OpenRouter answers 200 when the upstream provider failed
+			// after the request was accepted, with the error in the body.
+			name: "OpenRouter error in a 200 body", file: "openrouter_error_200.http",
+			want: &apiErr{Provider: "openai", Status: 429, Message: "Provider returned error"},
+		},
+		{
 			name: "HTML from a gateway", file: "gateway_html.http",
 			want: &apiErr{Provider: "openai", Status: 502,
 				Message: "<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n<center><h1>502 Bad Gateway</h1></center>\n<hr><center>nginx</center>\n</body>\n</html>"},
