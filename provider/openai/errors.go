@@ -175,8 +175,9 @@ var streamStatuses = map[string]int{
 }
 
 // streamStatus returns the HTTP status of an error inside a 200 response
-// (see inBandError): the numeric code that some compatible servers write
-// in it, else the status of its code or type, else 0.
+// (see inBandError): the status that some compatible servers write as its
+// code (vLLM and OpenRouter a number, LiteLLM a string of one), else the
+// status of its code or type, else 0.
 func streamStatus(data []byte, code string) int {
 	var outer struct {
 		Error struct {
@@ -184,7 +185,11 @@ func streamStatus(data []byte, code string) int {
 		} `json:"error"`
 	}
 	_ = json.Unmarshal(data, &outer)
-	if s, err := strconv.Atoi(string(outer.Error.Code)); err == nil && s >= 400 && s <= 599 {
+	status := string(outer.Error.Code)
+	if s, err := strconv.Unquote(status); err == nil {
+		status = s
+	}
+	if s, err := strconv.Atoi(status); err == nil && s >= 400 && s <= 599 {
 		return s
 	}
 	return streamStatuses[code]

@@ -229,6 +229,12 @@ func TestReplayErrors(t *testing.T) {
 			want: &apiErr{Provider: "openai", Status: 503, Code: "ServiceUnavailableError", Message: "The engine is overloaded."},
 		},
 		{
+			// LiteLLM's proxy writes the status as a string.
+			name: "LiteLLM error event, its status a string in code", file: "stream_error_litellm.http", stream: true,
+			want: &apiErr{Provider: "openai", Status: 429, Code: "429",
+				Message: "litellm.RateLimitError: RateLimitError: OpenAIException - Rate limit reached for gpt-4o-mini. Please try again in 2s."},
+		},
+		{
 			name: "truncated stream", file: "stream_truncated.http", stream: true,
 			wantText: `{"output":{"answer":`,
 			check: func(t *testing.T, err error) {
