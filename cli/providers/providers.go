@@ -20,9 +20,10 @@ import (
 )
 
 // New builds the provider called name for model: openai, anthropic,
-// gemini (or google), or ollama, at baseURL when it is not empty. Any
-// other name, given a base URL, is an OpenAI-compatible server (vLLM, LM
-// Studio); without one it is an error wrapping [cli.ErrUnknownProvider].
+// gemini (or google), or ollama (with openai.Config.LegacyMaxTokens), at
+// baseURL when it is not empty. Any other name, given a base URL, is an
+// OpenAI-compatible server (vLLM, LM Studio); without one it is an error
+// wrapping [cli.ErrUnknownProvider].
 // Keys come from the providers' usual environment variables
 // (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY),
 // Ollama's address from OLLAMA_HOST. New does no I/O; ctx is unused.
@@ -38,7 +39,8 @@ func New(_ context.Context, name, model, baseURL string) (provider.Provider, err
 		if baseURL == "" {
 			baseURL = ollamaURL()
 		}
-		return openai.New(openai.Config{Name: "ollama", Model: model, BaseURL: baseURL})
+		// Ollama reads the output limit from max_tokens only.
+		return openai.New(openai.Config{Name: "ollama", Model: model, BaseURL: baseURL, LegacyMaxTokens: true})
 	}
 	if baseURL == "" {
 		return nil, fmt.Errorf("%w %q (openai, anthropic, gemini, ollama, or any name with --base-url for an OpenAI-compatible server)", cli.ErrUnknownProvider, name)

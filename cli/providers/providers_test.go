@@ -97,3 +97,25 @@ func TestActs(t *testing.T) {
 		t.Errorf("resume: exit %d, %q", code, errOut)
 	}
 }
+
+// TestOllamaMaxTokens: Ollama's OpenAI-compatible API reads the output
+// limit from max_tokens only and ignores max_completion_tokens, so the
+// ollama provider sends the older name.
+func TestOllamaMaxTokens(t *testing.T) {
+	var body []byte
+	srv := openaitest.Server(t, func(b []byte) string {
+		body = b
+		return `{"output":null}`
+	})
+	p, err := providers.New(context.Background(), "ollama", "qwen3", srv.URL+"/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &provider.Request{Messages: []provider.Message{{Role: provider.RoleUser, Text: "hi"}}, MaxTokens: 64}
+	if _, err := provider.Collect(p.Generate(context.Background(), req)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(body, []byte(`"max_tokens":64`)) || bytes.Contains(body, []byte(`max_completion_tokens`)) {
+		t.Errorf("the limit does not go out as max_tokens:\n%s", body)
+	}
+}
