@@ -100,6 +100,11 @@ type Config struct {
 	// for models that accept it (GPT-5.1 and later, which reject
 	// "minimal"), or to "low" for o-series models.
 	ThinkingOff string
+	// SingleChoice leaves n out of every request, so that the server
+	// answers one choice, and a Request for several solutions asks again
+	// for each: for servers that refuse n above 1 (llama-server answers
+	// 500 "Only one completion choice is allowed").
+	SingleChoice bool
 	// NoPromptCacheKey leaves out prompt_cache_key (Request.CacheKey), for
 	// compatible servers that reject fields they do not know; OpenAI,
 	// Ollama and vLLM take it or ignore it.

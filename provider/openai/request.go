@@ -87,7 +87,7 @@ func (p *Provider) request(req *provider.Request) (*requestBody, error) {
 			return nil, fmt.Errorf("%w %q in message %d", ErrUnknownRole, m.Role, i)
 		}
 	}
-	if req.N > 1 {
+	if req.N > 1 && !p.cfg.SingleChoice {
 		b.N = req.N
 	}
 	if req.Temperature != nil {

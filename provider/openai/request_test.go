@@ -80,6 +80,11 @@ func TestRequestBody(t *testing.T) {
 			req:  provider.Request{Messages: conversation()[1:], Schema: []byte(testSchema), Stream: true},
 		},
 		{
+			name: "single_choice",
+			cfg:  Config{Model: "qwen3", SingleChoice: true, LegacyMaxTokens: true},
+			req:  provider.Request{Messages: conversation(), Schema: []byte(testSchema), N: 3, Stream: true, MaxTokens: 1000},
+		},
+		{
 			name: "cache_key",
 			cfg:  Config{Model: "gpt-5-mini"},
 			req:  provider.Request{Messages: conversation(), Schema: []byte(testSchema), CacheKey: "run-01JD8X4Q6N"},
