@@ -131,6 +131,13 @@ func TestReplay(t *testing.T) {
 				FinishReasons: []string{"stop"}, Usage: &provider.Usage{Input: 31, Output: 21}},
 		},
 		{
+			// ik_llama.cpp (and llama-server before it sent [DONE]) ends the
+			// stream after the finish_reason, whose chunk has the usage.
+			name: "stream without [DONE]", file: "stream_no_done.http", stream: true,
+			want: gathered{Texts: []string{`{"output":"Paris"}`}, Thinking: []string{""}, FinishReasons: []string{"stop"},
+				Usage: &provider.Usage{Input: 26, Output: 7}},
+		},
+		{
 			name: "stream Ollama reasoning", file: "stream_ollama.http", stream: true,
 			want: gathered{Texts: []string{`{"output": "Paris"}`}, Thinking: []string{"Okay, Paris."},
 				FinishReasons: []string{"stop"}, Usage: &provider.Usage{Input: 24, Output: 19}},
@@ -223,6 +230,14 @@ func TestReplayErrors(t *testing.T) {
 			name: "error event first", file: "stream_error_first.http", stream: true,
 			want: &apiErr{Provider: "openai", Status: 500, Code: "server_error",
 				Message: "The server had an error while processing your request. Sorry about that!"},
+		},
+		{
+			// OpenRouter keeps the connection alive with SSE comments and
+			// reports an error after the first text with finish_reason
+			// "error" beside it.
+			name: "OpenRouter comments, then an error event mid-stream", file: "stream_openrouter_error.http", stream: true,
+			wantText: `{"output":`,
+			want:     &apiErr{Provider: "openai", Status: 500, Code: "server_error", Message: "Provider disconnected unexpectedly"},
 		},
 		{
 			name: "vLLM error event, its status in code", file: "stream_error_vllm.http", stream: true,
