@@ -59,7 +59,9 @@ func (p *Provider) apiError(ctx context.Context, res *http.Response, err error) 
 	pe := &provider.Error{Provider: p.cfg.Name}
 	if ae, ok := errors.AsType[*openai.Error](err); ok {
 		pe.Status = ae.StatusCode
-		pe.Code = firstNonEmpty(ae.Code, ae.Type)
+		// The SDK reads a numeric code (llama-server's and OpenRouter's
+		// repeat of the status) as text; it is no code, as stringCode says.
+		pe.Code = firstNonEmpty(stringCode(json.RawMessage(ae.JSON.Code.Raw())), ae.Type)
 		if ae.Message != "" {
 			pe.Err = errors.New(ae.Message)
 		}

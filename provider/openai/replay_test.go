@@ -216,6 +216,18 @@ func TestReplayErrors(t *testing.T) {
 			want: &apiErr{Provider: "openai", Status: 429, Message: "Provider returned error"},
 		},
 		{
+			// llama-server and OpenRouter repeat the status as a numeric
+			// code, which names nothing the status does not: the type does.
+			name: "llama-server error, its status in code", file: "llamacpp_schema_error.http",
+			want: &apiErr{Provider: "openai", Status: 400, Code: "invalid_request_error",
+				Message: "JSON schema conversion failed:\nPattern must start with '^' and end with '$'"},
+		},
+		{
+			name: "OpenRouter error, its status in code", file: "openrouter_no_credits.http", stream: true,
+			want: &apiErr{Provider: "openai", Status: 402,
+				Message: "This request requires more credits, or fewer max_tokens. You requested up to 16384 tokens, but can only afford 1205. To increase, visit https://openrouter.ai/settings/credits and upgrade to a paid account"},
+		},
+		{
 			name: "HTML from a gateway", file: "gateway_html.http",
 			want: &apiErr{Provider: "openai", Status: 502,
 				Message: "<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n<center><h1>502 Bad Gateway</h1></center>\n<hr><center>nginx</center>\n</body>\n</html>"},
