@@ -89,11 +89,11 @@ type Config struct {
 	// outputs: it sends response_format {"type":"json_object"} and puts the
 	// full schema into the system message instead of sending
 	// {"type":"json_schema", ..., "strict": true}. The answer is validated
-	// by the caller either way.
+	// by the caller either way. LM Studio refuses json_object.
 	JSONMode bool
 	// LegacyMaxTokens sends Request.MaxTokens as max_tokens instead of
 	// max_completion_tokens, for servers that only know the older name
-	// (Ollama). OpenAI's reasoning models reject max_tokens.
+	// (Ollama, llama-server). OpenAI's reasoning models reject max_tokens.
 	LegacyMaxTokens bool
 	// ThinkingOff is the reasoning_effort sent for a negative
 	// Request.Thinking; empty means [DefaultThinkingOff]. Set it to "none"
