@@ -63,7 +63,7 @@ func (p *Provider) apiError(ctx context.Context, res *http.Response, err error) 
 		// repeat of the status) as text; it is no code, as stringCode says.
 		pe.Code = firstNonEmpty(stringCode(json.RawMessage(ae.JSON.Code.Raw())), ae.Type)
 		if ae.Message != "" {
-			pe.Err = errors.New(ae.Message)
+			pe.Err = errors.New(withUpstream(ae.Message, json.RawMessage(ae.JSON.ExtraFields["metadata"].Raw())))
 		}
 		if res == nil {
 			res = ae.Response
@@ -131,14 +131,15 @@ func errorBody(body []byte) (msg, code string) {
 		return truncate(string(body), 500), ""
 	}
 	var inner struct {
-		Message string          `json:"message"`
-		Type    string          `json:"type"`
-		Code    json.RawMessage `json:"code"`
+		Message  string          `json:"message"`
+		Type     string          `json:"type"`
+		Code     json.RawMessage `json:"code"`
+		Metadata json.RawMessage `json:"metadata"`
 	}
 	var text string
 	switch {
 	case json.Unmarshal(outer.Error, &inner) == nil && (inner.Message != "" || inner.Type != ""):
-		return inner.Message, firstNonEmpty(stringCode(inner.Code), inner.Type)
+		return withUpstream(inner.Message, inner.Metadata), firstNonEmpty(stringCode(inner.Code), inner.Type)
 	case json.Unmarshal(outer.Error, &text) == nil && text != "":
 		return text, ""
 	case outer.Message != "":
@@ -149,6 +150,28 @@ func errorBody(body []byte) (msg, code string) {
 		return string(outer.Detail), ""
 	}
 	return truncate(string(body), 500), ""
+}
+
+// withUpstream adds to msg the error of the model's provider that
+// OpenRouter puts in the error's metadata.raw (its message then says only
+// "Provider returned error"): the message of that error when it is one
+// errorBody reads, else its text.
+func withUpstream(msg string, metadata json.RawMessage) string {
+	var m struct {
+		Raw json.RawMessage `json:"raw"`
+	}
+	if msg == "" || json.Unmarshal(metadata, &m) != nil || len(m.Raw) == 0 {
+		return msg
+	}
+	raw := []byte(m.Raw)
+	var s string
+	if json.Unmarshal(m.Raw, &s) == nil {
+		raw = []byte(s)
+	}
+	if up, _ := errorBody(raw); up != "" && up != "null" {
+		return msg + ": " + up
+	}
+	return msg
 }
 
 // streamStatuses are the HTTP statuses of the error types and codes an

@@ -213,7 +213,15 @@ func TestReplayErrors(t *testing.T) {
 			// OpenRouter answers 200 when the upstream provider failed
 			// after the request was accepted, with the error in the body.
 			name: "OpenRouter error in a 200 body", file: "openrouter_error_200.http",
-			want: &apiErr{Provider: "openai", Status: 429, Message: "Provider returned error"},
+			want: &apiErr{Provider: "openai", Status: 429,
+				Message: "Provider returned error: z-ai/glm-4.5-air:free is temporarily rate-limited upstream. Please retry shortly, or add your own key to accumulate your rate limits: https://openrouter.ai/settings/integrations"},
+		},
+		{
+			// OpenRouter's message names no cause; the model's provider's
+			// error is in metadata.raw.
+			name: "OpenRouter error of the model's provider", file: "openrouter_provider_error.http",
+			want: &apiErr{Provider: "openai", Status: 400,
+				Message: "Provider returned error: Invalid schema for response_format 'solution': In context=(), 'required' is required to be supplied and to be an array including every key in properties. Missing 'notes'."},
 		},
 		{
 			// llama-server and OpenRouter repeat the status as a numeric
