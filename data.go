@@ -58,7 +58,7 @@ func renderData(_ context.Context, b *Build, m *message.Message) error {
 		// While _instance is an enum, it grows, or turns into a string.
 		if !b.instancesOpen {
 			b.changed = true
-			b.instancesOpen = b.contextLen > 0 && b.Index >= b.contextLen
+			b.instancesOpen = b.contextLen > 0 && (b.Index >= b.contextLen || m.Call != nil || b.planned)
 		}
 	}
 	if b.rendering != RenderSnapshot {

@@ -72,10 +72,13 @@ type Build struct {
 	lazy      bool     // only plan: no tool offers an _output (see Config.lazy)
 	instances []string // the instances of the data handled, in order: what a call's _instance may name
 	// contextLen is Config.contextLen. instancesOpen is set once an
-	// instance appeared after the context: _instance is then any string,
-	// checked against instances when a call is prepared, since an enum
-	// that grew with each new instance would change the composed schema,
-	// and the prompt cache behind it, each time.
+	// instance appeared after the context, in a call's output or after a
+	// plan: _instance is then any string, checked against instances when
+	// a call is prepared, since an enum that grew with each new instance
+	// would change the composed schema, and the prompt cache behind it,
+	// each time. The last two come from the log alone, so a run whose
+	// context is an earlier run's log (a conversation's next turn) opens
+	// it where that run did.
 	contextLen    int
 	instancesOpen bool
 

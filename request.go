@@ -145,8 +145,9 @@ type Config struct {
 	// (Event.tick), so the calls of a chunk start together.
 	ticks bool
 	// contextLen, set by the loop, is how many messages its context had:
-	// an instance that appears after them opens _instance (see
-	// Build.instancesOpen), and a call must name an instance of the data.
+	// an instance that appears after them, in a call's output or after a
+	// plan opens _instance (see Build.instancesOpen), and a call must name
+	// an instance of the data.
 	// 0 (a Request, a plan, a run journaled before it was kept): the
 	// instances are an enum of those known, however they came.
 	contextLen int
