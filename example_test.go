@@ -53,3 +53,32 @@ func ExampleRun() {
 	fmt.Println(res.Steps, string(sum), string(res.Solution.Output))
 	// Output: 2 42 {"done":true}
 }
+
+// A conversation, one run a turn: each turn's context is the log of the
+// turn before, its answer as an assistant message and the user's next
+// message, so each turn's requests extend the turn before's.
+func ExampleRun_conversation() {
+	// A scripted model stands in for a real provider here.
+	model := scripted.Solutions(`{"output":"Hello, Ada."}`, `{"output":"You are Ada."}`)
+	cfg := agent.Config{Provider: model}
+	reply := json.RawMessage(`{"type":"string"}`)
+	msgs := []message.Message{message.System("You are a friendly assistant.")}
+	for _, said := range []string{"Hi, I am Ada.", "Who am I?"} {
+		msgs = append(msgs, message.Text(said))
+		res, err := agent.Run(context.Background(), cfg, reply, msgs)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		var text string
+		_ = json.Unmarshal(res.Solution.Output, &text)
+		fmt.Println(text)
+		msgs = append(res.Log.Messages(), message.Message{Type: message.TypeText, Role: message.RoleAssistant, Text: text})
+	}
+	last := model.Requests()[1].Messages
+	fmt.Printf("the second turn's request: %d messages, the last %q\n", len(last), last[len(last)-1].Text)
+	// Output:
+	// Hello, Ada.
+	// You are Ada.
+	// the second turn's request: 4 messages, the last "Who am I?"
+}
