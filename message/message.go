@@ -112,6 +112,10 @@ func (m *Message) Identity() Identity { return Identity{Kind: m.Kind, Instance: 
 // Text returns a user text message.
 func Text(s string) Message { return Message{Type: TypeText, Role: RoleUser, Text: s} }
 
+// Assistant returns an assistant text message: what the model answered,
+// as a conversation's next turn shows it.
+func Assistant(s string) Message { return Message{Type: TypeText, Role: RoleAssistant, Text: s} }
+
 // System returns a system text message: instructions, {"type":"system",
 // "message":"..."} in the protocol's spelling.
 func System(s string) Message { return Message{Type: TypeText, Role: RoleSystem, Text: s} }

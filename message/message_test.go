@@ -30,6 +30,7 @@ func TestConstructors(t *testing.T) {
 		from string // as a user would write it
 	}{
 		{"text", message.Text("Hi"), `{"type":"text","role":"user","text":"Hi"}`, `{"role":"user","content":"Hi"}`},
+		{"assistant", message.Assistant("Hello."), `{"type":"text","role":"assistant","text":"Hello."}`, `{"role":"assistant","content":"Hello."}`},
 		{"system", message.System("Be brief."), `{"type":"text","role":"system","text":"Be brief."}`, `{"type":"system","message":"Be brief."}`},
 		{"tool", message.Tool("weather"), `{"type":"tool","tool":"weather"}`, `{"type":"tool","tool":"weather"}`},
 		{"tool name to escape", message.Tool(`a"<b>`), `{"type":"tool","tool":"a\"<b>"}`, `{"type":"tool","tool":"a\"<b>"}`},
