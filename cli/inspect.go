@@ -101,10 +101,11 @@ func listRuns(ctx context.Context, w io.Writer, storeURL string, asJSON bool) er
 	if !asJSON {
 		fmt.Fprintln(tw, "RUN\tKIND\tSTATUS\tMODEL\tTOKENS\tUPDATED\tIDEA")
 	}
+	var errs []error // the runs it could not read: the others are listed
 	for r, err := range st.Runs(ctx) {
 		if err != nil {
-			tw.Flush() // the runs before the one it could not read
-			return err
+			errs = append(errs, err)
+			continue
 		}
 		if asJSON {
 			b, err := json.Marshal(runJSON(r))
@@ -117,7 +118,7 @@ func listRuns(ctx context.Context, w io.Writer, storeURL string, asJSON bool) er
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", escapeLine(r.ID), escapeLine(r.Kind), escapeLine(string(r.Status)), dash(r.Model), r.Usage.Total(),
 			r.Updated.Local().Format(time.DateTime), dash(r.Idea))
 	}
-	return tw.Flush()
+	return errors.Join(append([]error{tw.Flush()}, errs...)...)
 }
 
 // runJSON is a run as scripts see it.

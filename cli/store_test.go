@@ -69,8 +69,8 @@ func TestLogCorrupt(t *testing.T) {
 	}
 }
 
-// TestRunsCorrupt: runs lists the runs before one it cannot read, then
-// names that one.
+// TestRunsCorrupt: runs lists every run it can read, those after one it
+// cannot as well, then names that one.
 func TestRunsCorrupt(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "runs.db")
 	st, err := sqlite.Open(t.Context(), db)
@@ -78,7 +78,7 @@ func TestRunsCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	for i, id := range []string{"old", "new"} {
+	for i, id := range []string{"oldest", "old", "new"} {
 		at := now.Add(time.Duration(i) * time.Second)
 		if err := st.Create(t.Context(), store.Run{ID: id, Kind: "plan", Status: store.Done, Created: at, Updated: at}); err != nil {
 			t.Fatal(err)
@@ -95,7 +95,7 @@ func TestRunsCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := acts(t.Context(), agent.NewRegistry(), "runs", "--store", db)
-	if code != 1 || !strings.Contains(out, "new") || errOut != "acts: runs: run old: usage: unexpected end of JSON input\n" {
+	if code != 1 || !strings.Contains(out, "new") || !strings.Contains(out, "oldest") || errOut != "acts: runs: run old: usage: unexpected end of JSON input\n" {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

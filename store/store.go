@@ -170,6 +170,7 @@ type Store interface {
 type Catalog interface {
 	// Load returns a run's metadata, or ErrNotFound.
 	Load(ctx context.Context, id string) (Run, error)
-	// Runs walks every run, most recently created first.
+	// Runs walks every run, most recently created first. A run it cannot
+	// read is an error, and the walk goes on while the caller asks.
 	Runs(ctx context.Context) iter.Seq2[Run, error]
 }

@@ -424,8 +424,11 @@ func (s *Store) Runs(ctx context.Context) iter.Seq2[store.Run, error] {
 			}
 			run, err := scanRun(rows)
 			if err != nil {
-				yield(store.Run{}, fmt.Errorf("runs: %w", err))
-				return
+				// One run it cannot read does not hide the others.
+				if !yield(store.Run{}, fmt.Errorf("runs: %w", err)) {
+					return
+				}
+				continue
 			}
 			if !yield(run, nil) {
 				return
