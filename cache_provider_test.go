@@ -12,6 +12,7 @@ import (
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/internal/strict"
+	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/anthropic"
 	"github.com/augceo/agent/provider/gemini"
@@ -217,6 +218,55 @@ func TestAnthropicCacheResumeBetweenSteps(t *testing.T) {
 	}
 	if prev, r := reqs[1].Cache, reqs[2].Cache; prev.Write == 0 || r.Read < prev.Read+prev.Write {
 		t.Errorf("resumed request read %d tokens; the request before wrote up to %d (%+v, %+v)", r.Read, prev.Read+prev.Write, prev, r)
+	}
+}
+
+// TestAnthropicCacheContinue: a conversation's second turn, Continue of
+// the durable run of the first, sends what a new run over the
+// conversation sends, body for body, and its first request reads from
+// the cache all that the first turn's last request wrote.
+func TestAnthropicCacheContinue(t *testing.T) {
+	answers := append(longSteps(1), `{"calls":[],"output":{"done":true}}`)
+	schema := json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}},"required":["done"]}`)
+	msgs := cacheContext()
+	msgs[0].Text = strings.Repeat(systemPrompt, 4) // past the shortest prefix cached
+	again := message.Text("Once more, please.")
+	var turns [2][]*strict.Request
+	for i, continued := range []bool{false, true} {
+		p, srv, _ := anthropicCached(t, answers)
+		reg, _ := cacheAgent(1)
+		cfg := agent.Config{Provider: p, Registry: reg, MaxSteps: 3, Clock: fixed, Store: store.NewMemory(), RunID: "r", Concurrency: 1}
+		res, err := agent.Run(context.Background(), cfg, schema, msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if continued {
+			_, err = agent.Continue(context.Background(), agent.Config{Provider: p, Registry: reg, Clock: fixed, Store: cfg.Store}, "r", again)
+		} else {
+			next := append(res.Log.Messages(), message.Message{Type: message.TypeText, Role: message.RoleAssistant, Text: string(res.Solution.Output)}, again)
+			cfg.RunID = "r2"
+			_, err = agent.Run(context.Background(), cfg, schema, next)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		turns[i] = srv.Requests()
+	}
+	fresh, reqs := turns[0], turns[1]
+	if len(reqs) != 3 || len(fresh) != 3 {
+		t.Fatalf("%d and %d requests reached the API, want 3", len(fresh), len(reqs))
+	}
+	for i := range reqs {
+		t.Logf("request %d: %+v", i+1, reqs[i].Cache)
+		if string(reqs[i].Body) != string(fresh[i].Body) {
+			t.Errorf("request %d: %s", i+1, firstDiff(string(fresh[i].Body), string(reqs[i].Body)))
+		}
+		if reqs[i].Cache != fresh[i].Cache {
+			t.Errorf("request %d: cache %+v, a new run's %+v", i+1, reqs[i].Cache, fresh[i].Cache)
+		}
+	}
+	if prev, r := reqs[1].Cache, reqs[2].Cache; prev.Write == 0 || r.Read < prev.Read+prev.Write {
+		t.Errorf("the second turn's first request read %d tokens; the first turn's last wrote up to %d (%+v, %+v)", r.Read, prev.Read+prev.Write, prev, r)
 	}
 }
 

@@ -25,8 +25,15 @@ var (
 	// never settled: it may or may not have had its effect. Resume runs
 	// it again only when its activity is Idempotent.
 	ErrInterrupted = errors.New("agent: interrupted: the call started before the run stopped and did not finish; its activity is not idempotent, so it was not run again")
-	// ErrNoStore reports Resume without Config.Store.
+	// ErrNoStore reports Resume or Continue without Config.Store.
 	ErrNoStore = errors.New("agent: no store")
+	// ErrUnfinished reports Continue of a run that has not finished:
+	// one that failed, was interrupted, or is running with no one
+	// holding it (its process died). Resume it first.
+	ErrUnfinished = errors.New("agent: the run has not finished")
+	// ErrNotLoop reports Continue of a run that is not a loop's (a plan
+	// run has no conversation to go on with).
+	ErrNotLoop = errors.New("agent: not a loop run")
 )
 
 // Idempotent marks an activity as safe to run twice with the same call,
@@ -245,6 +252,13 @@ type resumed struct {
 	// run is the run as the resume loaded it, under the lease: no one
 	// else writes it until the journal takes it over.
 	run store.Run
+	// continued is set when the run goes on with a new turn (Continue):
+	// the messages of msgs from from on are the turn's, for the journal.
+	continued bool
+	from      int
+	// turnStep and turnTokens are the steps and tokens of the run before
+	// its current turn, at its last end: a turn's limits are its own.
+	turnStep, turnTokens int
 }
 
 // openJournal creates the run, held by this process, with the messages
@@ -258,10 +272,34 @@ func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msg
 		j.lease = rs.lease
 		run := rs.run
 		run.Kind, run.Status, run.Error, run.Updated, run.Lease = kind, store.Running, "", now, j.lease.terms(ctx)
+		if rs.continued {
+			// The new turn's context is the whole log, as a new run's
+			// would be (see Config.contextLen); the rest of the spec stays.
+			saved, err := specOf(run)
+			if err != nil {
+				return nil, err
+			}
+			saved.Context = spec.Context
+			if run.Spec, err = json.Marshal(saved); err != nil {
+				return nil, fmt.Errorf("agent: run spec: %w", err)
+			}
+		}
 		if err := cfg.Store.Save(ctx, j.lease.owner, run); err != nil {
 			return nil, fmt.Errorf("agent: save run %s: %w", run.ID, err)
 		}
 		j.run = run
+		if rs.continued {
+			// The turn's messages are durable before its first request,
+			// in one Append: the journal holds all of them or none.
+			for i := range msgs[rs.from:] {
+				if err := j.message(ctx, &msgs[rs.from+i], ""); err != nil {
+					return nil, err
+				}
+			}
+			if err := j.flush(ctx); err != nil {
+				return nil, err
+			}
+		}
 		// The calls that failed before the resume and whose error message
 		// the log lacks: the resume appends those messages first.
 		j.failing = map[string][]failedCall{}
@@ -570,10 +608,16 @@ func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, 
 		if err != nil {
 			return nil, fmt.Errorf("agent: read run %s: %w", id, err)
 		}
+		if r.ended && e.Type != store.EntryEnd { // a turn after it (Continue)
+			r.ended, r.end = false, nil
+		}
 		switch e.Type {
 		case store.EntryMessage:
+			// UnmarshalJSON itself: json.Unmarshal would check the bytes
+			// before it, and then the method checks them again. A
+			// conversation's turn reads the whole journal (Continue).
 			var m message.Message
-			if err := json.Unmarshal(e.Data, &m); err != nil {
+			if err := m.UnmarshalJSON(e.Data); err != nil {
 				return nil, fmt.Errorf("agent: run %s: entry %d: %w", id, e.Seq, err)
 			}
 			r.msgs = append(r.msgs, m)
@@ -621,6 +665,12 @@ func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, 
 					return nil, fmt.Errorf("agent: run %s: entry %d: %w", id, e.Seq, err)
 				}
 			}
+			// The run ended: a call it left unsettled never runs, and a
+			// turn after it starts counting its steps and tokens here.
+			clear(r.started)
+			clear(r.queued)
+			r.step = max(r.step, r.end.Steps)
+			r.turnStep, r.turnTokens = r.end.Steps, r.end.Usage.Total()
 		}
 	}
 	r.usage = usage.Of(run)
@@ -640,10 +690,49 @@ func Resume(ctx context.Context, cfg Config, id string) (*RunResult, error) {
 
 // ResumeEvents is Resume as a stream of events.
 func ResumeEvents(ctx context.Context, cfg Config, id string) iter.Seq2[RunEvent, error] {
+	return reopen(ctx, cfg, id, false, nil)
+}
+
+// Continue goes on with a loop run of cfg.Store that is done: the next
+// turn of a conversation kept in one run. It appends to the run's
+// journal its answer, an assistant text message holding the output's
+// JSON as the model wrote it (none when the run has no output), then
+// msgs, and runs the loop on from there with the run's schema and saved
+// settings (see [Resume]), journaling only what the turn adds. The
+// turn's requests are those of a new run over the run's log, its answer
+// and msgs (docs/loop.md, Conversations), byte for byte, so its first
+// request extends the turn before's last and the prompt cache reads it.
+//
+// The run keeps its id; it is running again until the turn ends, done
+// or failed, and a turn cut short is resumed as any run is. A turn has
+// the limits of a run of its own (MaxSteps, TokenBudget); the result's
+// Steps and Usage count every turn of the run, and its Log is the whole
+// conversation. Continue holds the run's lease as Resume does: a run
+// another process advances fails with a *store.LeaseError
+// (store.ErrLeased), one that has not finished (failed, interrupted, or
+// left running by a process that died) with ErrUnfinished (Resume it
+// first), a plan run with ErrNotLoop, an unknown one with
+// store.ErrNotFound; the run is then as it was. msgs are copied: they
+// stay the caller's.
+func Continue(ctx context.Context, cfg Config, id string, msgs ...message.Message) (*RunResult, error) {
+	return Collect(ContinueEvents(ctx, cfg, id, msgs...))
+}
+
+// ContinueEvents is Continue as a stream of events.
+func ContinueEvents(ctx context.Context, cfg Config, id string, msgs ...message.Message) iter.Seq2[RunEvent, error] {
+	return reopen(ctx, cfg, id, true, msgs)
+}
+
+// reopen resumes run id, or, with next, continues it with msgs.
+func reopen(ctx context.Context, cfg Config, id string, next bool, msgs []message.Message) iter.Seq2[RunEvent, error] {
+	op, name := "resume", "Resume"
+	if next {
+		op, name = "continue", "Continue"
+	}
 	return func(yield func(RunEvent, error) bool) {
 		cat, ok := cfg.Store.(store.Catalog)
 		if cfg.Store == nil || !ok {
-			yield(RunEvent{}, fmt.Errorf("%w: Resume needs a store.Store that is also a store.Catalog", ErrNoStore))
+			yield(RunEvent{}, fmt.Errorf("%w: %s needs a store.Store that is also a store.Catalog", ErrNoStore, name))
 			return
 		}
 		ctx = runContext(ctx, cfg)
@@ -651,7 +740,7 @@ func ResumeEvents(ctx context.Context, cfg Config, id string) iter.Seq2[RunEvent
 		// holder.
 		l, err := acquire(ctx, &cfg, id)
 		if err != nil {
-			yield(RunEvent{}, fmt.Errorf("agent: resume %s: %w", id, err))
+			yield(RunEvent{}, fmt.Errorf("agent: %s %s: %w", op, id, err))
 			return
 		}
 		// Renewed from now on, for the whole resumed run (the journal
@@ -661,7 +750,10 @@ func ResumeEvents(ctx context.Context, cfg Config, id string) iter.Seq2[RunEvent
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		l.keep(ctx, cancel)
-		run, rs, spec, err := loadRun(ctx, cat, cfg.Store, id)
+		run, rs, spec, err := loadRun(ctx, cat, cfg.Store, id, op)
+		if err == nil && next {
+			err = rs.next(run, msgs, cfg.Provider)
+		}
 		defer func() {
 			if rs == nil || !rs.journaled {
 				l.giveUp(ctx, run)
@@ -722,12 +814,12 @@ func withLeaseCause(ctx context.Context, err error) error {
 	return err
 }
 
-// loadRun reads what a resume needs of run id: its metadata, journal and
-// spec.
-func loadRun(ctx context.Context, cat store.Catalog, st store.Store, id string) (store.Run, *resumed, runSpec, error) {
+// loadRun reads what a resume (or op) needs of run id: its metadata,
+// journal and spec.
+func loadRun(ctx context.Context, cat store.Catalog, st store.Store, id, op string) (store.Run, *resumed, runSpec, error) {
 	run, err := cat.Load(ctx, id)
 	if err != nil {
-		return run, nil, runSpec{}, fmt.Errorf("agent: resume %s: %w", id, err)
+		return run, nil, runSpec{}, fmt.Errorf("agent: %s %s: %w", op, id, err)
 	}
 	spec, err := specOf(run)
 	if err != nil {
@@ -738,6 +830,32 @@ func loadRun(ctx context.Context, cat store.Catalog, st store.Store, id string) 
 		return run, nil, spec, err
 	}
 	return run, rs, spec, nil
+}
+
+// next makes rs, the journal of run, the start of the run's next turn:
+// its log, its answer and msgs. The run must be a loop's that ended.
+func (rs *resumed) next(run store.Run, msgs []message.Message, p provider.Provider) error {
+	switch {
+	case run.Kind != kindLoop:
+		return fmt.Errorf("agent: continue %s: %w: it is a %s run", run.ID, ErrNotLoop, run.Kind)
+	case !rs.ended:
+		return fmt.Errorf("agent: continue %s: %w: it is %s; resume it first", run.ID, ErrUnfinished, run.Status)
+	case p == nil:
+		return fmt.Errorf("agent: continue %s: %w", run.ID, ErrNoProvider)
+	}
+	rs.continued, rs.from = true, len(rs.msgs)
+	if len(rs.end.Solution) > 0 {
+		sol, err := splitSolution(rs.end.Solution)
+		if err != nil {
+			return fmt.Errorf("agent: continue %s: solution: %w", run.ID, err)
+		}
+		if len(sol.Output) > 0 {
+			rs.msgs = append(rs.msgs, message.Message{Type: message.TypeText, Role: message.RoleAssistant, Text: string(sol.Output)})
+		}
+	}
+	rs.msgs = append(rs.msgs, msgs...)
+	rs.ended, rs.end = false, nil
+	return nil
 }
 
 // result is the result of a run whose journal ended.
@@ -781,7 +899,8 @@ func (x *executor) interrupted(rs *resumed, id string, c *Call) error {
 func resumeLoop(ctx context.Context, cfg Config, schema json.RawMessage) iter.Seq2[RunEvent, error] {
 	return func(yield func(RunEvent, error) bool) {
 		rs := cfg.resume
-		if step, open := rs.openStep(); open || step > 0 && step == rs.step {
+		// A new turn's first request is a new run's (0: none seen).
+		if step, open := rs.openStep(); !rs.continued && (open || step > 0 && step == rs.step) {
 			// The open step's request was sent with the log as it was
 			// when its calls began. A closed one's was too, and the run
 			// stopped in the next request, which the resumed run sends

@@ -14,6 +14,7 @@ import (
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/internal/pgtest"
+	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/store"
 	"github.com/augceo/agent/store/postgres"
@@ -90,12 +91,15 @@ func BenchmarkDurablePlan(b *testing.B) {
 // and the journal entries written through a store.
 type countingStore struct {
 	store.Store
-	tx, entries atomic.Int64
+	tx, entries, bytes atomic.Int64
 }
 
 func (s *countingStore) Create(ctx context.Context, run store.Run, es ...store.Entry) error {
 	s.tx.Add(1)
 	s.entries.Add(int64(len(es)))
+	for _, e := range es {
+		s.bytes.Add(int64(len(e.Data)))
+	}
 	return s.Store.Create(ctx, run, es...)
 }
 
@@ -112,7 +116,67 @@ func (s *countingStore) Acquire(ctx context.Context, id string, l store.Lease, n
 func (s *countingStore) Append(ctx context.Context, id, owner string, es ...store.Entry) error {
 	s.tx.Add(1)
 	s.entries.Add(int64(len(es)))
+	for _, e := range es {
+		s.bytes.Add(int64(len(e.Data)))
+	}
 	return s.Store.Append(ctx, id, owner, es...)
+}
+
+// BenchmarkDurableTurn holds conversations of T turns in each store, each
+// turn a step with a code call and a step with the output, either as a
+// new run a turn over the turn before's log, its answer and the user's
+// message (turn=run), or as Continue of one run (turn=continue). It
+// reports the time, the journal entries and the journal bytes per turn:
+// a new run writes the whole conversation again, Continue only what the
+// turn adds.
+func BenchmarkDurableTurn(b *testing.B) {
+	reg, msgs := tenTools()
+	r := &replay{answers: []string{`{"calls":[{"_tool":"t1","x":1,"_outputPath":"†state.y"}],"output":null}`, `{"calls":[],"output":{"done":true}}`}}
+	schema := json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}}}`)
+	msgs = append(msgs, message.Text("turn 0"))
+	for _, tt := range benchStores(false) {
+		for _, turns := range []int{10, 40, 160} {
+			for _, mode := range []string{"run", "continue"} {
+				b.Run(fmt.Sprintf("store=%s/T=%d/turn=%s", tt.name, turns, mode), func(b *testing.B) {
+					inner := tt.open(b)
+					counted := &countingStore{Store: inner}
+					st := struct {
+						*countingStore
+						store.Catalog
+					}{counted, inner.(store.Catalog)}
+					ctx := context.Background()
+					b.ReportAllocs()
+					convs := 0
+					for b.Loop() {
+						convs++
+						id := fmt.Sprint("c", convs)
+						cfg := agent.Config{Provider: r.provider(), Registry: reg, Store: st, RunID: id + ".1"}
+						res, err := agent.Run(ctx, cfg, schema, msgs)
+						for k := 2; k <= turns && err == nil; k++ {
+							said := message.Text(fmt.Sprint("turn ", k))
+							if mode == "continue" {
+								res, err = agent.Continue(ctx, agent.Config{Provider: r.provider(), Registry: reg, Store: st}, id+".1", said)
+								continue
+							}
+							answer := message.Message{Type: message.TypeText, Role: message.RoleAssistant, Text: string(res.Solution.Output)}
+							cfg.RunID = fmt.Sprint(id, ".", k)
+							res, err = agent.Run(ctx, cfg, schema, append(res.Log.Messages(), answer, said))
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+						if want := len(msgs) + 2 + 4*(turns-1); res.Log.Len() != want {
+							b.Fatalf("log of %d messages, want %d", res.Log.Len(), want)
+						}
+					}
+					n := float64(convs * turns)
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/turn")
+					b.ReportMetric(float64(counted.entries.Load())/n, "entries/turn")
+					b.ReportMetric(float64(counted.bytes.Load())/n, "B/turn")
+				})
+			}
+		}
+	}
 }
 
 // BenchmarkDurableRun is BenchmarkAgentRun/calls=10 (two steps, ten code

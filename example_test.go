@@ -8,6 +8,7 @@ import (
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider/scripted"
+	"github.com/augceo/agent/store"
 )
 
 func ExampleRequest() {
@@ -81,4 +82,36 @@ func ExampleRun_conversation() {
 	// Hello, Ada.
 	// You are Ada.
 	// the second turn's request: 4 messages, the last "Who am I?"
+}
+
+// A durable conversation, one run for all its turns: Continue adds the
+// run's answer and the user's next message to its journal and goes on,
+// so the store keeps each message once.
+func ExampleContinue() {
+	ctx := context.Background()
+	// A scripted model stands in for a real provider here.
+	model := scripted.Solutions(`{"output":"Hello, Ada."}`, `{"output":"You are Ada."}`)
+	st := store.NewMemory()
+	cfg := agent.Config{Provider: model, Store: st, RunID: "chat-1"}
+	reply := json.RawMessage(`{"type":"string"}`)
+	res, err := agent.Run(ctx, cfg, reply, []message.Message{message.System("You are a friendly assistant."), message.Text("Hi, I am Ada.")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(string(res.Solution.Output))
+	// The next turn, in this process or another: the run's settings and
+	// schema come from the store.
+	res, err = agent.Continue(ctx, agent.Config{Provider: model, Store: st}, "chat-1", message.Text("Who am I?"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(string(res.Solution.Output))
+	last := model.Requests()[1].Messages
+	fmt.Printf("the second turn's request: %d messages, the answer before %s\n", len(last), last[len(last)-2].Text)
+	// Output:
+	// "Hello, Ada."
+	// "You are Ada."
+	// the second turn's request: 4 messages, the answer before "Hello, Ada."
 }

@@ -167,15 +167,16 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 		yield(RunEvent{}, fmt.Errorf("agent: %w", err))
 		return
 	}
-	if cfg.resume == nil { // a resume has it from the run's spec
+	if cfg.resume == nil || cfg.resume.continued { // a resume has it from the run's spec
 		cfg.contextLen = log.Len()
 	}
 	r := &run{cfg: cfg, schema: schema, log: log, steps: first - 1}
 	var flush func(context.Context) error
 	if cfg.Store != nil {
-		if cfg.resume != nil {
-			r.usage = cfg.resume.usage // every request of the run so far
-			r.seen = cfg.resume.seen
+		if rs := cfg.resume; rs != nil {
+			r.usage = rs.usage // every request of the run so far
+			r.seen = rs.seen
+			r.turnStep, r.turnTokens = rs.turnStep, rs.turnTokens
 		}
 		j, err := openJournal(ctx, cfg, kindLoop, runSpec{Schema: schema, Context: cfg.contextLen}, msgs, cancel)
 		if err != nil {
@@ -217,6 +218,9 @@ type run struct {
 	// seen is, for a resumed run, how many messages of the log the
 	// request its first request goes on from was sent with (0: none).
 	seen int
+	// turnStep and turnTokens are the steps and tokens of the run's
+	// turns before this one (Continue): the limits are the turn's.
+	turnStep, turnTokens int
 
 	lazy    bool              // the context's plan is lazy: plan, do not run
 	planned []json.RawMessage // the calls of a lazy run
@@ -273,12 +277,12 @@ func (r *run) loop(ctx context.Context, first int) {
 		r.lazy = ok && mode == PlanLazy
 	}
 	for step := first; ; step++ {
-		if step > maxSteps {
+		if step-r.turnStep > maxSteps {
 			r.fail(fmt.Errorf("%w (%d)", ErrMaxSteps, maxSteps))
 			return
 		}
-		if r.cfg.TokenBudget > 0 && r.usage.Total() >= r.cfg.TokenBudget {
-			r.fail(fmt.Errorf("%w: used %d of %d tokens", ErrTokenBudget, r.usage.Total(), r.cfg.TokenBudget))
+		if used := r.usage.Total() - r.turnTokens; r.cfg.TokenBudget > 0 && used >= r.cfg.TokenBudget {
+			r.fail(fmt.Errorf("%w: used %d of %d tokens", ErrTokenBudget, used, r.cfg.TokenBudget))
 			return
 		}
 		if err := ctx.Err(); err != nil {

@@ -62,13 +62,14 @@ type Config struct {
 
 	// The loop (Run) uses the settings below; a single Request ignores them.
 
-	// MaxSteps bounds the requests of a run; 0 means DefaultMaxSteps.
+	// MaxSteps bounds the requests of a run (of a turn, for Continue);
+	// 0 means DefaultMaxSteps.
 	MaxSteps int
 	// MaxCallsPerStep bounds the calls one solution may make; 0 means
 	// DefaultMaxCallsPerStep.
 	MaxCallsPerStep int
 	// TokenBudget stops the run before a request once usage has reached
-	// it; 0 means no budget.
+	// it (the turn's usage, for Continue); 0 means no budget.
 	TokenBudget int
 	// Concurrency bounds the calls running at once; 0 means
 	// DefaultConcurrency.

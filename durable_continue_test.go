@@ -1,0 +1,344 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/scripted"
+	"github.com/augceo/agent/store"
+)
+
+// chatTurn returns the answers of a conversation's turn k: a step that
+// writes a note, then the output.
+func chatTurn(k int) []scripted.Response {
+	return []scripted.Response{
+		costly(fmt.Sprintf(`{"calls":[{"_tool":"note","v":%d,"_outputPath":"†state.t%d"}],"output":null}`, k, k)),
+		costly(fmt.Sprintf(`{"calls":[],"output":{"turn":%d}}`, k)),
+	}
+}
+
+// chatSaid is what the user says in turn k.
+func chatSaid(k int) message.Message { return message.Text(fmt.Sprintf("turn %d, please", k)) }
+
+var chatSchema = json.RawMessage(`{"type":"object","properties":{"turn":{"type":"integer"}}}`)
+
+// chatConfig is a conversation's config: a turn's limits are the
+// limits of a run, so three turns of two steps each, 36 tokens, must
+// end under them.
+func chatConfig(st store.Store) agent.Config {
+	reg, _ := cacheAgent(1)
+	return agent.Config{Registry: reg, Concurrency: 1, Clock: fixed, Store: st, MaxSteps: 2, TokenBudget: 20}
+}
+
+// answerOf is a run's answer as the next turn's context holds it.
+func answerOf(res *agent.RunResult) message.Message {
+	return message.Message{Type: message.TypeText, Role: message.RoleAssistant, Text: string(res.Solution.Output)}
+}
+
+// freshTurns runs a conversation of turns turns as docs/loop.md says,
+// one new durable run a turn, each with its own store: the requests and
+// the log of each turn, and how many journal entries each run wrote
+// beyond its context.
+func freshTurns(t *testing.T, turns int) (reqs [][]provider.Request, logs [][]message.Message, added []int) {
+	t.Helper()
+	msgs := append(cacheContext(), chatSaid(1))
+	for k := 1; k <= turns; k++ {
+		st := store.NewMemory()
+		p := scripted.New(chatTurn(k)...)
+		cfg := chatConfig(st)
+		cfg.Provider, cfg.RunID = p, "fresh"
+		res, err := agent.Run(t.Context(), cfg, chatSchema, msgs)
+		if err != nil {
+			t.Fatalf("fresh turn %d: %v", k, err)
+		}
+		reqs, logs = append(reqs, p.Requests()), append(logs, res.Log.Messages())
+		added = append(added, len(journal(t, st, "fresh"))-len(msgs))
+		msgs = append(res.Log.Messages(), answerOf(res), chatSaid(k+1))
+	}
+	return reqs, logs, added
+}
+
+// sameTurn checks that got, the requests of a turn, are want, as the
+// provider reads them.
+func sameTurn(t *testing.T, turn int, got, want []provider.Request) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("turn %d: %d requests, want %d", turn, len(got), len(want))
+	}
+	for i := range got {
+		if g, w := sentBytes(got[i]), sentBytes(want[i]); g != w {
+			t.Errorf("turn %d, request %d: %s", turn, i+1, firstDiff(w, g))
+		}
+		if g, w := breakpoints(got[i]), breakpoints(want[i]); g != w {
+			t.Errorf("turn %d, request %d: breakpoints at messages %v, want %v", turn, i+1, g, w)
+		}
+	}
+}
+
+func TestContinue(t *testing.T) { forEachStore(t, testContinue) }
+
+// A conversation of three turns in one run, each turn Continue of the
+// run: each turn sends the requests a new run over the conversation
+// sends, byte for byte, and its first extends the turn before's last;
+// the log is the new run's; the journal grows by what the turn adds.
+func testContinue(t *testing.T, st runStore) {
+	const turns = 3
+	wantReqs, wantLogs, wantAdded := freshTurns(t, turns)
+	cfg := chatConfig(st)
+	p := scripted.New(chatTurn(1)...)
+	cfg.Provider, cfg.RunID = p, "chat"
+	if _, err := agent.Run(t.Context(), cfg, chatSchema, append(cacheContext(), chatSaid(1))); err != nil {
+		t.Fatal(err)
+	}
+	sameTurn(t, 1, p.Requests(), wantReqs[0])
+	last := p.Requests()
+	entries := len(journal(t, st, "chat"))
+	for k := 2; k <= turns; k++ {
+		// A Config of its own: the run's settings come from the store.
+		reg, _ := cacheAgent(1)
+		p := scripted.New(chatTurn(k)...)
+		said := chatSaid(k)
+		res, err := agent.Continue(t.Context(), agent.Config{Provider: p, Registry: reg, Clock: fixed, Store: st}, "chat", said)
+		if err != nil {
+			t.Fatalf("turn %d: %v", k, err)
+		}
+		if res.RunID != "chat" || res.Steps != 2*k || res.Usage != scaled(stepUsage, 2*k) {
+			t.Errorf("turn %d: run %q, %d steps, usage %+v", k, res.RunID, res.Steps, res.Usage)
+		}
+		sameTurn(t, k, p.Requests(), wantReqs[k-1])
+		for _, b := range prefixBreaks([]provider.Request{last[len(last)-1], p.Requests()[0]}) {
+			t.Errorf("turn %d: %s", k, b)
+		}
+		last = p.Requests()
+		if got, want := logJSON(t, res.Log.Messages()), logJSON(t, wantLogs[k-1]); !slices.Equal(got, want) {
+			t.Errorf("turn %d: log\n%s\nwant\n%s", k, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		journalHolds(t, st, "chat", res.Log)
+		n := len(journal(t, st, "chat"))
+		if got, want := n-entries, wantAdded[k-1]+2; got != want { // its answer and the user's message
+			t.Errorf("turn %d added %d journal entries, want %d", k, got, want)
+		}
+		entries = n
+		run, err := st.Load(t.Context(), "chat")
+		if err != nil || run.Status != store.Done || run.Lease.Owner != "" || run.Usage != res.Usage {
+			t.Errorf("turn %d: the run after it: %+v, %v", k, run, err)
+		}
+		// A resume of the continued run returns its last turn's result.
+		again, err := agent.Resume(t.Context(), agent.Config{Store: st}, "chat")
+		if err != nil || string(again.Solution.Output) != string(res.Solution.Output) || again.Log.Len() != res.Log.Len() {
+			t.Errorf("turn %d: resume of the done run: %v", k, err)
+		}
+	}
+}
+
+func scaled(u provider.Usage, n int) provider.Usage {
+	return provider.Usage{Input: u.Input * n, Output: u.Output * n}
+}
+
+func TestContinueEvents(t *testing.T) { forEachStore(t, testContinueEvents) }
+
+// While a turn runs, the run is running and held; the messages given are
+// the caller's: writing over them does not change the turn.
+func testContinueEvents(t *testing.T, st runStore) {
+	wantReqs, wantLogs, _ := freshTurns(t, 2)
+	cfg := chatConfig(st)
+	cfg.Provider, cfg.RunID = scripted.New(chatTurn(1)...), "chat"
+	if _, err := agent.Run(t.Context(), cfg, chatSchema, append(cacheContext(), chatSaid(1))); err != nil {
+		t.Fatal(err)
+	}
+	p := scripted.New(chatTurn(2)...)
+	cfg.Provider, cfg.RunID = p, ""
+	said := []message.Message{chatSaid(2)}
+	said[0].Text = strings.Clone(said[0].Text)
+	var res *agent.RunResult
+	for ev, err := range agent.ContinueEvents(t.Context(), cfg, "chat", said...) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == agent.EventStep && ev.Step == 3 {
+			said[0].Text, said[0].Role = "scribbled", message.RoleAssistant
+			run, err := st.Load(t.Context(), "chat")
+			if err != nil || run.Status != store.Running || run.Lease.Owner == "" {
+				t.Errorf("the run during its turn: %+v, %v", run, err)
+			}
+		}
+		if ev.Kind == agent.EventDone {
+			res = ev.Result
+		}
+	}
+	sameTurn(t, 2, p.Requests(), wantReqs[1])
+	if got, want := logJSON(t, res.Log.Messages()), logJSON(t, wantLogs[1]); !slices.Equal(got, want) {
+		t.Errorf("log\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	journalHolds(t, st, "chat", res.Log)
+	// The result is the caller's too.
+	for _, m := range res.Log.Messages() {
+		scribble(m.Data)
+	}
+	again, err := agent.Resume(t.Context(), agent.Config{Store: st}, "chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := logJSON(t, again.Log.Messages()), logJSON(t, wantLogs[1]); !slices.Equal(got, want) {
+		t.Errorf("the journal after the caller wrote over the result:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+func TestContinueResume(t *testing.T) { forEachStore(t, testContinueResume) }
+
+// A continued turn cut as its second request goes out (Ctrl-C), then
+// resumed, sends the requests of the uncut turn (the cut one again),
+// within the turn's limits, and the run goes on with a third turn.
+func testContinueResume(t *testing.T, st runStore) {
+	wantReqs, wantLogs, _ := freshTurns(t, 3)
+	cfg := chatConfig(st)
+	cfg.Provider, cfg.RunID = scripted.New(chatTurn(1)...), "chat"
+	if _, err := agent.Run(t.Context(), cfg, chatSchema, append(cacheContext(), chatSaid(1))); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	first := scripted.New(chatTurn(2)...)
+	cut := provider.Func(func(c context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		if len(first.Requests()) == 1 {
+			cancel()
+			return func(yield func(*provider.Chunk, error) bool) { yield(nil, c.Err()) }
+		}
+		return first.Generate(c, req)
+	})
+	cfg.Provider, cfg.RunID = cut, ""
+	if _, err := agent.Continue(ctx, cfg, "chat", chatSaid(2)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cut turn: %v", err)
+	}
+	if run, _ := st.Load(t.Context(), "chat"); run.Status != store.Interrupted {
+		t.Fatalf("the cut run is %s", run.Status)
+	}
+	// Unfinished, it is resumed, not continued.
+	if _, err := agent.Continue(t.Context(), cfg, "chat", chatSaid(2)); !errors.Is(err, agent.ErrUnfinished) {
+		t.Fatalf("continue of the cut run: %v", err)
+	}
+	rest := scripted.New(chatTurn(2)[1:]...)
+	cfg.Provider = rest
+	res, err := agent.Resume(t.Context(), cfg, "chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTurn(t, 2, append(first.Requests(), rest.Requests()...), wantReqs[1])
+	if got, want := logJSON(t, res.Log.Messages()), logJSON(t, wantLogs[1]); !slices.Equal(got, want) {
+		t.Errorf("log\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	p := scripted.New(chatTurn(3)...)
+	cfg.Provider = p
+	if res, err = agent.Continue(t.Context(), cfg, "chat", chatSaid(3)); err != nil {
+		t.Fatal(err)
+	}
+	sameTurn(t, 3, p.Requests(), wantReqs[2])
+	if got, want := logJSON(t, res.Log.Messages()), logJSON(t, wantLogs[2]); !slices.Equal(got, want) {
+		t.Errorf("log\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	journalHolds(t, st, "chat", res.Log)
+}
+
+func TestContinueErrors(t *testing.T) { forEachStore(t, testContinueErrors) }
+
+// Continue of a run it cannot go on from fails before it calls the
+// model, and leaves the run as it was.
+func testContinueErrors(t *testing.T, st runStore) {
+	ctx := t.Context()
+	if _, err := agent.Continue(ctx, agent.Config{}, "x"); !errors.Is(err, agent.ErrNoStore) {
+		t.Errorf("no store: %v", err)
+	}
+	if _, err := agent.Continue(ctx, agent.Config{Store: st}, "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown run: %v", err)
+	}
+	reg := agent.NewRegistry()
+	started, release := blocking(reg)
+	cfg := agent.Config{Registry: reg, Store: st}
+	// A plan run.
+	cfg.RunID = "plan"
+	go func() { release <- struct{}{} }()
+	if _, err := agent.ExecutePlan(ctx, cfg, planOf(t, `[{"_tool":"slow","_outputPath":"†state.s"}]`), planCtx(t, `[{"type":"tool","tool":"slow"}]`)); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	// A failed run: the limit of one step.
+	cfg.RunID, cfg.MaxSteps = "failed", 1
+	cfg.Provider = scripted.Solutions(`{"calls":[{"_tool":"slow","_outputPath":"†state.s"}],"output":null}`)
+	go func() { <-started; release <- struct{}{} }()
+	if _, err := agent.Run(ctx, cfg, chatSchema, ctxOf(t, `[{"type":"tool","tool":"slow"},{"type":"text","text":"go"}]`)); !errors.Is(err, agent.ErrMaxSteps) {
+		t.Fatalf("failed run: %v", err)
+	}
+	// A run held by the process running it.
+	cfg.RunID, cfg.MaxSteps = "held", 0
+	cfg.Provider = scripted.Solutions(`{"calls":[{"_tool":"slow","_outputPath":"†state.s"}],"output":null}`, `{"calls":[],"output":{}}`)
+	done := make(chan error, 1)
+	go func() {
+		_, err := agent.Run(context.Background(), cfg, chatSchema, ctxOf(t, `[{"type":"tool","tool":"slow"},{"type":"text","text":"go"}]`))
+		done <- err
+	}()
+	<-started
+	for _, tt := range []struct {
+		id   string
+		want error
+	}{
+		{"plan", agent.ErrNotLoop},
+		{"failed", agent.ErrUnfinished},
+		{"held", store.ErrLeased},
+	} {
+		t.Run(tt.id, func(t *testing.T) {
+			before, err := st.Load(ctx, tt.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries := len(journal(t, st, tt.id))
+			p := scripted.Solutions(`{"calls":[],"output":{}}`)
+			_, err = agent.Continue(ctx, agent.Config{Provider: p, Registry: reg, Store: st}, tt.id, message.Text("more"))
+			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.id) {
+				t.Errorf("continue: %v, want %v", err, tt.want)
+			}
+			if len(p.Requests()) != 0 {
+				t.Error("it called the model")
+			}
+			after, _ := st.Load(ctx, tt.id)
+			if after.Status != before.Status || after.Lease.Owner != before.Lease.Owner || len(journal(t, st, tt.id)) != entries {
+				t.Errorf("the run before %+v, after %+v", before, after)
+			}
+		})
+	}
+	if le, ok := errors.AsType[*store.LeaseError](func() error {
+		_, err := agent.Continue(ctx, cfg, "held")
+		return err
+	}()); !ok || le.Held.Owner == "" {
+		t.Errorf("continue of a held run: no *store.LeaseError naming its owner")
+	}
+	release <- struct{}{}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// journalHolds checks that the journal of run id holds log, byte for
+// byte as rendered (sameLog compares json.Marshal's escaped form).
+func journalHolds(t *testing.T, st store.Store, id string, log *message.Log) {
+	t.Helper()
+	var want []string
+	for _, m := range log.Messages() {
+		b, err := m.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, string(b))
+	}
+	if got := journalLog(t, journal(t, st, id)); !slices.Equal(got, want) {
+		t.Errorf("the journal's log differs from the run's:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
