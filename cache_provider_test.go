@@ -243,7 +243,7 @@ func TestAnthropicCacheContinue(t *testing.T) {
 		if continued {
 			_, err = agent.Continue(context.Background(), agent.Config{Provider: p, Registry: reg, Clock: fixed, Store: cfg.Store}, "r", again)
 		} else {
-			next := append(res.Log.Messages(), message.Message{Type: message.TypeText, Role: message.RoleAssistant, Text: string(res.Solution.Output)}, again)
+			next := append(res.Log.Messages(), message.Assistant(string(res.Solution.Output)), again)
 			cfg.RunID = "r2"
 			_, err = agent.Run(context.Background(), cfg, schema, next)
 		}

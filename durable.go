@@ -850,7 +850,7 @@ func (rs *resumed) next(run store.Run, msgs []message.Message, p provider.Provid
 			return fmt.Errorf("agent: continue %s: solution: %w", run.ID, err)
 		}
 		if len(sol.Output) > 0 {
-			rs.msgs = append(rs.msgs, message.Message{Type: message.TypeText, Role: message.RoleAssistant, Text: string(sol.Output)})
+			rs.msgs = append(rs.msgs, message.Assistant(string(sol.Output)))
 		}
 	}
 	rs.msgs = append(rs.msgs, msgs...)

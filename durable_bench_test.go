@@ -158,7 +158,7 @@ func BenchmarkDurableTurn(b *testing.B) {
 								res, err = agent.Continue(ctx, agent.Config{Provider: r.provider(), Registry: reg, Store: st}, id+".1", said)
 								continue
 							}
-							answer := message.Message{Type: message.TypeText, Role: message.RoleAssistant, Text: string(res.Solution.Output)}
+							answer := message.Assistant(string(res.Solution.Output))
 							cfg.RunID = fmt.Sprint(id, ".", k)
 							res, err = agent.Run(ctx, cfg, schema, append(res.Log.Messages(), answer, said))
 						}

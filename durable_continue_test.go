@@ -41,7 +41,7 @@ func chatConfig(st store.Store) agent.Config {
 
 // answerOf is a run's answer as the next turn's context holds it.
 func answerOf(res *agent.RunResult) message.Message {
-	return message.Message{Type: message.TypeText, Role: message.RoleAssistant, Text: string(res.Solution.Output)}
+	return message.Assistant(string(res.Solution.Output))
 }
 
 // freshTurns runs a conversation of turns turns as docs/loop.md says,

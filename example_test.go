@@ -74,7 +74,7 @@ func ExampleRun_conversation() {
 		var text string
 		_ = json.Unmarshal(res.Solution.Output, &text)
 		fmt.Println(text)
-		msgs = append(res.Log.Messages(), message.Message{Type: message.TypeText, Role: message.RoleAssistant, Text: text})
+		msgs = append(res.Log.Messages(), message.Assistant(text))
 	}
 	last := model.Requests()[1].Messages
 	fmt.Printf("the second turn's request: %d messages, the last %q\n", len(last), last[len(last)-1].Text)

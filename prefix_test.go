@@ -729,7 +729,7 @@ func TestPrefixResumeEverywhere(t *testing.T) {
 func TestPrefixNextTurn(t *testing.T) {
 	cfg := agent.Config{Registry: instancesReg(), Concurrency: 1}
 	res, first := runLoop(t, cfg, ctxOf(t, instancesContext), instancesAnswers...)
-	next := append(res.Log.Messages(), message.Message{Type: message.TypeText, Role: message.RoleAssistant, Text: `{"done":true}`}, message.Text("again"))
+	next := append(res.Log.Messages(), message.Assistant(`{"done":true}`), message.Text("again"))
 	_, second := runLoop(t, cfg, next, `{"calls":[{"_tool":"load","id":"e","_outputPath":"†state.loaded"}],"output":null}`, `{"calls":[],"output":{"done":true}}`)
 	for _, b := range prefixBreaks([]provider.Request{first[len(first)-1], second[0], second[1]}) {
 		t.Error(b)
