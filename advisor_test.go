@@ -418,12 +418,7 @@ func TestConsultAdvisorAnswersAsTheOneAsked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var errs []string
-		for _, m := range res.Log.Messages() {
-			if m.Type == message.TypeError {
-				errs = append(errs, m.Error)
-			}
-		}
+		errs := errorTexts(res.Log)
 		want := []string{`structural error in ConsultAdvisor: the call asks advisor "riskAnalyst", and its _output is the entry of "costAnalyst"`}
 		if !slices.Equal(errs, want) {
 			t.Errorf("errors %q, want %q", errs, want)

@@ -188,12 +188,7 @@ func TestActivityResultMeetsOutputSchema(t *testing.T) {
 	if strings.Contains(string(p.Requests()[0].Schema), `"cents"`) {
 		t.Errorf("the model was shown the explicit tool's _output: %s", p.Requests()[0].Schema)
 	}
-	var errs []string
-	for _, m := range res.Log.Messages() {
-		if m.Type == message.TypeError {
-			errs = append(errs, m.Error)
-		}
-	}
+	errs := errorTexts(res.Log)
 	if len(errs) != 2 || !strings.Contains(errs[0], "runtime error in price: result does not match the tool's _output") || !strings.Contains(errs[0], "cents") {
 		t.Fatalf("error messages %q", errs)
 	}
@@ -242,12 +237,7 @@ func TestBoundResultMeetsOutputSchema(t *testing.T) {
 	if _, err := res.Log.Lookup("state", []string{"c"}); err == nil {
 		t.Error("a result above the tool's maximum was written")
 	}
-	var errs []string
-	for _, m := range res.Log.Messages() {
-		if m.Type == message.TypeError {
-			errs = append(errs, m.Error)
-		}
-	}
+	errs := errorTexts(res.Log)
 	if len(errs) != 1 || !strings.Contains(errs[0], "runtime error in capped: result does not match the tool's _output") {
 		t.Fatalf("error messages %q", errs)
 	}

@@ -186,12 +186,7 @@ func TestFuncResultMeetsItsSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, m := range res.Log.Messages() {
-		if m.Type == message.TypeError {
-			got = append(got, m.Error)
-		}
-	}
+	got := errorTexts(res.Log)
 	want := []string{"runtime error in forecast: result does not match the tool's _output: at /highs: expected array, got null"}
 	if diff := cmp.Diff(got, want); diff != "" {
 		t.Errorf("errors (-got +want):\n%s", diff)

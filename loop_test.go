@@ -138,12 +138,7 @@ func TestRunPaymentFailureBranch(t *testing.T) {
 	if len(reported.calls) != 1 || !strings.Contains(reported.calls[0], "card_declined") {
 		t.Errorf("reportFailure calls %q", reported.calls)
 	}
-	var errs []string
-	for _, m := range res.Log.Messages() {
-		if m.Type == message.TypeError {
-			errs = append(errs, m.Error)
-		}
-	}
+	errs := errorTexts(res.Log)
 	if len(errs) != 2 || !strings.Contains(errs[0]+errs[1], "never became ready") || !strings.Contains(errs[0]+errs[1], "card_declined") {
 		t.Errorf("error messages %q", errs)
 	}
@@ -293,12 +288,7 @@ func TestRunHumanInTheLoop(t *testing.T) {
 			if got := strings.Join(rec.calls, ";"); got != tt.wantRan {
 				t.Errorf("ran %q, want %q", got, tt.wantRan)
 			}
-			var errs []string
-			for _, m := range res.Log.Messages() {
-				if m.Type == message.TypeError {
-					errs = append(errs, m.Error)
-				}
-			}
+			errs := errorTexts(res.Log)
 			if got := strings.Join(errs, ";"); got != tt.wantErr {
 				t.Errorf("errors %q, want %q", got, tt.wantErr)
 			}
@@ -331,12 +321,7 @@ func TestRunSelfCorrection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var errs []string
-	for _, m := range res.Log.Messages() {
-		if m.Type == message.TypeError {
-			errs = append(errs, m.Error)
-		}
-	}
+	errs := errorTexts(res.Log)
 	all := strings.Join(errs, "\n")
 	for _, want := range []string{"runtime error in div: panic: division by zero", "structural error in div: params: at /a: expected number, got string",
 		"structural error in mul: agent: unknown tool \"mul\"", "never became ready: param /a: ref \"†state.missing\"",

@@ -139,12 +139,7 @@ func specRegistry(payFails bool) (*agent.Registry, *ran) {
 
 // planErrors returns the texts of the error messages of a log.
 func planErrors(log *message.Log) []string {
-	var errs []string
-	for _, m := range log.Messages() {
-		if m.Type == message.TypeError {
-			errs = append(errs, m.Error)
-		}
-	}
+	errs := errorTexts(log)
 	return errs
 }
 

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/augceo/agent"
-	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider/scripted"
 )
 
@@ -87,12 +86,7 @@ func TestScopes(t *testing.T) {
 	if _, ran := pk.seen[`{"n":6,"v":"s3cr3t"}`]; ran {
 		t.Error("a scoped call read an unscoped reference")
 	}
-	var errs []string
-	for _, m := range res.Log.Messages() {
-		if m.Type == message.TypeError {
-			errs = append(errs, m.Error)
-		}
-	}
+	errs := errorTexts(res.Log)
 	if len(errs) != 1 || !strings.Contains(errs[0], "never became ready") || !strings.Contains(errs[0], "outside the call's _scopes (input)") {
 		t.Errorf("errors %q", errs)
 	}
@@ -231,12 +225,7 @@ func TestScopedReferenceOutsideScopes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
-			for _, m := range res.Log.Messages() {
-				if m.Type == message.TypeError {
-					got = append(got, m.Error)
-				}
-			}
+			got := errorTexts(res.Log)
 			if want := []string{tt.want}; !slices.Equal(got, want) {
 				t.Errorf("errors:\n%q\nwant\n%q", got, want)
 			}

@@ -73,7 +73,7 @@ func TestStrictAdvisors(t *testing.T) {
 		if strings.Join(ran, ",") != "delay" {
 			t.Errorf("ran %v, want delay only", ran)
 		}
-		if errs := strictErrors(res.Log); len(errs) != 1 || !strings.Contains(errs[0], "the advisors voted against deploy") {
+		if errs := errorTexts(res.Log); len(errs) != 1 || !strings.Contains(errs[0], "the advisors voted against deploy") {
 			t.Errorf("errors %q", errs)
 		}
 		if len(res.Advice) != 1 || res.Advice[0].ID != "riskAnalyst" {

@@ -48,7 +48,7 @@ func TestStrictManyTools(t *testing.T) {
 				t.Errorf("sent in %q with strict %v, want strict %v", req.Field, req.Strict, wantStrict)
 			}
 		}
-		for _, e := range strictErrors(res.Log) {
+		for _, e := range errorTexts(res.Log) {
 			t.Errorf("error message: %s", e)
 		}
 		if got := strictValue(t, res.Log, "", "†state.r1"); got != `{"found":"r1"}` {

@@ -41,7 +41,7 @@ func TestStrictPresenceRule(t *testing.T) {
 		if got := args(); len(got) != 0 {
 			t.Errorf("notify ran with %q; want a call error: an email needs its address", got)
 		}
-		if errs := strictErrors(res.Log); len(errs) != 1 {
+		if errs := errorTexts(res.Log); len(errs) != 1 {
 			t.Errorf("errors %q, want one", errs)
 		}
 	})
@@ -79,7 +79,7 @@ func TestResultNullRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if errs := strictErrors(res.Log); len(errs) != 1 {
+	if errs := errorTexts(res.Log); len(errs) != 1 {
 		t.Errorf("errors %q; state.who = %s; want the result refused: name is a string", errs, strictValue(t, res.Log, "", "†state.who"))
 	}
 }
@@ -159,7 +159,7 @@ func TestStrictEitherOr(t *testing.T) {
 		if got := args(); len(got) != 1 || got[0] != `{"id":"u1"}` {
 			t.Errorf("find ran with %q, want once with the id alone", got)
 		}
-		if errs := strictErrors(res.Log); len(errs) != 1 {
+		if errs := errorTexts(res.Log); len(errs) != 1 {
 			t.Errorf("errors %q, want one: the call that gave neither", errs)
 		}
 	})
@@ -175,7 +175,7 @@ func TestStrictEitherOrNeitherMessage(t *testing.T) {
 			`[{"type":"tool","tool":"find"}]`, true,
 			strictCalls(strict.Call{Tool: "find", Set: set("id", `null`, "name", `null`, "_outputPath", `"†state.b"`)}),
 			strictOutput(`{"done":true}`))
-		errs := strictErrors(res.Log)
+		errs := errorTexts(res.Log)
 		if len(errs) != 1 || strings.Contains(errs[0], "matches alternatives 0 and 1") {
 			t.Errorf("errors %q: the call gave neither id nor name", errs)
 		}

@@ -193,7 +193,7 @@ func strictRunIn(t *testing.T, a strictAdapter, field string, isStrict bool, reg
 		t.Errorf("the run took %d of the %d steps", n, len(steps))
 	}
 	if !allowErrors {
-		for _, e := range strictErrors(res.Log) {
+		for _, e := range errorTexts(res.Log) {
 			t.Errorf("error message: %s", e)
 		}
 	}
@@ -219,7 +219,8 @@ func checkStrictServer(t *testing.T, srv *strict.Server) {
 	}
 }
 
-func strictErrors(log *message.Log) []string {
+// errorTexts returns the texts of the error messages of log, in order.
+func errorTexts(log *message.Log) []string {
 	var out []string
 	for _, m := range log.Messages() {
 		if m.Type == message.TypeError {
@@ -592,7 +593,7 @@ func TestStrictPlanHandlingFailure(t *testing.T) {
 		if got := strictValue(t, res.Log, "", "†state.report"); got != `"reported"` {
 			t.Errorf("state.report = %s", got)
 		}
-		if errs := strictErrors(res.Log); len(errs) != 2 || !strings.Contains(errs[0], "card_declined") || !strings.Contains(errs[1], "never became ready") {
+		if errs := errorTexts(res.Log); len(errs) != 2 || !strings.Contains(errs[0], "card_declined") || !strings.Contains(errs[1], "never became ready") {
 			t.Errorf("errors %q", errs)
 		}
 		if got := string(res.Solution.Output); got != `{"status":"Failed"}` {
@@ -635,7 +636,7 @@ func TestStrictPlanLazy(t *testing.T) {
 		if got := strictValue(t, res.Log, "", "†state"); got != `{"isEnglish":false,"language":"French","translatedText":"Hello world"}` {
 			t.Errorf("state %s", got)
 		}
-		for _, e := range strictErrors(res.Log) {
+		for _, e := range errorTexts(res.Log) {
 			t.Errorf("error message: %s", e)
 		}
 	})

@@ -58,7 +58,7 @@ func TestFuncRecursiveType(t *testing.T) {
 	if v := strictValue(t, res.Log, "", "†state.m.name"); v != `"A"` {
 		t.Errorf("state.m.name = %s", v)
 	}
-	errs := strictErrors(res.Log)
+	errs := errorTexts(res.Log)
 	if len(errs) != 1 || !strings.Contains(errs[0], "/children/0/name") {
 		t.Errorf("errors %q, want one at /children/0/name", errs)
 	}
@@ -100,7 +100,7 @@ func TestToolDefinitionsInComposedSchema(t *testing.T) {
 	if strings.Contains(s, "unused") {
 		t.Errorf("a definition nothing refers to was sent:\n%s", s)
 	}
-	errs := strictErrors(res.Log)
+	errs := errorTexts(res.Log)
 	if len(errs) != 2 || !strings.Contains(errs[0], "/x") || !strings.Contains(errs[1], "/next/next/x") && !strings.Contains(errs[1], "/next/x") {
 		t.Errorf("errors %q, want the third call's /x and the fourth's /next/x", errs)
 	}
@@ -121,7 +121,7 @@ func TestLatentRecursiveOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if errs := strictErrors(res.Log); len(errs) > 0 {
+	if errs := errorTexts(res.Log); len(errs) > 0 {
 		t.Errorf("errors %q", errs)
 	}
 	if v := strictValue(t, res.Log, "", "†state.o.sections.0.title"); v != `"Types"` {
@@ -156,7 +156,7 @@ func TestFuncSameTypeWithDefinitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if errs := strictErrors(res.Log); len(errs) > 0 {
+	if errs := errorTexts(res.Log); len(errs) > 0 {
 		t.Errorf("errors %q", errs)
 	}
 	if v := strictValue(t, res.Log, "", "†state.d.root.children.0.name"); v != `"b"` {
@@ -207,7 +207,7 @@ func TestToolDefinitionsOfOtherShapes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if errs := strictErrors(res.Log); len(errs) != 1 || !strings.Contains(errs[0], "/x") {
+			if errs := errorTexts(res.Log); len(errs) != 1 || !strings.Contains(errs[0], "/x") {
 				t.Errorf("errors %q, want the second call's at /x", errs)
 			}
 			if v := strictValue(t, res.Log, "", "†state.a.x"); v != `"s"` {
