@@ -72,15 +72,11 @@ func scopedContext(log *message.Log, instance string, scopes []string) ([]messag
 			continue
 		}
 		seen[s] = true
-		if ref.IsExpression(s) {
-			e, err := ref.Parse(s)
-			if err != nil {
-				return nil, fmt.Errorf("%w %q: %w", ErrScope, s, err)
-			}
-			if len(e.Alts) != 1 || len(e.Alts[0]) != 1 {
-				return nil, fmt.Errorf("%w %q: a scope names one reference", ErrScope, s)
-			}
-			r := e.Alts[0][0]
+		r, isRef, err := parseScope(s)
+		if err != nil {
+			return nil, err
+		}
+		if isRef {
 			var src ref.Source = log
 			if instance != "" {
 				src = log.Instance(instance)
@@ -91,9 +87,6 @@ func scopedContext(log *message.Log, instance string, scopes []string) ([]messag
 			}
 			out = append(out, message.Message{Type: message.TypeData, Kind: r.Kind, Data: nest(r.Path, v)})
 			continue
-		}
-		if !ref.KindValid(s) {
-			return nil, fmt.Errorf("%w %q: not a kind or a reference", ErrScope, s)
 		}
 		ids := []message.Identity{{Kind: s}}
 		if instance != "" {
@@ -150,21 +143,39 @@ type scopeSet struct {
 	paths  []ref.Ref // the references in scope
 }
 
-// parseScopes reads a call's scopes, checked by scopedContext.
+// parseScopes reads a call's scopes.
 func parseScopes(scopes []string) (scopeSet, error) {
 	s := scopeSet{scopes: scopes}
 	for _, sc := range scopes {
-		if !ref.IsExpression(sc) {
+		r, isRef, err := parseScope(sc)
+		switch {
+		case err != nil:
+			return scopeSet{}, err
+		case isRef:
+			s.paths = append(s.paths, r)
+		default:
 			s.kinds = append(s.kinds, sc)
-			continue
 		}
-		e, err := ref.Parse(sc)
-		if err != nil || len(e.Alts) != 1 || len(e.Alts[0]) != 1 {
-			return scopeSet{}, fmt.Errorf("%w %q: a scope names one kind or one reference", ErrScope, sc)
-		}
-		s.paths = append(s.paths, e.Alts[0][0])
 	}
 	return s, nil
+}
+
+// parseScope reads one scope: a kind, or one reference (isRef).
+func parseScope(s string) (r ref.Ref, isRef bool, err error) {
+	if !ref.IsExpression(s) {
+		if !ref.KindValid(s) {
+			return ref.Ref{}, false, fmt.Errorf("%w %q: not a kind or a reference", ErrScope, s)
+		}
+		return ref.Ref{}, false, nil
+	}
+	e, err := ref.Parse(s)
+	if err != nil {
+		return ref.Ref{}, false, fmt.Errorf("%w %q: %w", ErrScope, s, err)
+	}
+	if len(e.Alts) != 1 || len(e.Alts[0]) != 1 {
+		return ref.Ref{}, false, fmt.Errorf("%w %q: a scope names one reference", ErrScope, s)
+	}
+	return e.Alts[0][0], true, nil
 }
 
 // holdsKind reports whether kind is in scope as a whole.
