@@ -269,7 +269,7 @@ const opinionSchema = `{"type":"object","properties":{"opinion":{"type":"string"
 // (an opinion when it has none) and its votes, one such entry per
 // advisor. renderAdvisor checked that each makes an entry.
 func consultOutput(advisors []advisorDef) json.RawMessage {
-	if !slices.ContainsFunc(advisors, func(d advisorDef) bool { return len(d.schema) > 0 }) {
+	if !ownSchemas(advisors) {
 		return json.RawMessage(opinionSchema)
 	}
 	items := make([]string, len(advisors))
@@ -280,6 +280,12 @@ func consultOutput(advisors []advisorDef) json.RawMessage {
 		return json.RawMessage(items[0])
 	}
 	return json.RawMessage(`{"anyOf":[` + strings.Join(items, ",") + `]}`)
+}
+
+// ownSchemas reports whether an advisor of advisors has a schema of its
+// own, which makes consultations answer with entries (consultOutput).
+func ownSchemas(advisors []advisorDef) bool {
+	return slices.ContainsFunc(advisors, func(d advisorDef) bool { return len(d.schema) > 0 })
 }
 
 // consultItem is advisor d's entry in consultOutput.
@@ -305,7 +311,7 @@ func (b *Build) consultation(args json.RawMessage) (id string, answer json.RawMe
 		Advisor string `json:"advisor"`
 	}
 	_ = json.Unmarshal(args, &c)
-	if !slices.ContainsFunc(b.advisorsOnDemand, func(d advisorDef) bool { return len(d.schema) > 0 }) {
+	if !ownSchemas(b.advisorsOnDemand) {
 		return c.Advisor, nil
 	}
 	for _, d := range slices.Backward(b.advisorsOnDemand) {

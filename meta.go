@@ -67,13 +67,20 @@ func CheckBump(cur, next string) error {
 	return nil
 }
 
+// lastNumbers returns where the last run of numbers of v starts: the
+// parts a bump may change.
+func (v Version) lastNumbers() int {
+	start := len(v.Parts)
+	for start > 0 && isNumber(v.Parts[start-1]) {
+		start--
+	}
+	return start
+}
+
 // successors says the versions that may follow c: each number of its
 // last run bumped, or a branch.
 func successors(c Version) string {
-	start := len(c.Parts)
-	for start > 0 && isNumber(c.Parts[start-1]) {
-		start--
-	}
+	start := c.lastNumbers()
 	var next []string
 	for i := len(c.Parts) - 1; i >= start; i-- {
 		parts := slices.Clone(c.Parts)
@@ -104,10 +111,7 @@ func checkBump(c Version, cur, next string) error {
 		return fmt.Errorf("%w: %s → %s: bump the last number or start a branch (%s.NAME.1)", ErrVersion, cur, next, cur)
 	}
 	// The last run of numbers is what may change.
-	start := len(c.Parts)
-	for start > 0 && isNumber(c.Parts[start-1]) {
-		start--
-	}
+	start := c.lastNumbers()
 	if !slices.Equal(n.Parts[:start], c.Parts[:start]) {
 		return fmt.Errorf("%w: %s → %s: only the numbers after %q may change", ErrVersion, cur, next, strings.Join(c.Parts[:start], "."))
 	}
