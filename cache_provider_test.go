@@ -297,3 +297,34 @@ func TestGeminiSchemaSize(t *testing.T) {
 		t.Errorf("responseJsonSchema %d bytes, responseSchema %d: want the first a third smaller at least", sizes["responseJsonSchema"], sizes["responseSchema"])
 	}
 }
+
+// TestAnthropicCacheLateSystem: a system message that a conversation's next
+// turn adds is sent where it stands, so the turn reads the turn before from
+// the cache; moved into system, it would change the start of the prefix.
+func TestAnthropicCacheLateSystem(t *testing.T) {
+	answers := append(longSteps(1), `{"calls":[],"output":{"done":true}}`)
+	schema := json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}},"required":["done"]}`)
+	msgs := cacheContext()
+	msgs[0].Text = strings.Repeat(systemPrompt, 4) // past the shortest prefix cached
+	p, srv, _ := anthropicCached(t, answers)
+	reg, _ := cacheAgent(1)
+	cfg := agent.Config{Provider: p, Registry: reg, MaxSteps: 3, Clock: fixed, Store: store.NewMemory(), RunID: "r", Concurrency: 1}
+	if _, err := agent.Run(context.Background(), cfg, schema, msgs); err != nil {
+		t.Fatal(err)
+	}
+	late := message.System("From now on, answer in French.")
+	if _, err := agent.Continue(context.Background(), cfg, "r", late, message.Text("Once more, please.")); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests reached the API, want 3", len(reqs))
+	}
+	prev, r := reqs[1].Cache, reqs[2].Cache
+	if prev.Write == 0 || r.Read < prev.Read+prev.Write {
+		t.Errorf("the second turn's first request read %d tokens; the first turn's last wrote up to %d (%+v, %+v)", r.Read, prev.Read+prev.Write, prev, r)
+	}
+	if !strings.Contains(string(reqs[2].Body), `"messages":[`) || !strings.Contains(string(reqs[2].Body), `\u003csystem\u003e\nFrom now on, answer in French.\n\u003c/system\u003e`) {
+		t.Error("the late system message is not sent in place, as a tagged user block")
+	}
+}

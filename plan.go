@@ -243,10 +243,9 @@ const lazyPrompt = "## Planning only\n" +
 // solution and its calls with the *PlanError. Plan asks for one solution
 // (cfg.N is ignored).
 func Plan(ctx context.Context, cfg Config, schema json.RawMessage, context []message.Message) (*Solution, []json.RawMessage, error) {
-	// The instruction is the user's last word, not a system message: a
-	// provider that hoists system messages (Anthropic) would put it before
-	// the conversation, and the request would miss the prompt cache the
-	// conversation's earlier requests wrote.
+	// The instruction is the user's last word, not a system message, which
+	// providers with a separate system parameter (Anthropic, Gemini) send
+	// in place only tagged as one.
 	msgs := append(context[:len(context):len(context)], message.Text(lazyPrompt))
 	cfg.N, cfg.lazy = 1, true
 	resp, err := Request(ctx, cfg, schema, msgs)

@@ -169,11 +169,11 @@ func TestCacheBreakpoints(t *testing.T) {
 			want: []string{"/system/0", "/system/1"},
 		},
 		{
-			name: "the last Stable message is the last system block",
+			name: "the last Stable message is a system message sent in place",
 			req: provider.Request{Messages: []provider.Message{
 				user("Go on."), stable(sys("You are terse.")), asst("ok"), user("More."),
 			}, Schema: schema},
-			want: []string{"/system/0"},
+			want: []string{"/messages/0/content/1"},
 		},
 		{
 			name: "streamed, N = 2: the same on every request",

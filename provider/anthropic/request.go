@@ -11,6 +11,7 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go"
 
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/internal/late"
 	"github.com/augceo/agent/provider/internal/limit"
 	"github.com/augceo/agent/schema"
 )
@@ -268,19 +269,24 @@ func convertMessages(msgs []provider.Message) ([]textBlock, []message, error) {
 		if i == last || i == before {
 			block.CacheControl = ephemeral
 		}
-		switch m.Role {
+		role := m.Role
+		switch role {
 		case provider.RoleSystem:
-			system = append(system, block)
-			continue
+			if len(out) == 0 {
+				system = append(system, block)
+				continue
+			}
+			// Late: in place, so the prefix already read stays (package late).
+			role, block.Text = provider.RoleUser, late.System(m.Text)
 		case provider.RoleUser, provider.RoleAssistant:
 		default:
 			return nil, nil, fmt.Errorf("anthropic: message %d: unknown role %q", i, m.Role)
 		}
-		if n := len(out); n > 0 && out[n-1].Role == string(m.Role) {
+		if n := len(out); n > 0 && out[n-1].Role == string(role) {
 			out[n-1].Content = append(out[n-1].Content, block)
 			continue
 		}
-		out = append(out, message{Role: string(m.Role), Content: []textBlock{block}})
+		out = append(out, message{Role: string(role), Content: []textBlock{block}})
 	}
 	if n := len(system); n > 0 {
 		// A Stable system message's breakpoint is either this one or one

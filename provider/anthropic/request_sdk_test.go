@@ -92,8 +92,13 @@ func sdkMessages(msgs []provider.Message) ([]sdk.TextBlockParam, []sdk.MessagePa
 	var out []sdk.MessageParam
 	for i, m := range msgs {
 		var role sdk.MessageParamRole
+		text := m.Text
 		switch m.Role {
 		case provider.RoleSystem:
+			if len(out) > 0 { // after the conversation began: in place
+				role, text = sdk.MessageParamRoleUser, "<system>\n"+m.Text+"\n</system>"
+				break
+			}
 			block := sdk.TextBlockParam{Text: m.Text}
 			if stable(i) {
 				block.CacheControl = sdk.NewCacheControlEphemeralParam()
@@ -107,7 +112,7 @@ func sdkMessages(msgs []provider.Message) ([]sdk.TextBlockParam, []sdk.MessagePa
 		default:
 			return nil, nil, fmt.Errorf("anthropic: message %d: unknown role %q", i, m.Role)
 		}
-		block := sdk.NewTextBlock(m.Text)
+		block := sdk.NewTextBlock(text)
 		if stable(i) {
 			block.OfText.CacheControl = sdk.NewCacheControlEphemeralParam()
 		}

@@ -14,8 +14,12 @@
 //
 // # Request
 //
-// System messages become systemInstruction, one part each and in order,
-// wherever they stand in the conversation. User and assistant messages become
+// The system messages that start the conversation become
+// systemInstruction, one part each and in order. A system message after the
+// conversation began stays where it stands, as a user part whose text is
+// wrapped in <system> tags: moved into systemInstruction, it would change
+// the start of a prefix the model has read, and miss the implicit cache
+// from there on. User and assistant messages become
 // contents with the roles "user" and "model"; consecutive messages of one
 // role are parts of one content, and empty messages are left out (the API
 // rejects empty parts). N is candidateCount, Temperature is temperature,

@@ -382,14 +382,18 @@ func TestRequestMapping(t *testing.T) {
 			name: "model from the config, roles and system instruction",
 			cfg:  Config{Model: "gemini-default"},
 			req: provider.Request{Messages: []provider.Message{
-				{Role: provider.RoleUser, Text: "a"}, {Role: provider.RoleSystem, Text: "s"},
+				{Role: provider.RoleSystem, Text: "s"}, {Role: provider.RoleUser, Text: "a"}, {Role: provider.RoleSystem, Text: "late"},
 				{Role: provider.RoleAssistant, Text: "b"}, {Role: provider.RoleAssistant, Text: "c"}, {Role: provider.RoleUser, Text: ""},
 			}},
 			check: func(t *testing.T, r *http.Request, body wireRequest, cfg wireConfig) {
 				if r.URL.Path != "/v1beta/models/gemini-default:generateContent" {
 					t.Errorf("path %s", r.URL.Path)
 				}
-				want := []wireContent{{Role: "user", Parts: []wirePart{{Text: "a"}}}, {Role: "model", Parts: []wirePart{{Text: "b"}, {Text: "c"}}}}
+				// A system message after the conversation began stays in place.
+				want := []wireContent{
+					{Role: "user", Parts: []wirePart{{Text: "a"}, {Text: "<system>\nlate\n</system>"}}},
+					{Role: "model", Parts: []wirePart{{Text: "b"}, {Text: "c"}}},
+				}
 				if diff := cmp.Diff(body.Contents, want); diff != "" {
 					t.Errorf("contents (-got +want):\n%s", diff)
 				}

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/internal/late"
 	"github.com/augceo/agent/schema"
 )
 
@@ -37,8 +38,14 @@ func (p *Provider) newCall(req *provider.Request) (*call, error) {
 	var system *genai.Content
 	for i, m := range req.Messages {
 		var role string
+		text := m.Text
 		switch m.Role {
 		case provider.RoleSystem:
+			if len(c.contents) > 0 {
+				// Late: in place, so the prefix already read stays (package late).
+				role, text = genai.RoleUser, late.System(m.Text)
+				break
+			}
 			if system == nil {
 				system = &genai.Content{}
 			}
@@ -56,7 +63,7 @@ func (p *Provider) newCall(req *provider.Request) (*call, error) {
 		if m.Text == "" {
 			continue // an empty part is a 400 from the API
 		}
-		part := &genai.Part{Text: m.Text}
+		part := &genai.Part{Text: text}
 		if n := len(c.contents); n > 0 && c.contents[n-1].Role == role {
 			c.contents[n-1].Parts = append(c.contents[n-1].Parts, part)
 			continue
