@@ -116,12 +116,18 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// CodeInvalidSchema is the [Error.Code] of a server error that the
+// schema of the request caused (Ollama's 500 "invalid JSON schema in
+// format"): sent again, it fails again.
+const CodeInvalidSchema = "invalid_json_schema"
+
 // Temporary reports whether retrying may succeed: rate limits, overload
 // and server errors, but not a quota used up (OpenAI's 429
-// insufficient_quota), which stays so until someone pays.
+// insufficient_quota), which stays so until someone pays, nor a schema
+// the server cannot use ([CodeInvalidSchema]).
 func (e *Error) Temporary() bool {
 	switch {
-	case e.Code == "insufficient_quota":
+	case e.Code == "insufficient_quota", e.Code == CodeInvalidSchema:
 		return false
 	case e.Status == http.StatusTooManyRequests, e.Status == http.StatusRequestTimeout,
 		e.Status == 529, // Anthropic: overloaded

@@ -200,6 +200,7 @@ func TestRetryRules(t *testing.T) {
 		{"no answer", fmt.Errorf("x: %w: connection reset", provider.ErrNoAnswer), 2, []time.Duration{500 * time.Millisecond}},
 		{"cap is not retried", &provider.LimitError{Provider: "x", Limit: 1}, 1, nil},
 		{"a quota used up is not retried", &provider.Error{Provider: "openai", Status: 429, Code: "insufficient_quota"}, 1, nil},
+		{"a schema the server cannot use is not retried", &provider.Error{Provider: "ollama", Status: 500, Code: provider.CodeInvalidSchema}, 1, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p, calls := flaky(tt.err)

@@ -30,7 +30,7 @@ const (
 
 // Retry returns a Provider that retries p on temporary errors: a
 // *[Error] whose status is 429 (except OpenAI's insufficient_quota), 408,
-// 5xx or Anthropic's 529; a
+// 5xx (except [CodeInvalidSchema]) or Anthropic's 529; a
 // *[TimeoutError] of PhaseConnect or PhaseFirstByte; and a network error
 // marked [ErrNoAnswer] (connection refused or reset, closed before the
 // first byte). Errors after the first byte of the answer (a stream cut or

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -84,6 +85,7 @@ func (p *Provider) apiError(ctx context.Context, res *http.Response, err error) 
 		if pe.Err == nil {
 			pe.Err = errors.New("empty error body")
 		}
+		refusedSchema(pe)
 		return pe
 	}
 	if se, ok := errors.AsType[*ssestream.StreamError](err); ok {
@@ -97,6 +99,21 @@ func (p *Provider) apiError(ctx context.Context, res *http.Response, err error) 
 	pe.Status = 0
 	pe.Err = err
 	return pe
+}
+
+// ollamaSchema is the message of Ollama's 500 for a schema that
+// llama.cpp's grammar converter refuses.
+const ollamaSchema = "invalid JSON schema in format"
+
+// refusedSchema marks Ollama's answer to a schema it cannot use. It comes
+// as a 500, which would be retried, and fail again, and it names nothing:
+// the code says what it is, and the message what to look for.
+func refusedSchema(pe *provider.Error) {
+	if pe.Status != http.StatusInternalServerError || pe.Err == nil || !strings.Contains(pe.Err.Error(), ollamaSchema) {
+		return
+	}
+	pe.Code = provider.CodeInvalidSchema
+	pe.Err = fmt.Errorf("%w (the server could not turn the schema into a grammar; llama.cpp's converter takes a pattern only written ^…$)", pe.Err)
 }
 
 // inBandError is the error of a 200 response that carries one in its

@@ -205,6 +205,14 @@ func TestReplayErrors(t *testing.T) {
 				Message: `model "llama9" not found, try pulling it first`},
 		},
 		{
+			// Ollama answers 500 to a schema llama.cpp's grammar converter
+			// refuses: the same request fails again, so it is no
+			// temporary error, and the message says what to look for.
+			name: "Ollama refuses the schema", file: "ollama_invalid_schema.http",
+			want: &apiErr{Provider: "openai", Status: 500, Code: "invalid_json_schema",
+				Message: "invalid JSON schema in format (the server could not turn the schema into a grammar; llama.cpp's converter takes a pattern only written ^…$)"},
+		},
+		{
 			name: "vLLM top-level error", file: "vllm_bad_request.http",
 			want: &apiErr{Provider: "openai", Status: 400, Code: "BadRequestError",
 				Message: "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens (8000 in the messages, 32000 in the completion). Please reduce the length of the messages or completion."},
@@ -317,7 +325,8 @@ func TestReplayErrors(t *testing.T) {
 					t.Errorf("%v (-got +want)\n%s", err, diff)
 				}
 				pe, _ := errors.AsType[*provider.Error](err)
-				if wantTemp := tt.want.Status == 429 || tt.want.Status >= 500; pe.Temporary() != wantTemp {
+				wantTemp := (tt.want.Status == 429 || tt.want.Status >= 500) && tt.want.Code != provider.CodeInvalidSchema
+				if pe.Temporary() != wantTemp {
 					t.Errorf("Temporary() = %v", pe.Temporary())
 				}
 			}
