@@ -712,8 +712,9 @@ func ResumeEvents(ctx context.Context, cfg Config, id string) iter.Seq2[RunEvent
 // (store.ErrLeased), one that has not finished (failed, interrupted, or
 // left running by a process that died) with ErrUnfinished (Resume it
 // first), a plan run with ErrNotLoop, an unknown one with
-// store.ErrNotFound; the run is then as it was. msgs are copied: they
-// stay the caller's.
+// store.ErrNotFound, and a message of msgs of a type no handler renders
+// with a *MessageError wrapping ErrUnknownType; the run is then as it
+// was. msgs are copied: they stay the caller's.
 func Continue(ctx context.Context, cfg Config, id string, msgs ...message.Message) (*RunResult, error) {
 	return Collect(ContinueEvents(ctx, cfg, id, msgs...))
 }
@@ -752,7 +753,7 @@ func reopen(ctx context.Context, cfg Config, id string, next bool, msgs []messag
 		l.keep(ctx, cancel)
 		run, rs, spec, err := loadRun(ctx, cat, cfg.Store, id, op)
 		if err == nil && next {
-			err = rs.next(run, msgs, cfg.Provider)
+			err = rs.next(run, msgs, cfg.Provider, cfg.registry())
 		}
 		defer func() {
 			if rs == nil || !rs.journaled {
@@ -833,8 +834,9 @@ func loadRun(ctx context.Context, cat store.Catalog, st store.Store, id, op stri
 }
 
 // next makes rs, the journal of run, the start of the run's next turn:
-// its log, its answer and msgs. The run must be a loop's that ended.
-func (rs *resumed) next(run store.Run, msgs []message.Message, p provider.Provider) error {
+// its log, its answer and msgs. The run must be a loop's that ended, and
+// reg must handle the type of each of msgs.
+func (rs *resumed) next(run store.Run, msgs []message.Message, p provider.Provider, reg *Registry) error {
 	switch {
 	case run.Kind != kindLoop:
 		return fmt.Errorf("agent: continue %s: %w: it is a %s run", run.ID, ErrNotLoop, run.Kind)
@@ -851,6 +853,14 @@ func (rs *resumed) next(run store.Run, msgs []message.Message, p provider.Provid
 		}
 		if len(sol.Output) > 0 {
 			rs.msgs = append(rs.msgs, message.Assistant(string(sol.Output)))
+		}
+	}
+	for i := range msgs {
+		// The turn's messages are journaled before its first request
+		// renders them: one that no handler renders would fail that
+		// request, and every resume's after it.
+		if _, err := reg.handler(msgs[i].Type); err != nil {
+			return fmt.Errorf("agent: continue %s: %w", run.ID, &MessageError{Index: len(rs.msgs) + i, Type: string(msgs[i].Type), Err: err})
 		}
 	}
 	rs.msgs = append(rs.msgs, msgs...)

@@ -324,6 +324,22 @@ func testContinueErrors(t *testing.T, st runStore) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	// A message no handler renders, refused before it is journaled: the
+	// turn's first request would fail on it, and so would every resume.
+	before, err := st.Load(ctx, "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := len(journal(t, st, "held"))
+	p := scripted.Solutions(`{"calls":[],"output":{}}`)
+	_, err = agent.Continue(ctx, agent.Config{Provider: p, Registry: reg, Store: st}, "held", message.Text("more"), message.Message{Type: "nope"})
+	if me, ok := errors.AsType[*agent.MessageError](err); !errors.Is(err, agent.ErrUnknownType) || !ok || me.Type != "nope" {
+		t.Errorf("continue with a message of an unknown type: %v", err)
+	}
+	after, _ := st.Load(ctx, "held")
+	if len(p.Requests()) != 0 || after.Status != store.Done || !after.Updated.Equal(before.Updated) || len(journal(t, st, "held")) != entries {
+		t.Errorf("%d requests; the run before %+v, after %+v", len(p.Requests()), before, after)
+	}
 }
 
 // journalHolds checks that the journal of run id holds log, byte for
