@@ -25,6 +25,7 @@
 //
 //	acts run IDEA.json [--input JSON|@FILE] [flags]
 //	acts resume RUN [flags]
+//	acts continue RUN [--message TEXT|@FILE]... [--messages JSON|@FILE]... [flags]
 //	acts runs [flags]
 //	acts log RUN [flags]
 //	acts fork RUN --at N [flags]
@@ -52,6 +53,11 @@
 // started and did not finish runs again only if its activity is
 // idempotent, and is reported otherwise.
 //
+// continue takes the next turn of the conversation a finished agent
+// loop run holds: the run's answer, then the messages of --message (user
+// text) and --messages (protocol messages), and the loop goes on in the
+// same run, with the run's model and settings as resume uses them.
+//
 // runs lists the runs of a store; log prints a run's trace (steps, calls
 // with their references resolved, outputs, errors, usage, and the cost
 // when a price list is given with --prices or ACTS_PRICES); fork copies a
@@ -75,7 +81,7 @@
 //
 // # MCP
 //
-// run, request and resume connect the MCP servers an Idea lists ("mcp",
+// run, request, resume and continue connect the MCP servers an Idea lists ("mcp",
 // see package github.com/augceo/agent/mcp) for the command's duration and
 // register their tools on [Env.Registry]; a name taken there already is
 // an error, so give the server a prefix. run and request put one tool
@@ -83,7 +89,8 @@
 // definitions, unless the Idea's context offers some of them itself and
 // so chose among them. The message renders no text, so it is part of the
 // prefix every request repeats. A durable run saves the servers with its
-// settings (agent.RunSettings.MCP) and resume starts them again. A server
+// settings (agent.RunSettings.MCP) and resume and continue start them
+// again. A server
 // that does not start fails the command, naming it, and leaves no run
 // behind.
 //
@@ -119,8 +126,8 @@ import (
 // providers.
 type Env struct {
 	// Registry holds the tools and activities runs can use. run,
-	// request and resume register the tools of an Idea's MCP servers on
-	// it for as long as they run; mcp serve serves its tools.
+	// request, resume and continue register the tools of an Idea's MCP
+	// servers on it for as long as they run; mcp serve serves its tools.
 	Registry *agent.Registry
 	Stdin    io.Reader
 	Stdout   io.Writer
@@ -156,7 +163,7 @@ type command struct {
 }
 
 // commands are acts' commands, in the order the usage lists them.
-var commands = []*command{runCommand, resumeCommand, runsCommand, logCommand, forkCommand, requestCommand, planCommand, resolveCommand, mcpCommand}
+var commands = []*command{runCommand, resumeCommand, continueCommand, runsCommand, logCommand, forkCommand, requestCommand, planCommand, resolveCommand, mcpCommand}
 
 func lookupCommand(name string) *command {
 	for _, c := range commands {

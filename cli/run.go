@@ -131,7 +131,7 @@ func runIdea(ctx context.Context, env *Env, rf *runFlags, pos []string, input, i
 	}
 	cfg.MCP = idea.MCP
 	events, total := chooseRun(ctx, cfg, idea.Schema, msgs)
-	return drive(ctx, env, rf, runID, events, total)
+	return drive(ctx, env, rf, runID, events, total, nil)
 }
 
 // offlinePlan returns the plan an Idea's context ends with, which runs
@@ -250,21 +250,7 @@ func resume(ctx context.Context, env *Env, rf *runFlags, pos []string) error {
 		return fmt.Errorf("%w: run %s is an agent loop and needs --model", errUsage, run.ID)
 	}
 	if cfg.Provider != nil {
-		// Say where the run's context goes before it goes.
-		// A provider that leaves its name or URL out (a test double, say)
-		// is said without them.
-		var e provider.Endpoint
-		if d, ok := cfg.Provider.(provider.Describer); ok {
-			e = d.Endpoint()
-		}
-		where := escapeLine(e.Provider)
-		if e.BaseURL != "" {
-			where = strings.TrimSpace(where + " at " + escapeLine(e.BaseURL))
-		}
-		if where != "" {
-			where += ", "
-		}
-		fmt.Fprintf(env.Stderr, "resuming run %s: %smodel %s\n", escapeLine(run.ID), where, escapeLine(cfg.Model))
+		sayEndpoint(env.Stderr, "resuming", run.ID, &cfg)
 	}
 	if saved != nil && run.Status != store.Done {
 		// The run's context offers the tools of its Idea's MCP servers,
@@ -279,7 +265,25 @@ func resume(ctx context.Context, env *Env, rf *runFlags, pos []string) error {
 	if run.Kind == "plan" {
 		total = planSize(ctx, st, run)
 	}
-	return drive(ctx, env, rf, run.ID, agent.ResumeEvents(ctx, cfg, run.ID), total)
+	return drive(ctx, env, rf, run.ID, agent.ResumeEvents(ctx, cfg, run.ID), total, nil)
+}
+
+// sayEndpoint says, before the run's context goes, where it goes: the
+// endpoint and model of cfg.Provider. A provider that leaves its name or
+// URL out (a test double, say) is said without them.
+func sayEndpoint(w io.Writer, doing, id string, cfg *agent.Config) {
+	var e provider.Endpoint
+	if d, ok := cfg.Provider.(provider.Describer); ok {
+		e = d.Endpoint()
+	}
+	where := escapeLine(e.Provider)
+	if e.BaseURL != "" {
+		where = strings.TrimSpace(where + " at " + escapeLine(e.BaseURL))
+	}
+	if where != "" {
+		where += ", "
+	}
+	fmt.Fprintf(w, "%s run %s: %smodel %s\n", doing, escapeLine(id), where, escapeLine(cfg.Model))
 }
 
 // resumeEndpoint returns the provider:model and base URL a resume calls:
@@ -350,21 +354,31 @@ type summary struct {
 	Seconds  float64         `json:"seconds"`
 }
 
-// drive consumes a run's events: progress, then a summary.
-func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.Seq2[agent.RunEvent, error], total int) error {
+// drive consumes a run's events: progress, then a summary. asItWas, when
+// not nil, reports whether the run is as it was before the command: an
+// error before the first event then ends the command with no summary.
+func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.Seq2[agent.RunEvent, error], total int, asItWas func(context.Context) bool) error {
 	start := platform.Now(ctx)
 	bar := newProgress(env.Stderr, rf.progress, total, rf.json)
 	s := summary{Run: id, Status: store.Done}
 	var res *agent.RunResult
 	var runErr error
+	started := false
 	for ev, err := range events {
 		if err != nil {
+			if !started && asItWas != nil && asItWas(ctx) {
+				// Nothing ran, and the run is as it was: a summary
+				// would call it failed.
+				bar.done()
+				return err
+			}
 			runErr = err
 			if le, ok := errors.AsType[*agent.LimitError](err); ok {
 				res = le.Result
 			}
 			break
 		}
+		started = true
 		switch ev.Kind {
 		case agent.EventCallFinished:
 			s.Calls++
