@@ -62,6 +62,10 @@ type runSpec struct {
 	Instanced bool              `json:"instanced,omitempty"` // plan runs: the plan is a template run per instance
 	Schema    json.RawMessage   `json:"schema,omitempty"`    // loop runs: the solution schema
 	Context   int               `json:"context,omitempty"`   // loop runs: how many messages the context had (Config.contextLen)
+	// Turns are, for a loop run continued (Continue), the Context of each
+	// turn before the current one, in order: a fork at a message of an
+	// earlier turn resumes with that turn's (see contextAt).
+	Turns []int `json:"turns,omitempty"`
 	// Settings are the request settings the run was made with: a resume
 	// uses them where its Config leaves them unset. Never an API key.
 	Settings *RunSettings `json:"settings,omitempty"`
@@ -109,6 +113,21 @@ func settingsOf(cfg *Config) *RunSettings {
 		}
 	}
 	return s
+}
+
+// contexts are the Context of each of the run's turns, in order.
+func (s *runSpec) contexts() []int {
+	return append(slices.Clip(s.Turns), s.Context)
+}
+
+// contextAt is the Context of the turn a journal of n messages, whose
+// first turns ended, is in: the spec's last turn's for the run itself,
+// an earlier one's for a fork at a message of that turn. A fork cut
+// inside a turn's context has only n messages of it. A spec from before
+// Turns were kept knows only its last turn's.
+func (s *runSpec) contextAt(ended, n int) int {
+	cs := s.contexts()
+	return min(cs[min(ended, len(cs)-1)], n)
 }
 
 // SavedSettings returns the settings run was made with, a loop's or a
@@ -259,6 +278,8 @@ type resumed struct {
 	// turnStep and turnTokens are the steps and tokens of the run before
 	// its current turn, at its last end: a turn's limits are its own.
 	turnStep, turnTokens int
+	// turns counts the journal's ends: the turns that ended.
+	turns int
 }
 
 // openJournal creates the run, held by this process, with the messages
@@ -272,14 +293,18 @@ func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msg
 		j.lease = rs.lease
 		run := rs.run
 		run.Kind, run.Status, run.Error, run.Updated, run.Lease = kind, store.Running, "", now, j.lease.terms(ctx)
-		if rs.continued {
-			// The new turn's context is the whole log, as a new run's
-			// would be (see Config.contextLen); the rest of the spec stays.
+		if kind == kindLoop {
+			// The turn's context: the whole log for a new turn, as a new
+			// run's would be (see Config.contextLen), or what the resume
+			// goes on with; the turns the journal ended keep theirs, and
+			// a fork's spec loses the turns of its parent after them. The
+			// rest of the spec stays.
 			saved, err := specOf(run)
 			if err != nil {
 				return nil, err
 			}
-			saved.Context = spec.Context
+			cs := saved.contexts()
+			saved.Turns, saved.Context = cs[:min(rs.turns, len(cs))], spec.Context
 			if run.Spec, err = json.Marshal(saved); err != nil {
 				return nil, fmt.Errorf("agent: run spec: %w", err)
 			}
@@ -660,6 +685,7 @@ func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, 
 			}
 		case store.EntryEnd:
 			r.ended, r.end = true, &runEnd{}
+			r.turns++
 			if len(e.Data) > 0 {
 				if err := json.Unmarshal(e.Data, r.end); err != nil {
 					return nil, fmt.Errorf("agent: run %s: entry %d: %w", id, e.Seq, err)
@@ -789,7 +815,7 @@ func reopen(ctx context.Context, cfg Config, id string, next bool, msgs []messag
 				events = PlanInstancesEvents(ctx, cfg, spec.Plan, rs.msgs)
 			}
 		case kindLoop:
-			cfg.contextLen = spec.Context
+			cfg.contextLen = spec.contextAt(rs.turns, len(rs.msgs))
 			events = resumeLoop(ctx, cfg, spec.Schema)
 		default:
 			yield(RunEvent{}, fmt.Errorf("agent: resume %s: unknown kind of run %q", id, run.Kind))
