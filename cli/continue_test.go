@@ -83,6 +83,8 @@ func TestContinue(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run: exit %d: %s", code, errOut)
 	}
+	// ACTS_MODEL names no run: the turn calls the run's model.
+	t.Setenv("ACTS_MODEL", "openai:gpt-other")
 	data := writeFile(t, "data.jsonl", `{"type":"input","country":"Italy"}`+"\n")
 	code, out, errOut := acts(t.Context(), agent.NewRegistry(), "continue", "chat", "--message", "And Italy?", "--messages", "@"+data, "--store", db, "--json")
 	if code != 0 {

@@ -289,16 +289,18 @@ func sayEndpoint(w io.Writer, doing, id string, cfg *agent.Config) {
 // resumeEndpoint returns the provider:model and base URL a resume calls:
 // the flags', else those the run was made with, so that a run made
 // against a local server is not sent to a provider's default endpoint.
+// ACTS_MODEL, the default of --model, does not count: it names no run.
 func resumeEndpoint(run store.Run, saved *agent.RunSettings, rf *runFlags) (model, baseURL string) {
 	model, baseURL = rf.model, rf.baseURL
+	given := isSet(rf.fs, "model")
 	if saved == nil || saved.Endpoint == nil {
-		if model == "" {
+		if !given && run.Model != "" {
 			model = run.Model // a run from before settings were saved
 		}
 		return model, baseURL
 	}
 	e := saved.Endpoint
-	if model == "" && saved.Model != "" {
+	if !given && saved.Model != "" {
 		model = e.Provider + ":" + saved.Model
 	}
 	if name, _, _ := strings.Cut(model, ":"); baseURL == "" && name == e.Provider {

@@ -371,9 +371,10 @@ func TestResumeUsesSavedEndpoint(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	fail.Store(false)
-	// The environment now names another server: the resume still calls
-	// the run's own.
+	// The environment now names another server and another model: the
+	// resume still calls the run's own.
 	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+	t.Setenv("ACTS_MODEL", "openai:gpt-other")
 	before := requests.Load()
 	code, out, errOut := acts(context.Background(), reg, "resume", "e", "--store", db, "--json")
 	if code != 0 {
