@@ -709,7 +709,8 @@ func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, 
 // its activity is Idempotent and otherwise fails with ErrInterrupted. A
 // plan run then runs its remaining calls; a loop run finishes the step it
 // was in and goes on with the loop. A run that already ended returns its
-// result as it is. cfg.Store must also be a store.Catalog.
+// result as it is. cfg.Store must also be a store.Catalog, and a loop
+// run that has not ended needs cfg.Provider (ErrNoProvider otherwise).
 func Resume(ctx context.Context, cfg Config, id string) (*RunResult, error) {
 	return Collect(ResumeEvents(ctx, cfg, id))
 }
@@ -815,6 +816,10 @@ func reopen(ctx context.Context, cfg Config, id string, next bool, msgs []messag
 				events = PlanInstancesEvents(ctx, cfg, spec.Plan, rs.msgs)
 			}
 		case kindLoop:
+			if cfg.Provider == nil { // a loop goes on by asking the model
+				yield(RunEvent{}, fmt.Errorf("agent: resume %s: %w", id, ErrNoProvider))
+				return
+			}
 			cfg.contextLen = spec.contextAt(rs.turns, len(rs.msgs))
 			events = resumeLoop(ctx, cfg, spec.Schema)
 		default:

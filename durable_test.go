@@ -630,3 +630,26 @@ func interrupt(c context.Context, cancel context.CancelFunc) (*agent.Result, err
 	<-c.Done()
 	return nil, c.Err()
 }
+
+// A loop run goes on by asking the model, so resuming one without a
+// Provider fails with ErrNoProvider, naming the run, and gives the run
+// back as it found it; it used to panic on the first request.
+func TestResumeLoopWithoutProvider(t *testing.T) {
+	st := store.NewMemory()
+	reg := agent.NewRegistry()
+	counted(reg)
+	cfg := agent.Config{Provider: scripted.Solutions(`{"calls":[{"_tool":"a","v":1,"_outputPath":"†state.a"}],"output":null}`), Registry: reg, Store: st, RunID: "np"}
+	if _, err := agent.Run(context.Background(), cfg, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[{"type":"tool","tool":"a"},{"type":"text","text":"go"}]`)); !errors.Is(err, scripted.ErrExhausted) {
+		t.Fatalf("run: %v", err)
+	}
+	before, _ := st.Load(context.Background(), "np")
+	entries := len(journal(t, st, "np"))
+	_, err := agent.Resume(context.Background(), agent.Config{Registry: reg, Store: st}, "np")
+	if !errors.Is(err, agent.ErrNoProvider) || err.Error() != "agent: resume np: agent: no provider" {
+		t.Fatalf("resume without a provider: %v", err)
+	}
+	after, err := st.Load(context.Background(), "np")
+	if err != nil || after.Lease.Owner != "" || after.Status != before.Status || len(journal(t, st, "np")) != entries {
+		t.Errorf("the run after a failed resume: %+v, %v", after, err)
+	}
+}
