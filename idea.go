@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 
+	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/message"
 )
 
@@ -65,7 +68,8 @@ func (s MCPServer) Check() error {
 }
 
 // ParseIdea reads an Idea file's JSON. Errors name the field and, for the
-// context, the message.
+// context, the message. A field that an Idea, or a preset or MCP server
+// of it, does not have is an error: a misspelt one would be dropped.
 func ParseIdea(data []byte) (*Idea, error) {
 	var raw struct {
 		Schema    json.RawMessage   `json:"schema"`
@@ -84,6 +88,11 @@ func ParseIdea(data []byte) (*Idea, error) {
 			return nil, fmt.Errorf("agent: idea must be a JSON object with schema and context, got %s", te.Value)
 		}
 		return nil, fmt.Errorf("agent: idea: %w", err)
+	}
+	// A misspelt field would otherwise be dropped in silence: a
+	// "contxt" runs the Idea with no context at all.
+	if err := unknownFields(data, "", ideaFields); err != nil {
+		return nil, err
 	}
 	if raw.Schema == nil {
 		return nil, fmt.Errorf("agent: idea: field \"schema\" is missing")
@@ -105,6 +114,64 @@ func ParseIdea(data []byte) (*Idea, error) {
 		idea.Context = msgs
 	}
 	return idea, nil
+}
+
+// The fields of an Idea file, of a preset in it and of an MCP server in
+// it, as ParseIdea reads them.
+var (
+	ideaFields   = jsonFields(reflect.TypeFor[Idea]())
+	presetFields = jsonFields(reflect.TypeFor[Preset]())
+	mcpFields    = jsonFields(reflect.TypeFor[MCPServer]())
+)
+
+// jsonFields returns the JSON names of the fields of struct type t.
+func jsonFields(t reflect.Type) []string {
+	var names []string
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// unknownFields reports the first field of the JSON object data that is
+// not one of known, and does the same for each preset and MCP server of
+// an Idea (at is where data is: "" for the Idea itself). It only looks at
+// objects: what is not one was reported already.
+func unknownFields(data []byte, at string, known []string) error {
+	o, err := ojson.Parse(data)
+	if err != nil {
+		return nil
+	}
+	for i, k := range o.Keys {
+		if !slices.Contains(known, k) {
+			return fmt.Errorf("agent: idea: %sunknown field %q (known: %s)", at, k, strings.Join(known, ", "))
+		}
+		if at != "" {
+			continue
+		}
+		switch k {
+		case "presets":
+			if ps, err := ojson.Parse(o.Values[i]); err == nil {
+				for j, name := range ps.Keys {
+					if err := unknownFields(ps.Values[j], fmt.Sprintf("presets[%q]: ", name), presetFields); err != nil {
+						return err
+					}
+				}
+			}
+		case "mcp":
+			var servers []json.RawMessage
+			if json.Unmarshal(o.Values[i], &servers) == nil {
+				for j, sv := range servers {
+					if err := unknownFields(sv, fmt.Sprintf("mcp[%d]: ", j), mcpFields); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // Marshal returns the Idea as the JSON of an Idea file, indented, its

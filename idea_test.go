@@ -26,6 +26,10 @@ func TestParseIdea(t *testing.T) {
 		`{"context":[]}`: `field "schema" is missing`,
 		`{"schema":{},"context":[{"type":"data","kind":"!"}]}`: "message 0",
 		`{"schema":{}`: "unexpected end",
+		// A misspelt field is not dropped: the Idea would run without it.
+		`{"schema":{},"contxt":[{"type":"text","text":"hi"}]}`:             `unknown field "contxt" (known: schema, context,`,
+		`{"schema":{},"presets":{"P":{"messages":[],"maxTokns":5}}}`:       `presets["P"]: unknown field "maxTokns"`,
+		`{"schema":{},"mcp":[{"url":"http://x","prefix":"a_","nme":"x"}]}`: `mcp[0]: unknown field "nme"`,
 	} {
 		_, err := agent.ParseIdea([]byte(in))
 		if err == nil || !strings.Contains(err.Error(), want) {
