@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -382,6 +383,33 @@ func stringList(o *object, kw string) []string {
 	return out
 }
 
+// metaschemaError returns err, the library's error for a schema that is
+// not valid JSON Schema, with the compact text of a [ValidationError]:
+// where in the schema, one failure a line ("at /properties/x/type: ..."),
+// rather than the library's tree of every keyword of the metaschema it
+// went through. Other errors are returned as they are.
+func metaschemaError(err error) error {
+	se, ok := errors.AsType[*jsonschema.SchemaValidationError](err)
+	if !ok {
+		return err
+	}
+	ve, ok := errors.AsType[*jsonschema.ValidationError](se.Err)
+	if !ok {
+		return err
+	}
+	return &invalidSchema{text: fromLibrary(ve).Error(), err: err}
+}
+
+// invalidSchema is the library's error for a schema that is not valid
+// JSON Schema, with a text of ours.
+type invalidSchema struct {
+	text string
+	err  error
+}
+
+func (e *invalidSchema) Error() string { return e.text }
+func (e *invalidSchema) Unwrap() error { return e.err }
+
 // noLoader keeps the library from reading files or the network: every resource a schema
 // needs is added before compiling.
 type noLoader struct{}
@@ -406,7 +434,7 @@ func compileResourcesAt(resources map[string]any, top string) (*Schema, error) {
 	}
 	lib, err := c.Compile(top)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, metaschemaError(err))
 	}
 	return &Schema{lib: lib, fast: buildFast(resources, top)}, nil
 }

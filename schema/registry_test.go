@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -36,6 +37,27 @@ func TestRegistryAdd(t *testing.T) {
 				t.Fatalf("Add(%q, %s) = %v, want %v", tt.reg, tt.schema, err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// A schema that is not valid JSON Schema is reported where it is wrong,
+// one failure a line, as a value that does not meet a schema is, rather
+// than as the library's walk through every keyword of the metaschema.
+func TestCompileInvalidSchemaSaysWhere(t *testing.T) {
+	for _, tt := range []struct {
+		schema, want string
+	}{
+		{`{"properties":{"a":{"minimum":"x"}},"required":"a"}`,
+			"schema: invalid schema: at /properties/a/minimum: expected number, got string\nat /required: expected array, got string"},
+		{`{"type":"strng"}`, `at /type: expected one of "array", "boolean", "integer", "null", "number", "object", "string", got "strng"`},
+	} {
+		_, err := Compile(raw(tt.schema))
+		if !errors.Is(err, ErrInvalidSchema) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Compile(%s) = %v, want ErrInvalidSchema saying %q", tt.schema, err, tt.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "metaschema") {
+			t.Errorf("Compile(%s) = %v: the library's text", tt.schema, err)
+		}
 	}
 }
 
