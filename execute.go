@@ -291,10 +291,13 @@ func (x *executor) checkResult(c *Call, res *Result) error {
 		return nil
 	}
 	compiled, err := sh.compiledResult(x.reg)
-	if err == nil && compiled != nil {
-		err = compiled.Validate(res.Value)
+	if err != nil { // the schema is at fault, not the result
+		return &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("the tool's _output: %w", err)}
 	}
-	if err != nil {
+	if compiled == nil {
+		return nil
+	}
+	if err := compiled.Validate(res.Value); err != nil {
 		return &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("result does not match the tool's _output: %w", err)}
 	}
 	return nil

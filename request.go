@@ -482,9 +482,26 @@ func (b *Build) solutionSchema(output json.RawMessage, outputDefs []schema.Def, 
 	}
 	compiled, err := b.Registry.compile(composed)
 	if err != nil {
-		return nil, nil, fmt.Errorf("agent: composed schema: %w", err)
+		return nil, nil, fmt.Errorf("agent: %w", b.invalidPart(output, outputDefs, err))
 	}
 	return composed, compiled, nil
+}
+
+// invalidPart says which part of a composed schema that does not compile
+// (err) is at fault: the first tool whose own schema does not compile, or
+// the output. The composed schema's error alone locates it in a schema
+// the user never wrote ("/properties/calls/items/..."). Only a failure
+// pays for the search.
+func (b *Build) invalidPart(output json.RawMessage, outputDefs []schema.Def, err error) error {
+	for i, sh := range b.shapes {
+		if _, terr := b.Registry.compile(sh.check); terr != nil {
+			return fmt.Errorf("tool %q: %w", b.shapeNames[i], terr)
+		}
+	}
+	if _, oerr := b.Registry.compile(withDefs(output, outputDefs)); oerr != nil {
+		return fmt.Errorf("output schema: %w", oerr)
+	}
+	return fmt.Errorf("composed schema: %w", err)
 }
 
 // handleNew runs the handlers of the messages of the log not handled yet.

@@ -3,11 +3,13 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/provider/scripted"
+	"github.com/augceo/agent/schema"
 )
 
 // A registered tool that cannot be shaped still registers, and a run that
@@ -46,5 +48,48 @@ func TestRegisteredToolShapeFollowsBinding(t *testing.T) {
 	reg.Activity("t", agent.Bind(func(ctx context.Context, p struct{ X int }) (int, error) { return p.X, nil }))
 	if offersOutput() {
 		t.Error("a tool with code is offered with _output")
+	}
+}
+
+// A schema that is not valid JSON Schema fails the request with an error
+// that names its tool, or the output, and the place in the schema as the
+// user wrote it, not in the composed schema the model is sent. A tool's
+// _output, which only an activity's result meets, is reported as the
+// schema at fault, not as a result that does not match it.
+func TestInvalidSchemaNamesItsPart(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("good", json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}}}`))
+	reg.Tool("typo", json.RawMessage(`{"type":"object","properties":{"x":{"type":"strng"}}}`))
+	reg.Tool("badOut", json.RawMessage(`{"type":"object","properties":{"_output":{"type":"object","required":"n"}}}`))
+	reg.Activity("badOut", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) { return agent.Value(map[string]int{"n": 1}) }))
+	for _, tt := range []struct {
+		name, schema, context string
+		want                  []string
+	}{
+		{"tool", `{"type":"string"}`, `[{"type":"tool","tool":"good"},{"type":"tool","tool":"typo"}]`,
+			[]string{`agent: tool "typo": schema: invalid schema: `, `at /properties/x/type`, `got "strng"`}},
+		{"output", `{"type":"object","properties":{"a":{"minimum":"x"}}}`, `[{"type":"tool","tool":"good"}]`,
+			[]string{`agent: output schema: schema: invalid schema: at /properties/a/minimum: expected number, got string`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := agent.Config{Provider: scripted.Solutions(`{"calls":[],"output":"x"}`), Registry: reg}
+			_, err := agent.Run(context.Background(), cfg, json.RawMessage(tt.schema), ctxOf(t, tt.context))
+			if !errors.Is(err, schema.ErrInvalidSchema) {
+				t.Fatalf("err = %v, want schema.ErrInvalidSchema", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v\nwant it to say %q", err, w)
+				}
+			}
+		})
+	}
+	p := scripted.Solutions(`{"calls":[{"_tool":"badOut","_outputPath":"†state.n"}],"output":null}`, `{"calls":[],"output":"x"}`)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[{"type":"tool","tool":"badOut"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := errorTexts(res.Log); len(got) != 1 || !strings.HasPrefix(got[0], `runtime error in badOut: the tool's _output: schema: invalid schema: at /required`) {
+		t.Errorf("errors %q, want the tool's _output reported as invalid", got)
 	}
 }
