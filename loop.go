@@ -410,7 +410,8 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 			return ok
 		}
 		if err != nil {
-			r.fail(err)
+			// The step says where in a long run the model failed.
+			r.fail(fmt.Errorf("agent: step %d: %w", step, err))
 			ok = false
 			return false
 		}

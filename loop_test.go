@@ -355,15 +355,18 @@ func TestRunLimits(t *testing.T) {
 		name  string
 		cfg   agent.Config
 		want  error
-		steps int // the requests made before the run stopped
+		steps int    // the requests made before the run stopped
+		text  string // the error's: a provider's names the step it failed
 	}{
-		{"max steps", agent.Config{MaxSteps: 2, Provider: scripted.Solutions(notDone, notDone, notDone)}, agent.ErrMaxSteps, 2},
+		{"max steps", agent.Config{MaxSteps: 2, Provider: scripted.Solutions(notDone, notDone, notDone)}, agent.ErrMaxSteps, 2,
+			"agent: too many steps (2)"},
 		{"token budget", agent.Config{TokenBudget: 15, Provider: scripted.New(
 			scripted.Response{Solutions: []string{notDone}, Usage: provider.Usage{Input: 10, Output: 6}},
-			scripted.Response{Solutions: []string{notDone}})}, agent.ErrTokenBudget, 1},
-		{"max calls", agent.Config{MaxCallsPerStep: 1, Provider: scripted.Solutions(`{"calls":[{"_tool":"t"},{"_tool":"t"}],"output":null}`)}, agent.ErrMaxCalls, 1},
+			scripted.Response{Solutions: []string{notDone}})}, agent.ErrTokenBudget, 1, "agent: token budget spent: used 16 of 15 tokens"},
+		{"max calls", agent.Config{MaxCallsPerStep: 1, Provider: scripted.Solutions(`{"calls":[{"_tool":"t"},{"_tool":"t"}],"output":null}`)}, agent.ErrMaxCalls, 1,
+			"agent: too many calls in one step (1)"},
 		{"provider error", agent.Config{Provider: scripted.New(scripted.Response{Solutions: []string{notDone}},
-			scripted.Response{Err: boom})}, boom, 2},
+			scripted.Response{Err: boom})}, boom, 2, "agent: step 2: agent: provider: boom"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.cfg.Registry = agent.NewRegistry()
@@ -371,6 +374,9 @@ func TestRunLimits(t *testing.T) {
 			res, err := agent.Run(context.Background(), tt.cfg, json.RawMessage(`{}`), ctxOf(t, `[{"type":"tool","tool":"t"},{"type":"text","text":"go"}]`))
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+			if err.Error() != tt.text {
+				t.Errorf("error %q, want %q", err, tt.text)
 			}
 			if res == nil || res.Log == nil || res.Log.Len() < 2 {
 				t.Fatalf("the log was not returned intact: %+v", res)
