@@ -782,6 +782,10 @@ func parseSolution(text string, compiled *schema.Schema) (*Solution, error) {
 	if !json.Valid(raw) {
 		var v any
 		err := json.Unmarshal(raw, &v)
+		if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+			// Where it breaks: the model, or whoever reads Raw, finds it.
+			return nil, fmt.Errorf("%w at byte %d of %d: %w", errInvalidJSON, se.Offset, len(raw), err)
+		}
 		return nil, fmt.Errorf("%w: %w", errInvalidJSON, err)
 	}
 	// A strict model writes null for each property it leaves out: Accept

@@ -210,6 +210,18 @@ func TestRequestAnswerCut(t *testing.T) {
 	}
 }
 
+// An answer that is not JSON says where it breaks, for the model asked to
+// repair it and for whoever reads the error, and keeps the decoder's
+// error for errors.As.
+func TestRequestInvalidJSONSaysWhere(t *testing.T) {
+	p := scripted.Solutions(`{"calls":[], "output": nul}`)
+	_, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), MaxRepairs: -1}, json.RawMessage(`{}`), []message.Message{message.Text("x")})
+	want := `agent: solution 0 invalid after 1 attempts: invalid JSON at byte 27 of 27: invalid character '}' in literal null (expecting 'l')`
+	if _, ok := errors.AsType[*json.SyntaxError](err); !ok || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
+	}
+}
+
 func TestRequestSchemaViolationIsTyped(t *testing.T) {
 	p := scripted.Solutions(`{"output":{"n":"x"}}`)
 	_, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), MaxRepairs: -1},
