@@ -39,7 +39,7 @@ func cacheAgent(steps int) (*agent.Registry, []string) {
 	reg := agent.NewRegistry()
 	reg.Tool("note", json.RawMessage(`{"type":"object","description":"Writes a note: v, and its square, where _outputPath says.","properties":{"v":{"type":"integer","description":"What to write"}},"required":["v"]}`))
 	reg.Tool("lookup", json.RawMessage(`{"type":"object","description":"Looks a customer up by id in the CRM and returns their name, plan, region and open tickets.","properties":{"id":{"type":"string","description":"The customer id, e.g. C-1042"},"fields":{"type":"array","items":{"enum":["name","plan","region","tickets"]},"description":"Which fields to return; all when absent"}},"required":["id"]}`))
-	reg.Tool("summarize", json.RawMessage(`{"type":"object","description":"Summarizes a list of notes in a few sentences for the weekly report.","properties":{"notes":{"type":"array","items":{"type":"object"},"description":"The notes to summarize"},"tone":{"enum":["neutral","upbeat","terse"]}},"required":["notes"],"_output":{"type":"object","properties":{"summary":{"type":"string"}}}}`))
+	reg.Tool("summarize", json.RawMessage(`{"type":"object","description":"Summarizes a list of notes in a few sentences for the weekly report.","properties":{"notes":{"type":"array","items":{"type":"object"},"description":"The notes to summarize"},"tone":{"enum":["neutral","upbeat","terse"]},"_output":{"type":"object","properties":{"summary":{"type":"string"}}}},"required":["notes"]}`))
 	reg.Activity("note", agent.Bind(func(ctx context.Context, p struct {
 		V int `json:"v"`
 	}) (map[string]int, error) {

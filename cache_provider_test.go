@@ -82,29 +82,40 @@ func TestAnthropicCacheLongSteps(t *testing.T) {
 // TestAnthropicCachePlan asks for a plan (012, lazy mode) in a
 // conversation that already had a request: the plan's request reads the
 // prefix the first one wrote, as its instruction comes after the
-// conversation instead of joining the system messages.
+// conversation instead of joining the system messages. A latent tool with
+// an _output is the exception: a plan does not execute latently, so the
+// tool is offered without it, and the schema, which Anthropic's cache
+// covers, is not the one the conversation's requests had.
 func TestAnthropicCachePlan(t *testing.T) {
-	answers := []string{`{"calls":[],"output":null}`, `{"calls":[{"_tool":"note","v":1,"_outputPath":"†state.a"}],"output":null}`}
-	p, srv, _ := anthropicCached(t, answers)
-	reg, _ := cacheAgent(1)
-	cfg := agent.Config{Provider: p, Registry: reg, Clock: fixed}
-	msgs := cacheContext()
-	msgs[0].Text = strings.Repeat(systemPrompt, 4) // past the shortest prefix cached
-	out := json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}},"required":["done"]}`)
-	if _, err := agent.Request(context.Background(), cfg, out, msgs); err != nil {
-		t.Fatal(err)
-	}
-	if _, calls, err := agent.Plan(context.Background(), cfg, out, msgs); err != nil || len(calls) != 1 {
-		t.Fatalf("plan: %d calls, %v", len(calls), err)
-	}
-	reqs := srv.Requests()
-	if len(reqs) != 2 {
-		t.Fatalf("%d requests, want 2", len(reqs))
-	}
-	first, plan := reqs[0].Cache, reqs[1].Cache
-	if first.Write == 0 || plan.Read < first.Read+first.Write {
-		t.Errorf("the plan's request read %d tokens from the cache; the request before wrote up to %d (%+v, %+v)",
-			plan.Read, first.Read+first.Write, first, plan)
+	for _, latent := range []bool{false, true} {
+		answers := []string{`{"calls":[],"output":null}`, `{"calls":[{"_tool":"note","v":1,"_outputPath":"†state.a"}],"output":null}`}
+		p, srv, _ := anthropicCached(t, answers)
+		reg, _ := cacheAgent(1) // its summarize is latent, with an _output
+		if !latent {
+			reg = agent.NewRegistry()
+			for _, name := range []string{"note", "lookup", "summarize"} {
+				reg.Tool(name, json.RawMessage(`{"type":"object","description":"A tool.","properties":{"v":{"type":"integer"}},"required":["v"]}`))
+			}
+		}
+		cfg := agent.Config{Provider: p, Registry: reg, Clock: fixed}
+		msgs := cacheContext()
+		msgs[0].Text = strings.Repeat(systemPrompt, 4) // past the shortest prefix cached
+		out := json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}},"required":["done"]}`)
+		if _, err := agent.Request(context.Background(), cfg, out, msgs); err != nil {
+			t.Fatal(err)
+		}
+		if _, calls, err := agent.Plan(context.Background(), cfg, out, msgs); err != nil || len(calls) != 1 {
+			t.Fatalf("plan: %d calls, %v", len(calls), err)
+		}
+		reqs := srv.Requests()
+		if len(reqs) != 2 {
+			t.Fatalf("%d requests, want 2", len(reqs))
+		}
+		first, plan := reqs[0].Cache, reqs[1].Cache
+		if hit := plan.Read >= first.Read+first.Write; first.Write == 0 || hit == latent {
+			t.Errorf("latent tool %v: the plan's request read %d tokens from the cache; the request before wrote up to %d (%+v, %+v)",
+				latent, plan.Read, first.Read+first.Write, first, plan)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -223,6 +224,11 @@ func llmTool(name string, def json.RawMessage, explicit bool) (check, llm, resul
 		if props, err = ojson.Parse(p); err != nil {
 			return nil, nil, nil, nil, fmt.Errorf("properties: %w", err)
 		}
+	}
+	if o.Has("_output") {
+		// A validator ignores an unknown keyword: the tool would have no
+		// result to check, and a latent call nothing to produce.
+		return nil, nil, nil, nil, errors.New("_output stands beside properties; it is a property, declare it in properties (002)")
 	}
 	explicit = explicit || o.Has("_activity") || props.Has("_activity")
 	for _, k := range []string{"_activity", "_delegate", "_tool"} {

@@ -28,6 +28,19 @@ func TestRegisteredToolShapeError(t *testing.T) {
 	}
 }
 
+// An _output written beside properties, where a validator ignores it, is
+// refused, naming the tool: the tool would have no result to check, and a
+// latent call nothing to produce.
+func TestOutputBesideProperties(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("sum", json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}},"_output":{"type":"integer"}}`))
+	cfg := agent.Config{Provider: scripted.Solutions(`{"calls":[],"output":1}`), Registry: reg}
+	_, err := agent.Request(context.Background(), cfg, json.RawMessage(`{"type":"integer"}`), ctxOf(t, `[{"type":"tool","tool":"sum"}]`))
+	if err == nil || !strings.Contains(err.Error(), `tool "sum": _output stands beside properties`) {
+		t.Fatalf("err = %v, want one naming the tool and where _output belongs", err)
+	}
+}
+
 // Which shape a run takes depends on what is bound when it runs: a tool
 // registered before its activity is offered without _output once the
 // activity is bound, and with it before.
