@@ -213,7 +213,7 @@ func TestCachedRenderingKeepsValuesCurrent(t *testing.T) {
 		if _, inst, ok := strings.Cut(header, "(_instance: "); ok {
 			id.Instance = strings.TrimSuffix(inst, ")")
 		}
-		for strings.HasPrefix(body, "Overrides the global") || strings.HasPrefix(body, "Input data MUST") {
+		for strings.HasPrefix(body, "Each _instance of") || strings.HasPrefix(body, "Input data MUST") {
 			_, body, _ = strings.Cut(body, "\n") // what the block says of its data before it
 		}
 		if !update {

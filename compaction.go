@@ -147,6 +147,7 @@ func renderCompaction(_ context.Context, b *Build, _ *message.Message) error {
 		return err
 	}
 	var msgs []provider.Message
+	b.said = said{} // the snapshot says it all again
 	for _, e := range b.folded.entries {
 		if e.id == nil {
 			msgs = append(msgs, e.msg)
@@ -157,7 +158,7 @@ func renderCompaction(_ context.Context, b *Build, _ *message.Message) error {
 			return err
 		}
 		description, schema := b.seen.About(*e.id)
-		msgs = append(msgs, provider.Message{Role: provider.RoleUser, Text: DataBlock(*e.id, value, present, description, schema)})
+		msgs = append(msgs, provider.Message{Role: provider.RoleUser, Text: b.said.block(*e.id, value, present, description, schema)})
 	}
 	msgs = append(msgs, provider.Message{Role: provider.RoleUser, Text: "## Compacted\nThe context above was compacted: each data block shows its current value, and the plan is the last one."})
 	b.messages, b.rendered = msgs, 0

@@ -103,7 +103,7 @@ func (b *Build) renderCached(m *message.Message) error {
 	b.shown[id] = true
 	if !first {
 		if !b.toolsOnly {
-			b.Render(provider.RoleUser, UpdateBlock(m))
+			b.Render(provider.RoleUser, b.said.update(m))
 		}
 		return nil
 	}
@@ -112,7 +112,7 @@ func (b *Build) renderCached(m *message.Message) error {
 		return err
 	}
 	description, schema := b.seen.About(id)
-	b.Render(provider.RoleUser, DataBlock(id, value, present, description, schema))
+	b.Render(provider.RoleUser, b.said.block(id, value, present, description, schema))
 	return nil
 }
 
@@ -122,8 +122,13 @@ func (b *Build) renderCached(m *message.Message) error {
 //	## Data update: ¶state
 //	set †state.user.name: "Ada"
 //
-// then a description or schema the message gives.
-func UpdateBlock(m *message.Message) string {
+// then a description or schema the message gives. It is the block as the
+// first data block of a request says it; a request says a description or
+// schema again only where it differs from the last said of its kind (see
+// said).
+func UpdateBlock(m *message.Message) string { return new(said).update(m) }
+
+func (sd *said) update(m *message.Message) string {
 	id := m.Identity()
 	var s text
 	s.heading("Data update", id)
@@ -132,7 +137,7 @@ func UpdateBlock(m *message.Message) string {
 		s.Write(value) // ref.Encode writes it compact
 		s.Byte('\n')
 	}
-	s.about(id.Kind, m.Description, m.Schema)
+	sd.about(&s, id.Kind, m.Description, m.Schema)
 	return strings.TrimRight(s.String(), "\n")
 }
 
@@ -158,7 +163,7 @@ func (b *Build) dataBlock(id message.Identity) (string, error) {
 		return "", err
 	}
 	description, schema := b.Log.About(id)
-	return DataBlock(id, value, ok, description, schema), nil
+	return b.said.block(id, value, ok, description, schema), nil
 }
 
 // DataBlock renders a data identity the way the model sees it:
@@ -170,14 +175,41 @@ func (b *Build) dataBlock(id message.Identity) (string, error) {
 //	{ ...the schema... }
 //
 // Input data is marked as a structured prompt (006); an instance is named
-// after the kind.
+// after the kind. It is the block as the first of a request says it: a
+// request says each note once, and a description or schema again only
+// where it differs from the last said of its kind (see said).
 func DataBlock(id message.Identity, value json.RawMessage, present bool, description string, schema json.RawMessage) string {
+	return new(said).block(id, value, present, description, schema)
+}
+
+// said is what a request's data blocks have said of each kind so far,
+// in the order the model reads them. The notes on instances and on input
+// are said once, and a description or a schema again only where it
+// differs from the last one said of the kind: every block used to say
+// them all, so a context of a hundred instanced orders repeated them a
+// hundred times, in every request of the run. What a block says depends
+// only on the blocks before it, so it renders the same at every step; a
+// compaction, which renders its blocks anew, starts over.
+type said struct {
+	instances   map[string]bool   // the kinds whose note on instances was said
+	input       bool              // the note on input was said
+	description map[string]string // the last description said of each kind
+	schema      map[string]string // the last schema said of each kind, compact
+}
+
+// block renders the first block of a data identity.
+func (sd *said) block(id message.Identity, value json.RawMessage, present bool, description string, schema json.RawMessage) string {
 	var s text
 	s.heading("Data", id)
-	if id.Instance != "" {
-		s.WriteString("Overrides the global ¶" + id.Kind + " field by field for calls of this instance\n")
+	if id.Instance != "" && !sd.instances[id.Kind] {
+		if sd.instances == nil {
+			sd.instances = map[string]bool{}
+		}
+		sd.instances[id.Kind] = true
+		s.WriteString("Each _instance of ¶" + id.Kind + " overrides the global ¶" + id.Kind + " field by field for calls of that instance\n")
 	}
-	if id.Kind == message.KindInput {
+	if id.Kind == message.KindInput && !sd.input {
+		sd.input = true
 		s.WriteString("Input data MUST be treated as a structured prompt\n")
 	}
 	if present {
@@ -186,7 +218,7 @@ func DataBlock(id message.Identity, value json.RawMessage, present bool, descrip
 	} else {
 		s.WriteString("(no value yet)\n")
 	}
-	s.about(id.Kind, description, schema)
+	sd.about(&s, id.Kind, description, schema)
 	return strings.TrimRight(s.String(), "\n")
 }
 
@@ -200,16 +232,27 @@ func (t *text) heading(title string, id message.Identity) {
 	t.Byte('\n')
 }
 
-// about writes what a data message says of its identity: its description
-// and its schema.
-func (t *text) about(kind, description string, schema json.RawMessage) {
-	if description != "" {
+// about writes to t what a data message says of its kind: its
+// description and its schema, each unless it is the last said of kind.
+func (sd *said) about(t *text, kind, description string, schema json.RawMessage) {
+	if description != "" && sd.description[kind] != description {
+		if sd.description == nil {
+			sd.description = map[string]string{}
+		}
+		sd.description[kind] = description
 		t.WriteString(description)
 		t.Byte('\n')
 	}
-	if schema != nil {
+	if schema == nil {
+		return
+	}
+	if c := compact(schema); sd.schema[kind] != c {
+		if sd.schema == nil {
+			sd.schema = map[string]string{}
+		}
+		sd.schema[kind] = c
 		t.WriteString("Schema for ¶" + kind + ":\n")
-		t.JSON(schema)
+		t.WriteString(c)
 		t.Byte('\n')
 	}
 }

@@ -33,6 +33,7 @@ type Build struct {
 	Log *message.Log
 	// Index is the position of the message being handled.
 	planIntro string // the intro of the last plan rendered
+	said      said   // what the data blocks rendered so far said of each kind
 	compacted int    // the estimated tokens of the messages the last compaction left, the schema aside
 	rendered  int    // the bytes of the rendered messages, kept as they are rendered
 	Index     int

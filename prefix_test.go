@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -734,4 +735,90 @@ func TestPrefixNextTurn(t *testing.T) {
 	for _, b := range prefixBreaks([]provider.Request{first[len(first)-1], second[0], second[1]}) {
 		t.Error(b)
 	}
+}
+
+// notesContext is a context of n instanced orders: with described, as
+// a program that builds its messages one by one may write them, each
+// with the same description and schema; without, the first n orders of
+// examples/orders, as acts run --input gives them.
+func notesContext(t *testing.T, n int, described bool) []message.Message {
+	lines, err := os.ReadFile("examples/orders/orders.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	orders := strings.SplitN(string(lines), "\n", n+1)[:n]
+	var b strings.Builder
+	b.WriteString(`[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"}`)
+	for i, o := range orders {
+		if described {
+			fmt.Fprintf(&b, `,{"type":"data","kind":"input","_instance":"order-%04d","data":{"sku":"s%d","qty":%d},"description":"An order to check.","schema":{"type":"object","properties":{"sku":{"type":"string"},"qty":{"type":"integer"}}}}`, i+1, i, i+1)
+			continue
+		}
+		// {"_instance":"order-0001",...} → a data message of that instance
+		inst, data, _ := strings.Cut(strings.TrimPrefix(o, `{"_instance":`), ",")
+		fmt.Fprintf(&b, `,{"type":"data","kind":"input","_instance":%s,"data":{%s}`, inst, data)
+	}
+	b.WriteString(`,{"type":"text","text":"Check the orders."}]`)
+	return ctxOf(t, b.String())
+}
+
+// notesAnswers write to the state of two instances, then end.
+var notesAnswers = []string{
+	`{"calls":[{"_tool":"put","_instance":"order-0001","v":1,"_outputPath":"†state.ok"},{"_tool":"put","_instance":"order-0002","v":1,"_outputPath":"†state.ok"}],"output":null}`,
+	`{"calls":[{"_tool":"put","_instance":"order-0003","v":0,"_outputPath":"†state.ok"}],"output":null}`,
+	`{"calls":[],"output":{"done":true}}`}
+
+// TestPrefixDataNotesOnce: the notes a data block makes (how an instance
+// combines with the global data, that input is a structured prompt) are
+// said once a request, and a description or schema once while it stays
+// the same for its kind; every block used to say them all, in every
+// request. The requests still extend each other, a compaction says them
+// again in its snapshot (the blocks before are gone), and a resumed run sends what the run would
+// have sent.
+func TestPrefixDataNotesOnce(t *testing.T) {
+	count := func(r provider.Request, s string) int { return strings.Count(sentBytes(r), s) }
+	notes := []string{"the global ¶input field by field", "the global ¶state field by field", "MUST be treated as a structured prompt", "An order to check.", "Schema for ¶input"}
+	for _, described := range []bool{false, true} {
+		t.Run(fmt.Sprint("described=", described), func(t *testing.T) {
+			_, reqs := runLoop(t, agent.Config{Registry: echoReg(), Concurrency: 1}, notesContext(t, 20, described), notesAnswers...)
+			checkExtends(t, reqs)
+			last := reqs[len(reqs)-1]
+			said := notes
+			if !described {
+				said = notes[:3] // the orders have no description or schema
+			}
+			for _, s := range said {
+				if n := count(last, s); n != 1 {
+					t.Errorf("the last request says %q %d times, want once", s, n)
+				}
+			}
+			_, total, _, _ := cacheFigures(reqs)
+			t.Logf("%d requests: the first %d bytes, the last %d; %d in all", len(reqs), len(sentBytes(reqs[0])), len(sentBytes(last)), total)
+		})
+	}
+	t.Run("compaction", func(t *testing.T) {
+		_, reqs := runLoop(t, agent.Config{Registry: echoReg(), Concurrency: 1, CompactAt: 300}, notesContext(t, 20, true), notesAnswers...)
+		last := reqs[len(reqs)-1]
+		if count(last, "## Compacted") != 1 {
+			t.Fatalf("the last request has %d compactions, want 1", count(last, "## Compacted"))
+		}
+		for _, s := range notes {
+			if n := count(last, s); n != 1 {
+				t.Errorf("the last request says %q %d times, want once", s, n)
+			}
+		}
+	})
+	t.Run("resume", func(t *testing.T) {
+		_, full := runLoop(t, agent.Config{Registry: echoReg(), Concurrency: 1}, notesContext(t, 20, true), notesAnswers...)
+		before, after := cutRun(t, echoReg(), notesContext(t, 20, true), 1, 3, notesAnswers...)
+		reqs := append(before[:len(before)-1], after...)
+		if len(reqs) != len(full) {
+			t.Fatalf("%d requests, want %d", len(reqs), len(full))
+		}
+		for i := range reqs {
+			if got, want := sentBytes(reqs[i]), sentBytes(full[i]); got != want {
+				t.Errorf("request %d: %s", i+1, firstDiff(want, got))
+			}
+		}
+	})
 }
