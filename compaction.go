@@ -57,6 +57,7 @@ type folded struct {
 	upTo    int                       // the messages of the log folded
 	shown   map[message.Identity]bool // the data identities among entries
 	last    []int                     // the entries of the last plan and the errors after it
+	plan    []string                  // the calls of the last plan folded, compact
 }
 
 type foldEntry struct {
@@ -98,8 +99,9 @@ func (f *folded) fold(b *Build) error {
 			}
 			f.last = f.last[:0]
 			e.msg.Text, e.last = "## Plan\n"+planIntro+"\n"+compactLines(m.Plan), true
+			f.plan = planCalls(m.Plan)
 		case message.TypeError:
-			e.msg.Text, e.last = errorText(&m), true
+			e.msg.Text, e.last = errorText(&m, f.plan), true
 		case message.TypeMeta:
 			e.msg.Text = metaText(&m)
 		case message.TypeAdvisor:

@@ -32,10 +32,11 @@ type Build struct {
 	// Log is the whole context; views such as merged data come from it.
 	Log *message.Log
 	// Index is the position of the message being handled.
-	planIntro string // the intro of the last plan rendered
-	said      said   // what the data blocks rendered so far said of each kind
-	compacted int    // the estimated tokens of the messages the last compaction left, the schema aside
-	rendered  int    // the bytes of the rendered messages, kept as they are rendered
+	planIntro string   // the intro of the last plan rendered
+	said      said     // what the data blocks rendered so far said of each kind
+	plan      []string // the calls of the last plan rendered, compact: errors name theirs by place
+	compacted int      // the estimated tokens of the messages the last compaction left, the schema aside
+	rendered  int      // the bytes of the rendered messages, kept as they are rendered
 	Index     int
 	// LLM holds the settings sent to the provider; handlers may change
 	// them (a message may pick the model or the temperature).

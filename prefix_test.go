@@ -822,3 +822,47 @@ func TestPrefixDataNotesOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestPrefixErrorNamesCall: an error of a call of the plan just shown
+// names it by its place there, where it wrote the call out again: a call
+// with a long parameter was in every later request twice. A call the
+// plan holds twice, or that is not in it, is still written out.
+func TestPrefixErrorNamesCall(t *testing.T) {
+	reg := echoReg()
+	reg.Tool("send", json.RawMessage(`{"type":"object","description":"Sends a report.","properties":{"text":{"type":"string"}},"required":["text"]}`))
+	reg.Activity("send", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		return nil, errors.New("mail server unavailable")
+	}))
+	report := strings.Repeat("Renewals rose in the quarter; churn fell. ", 12)
+	send := `{"_reasoningForCall":"Send the report now that it is written.","_tool":"send","text":"` + report + `","_outputPath":"†state.sent"}`
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},{"type":"tool","tool":"send"},{"type":"text","text":"go"}]`)
+	answers := []string{
+		`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.a"},` + send + `],"output":null}`,
+		`{"calls":[{"_tool":"put","v":2,"_outputPath":"†state.b"},{"_tool":"send","text":"hi"},{"_tool":"send","text":"hi"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`}
+	_, reqs := runLoop(t, agent.Config{Registry: reg, Concurrency: 1}, msgs, answers...)
+	checkExtends(t, reqs)
+	last := sentBytes(reqs[len(reqs)-1])
+	if n := strings.Count(last, report); n != 1 {
+		t.Errorf("the last request holds the report %d times, want once (in the plan)", n)
+	}
+	if !strings.Contains(last, "## Error\nCall 2 of the plan above (send) failed: runtime error in send: mail server unavailable") {
+		t.Errorf("the send call's error does not name it by its place:\n%s", last)
+	}
+	if n := strings.Count(last, `The call {"_tool":"send","text":"hi"} failed`); n != 2 {
+		t.Errorf("the calls the plan holds twice are written out in %d errors, want 2:\n%s", n, last)
+	}
+	_, total, _, _ := cacheFigures(reqs)
+	t.Logf("%d requests: the last %d bytes; %d in all", len(reqs), len(last), total)
+
+	// A resumed run and a compacted one name the call as the run did.
+	_, compacted := runLoop(t, agent.Config{Registry: reg, Concurrency: 1, CompactAt: 200}, msgs, answers...)
+	if c := sentBytes(compacted[len(compacted)-1]); !strings.Contains(c, "## Compacted") || strings.Count(c, report) != 1 {
+		t.Errorf("compacted: the last request holds the report %d times, want once:\n%s", strings.Count(c, report), c)
+	}
+	before, after := cutRun(t, reg, msgs, 1, 3, answers...)
+	if got := sentBytes(after[len(after)-1]); got != sentBytes(reqs[len(reqs)-1]) {
+		t.Errorf("resumed: %s", firstDiff(sentBytes(reqs[len(reqs)-1]), got))
+	}
+	checkExtends(t, append(before, after...))
+}

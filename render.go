@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/augceo/agent/message"
@@ -34,6 +35,7 @@ func renderPlan(_ context.Context, b *Build, m *message.Message) error {
 	if bytes.Contains(m.Extra, []byte(`"lazy"`)) {
 		intro = "Lazy mode: only plan. Give the whole plan as calls, keeping branching output paths; nothing runs until it is approved. The plan so far:"
 	}
+	b.plan = planCalls(m.Plan)
 	var t text
 	t.WriteString("## Plan\n")
 	switch {
@@ -53,6 +55,19 @@ func renderPlan(_ context.Context, b *Build, m *message.Message) error {
 	}
 	b.Render(provider.RoleUser, t.String())
 	return nil
+}
+
+// planCalls returns the calls of a plan, each compact.
+func planCalls(plan json.RawMessage) []string {
+	var elems []json.RawMessage
+	if json.Unmarshal(plan, &elems) != nil {
+		return nil
+	}
+	calls := make([]string, len(elems))
+	for i, e := range elems {
+		calls[i] = compact(e)
+	}
+	return calls
 }
 
 // compactLines writes a JSON array compactly, an element per line: what a
@@ -99,20 +114,30 @@ func renderMeta(_ context.Context, b *Build, m *message.Message) error {
 
 // renderError feeds a failed call back to the model so it can correct it.
 func renderError(_ context.Context, b *Build, m *message.Message) error {
-	b.Render(provider.RoleUser, errorText(m))
+	b.Render(provider.RoleUser, errorText(m, b.plan))
 	return nil
 }
 
 // metaText is how the model sees a meta message.
 func metaText(m *message.Message) string { return "## Meta\n" + compact(m.Meta) }
 
-// errorText is how the model sees an error message: the call compact,
-// as the plan shows it, since every later request repeats it (indented,
-// a call with a list of two items took 16 lines, about a token each, and
-// 274 bytes instead of 194).
-func errorText(m *message.Message) string {
-	if m.Failed != nil {
-		return fmt.Sprintf("## Error\nThe call %s failed: %s", compact(m.Failed), m.Error)
+// errorText is how the model sees an error message, plan being the calls
+// of the last plan shown before it. A failed call of that plan is named
+// by its place in it, as the plan shows it just above; another is written
+// out, compact, as the plan shows calls, since every later request
+// repeats it (indented, a call with a list of two items took 16 lines,
+// about a token each, and 274 bytes instead of 194).
+func errorText(m *message.Message, plan []string) string {
+	if m.Failed == nil {
+		return "## Error\n" + m.Error
 	}
-	return "## Error\n" + m.Error
+	call := compact(m.Failed)
+	if i := slices.Index(plan, call); i >= 0 && !slices.Contains(plan[i+1:], call) {
+		name := ""
+		if tool := planTool(m.Failed); tool != "" {
+			name = " (" + tool + ")"
+		}
+		return fmt.Sprintf("## Error\nCall %d of the plan above%s failed: %s", i+1, name, m.Error)
+	}
+	return fmt.Sprintf("## Error\nThe call %s failed: %s", call, m.Error)
 }
