@@ -236,27 +236,37 @@ func advisorsSchema(items []json.RawMessage) json.RawMessage {
 }
 
 // defineConsult (re)defines the ConsultAdvisor tool for the on-demand
-// advisors seen so far. It is latent: the model answers as the advisor,
-// so its description gives each advisor's role, which is all a latent
-// request for the call tells the model of them.
+// advisors seen so far. It is latent: the model answers as the advisor.
+// The advisors' roles are in their own messages, which every request
+// shows; the description named them again, and each request repeated
+// every role twice. The latent request that answers a consultation, which
+// shows neither, says the role of the advisor asked (consultRole).
 func (b *Build) defineConsult() {
 	ids := make([]string, len(b.advisorsOnDemand))
-	desc := strings.Builder{}
-	desc.WriteString("Ask an on-demand advisor for its opinion, given in its voice. The advisors:")
 	for i, d := range b.advisorsOnDemand {
-		a := d.a
-		ids[i] = a.ID
-		fmt.Fprintf(&desc, "\n- %s: %s", a.ID, a.Role)
-		if len(a.Scopes) > 0 {
-			fmt.Fprintf(&desc, " (focus on: %s)", strings.Join(a.Scopes, ", "))
-		}
+		ids[i] = d.a.ID
 	}
 	enum, _ := json.Marshal(ids)
-	def := json.RawMessage(`{"type":"object","description":` + string(ojson.Quote(desc.String())) + `,"properties":{` +
+	def := json.RawMessage(`{"type":"object","description":"Ask an on-demand advisor of the context (## Advisor) for its opinion, given in its voice.","properties":{` +
 		`"advisor":{"enum":` + string(enum) + `},"question":{"type":"string"},` +
 		`"_output":` + string(consultOutput(b.advisorsOnDemand)) + `},` +
 		`"required":["advisor","question"]}`)
 	_ = defineTool(b, ConsultAdvisor, def)
+}
+
+// consultRole returns what a consultation's latent request says of the
+// on-demand advisor id: its role, and its focus; "" for none.
+func (b *Build) consultRole(id string) string {
+	for _, d := range slices.Backward(b.advisorsOnDemand) {
+		if d.a.ID == id {
+			role := "The advisor " + id + ": " + d.a.Role
+			if len(d.a.Scopes) > 0 {
+				role += " (focus on: " + strings.Join(d.a.Scopes, ", ") + ")"
+			}
+			return role
+		}
+	}
+	return ""
 }
 
 // opinionSchema is what a consultation answers when no on-demand advisor

@@ -347,9 +347,15 @@ func TestConsultAdvisorKnowsTheRole(t *testing.T) {
 	for _, m := range p.Requests()[1].Messages {
 		text.WriteString(m.Text + "\n")
 	}
-	for _, want := range []string{"securityArchitect: Review security: secrets, authentication, injection.", "costAnalyst: Weigh the cost of each option."} {
-		if !strings.Contains(text.String(), want) {
-			t.Errorf("the consultation does not say %q:\n%s", want, text.String())
+	if want := "The advisor securityArchitect: Review security: secrets, authentication, injection."; !strings.Contains(text.String(), want) {
+		t.Errorf("the consultation does not say %q:\n%s", want, text.String())
+	}
+	// The loop's requests say each role once, in the advisor's message:
+	// ConsultAdvisor's description said them all again.
+	first := sentBytes(p.Requests()[0])
+	for _, role := range []string{"Review security: secrets, authentication, injection.", "Weigh the cost of each option."} {
+		if n := strings.Count(first, role); n != 1 {
+			t.Errorf("the first request says %q %d times, want once", role, n)
 		}
 	}
 }
@@ -429,8 +435,8 @@ func TestConsultAdvisorAnswersAsTheOneAsked(t *testing.T) {
 func TestConsultAdvisorInstancedAndRedeclared(t *testing.T) {
 	// A consultation's answer is the advisor's advice: the call's own
 	// _instance says which instance it is about, so an instanced advisor's
-	// answer holds none. An advisor declared again is offered once, as
-	// declared last.
+	// answer holds none. An advisor declared again is offered once, and
+	// consulted as declared last.
 	p := scripted.Solutions(
 		`{"calls":[{"_tool":"ConsultAdvisor","advisor":"riskAnalyst","question":"Deploy a?","_instance":"a","_outputPath":"†state.risk"}],"output":null}`,
 		`{"output":{"id":"riskAnalyst","risk":0.2,"calls":"{}"}}`,
@@ -452,7 +458,10 @@ func TestConsultAdvisorInstancedAndRedeclared(t *testing.T) {
 		t.Errorf("state.risk of a = %s, %v", got, err)
 	}
 	schema := string(p.Requests()[0].Schema)
-	if strings.Count(schema, "- riskAnalyst:") != 1 || strings.Contains(schema, "Rate risks.") || !strings.Contains(schema, `"enum":["riskAnalyst"]`) {
-		t.Errorf("riskAnalyst is not offered once, as declared last: %s", schema)
+	if !strings.Contains(schema, `"enum":["riskAnalyst"]`) {
+		t.Errorf("riskAnalyst is not offered once: %s", schema)
+	}
+	if consult := sentBytes(p.Requests()[1]); !strings.Contains(consult, "The advisor riskAnalyst: Rate deployment risks.") || strings.Contains(consult, "Rate risks.") {
+		t.Errorf("the consultation does not ask riskAnalyst as declared last:\n%s", consult)
 	}
 }

@@ -18,9 +18,11 @@ func (x *executor) latent(ctx context.Context, c *Call) (*Result, *Response, err
 	}
 	_ = json.Unmarshal(c.Params, &inline)
 	var answer json.RawMessage // a consultation's: the entry of the advisor it asks (017)
+	var role string            // a consultation's: the role of the advisor it asks
 	if c.Tool == ConsultAdvisor {
 		var id string
 		id, answer = x.build.consultation(c.Args())
+		role = x.build.consultRole(id)
 		if got, ok := answeredAs(inline.Output); ok && answer != nil && got != id {
 			return nil, nil, &CallError{Kind: Structural, Tool: c.Tool, Err: fmt.Errorf("the call asks advisor %q, and its _output is the entry of %q", id, got)}
 		}
@@ -38,6 +40,9 @@ func (x *executor) latent(ctx context.Context, c *Call) (*Result, *Response, err
 	task := "Carry out the tool " + c.Tool + " for the input below and give its result as output."
 	if description != "" {
 		task += "\nThe tool: " + description
+	}
+	if role != "" {
+		task += "\n" + role
 	}
 	ctxMsgs := []message.Message{{Type: message.TypeText, Role: message.RoleSystem, Text: task}}
 	if len(c.scoped) > 0 {
