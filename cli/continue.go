@@ -121,14 +121,7 @@ func continueRun(ctx context.Context, env *Env, rf *runFlags, said []turnMessage
 		}
 		defer closeMCP()
 	}
-	// Continue refuses some runs only once it holds them (another process
-	// took the run since it was loaded, say), and gives them back as they
-	// were: such a refusal has no summary.
-	asItWas := func(ctx context.Context) bool {
-		now, err := st.Load(ctx, run.ID)
-		return err == nil && now.Status == run.Status && now.Updated.Equal(run.Updated)
-	}
-	return drive(ctx, env, rf, run.ID, agent.ContinueEvents(ctx, cfg, run.ID, msgs...), 0, asItWas)
+	return drive(ctx, env, rf, run.ID, agent.ContinueEvents(ctx, cfg, run.ID, msgs...), 0, asItWas(st, run))
 }
 
 // readTurn reads the messages of --message and --messages, in order.

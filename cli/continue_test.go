@@ -287,3 +287,38 @@ func TestReadTurn(t *testing.T) {
 		t.Errorf("an empty --message: %v, want a usage error", err)
 	}
 }
+
+// TestResumeHeld: a resume of a run another process holds fails naming
+// the holder, prints no summary (which would call the run failed), and
+// leaves the run as it was.
+func TestResumeHeld(t *testing.T) {
+	srv := openaitest.Server(t, func([]byte) string { return `{"output":{"capital":"Paris"}}` })
+	idea := writeFile(t, "chat.json", chatIdea)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	ctx := t.Context()
+	reg := agent.NewRegistry()
+	if code, _, errOut := acts(ctx, reg, "run", idea, "--model", "local:m1", "--base-url", srv.URL+"/v1", "--store", db, "--id", "held"); code != 0 {
+		t.Fatalf("run: %s", errOut)
+	}
+	st, err := sqlite.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	until := time.Now().Add(time.Hour)
+	err = st.Acquire(ctx, "held", store.Lease{Owner: "other-host", Expires: until}, time.Now())
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, before, _ := acts(ctx, reg, "runs", "--store", db, "--json")
+	code, out, errOut := acts(ctx, reg, "resume", "held", "--store", db)
+	if want := "run held is held by other-host"; code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, stderr %q; want 1, %q", code, errOut, want)
+	}
+	if out != "" {
+		t.Errorf("stdout %q: a summary of a resume that did not start", out)
+	}
+	if _, after, _ := acts(ctx, reg, "runs", "--store", db, "--json"); after != before {
+		t.Errorf("the runs changed:\n%s\nwere:\n%s", after, before)
+	}
+}

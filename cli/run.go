@@ -265,7 +265,18 @@ func resume(ctx context.Context, env *Env, rf *runFlags, pos []string) error {
 	if run.Kind == "plan" {
 		total = planSize(ctx, st, run)
 	}
-	return drive(ctx, env, rf, run.ID, agent.ResumeEvents(ctx, cfg, run.ID), total, nil)
+	return drive(ctx, env, rf, run.ID, agent.ResumeEvents(ctx, cfg, run.ID), total, asItWas(st, run))
+}
+
+// asItWas reports whether run is in st as it was loaded. A resume or a
+// continuation refuses some runs only once it tries to hold them (another
+// process holds the run, say), and gives them back as they were: such a
+// refusal has no summary, which would call the run failed.
+func asItWas(st store.Catalog, run store.Run) func(context.Context) bool {
+	return func(ctx context.Context) bool {
+		now, err := st.Load(ctx, run.ID)
+		return err == nil && now.Status == run.Status && now.Updated.Equal(run.Updated)
+	}
 }
 
 // sayEndpoint says, before the run's context goes, where it goes: the
