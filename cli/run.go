@@ -66,7 +66,7 @@ one JSON object).`,
 	setup: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		var rf runFlags
 		rf.register(fs)
-		input := fs.String("input", "", "the inputs: `JSON` or @FILE (a JSON object, a JSON array or JSON lines; arrays and lines are instanced)")
+		input := fs.String("input", "", "the inputs: `JSON` or @FILE, @- for standard input (a JSON object, a JSON array or JSON lines; arrays and lines are instanced)")
 		id := fs.String("id", "", "the new run's `ID` (default: a new one)")
 		return func(ctx context.Context, env *Env, pos []string) error {
 			return runIdea(ctx, env, &rf, pos, *input, *id)
@@ -80,7 +80,7 @@ func runIdea(ctx context.Context, env *Env, rf *runFlags, pos []string, input, i
 	if err != nil {
 		return err
 	}
-	inputs, err := readInput(input)
+	inputs, err := readInput(env.Stdin, input)
 	if err != nil {
 		return err
 	}
@@ -463,14 +463,21 @@ func printSummary(w io.Writer, s *summary, rf *runFlags) error {
 	return err
 }
 
-// readInput reads --input: JSON, or @FILE.
-func readInput(spec string) ([]message.Message, error) {
+// readInput reads --input: JSON, @FILE, or @- for stdin.
+func readInput(stdin io.Reader, spec string) ([]message.Message, error) {
 	if spec == "" {
 		return nil, nil
 	}
 	data, name, lines := []byte(spec), "--input", false
 	if f, ok := strings.CutPrefix(spec, "@"); ok {
-		b, err := os.ReadFile(f)
+		var b []byte
+		var err error
+		if f == "-" {
+			b, err = io.ReadAll(stdin)
+			f = "--input @-"
+		} else {
+			b, err = os.ReadFile(f)
+		}
 		if err != nil {
 			return nil, err
 		}
