@@ -522,6 +522,10 @@ func instanceLookup(kind, instance string, path ref.Path, inst, global func(ref.
 	case iknown:
 		return nil, ierr
 	}
+	if instance != "" {
+		// Other instances may have the kind: say where it was looked for.
+		return nil, &ref.Error{Offset: -1, Err: fmt.Errorf("%w %q in instance %q or the global context", ref.ErrUnknownKind, kind, instance)}
+	}
 	return nil, &ref.Error{Offset: -1, Err: fmt.Errorf("%w %q", ref.ErrUnknownKind, kind)}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,6 +174,14 @@ func TestLogUnknownKindError(t *testing.T) {
 	re, ok := errors.AsType[*ref.Error](err)
 	if !ok || !errors.Is(err, ref.ErrUnknownKind) || !errors.Is(err, ref.ErrNotFound) || re.Err.Error() != want.Error() {
 		t.Errorf("Lookup of an unknown kind: %v", err)
+	}
+	// Another instance has the kind: the error says where it looked.
+	if err := l.Append(Message{Type: TypeData, Kind: "state", Instance: "a", Data: json.RawMessage(`{"a":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Instance("b").Lookup("state", ref.Path{"a"})
+	if want := `unknown kind "state" in instance "b" or the global context`; !errors.Is(err, ref.ErrUnknownKind) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Lookup of a kind only another instance has: %v, want it to say %q", err, want)
 	}
 }
 
