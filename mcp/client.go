@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -29,7 +30,8 @@ type Client struct {
 	name    string // the server, as errors name it
 	prefix  string
 	session *sdk.ClientSession
-	stderr  *tail // the program's last lines; nil for other transports
+	stderr  *tail     // the program's last lines; nil for other transports
+	cmd     *exec.Cmd // the program; nil for other transports
 
 	closeOnce sync.Once
 	closeErr  error
@@ -60,9 +62,24 @@ func Connect(ctx context.Context, s agent.MCPServer) (*Client, error) {
 	}
 	stderr := &tail{}
 	cmd.Stderr = stderr
+	// A program the server started and left running holds its standard
+	// error: once the server has exited, stop waiting for it soon, and
+	// stop it (stopGroup).
+	cmd.WaitDelay = waitDelay
 	detach(cmd)
-	return connect(ctx, &sdk.CommandTransport{Command: cmd}, name, s.Prefix, stderr)
+	c, err := connect(ctx, &sdk.CommandTransport{Command: cmd}, name, s.Prefix, stderr)
+	if err != nil {
+		stopGroup(cmd)
+		return nil, err
+	}
+	c.cmd = cmd
+	return c, nil
 }
+
+// waitDelay is how long closing a stdio server waits, once its program
+// has exited, for the programs it started to let go of its standard
+// error, before it stops them.
+const waitDelay = time.Second
 
 // ConnectTransport is [Connect] over a transport of the caller's: an
 // in-memory one, or an HTTP transport with its own http.Client. name
@@ -89,10 +106,19 @@ func connect(ctx context.Context, t sdk.Transport, name, prefix string, stderr *
 func (c *Client) Session() *sdk.ClientSession { return c.session }
 
 // Close ends the session; a stdio server's program is asked to exit and
-// is stopped if it does not. Close may be called more than once.
+// is stopped if it does not, and on Unix the programs it started and
+// left running, in its process group, are stopped too. Close may be
+// called more than once.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
-		if err := c.session.Close(); err != nil {
+		err := c.session.Close()
+		if c.cmd != nil {
+			stopGroup(c.cmd)
+			if errors.Is(err, exec.ErrWaitDelay) { // the programs left behind, stopped now
+				err = nil
+			}
+		}
+		if err != nil {
 			c.closeErr = fmt.Errorf("mcp: server %q: close: %w", c.name, err)
 		}
 	})

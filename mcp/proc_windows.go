@@ -10,3 +10,7 @@ import (
 func detach(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: syscall.CREATE_NEW_PROCESS_GROUP}
 }
+
+// stopGroup does nothing: a console process group cannot be killed as
+// one. See proc_unix.go.
+func stopGroup(*exec.Cmd) {}
