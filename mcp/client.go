@@ -135,8 +135,9 @@ func (c *Client) Close() error {
 // since the definition is embedded in the schema of a solution. Its
 // activity calls the tool with the call's parameters, meta-properties
 // left out, and returns the result's structuredContent when there is
-// one, else its text content: the JSON value it holds if it is JSON,
-// else the text as a JSON string (null when there is no text). A result
+// one, else its text content and the text of the resources it embeds:
+// the JSON value it holds if it is JSON, else the text as a JSON string
+// (null when there is no text). A result
 // with isError set fails the call with a [*ToolError] carrying its text.
 //
 // Register registers every tool or, on error, none: a name taken
@@ -345,13 +346,19 @@ func errorText(res *sdk.CallToolResult) string {
 	return "the tool failed and did not say why"
 }
 
-// textOf joins the text contents of a result, a line each; ok is false
-// when it has none.
+// textOf joins the text contents of a result and the text of the
+// resources it embeds (a file a tool read), a line each; ok is false when
+// it has none.
 func textOf(content []sdk.Content) (text string, ok bool) {
 	var parts []string
 	for _, c := range content {
-		if t, isText := c.(*sdk.TextContent); isText {
-			parts = append(parts, t.Text)
+		switch c := c.(type) {
+		case *sdk.TextContent:
+			parts = append(parts, c.Text)
+		case *sdk.EmbeddedResource:
+			if c.Resource != nil && c.Resource.Blob == nil {
+				parts = append(parts, c.Resource.Text)
+			}
 		}
 	}
 	return strings.Join(parts, "\n"), len(parts) > 0

@@ -501,3 +501,53 @@ func TestCallCancelled(t *testing.T) {
 		t.Errorf("the call failed with %v, want context.Canceled", got)
 	}
 }
+
+// TestResultContent: a result's value is its text, and the text of the
+// resources it embeds (a file a tool read, say), a line each; images and
+// binary resources are left out.
+func TestResultContent(t *testing.T) {
+	png := []byte{0x89, 'P', 'N', 'G'}
+	srv := sdk.NewServer(&sdk.Implementation{Name: "content", Version: "v1"}, nil)
+	for _, tt := range []struct {
+		tool    string
+		content []sdk.Content
+	}{
+		{"file", []sdk.Content{
+			&sdk.TextContent{Text: "successfully downloaded text file"},
+			&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "repo://a/README.md", MIMEType: "text/markdown", Text: "# Hello"}},
+		}},
+		{"json_file", []sdk.Content{&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "file:///a.json", Text: `{"a": 1}`}}}},
+		{"mixed", []sdk.Content{&sdk.TextContent{Text: "a"}, &sdk.ImageContent{Data: png, MIMEType: "image/png"}, &sdk.TextContent{Text: "b"}}},
+		{"image", []sdk.Content{&sdk.ImageContent{Data: png, MIMEType: "image/png"}}},
+		{"blob", []sdk.Content{&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "file:///a.png", MIMEType: "image/png", Blob: png}}}},
+	} {
+		srv.AddTool(&sdk.Tool{Name: tt.tool, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{Content: tt.content}, nil
+			})
+	}
+	reg := agent.NewRegistry()
+	if _, err := memClient(t, srv, "").Register(context.Background(), reg); err != nil {
+		t.Fatal(err)
+	}
+	var plan []json.RawMessage
+	for _, tool := range []string{"file", "json_file", "mixed", "image", "blob"} {
+		plan = append(plan, json.RawMessage(`{"_tool":"`+tool+`","_outputPath":"†state.`+tool+`"}`))
+	}
+	res, err := agent.ExecutePlan(context.Background(), agent.Config{Registry: reg}, plan, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ path, want string }{
+		{"file", `"successfully downloaded text file\n# Hello"`},
+		{"json_file", `{"a":1}`},
+		{"mixed", `"a\nb"`},
+		{"image", `null`},
+		{"blob", `null`},
+	} {
+		got, err := res.Log.Lookup("state", []string{tt.path})
+		if err != nil || string(got) != tt.want {
+			t.Errorf("state.%s = %s, %v; want %s", tt.path, got, err, tt.want)
+		}
+	}
+}
