@@ -1135,3 +1135,48 @@ func TestStrictRecursiveTool(t *testing.T) {
 		}
 	})
 }
+
+// labelled has a map parameter, as a Go map, zod's Record or Python's
+// dict make one.
+type labelled struct {
+	Name   string            `json:"name" jsonschema:"description=What to label"`
+	Labels map[string]string `json:"labels" jsonschema:"description=The labels by key"`
+}
+
+// A tool with a map parameter reaches every provider and runs. Strict
+// OpenAI and Anthropic want every object closed, which would leave the
+// model only {} for the map, so the schema goes there with strict mode
+// off (OpenAI's strict false, Anthropic's forced tool), and Gemini's
+// responseSchema cannot say a map, so the adapter sends responseJsonSchema.
+func TestStrictMapTool(t *testing.T) {
+	forEachStrictAdapter(t, func(t *testing.T, a strictAdapter) {
+		reg := agent.NewRegistry()
+		var got labelled
+		err := agent.Func(reg, "label", "Labels a thing.", func(_ context.Context, l labelled) (int, error) {
+			got = l
+			return len(l.Labels), nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		field, isStrict := a.field, false
+		switch a.name {
+		case "anthropic":
+			field = "tools/solution"
+		case "gemini":
+			field, isStrict = "responseJsonSchema", true
+		case "gemini-json":
+			isStrict = true
+		}
+		res, _ := strictRunIn(t, a, field, isStrict, reg, `{"type":"object","properties":{"done":{"type":"boolean"}},"required":["done"]}`,
+			`[{"type":"tool","tool":"label"}]`, false,
+			strictCalls(strict.Call{Tool: "label", Set: set("name", `"box"`, "labels", `{"colour":"red","size":"L"}`, "_outputPath", `"†state.n"`)}),
+			strictOutput(`{"done":true}`))
+		if want := (labelled{Name: "box", Labels: map[string]string{"colour": "red", "size": "L"}}); !reflect.DeepEqual(got, want) {
+			t.Errorf("the activity got %+v, want %+v", got, want)
+		}
+		if v := strictValue(t, res.Log, "", "†state.n"); v != "2" {
+			t.Errorf("state.n = %s", v)
+		}
+	})
+}

@@ -198,8 +198,9 @@ func (c *adaptCache) put(s json.RawMessage, d Dialect, e adaptation) {
 // pairs, is not what the original accepts, and the answer would have to be converted
 // back before it is validated. A request that needs free-form objects filled in belongs
 // in a non-strict mode (JSON mode with the original schema). An explicit
-// "additionalProperties" other than false (a map) is [ErrUnsupported], since the schema
-// then asks for keys by design.
+// "additionalProperties" other than false (a map) stays, since the schema then asks for
+// keys by design: strict mode refuses it, which [AdaptStrict] reports as a limit, so the
+// adapter sends the schema without strict mode.
 //
 // [Anthropic]: every object gets "additionalProperties": false, and a free-form object
 // says in its description that only {} can be written, as for OpenAI; optional
@@ -207,9 +208,9 @@ func (c *adaptCache) put(s json.RawMessage, d Dialect, e adaptation) {
 // string lengths, maxItems, and minItems above 1 are dropped, as are formats outside
 // date-time, time, date, duration, email, hostname, uri, ipv4, ipv6 and uuid, and
 // patterns that use what its regular expressions lack (lookahead, lookbehind,
-// backreferences, \b and \B). An explicit map is [ErrUnsupported]. Recursive refs
-// stay: strict mode refuses them, which [AdaptStrict] reports as a limit, so the
-// adapter sends the schema without strict mode.
+// backreferences, \b and \B). An explicit map and recursive refs stay: strict mode
+// refuses them, which [AdaptStrict] reports as a limit, so the adapter sends the schema
+// without strict mode.
 //
 // [Gemini]: refs are inlined (recursion is an error) and "$defs" removed; type names are
 // upper case; a type union with null becomes "nullable": true, and {"type":"null"}
@@ -882,17 +883,19 @@ func hasType(o *object, t string) bool {
 }
 
 // closeObject sets "additionalProperties": false on an object schema, as OpenAI and
-// Anthropic require, and rejects an explicit map (see Adapt).
-func closeObject(o *object, ptr string, d Dialect) error {
-	if !isObjectSchema(o) {
-		return nil
-	}
-	ap, ok := o.get("additionalProperties")
-	if ok && ap != false {
-		return fmt.Errorf("%w: %v: additionalProperties other than false at %s", ErrUnsupported, d, ptr)
+// Anthropic require. An explicit map keeps its additionalProperties, which strict mode
+// refuses: [AdaptStrict] reports it as a limit (see Adapt).
+func closeObject(o *object) {
+	if !isObjectSchema(o) || isMap(o) {
+		return
 	}
 	o.set("additionalProperties", false)
-	return nil
+}
+
+// isMap reports whether o says additionalProperties other than false: a map.
+func isMap(o *object) bool {
+	ap, ok := o.get("additionalProperties")
+	return ok && ap != false
 }
 
 // keep removes every keyword of o not in allowed. The dropped constraints listed in
@@ -1045,9 +1048,7 @@ func (a *openaiAdapter) rules(o *object, ptr string) (any, error) {
 		}
 		o.set("properties", &object{}) // "object schema missing properties"
 	}
-	if err := closeObject(o, ptr, OpenAI); err != nil {
-		return nil, err
-	}
+	closeObject(o)
 	// Strict mode has no optional properties: each is required, and the optional ones
 	// may be null instead of absent.
 	if p, ok := o.get("properties"); ok {
@@ -1176,9 +1177,7 @@ func anthropicRules(o *object, ptr string) (any, error) {
 	if isObjectSchema(o) && !o.has("properties") && !o.has("additionalProperties") {
 		note(o, freeFormNote)
 	}
-	if err := closeObject(o, ptr, Anthropic); err != nil {
-		return nil, err
-	}
+	closeObject(o)
 	return o, nil
 }
 

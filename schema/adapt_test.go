@@ -70,8 +70,8 @@ func TestAdaptErrors(t *testing.T) {
 		{"anthropic recursion is left to AdaptStrict", `{"type":"object","properties":{"g":{"$ref":"Game"}}}`, Anthropic, nil},
 		{"gemini recursion", `{"type":"object","properties":{"g":{"$ref":"Game"}}}`, Gemini, ErrRecursive},
 		{"gemini local recursion", `{"$defs":{"n":{"type":"object","properties":{"k":{"$ref":"#/$defs/n"}}}},"$ref":"#/$defs/n"}`, Gemini, ErrRecursive},
-		{"openai map", `{"type":"object","properties":{"m":{"type":"object","additionalProperties":true}}}`, OpenAI, ErrUnsupported},
-		{"anthropic map", `{"type":"object","additionalProperties":{"type":"string"}}`, Anthropic, ErrUnsupported},
+		{"openai map is left to AdaptStrict", `{"type":"object","properties":{"m":{"type":"object","additionalProperties":true}}}`, OpenAI, nil},
+		{"anthropic map is left to AdaptStrict", `{"type":"object","additionalProperties":{"type":"string"}}`, Anthropic, nil},
 		{"openai scalar root", `{"type":"string"}`, OpenAI, ErrUnsupported},
 		{"openai anyOf root", `{"anyOf":[{"type":"object"},{"type":"string"}]}`, OpenAI, ErrUnsupported},
 		{"gemini null type", `{"type":"null"}`, Gemini, ErrUnsupported},
@@ -257,6 +257,33 @@ func TestAdaptKeepsErrors(t *testing.T) {
 	}
 	if _, _, err := AdaptStrict(src, Gemini); err != want {
 		t.Errorf("again: %v, want %v", err, want)
+	}
+}
+
+// TestAdaptStrictMap: a map has no form in OpenAI's and Anthropic's strict
+// modes, which want every object closed; AdaptStrict keeps it and reports
+// it as a limit, so the adapter sends the schema with strict mode off.
+func TestAdaptStrictMap(t *testing.T) {
+	for _, src := range []string{
+		`{"type":"object","properties":{"labels":{"type":"object","additionalProperties":{"type":"string"}}},"required":["labels"]}`,
+		`{"type":"object","properties":{"labels":{"type":"object","additionalProperties":true}},"required":["labels"]}`,
+	} {
+		for _, d := range []Dialect{OpenAI, Anthropic} {
+			adapted, over, err := AdaptStrict(raw(src), d)
+			if err != nil {
+				t.Fatalf("%v: %v", d, err)
+			}
+			if over == nil || over.At != "/properties/labels" || !strings.Contains(over.Error(), "maps") {
+				t.Errorf("%v: over = %v, want the map at /properties/labels", d, over)
+			}
+			if !strings.Contains(adapted, `"additionalProperties":{"type":"string"}`) && !strings.Contains(adapted, `"additionalProperties":true`) {
+				t.Errorf("%v: the map is gone: %s", d, adapted)
+			}
+		}
+	}
+	// A closed object is no map.
+	if _, over, err := AdaptStrict(raw(`{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":false}`), OpenAI); over != nil || err != nil {
+		t.Errorf("a closed object: %v, %v", over, err)
 	}
 }
 

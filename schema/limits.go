@@ -55,7 +55,16 @@ func checkLimits(tree any, d Dialect) *LimitError {
 	var n sizes
 	var over *LimitError
 	n.walk(tree, 0, nil, "", "", func(o *object, depth int, ptr string) {
-		if over != nil || d != OpenAI {
+		if over != nil {
+			return
+		}
+		if isMap(o) && isObjectSchema(o) {
+			// Strict mode wants every object closed; a map asks for keys
+			// by design, and closing it would leave the model only {}.
+			over = &LimitError{d, "maps (additionalProperties other than false)", 1, 0, ptr}
+			return
+		}
+		if d != OpenAI {
 			return
 		}
 		if isObjectSchema(o) && depth > OpenAIMaxDepth {
