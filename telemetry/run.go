@@ -47,6 +47,7 @@ type runState struct {
 	logger *slog.Logger
 	model  string              // the Config's
 	outer  *platform.CallScope // the call the run runs for, if any: its own calls' Outer
+	usage  provider.Usage      // of the requests of this attempt: its EventUsage
 
 	mu    sync.Mutex
 	step  *stepState            // the open step; written under mu
@@ -176,6 +177,9 @@ func (r *runState) observe(ev agent.RunEvent, err error) {
 		r.endStep()
 		r.startStep(ev.Step)
 	case agent.EventUsage:
+		if ev.Usage != nil {
+			r.usage.Add(*ev.Usage)
+		}
 		s := r.step
 		if cs := r.calls[callID(ev.Call)]; cs != nil {
 			s = cs.step
@@ -301,12 +305,12 @@ func (r *runState) fail(err error) {
 	}
 }
 
-// ended records the run's result on its span.
+// ended records the run's result on its span. Its usage is not the
+// result's, which counts the attempts and turns before this one too.
 func (r *runState) ended(res *agent.RunResult) {
 	if res == nil {
 		return
 	}
-	r.span.SetAttributes(usageAttrs(res.Usage)...)
 	r.span.SetAttributes(runStepsKey.Int(res.Steps))
 	if res.RunID != "" {
 		r.span.SetAttributes(semconv.GenAIConversationID(res.RunID))
@@ -314,7 +318,8 @@ func (r *runState) ended(res *agent.RunResult) {
 }
 
 // close ends what is still open when the stream ends: calls abandoned
-// when the consumer stopped, the last step, the run.
+// when the consumer stopped, the last step, the run, which gets the
+// usage of the requests made until then.
 func (r *runState) close() {
 	r.mu.Lock()
 	for c, cs := range r.calls {
@@ -323,6 +328,7 @@ func (r *runState) close() {
 	}
 	r.mu.Unlock()
 	r.endStep()
+	r.span.SetAttributes(usageAttrs(r.usage)...)
 	r.span.End()
 }
 

@@ -795,3 +795,46 @@ func TestStepLog(t *testing.T) {
 		})
 	}
 }
+
+// usageOf returns the usage attributes of s.
+func usageOf(s sdktrace.ReadOnlySpan) [2]int64 {
+	a := attrs(s)
+	in, _ := a["gen_ai.usage.input_tokens"].(int64)
+	out, _ := a["gen_ai.usage.output_tokens"].(int64)
+	return [2]int64{in, out}
+}
+
+func TestRunUsagePerAttempt(t *testing.T) {
+	// Each run span counts the requests made under it: a run the consumer
+	// left, then its resume, whose result counts both. Added up, the run
+	// spans count every request once.
+	tr, rec := recording()
+	cfg, msgs := twoSteps()
+	st := store.NewMemory()
+	cfg.Store, cfg.RunID = st, "r1"
+	for ev, err := range tr.Events(context.Background(), cfg, anyOutput, msgs) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == agent.EventStep && ev.Step == 2 {
+			break
+		}
+	}
+	cfg.Provider = described{scripted.New(scripted.Response{Solutions: []string{`{"calls":[],"output":{"done":true}}`}, Usage: provider.Usage{Input: 7, Output: 1}}), anthropic}
+	res, err := tr.Resume(context.Background(), cfg, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Usage; got.Input != 107 || got.Output != 21 {
+		t.Fatalf("the resume's result counts %+v, want both attempts", got)
+	}
+	runs := find(rec.Ended(), "invoke_agent")
+	slices.SortFunc(runs, func(a, b sdktrace.ReadOnlySpan) int { return a.StartTime().Compare(b.StartTime()) })
+	var got [][2]int64
+	for _, s := range runs {
+		got = append(got, usageOf(s))
+	}
+	if want := [][2]int64{{160, 25}, {7, 1}}; !slices.Equal(got, want) {
+		t.Errorf("run spans' usage (input, output) %v, want %v", got, want)
+	}
+}
