@@ -12,8 +12,9 @@
 //		...
 //	}
 //
-// [Tracer.Run], [Tracer.ResumeEvents] and [Tracer.Resume] do the same for
-// agent.Run, agent.ResumeEvents and agent.Resume, and [Tracer.Provider]
+// [Tracer.Run], [Tracer.Resume], [Tracer.Continue], [Tracer.ExecutePlan]
+// and [Tracer.ExecutePlanInstances], and their streams, do the same for
+// the functions of the root package of those names, and [Tracer.Provider]
 // traces the requests of any provider, for agent.Request and friends. The
 // events and results are those of the root package, unchanged.
 //

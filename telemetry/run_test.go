@@ -838,3 +838,88 @@ func TestRunUsagePerAttempt(t *testing.T) {
 		t.Errorf("run spans' usage (input, output) %v, want %v", got, want)
 	}
 }
+
+func TestPlanSpans(t *testing.T) {
+	// An instanced plan: a run span, whose children are the calls of
+	// each instance, a latent call's request under its call.
+	tr, rec := recording()
+	reg := agent.NewRegistry()
+	reg.Tool("moderate", json.RawMessage(`{"type":"object","properties":{"comment":{"type":"string"}}}`))
+	reg.Activity("moderate", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) { return agent.Value("ok") }))
+	reg.Tool("guess", json.RawMessage(`{"type":"object","description":"guess","properties":{"_output":{"type":"integer"}}}`))
+	model := scripted.New(
+		scripted.Response{Solutions: []string{`{"output":3}`}, Usage: provider.Usage{Input: 2, Output: 1}},
+		scripted.Response{Solutions: []string{`{"output":4}`}, Usage: provider.Usage{Input: 2, Output: 1}},
+	)
+	var msgs []message.Message
+	if err := json.Unmarshal([]byte(`[{"type":"tool","tool":"moderate"},{"type":"tool","tool":"guess"},
+		{"type":"input","_instance":"a","comment":"x"},{"type":"input","_instance":"b","comment":"y"}]`), &msgs); err != nil {
+		t.Fatal(err)
+	}
+	plan := []json.RawMessage{json.RawMessage(`{"_tool":"moderate","comment":"†input.comment","_outputPath":"†state.m"}`), json.RawMessage(`{"_tool":"guess","_outputPath":"†state.g"}`)}
+	cfg := agent.Config{Provider: model, Registry: reg, Model: "m", Concurrency: 1, Logger: slog.New(slog.DiscardHandler)}
+	res, err := tr.ExecutePlanInstances(context.Background(), cfg, plan, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := rec.Ended()
+	want := `invoke_agent
+  execute_tool moderate
+  execute_tool guess
+    chat m
+  execute_tool moderate
+  execute_tool guess
+    chat m
+`
+	if got := tree(spans); got != want {
+		t.Fatalf("spans:\n%s\nwant:\n%s", got, want)
+	}
+	var instances []string
+	for _, s := range find(spans, "execute_tool guess") {
+		instances = append(instances, attrs(s)["acts.call.instance"].(string))
+	}
+	if slices.Sort(instances); !slices.Equal(instances, []string{"a", "b"}) {
+		t.Errorf("instances %v", instances)
+	}
+	if got := usageOf(find(spans, "invoke_agent")[0]); got != [2]int64{4, 2} || res.Usage.Input != 4 {
+		t.Errorf("run span usage %v, result %+v", got, res.Usage)
+	}
+	if n := len(rec.Started()); n != len(spans) {
+		t.Errorf("%d spans started, %d ended", n, len(spans))
+	}
+}
+
+func TestContinueSpans(t *testing.T) {
+	// A turn of a conversation is a run span of its own, named by the
+	// run's id, counting the turn's requests.
+	tr, rec := recording()
+	cfg, msgs := twoSteps()
+	st := store.NewMemory()
+	cfg.Store, cfg.RunID = st, "r1"
+	if _, err := tr.Run(context.Background(), cfg, anyOutput, msgs); err != nil {
+		t.Fatal(err)
+	}
+	cfg.RunID = ""
+	cfg.Provider = described{scripted.New(scripted.Response{Solutions: []string{`{"calls":[],"output":{"done":true}}`}, Usage: provider.Usage{Input: 7, Output: 1}}), anthropic}
+	if _, err := tr.Continue(context.Background(), cfg, "r1", message.Text("and again")); err != nil {
+		t.Fatal(err)
+	}
+	spans := rec.Ended()
+	want := `invoke_agent
+  step
+    chat claude-test
+    execute_tool lookup
+    execute_tool charge (error)
+  step
+    chat claude-test
+invoke_agent
+  step
+    chat claude-test
+`
+	if got := tree(spans); got != want {
+		t.Fatalf("spans:\n%s\nwant:\n%s", got, want)
+	}
+	runs := find(spans, "invoke_agent")
+	slices.SortFunc(runs, func(a, b sdktrace.ReadOnlySpan) int { return a.StartTime().Compare(b.StartTime()) })
+	checkAttrs(t, runs[1], map[string]any{"gen_ai.conversation.id": "r1", "gen_ai.usage.input_tokens": int64(7), "acts.run.steps": int64(3)})
+}

@@ -68,3 +68,52 @@ func (t *Tracer) ResumeEvents(ctx context.Context, cfg agent.Config, id string) 
 func (t *Tracer) Resume(ctx context.Context, cfg agent.Config, id string) (*agent.RunResult, error) {
 	return agent.Collect(t.ResumeEvents(ctx, cfg, id))
 }
+
+// ContinueEvents is agent.ContinueEvents, traced as Events is: the run
+// span covers this turn.
+func (t *Tracer) ContinueEvents(ctx context.Context, cfg agent.Config, id string, msgs ...message.Message) iter.Seq2[agent.RunEvent, error] {
+	if !t.on() {
+		return agent.ContinueEvents(ctx, cfg, id, msgs...)
+	}
+	return t.events(ctx, cfg, id, func(ctx context.Context, cfg agent.Config) iter.Seq2[agent.RunEvent, error] {
+		return agent.ContinueEvents(ctx, cfg, id, msgs...)
+	})
+}
+
+// Continue is agent.Continue, traced as Events is.
+func (t *Tracer) Continue(ctx context.Context, cfg agent.Config, id string, msgs ...message.Message) (*agent.RunResult, error) {
+	return agent.Collect(t.ContinueEvents(ctx, cfg, id, msgs...))
+}
+
+// PlanEvents is agent.PlanEvents, traced as Events is: a plan has no
+// steps, so its calls are children of the run span.
+func (t *Tracer) PlanEvents(ctx context.Context, cfg agent.Config, plan []json.RawMessage, msgs []message.Message) iter.Seq2[agent.RunEvent, error] {
+	if !t.on() {
+		return agent.PlanEvents(ctx, cfg, plan, msgs)
+	}
+	return t.events(ctx, cfg, cfg.RunID, func(ctx context.Context, cfg agent.Config) iter.Seq2[agent.RunEvent, error] {
+		return agent.PlanEvents(ctx, cfg, plan, msgs)
+	})
+}
+
+// ExecutePlan is agent.ExecutePlan, traced as PlanEvents is.
+func (t *Tracer) ExecutePlan(ctx context.Context, cfg agent.Config, plan []json.RawMessage, msgs []message.Message) (*agent.RunResult, error) {
+	return agent.Collect(t.PlanEvents(ctx, cfg, plan, msgs))
+}
+
+// PlanInstancesEvents is agent.PlanInstancesEvents, traced as PlanEvents
+// is.
+func (t *Tracer) PlanInstancesEvents(ctx context.Context, cfg agent.Config, plan []json.RawMessage, msgs []message.Message) iter.Seq2[agent.RunEvent, error] {
+	if !t.on() {
+		return agent.PlanInstancesEvents(ctx, cfg, plan, msgs)
+	}
+	return t.events(ctx, cfg, cfg.RunID, func(ctx context.Context, cfg agent.Config) iter.Seq2[agent.RunEvent, error] {
+		return agent.PlanInstancesEvents(ctx, cfg, plan, msgs)
+	})
+}
+
+// ExecutePlanInstances is agent.ExecutePlanInstances, traced as
+// PlanEvents is.
+func (t *Tracer) ExecutePlanInstances(ctx context.Context, cfg agent.Config, plan []json.RawMessage, msgs []message.Message) (*agent.RunResult, error) {
+	return agent.Collect(t.PlanInstancesEvents(ctx, cfg, plan, msgs))
+}
