@@ -80,8 +80,15 @@ func setError(span trace.Span, err error) {
 }
 
 // errorType returns the error.type of err: a low-cardinality name of
-// what went wrong.
+// what went wrong. A cancellation or a timeout comes first, as the cause
+// of whatever failed with it (a call whose activity was cancelled, say).
 func errorType(err error) string {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, provider.ErrTimeout):
+		return "timeout"
+	}
 	if ce, ok := errors.AsType[*agent.CallError](err); ok {
 		return string(ce.Kind)
 	}
@@ -92,8 +99,6 @@ func errorType(err error) string {
 		err  error
 		name string
 	}{
-		{context.Canceled, "canceled"},
-		{context.DeadlineExceeded, "timeout"},
 		{agent.ErrMaxSteps, "max_steps"},
 		{agent.ErrMaxCalls, "max_calls"},
 		{agent.ErrTokenBudget, "token_budget"},

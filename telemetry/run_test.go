@@ -264,6 +264,7 @@ func TestRequestFails(t *testing.T) {
 	}{
 		{"provider error", &provider.Error{Provider: "anthropic", Status: 529, Err: errors.New("overloaded")}, "529"},
 		{"other error", errors.New("connection reset"), "_OTHER"},
+		{"timeout", &provider.TimeoutError{Provider: "anthropic", Phase: provider.PhaseFirstByte, After: time.Minute}, "timeout"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr, rec := recording()
@@ -922,4 +923,31 @@ invoke_agent
 	runs := find(spans, "invoke_agent")
 	slices.SortFunc(runs, func(a, b sdktrace.ReadOnlySpan) int { return a.StartTime().Compare(b.StartTime()) })
 	checkAttrs(t, runs[1], map[string]any{"gen_ai.conversation.id": "r1", "gen_ai.usage.input_tokens": int64(7), "acts.run.steps": int64(3)})
+}
+
+func TestCancelledCall(t *testing.T) {
+	// A run cancelled while a call runs: the call failed because of the
+	// cancellation, not of its code, and says so.
+	tr, rec := recording()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reg := agent.NewRegistry()
+	reg.Tool("slow", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("slow", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		cancel()
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}))
+	model := scripted.Solutions(`{"calls":[{"_tool":"slow","_outputPath":"†state.s"}],"output":null}`, `{"calls":[],"output":{}}`)
+	cfg := agent.Config{Provider: model, Registry: reg, Model: "m", Logger: slog.New(slog.DiscardHandler)}
+	if _, err := tr.Run(ctx, cfg, anyOutput, append(tools("slow"), message.Text("go"))); !errors.Is(err, context.Canceled) {
+		t.Fatalf("run: %v", err)
+	}
+	spans := rec.Ended()
+	if want := "invoke_agent (error)\n  step (error)\n    chat m\n    execute_tool slow (error)\n"; tree(spans) != want {
+		t.Fatalf("spans:\n%s\nwant:\n%s", tree(spans), want)
+	}
+	for _, name := range []string{"invoke_agent", "step", "execute_tool slow"} {
+		checkAttrs(t, find(spans, name)[0], map[string]any{"error.type": "canceled"})
+	}
 }
