@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/schema"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
@@ -72,11 +76,58 @@ func usageAttrs(u provider.Usage) []attribute.KeyValue {
 	return attrs
 }
 
-// setError marks span as failed with err.
+// setError marks span as failed with err: the status, an exception
+// event and error.type, all with errorText.
 func setError(span trace.Span, err error) {
-	span.RecordError(err)
-	span.SetStatus(codes.Error, err.Error())
+	text := errorText(err)
+	span.AddEvent(semconv.ExceptionEventName, trace.WithAttributes(semconv.ExceptionType(typeName(err)), semconv.ExceptionMessage(text)))
+	span.SetStatus(codes.Error, text)
 	span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
+}
+
+// errorText returns the text of err for a span or a log. A schema
+// violation says where it is and which keyword failed, not the value:
+// the model wrote it, and it may hold what the conversation said.
+func errorText(err error) string {
+	text := err.Error()
+	if v, ok := errors.AsType[*schema.ValidationError](err); ok {
+		text = strings.Replace(text, v.Error(), violations(v), 1)
+	}
+	return text
+}
+
+// violations lists where v and its causes failed, and on which keyword,
+// once each: "at /amount: type; at (root): required".
+func violations(v *schema.ValidationError) string {
+	var out []string
+	var walk func(v *schema.ValidationError)
+	walk = func(v *schema.ValidationError) {
+		if len(v.Causes) > 0 {
+			for _, c := range v.Causes {
+				walk(c)
+			}
+			return
+		}
+		at := v.InstancePath
+		if at == "" {
+			at = "(root)"
+		}
+		kw := v.KeywordPath[strings.LastIndexByte(v.KeywordPath, '/')+1:]
+		if s := "at " + at + ": " + kw; !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	walk(v)
+	return strings.Join(out, "; ")
+}
+
+// typeName names the type of err as an exception event does.
+func typeName(err error) string {
+	t := reflect.TypeOf(err)
+	if t.PkgPath() == "" && t.Name() == "" {
+		return t.String()
+	}
+	return t.PkgPath() + "." + t.Name()
 }
 
 // errorType returns the error.type of err: a low-cardinality name of

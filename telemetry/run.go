@@ -238,7 +238,7 @@ func (r *runState) endStep() {
 		slog.Duration("duration", platform.Now(r.clock).Sub(s.start)),
 	}
 	if s.err != nil {
-		attrs = append(attrs, slog.String("error", s.err.Error()))
+		attrs = append(attrs, slog.String("error", errorText(s.err)))
 	}
 	r.logger.LogAttrs(s.ctx, slog.LevelInfo, "step", attrs...)
 }

@@ -951,3 +951,32 @@ func TestCancelledCall(t *testing.T) {
 		checkAttrs(t, find(spans, name)[0], map[string]any{"error.type": "canceled"})
 	}
 }
+
+func TestErrorsHoldNoArguments(t *testing.T) {
+	// A call whose arguments break its schema: the span says where and
+	// which keyword, not what the model wrote there.
+	tr, rec := recording()
+	reg := agent.NewRegistry()
+	reg.Tool("mail", json.RawMessage(`{"type":"object","properties":{"to":{"type":"string","pattern":"^[a-z]+@example\\.com$"},"n":{"type":"integer","maximum":3}}}`))
+	reg.Activity("mail", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) { return agent.Value(1) }))
+	model := scripted.Solutions(`{"calls":[{"_tool":"mail","to":"ada.lovelace@secret.org","n":99,"_outputPath":"†state.a"}],"output":null}`, `{"calls":[],"output":{}}`)
+	cfg := agent.Config{Provider: model, Registry: reg, Model: "m", Logger: slog.New(slog.DiscardHandler)}
+	if _, err := tr.Run(context.Background(), cfg, anyOutput, append(tools("mail"), message.Text("go"))); err != nil {
+		t.Fatal(err)
+	}
+	call := find(rec.Ended(), "execute_tool mail")[0]
+	want := "structural error in mail: params: at /n: maximum; at /to: pattern"
+	if got := call.Status().Description; got != want {
+		t.Errorf("status %q, want %q", got, want)
+	}
+	ev := call.Events()
+	if len(ev) != 1 || ev[0].Name != "exception" {
+		t.Fatalf("events %v", ev)
+	}
+	for _, a := range ev[0].Attributes {
+		if strings.Contains(a.Value.String(), "secret") || strings.Contains(a.Value.String(), "99") {
+			t.Errorf("%s = %q holds the arguments", a.Key, a.Value.String())
+		}
+	}
+	checkAttrs(t, call, map[string]any{"error.type": "structural"})
+}
