@@ -69,7 +69,9 @@ func (s MCPServer) Check() error {
 
 // ParseIdea reads an Idea file's JSON. Errors name the field and, for the
 // context, the message. A field that an Idea, or a preset or MCP server
-// of it, does not have is an error: a misspelt one would be dropped.
+// of it, does not have is an error: a misspelt one would be dropped. A
+// key that starts with "$" ("$schema", which editors read to check the
+// file, "$comment") is an annotation, and is ignored.
 func ParseIdea(data []byte) (*Idea, error) {
 	var raw struct {
 		Schema    json.RawMessage   `json:"schema"`
@@ -137,14 +139,18 @@ func jsonFields(t reflect.Type) []string {
 
 // unknownFields reports the first field of the JSON object data that is
 // not one of known, and does the same for each preset and MCP server of
-// an Idea (at is where data is: "" for the Idea itself). It only looks at
-// objects: what is not one was reported already.
+// an Idea (at is where data is: "" for the Idea itself). A key that
+// starts with "$" is an annotation, as in JSON Schema, not a misspelt
+// field. It only looks at objects: what is not one was reported already.
 func unknownFields(data []byte, at string, known []string) error {
 	o, err := ojson.Parse(data)
 	if err != nil {
 		return nil
 	}
 	for i, k := range o.Keys {
+		if strings.HasPrefix(k, "$") {
+			continue
+		}
 		if !slices.Contains(known, k) {
 			return fmt.Errorf("agent: idea: %sunknown field %q (known: %s)", at, k, strings.Join(known, ", "))
 		}

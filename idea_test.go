@@ -36,6 +36,17 @@ func TestParseIdea(t *testing.T) {
 			t.Errorf("ParseIdea(%s) = %v, want %q", in, err, want)
 		}
 	}
+	// A "$" key is an annotation, not a misspelt field: an editor reads
+	// "$schema" to check the file, and Ideas carried it before unknown
+	// fields were refused.
+	for _, in := range []string{
+		`{"$schema":"https://example.com/idea.schema.json","schema":{},"context":[]}`,
+		`{"$comment":"v2","schema":{},"presets":{"P":{"$comment":"terse","messages":[]}},"mcp":[{"$comment":"x","url":"http://x"}]}`,
+	} {
+		if _, err := agent.ParseIdea([]byte(in)); err != nil {
+			t.Errorf("ParseIdea(%s) = %v, want no error", in, err)
+		}
+	}
 	_, err = agent.ParseIdea([]byte(`{"schema":{},"context":[{"type":"data","kind":"!"}]}`))
 	var me *message.Error
 	if !errors.As(err, &me) || me.Index != 0 || me.Field != "kind" {
