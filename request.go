@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/jsonstream"
@@ -778,13 +779,16 @@ func repairPrompt(err error) string {
 // parseSolution validates text and splits it into a Solution whose
 // parts share no memory.
 func parseSolution(text string, compiled *schema.Schema) (*Solution, error) {
-	raw := json.RawMessage(strings.TrimSpace(stripFence(text)))
+	body, at := answerJSON(text)
+	raw := json.RawMessage(body)
 	if !json.Valid(raw) {
 		var v any
 		err := json.Unmarshal(raw, &v)
 		if se, ok := errors.AsType[*json.SyntaxError](err); ok {
-			// Where it breaks: the model, or whoever reads Raw, finds it.
-			return nil, fmt.Errorf("%w at byte %d of %d: %w", errInvalidJSON, se.Offset, len(raw), err)
+			// Where it breaks in the answer as written (a code fence and
+			// white space included): the model, or whoever reads Raw,
+			// finds it there.
+			return nil, fmt.Errorf("%w at byte %d of %d: %w", errInvalidJSON, at+int(se.Offset), len(text), err)
 		}
 		return nil, fmt.Errorf("%w: %w", errInvalidJSON, err)
 	}
@@ -819,17 +823,22 @@ func splitSolution(raw json.RawMessage) (*Solution, error) {
 	return sol, nil
 }
 
-// stripFence removes a Markdown code fence some models wrap JSON in.
-func stripFence(s string) string {
-	t := strings.TrimSpace(s)
-	if !strings.HasPrefix(t, "```") {
-		return s
+// answerJSON returns the JSON of an answer: text without the white space
+// around it and the Markdown code fence some models wrap JSON in, and
+// the byte of text it starts at.
+func answerJSON(text string) (string, int) {
+	at := len(text) - len(strings.TrimLeftFunc(text, unicode.IsSpace))
+	s := strings.TrimSpace(text)
+	rest, fenced := strings.CutPrefix(s, "```")
+	if !fenced {
+		return s, at
 	}
-	t = strings.TrimPrefix(t, "```")
-	if nl := strings.IndexByte(t, '\n'); nl >= 0 {
-		t = t[nl+1:]
+	at += len("```")
+	if nl := strings.IndexByte(rest, '\n'); nl >= 0 {
+		rest, at = rest[nl+1:], at+nl+1
 	}
-	return strings.TrimSuffix(strings.TrimSpace(t), "```")
+	at += len(rest) - len(strings.TrimLeftFunc(rest, unicode.IsSpace))
+	return strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "```")), at
 }
 
 func logger(cfg Config) *slog.Logger {

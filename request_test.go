@@ -212,13 +212,28 @@ func TestRequestAnswerCut(t *testing.T) {
 
 // An answer that is not JSON says where it breaks, for the model asked to
 // repair it and for whoever reads the error, and keeps the decoder's
-// error for errors.As.
+// error for errors.As. The byte is the answer's as written: a code fence
+// and white space around the JSON count.
 func TestRequestInvalidJSONSaysWhere(t *testing.T) {
-	p := scripted.Solutions(`{"calls":[], "output": nul}`)
-	_, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), MaxRepairs: -1}, json.RawMessage(`{}`), []message.Message{message.Text("x")})
-	want := `agent: solution 0 invalid after 1 attempts: invalid JSON at byte 27 of 27: invalid character '}' in literal null (expecting 'l')`
-	if _, ok := errors.AsType[*json.SyntaxError](err); !ok || err.Error() != want {
-		t.Errorf("got %v\nwant %s", err, want)
+	for _, tt := range []struct{ name, answer, where string }{
+		{"bare", `{"calls":[], "output": nul}`, "at byte 27 of 27"},
+		{"fenced", "  ```json\n" + `{"calls":[], "output": nul}` + "\n```\n", "at byte 37 of 42"},
+		{"fenced on one line", "```" + `{"calls":[], "output": nul}` + "```", "at byte 30 of 33"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := scripted.Solutions(tt.answer)
+			_, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), MaxRepairs: -1}, json.RawMessage(`{}`), []message.Message{message.Text("x")})
+			want := `agent: solution 0 invalid after 1 attempts: invalid JSON ` + tt.where + `: invalid character '}' in literal null (expecting 'l')`
+			if _, ok := errors.AsType[*json.SyntaxError](err); !ok || err.Error() != want {
+				t.Errorf("got %v\nwant %s", err, want)
+			}
+			// The byte named is the one the decoder stopped at, in Raw.
+			var at, of int
+			fmt.Sscanf(tt.where, "at byte %d of %d", &at, &of)
+			if ie, ok := errors.AsType[*agent.InvalidError](err); !ok || len(ie.Raw) != of || ie.Raw[at-1] != '}' {
+				t.Errorf("the error names byte %d of %d; Raw is %q", at, of, ie.Raw)
+			}
+		})
 	}
 }
 
