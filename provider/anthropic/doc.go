@@ -33,11 +33,12 @@
 //
 // The system messages that start the conversation go, in order, to the
 // system parameter, each as one text block. A system message after the
-// conversation began stays where it stands, as a user text block wrapped in
-// <system> tags: moved into system, it would change the start of a prefix
-// the model has read, and the request would miss the cache from there on. Consecutive messages of the same role are merged into one message
-// of several text blocks, since the API wants the roles to alternate. The
-// Request is never modified.
+// conversation began stays where it stands, as a user text block wrapped
+// in <system> tags: moved into system, it would change the start of a
+// prefix the model has read, and the request would miss the cache from
+// there on. Consecutive messages of the same role are merged into one
+// message of several text blocks, since the API wants the roles to
+// alternate. The Request is never modified.
 //
 // # Prompt caching
 //

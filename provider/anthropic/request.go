@@ -239,10 +239,11 @@ func (b *requestBody) marshal() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// convertMessages splits off the system messages, which go to the system
-// parameter in order, and merges consecutive messages of one role into one
-// message of several text blocks, as the API requires alternating roles.
-// Each message becomes one text block.
+// convertMessages splits off the system messages that start the
+// conversation, which go to the system parameter in order; a later one
+// stays in place as a user block (package late). It merges consecutive
+// messages of one role into one message of several text blocks, as the
+// API requires alternating roles. Each message becomes one text block.
 //
 // It also places cache_control breakpoints. The cached prefix is the
 // tools, then the system parameter, then the messages, and a breakpoint
