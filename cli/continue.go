@@ -96,20 +96,9 @@ func continueRun(ctx context.Context, env *Env, rf *runFlags, said []turnMessage
 	case run.Status != store.Done:
 		return fmt.Errorf("continue %s: %w: it is %s; resume it first: acts resume %s", run.ID, agent.ErrUnfinished, run.Status, run.ID)
 	}
-	saved, err := agent.SavedSettings(run)
+	cfg, saved, err := rf.reopenConfig(ctx, env, st, run)
 	if err != nil {
 		return err
-	}
-	model, baseURL := resumeEndpoint(run, saved, rf)
-	cfg, err := rf.config(ctx, env, st, run.ID, model, baseURL)
-	if err != nil {
-		return err
-	}
-	if cfg.Provider == nil {
-		if env.Providers == nil {
-			return fmt.Errorf("run %s is an agent loop, and %w", run.ID, noProviders(model))
-		}
-		return fmt.Errorf("%w: run %s is an agent loop and needs --model", errUsage, run.ID)
 	}
 	sayEndpoint(env.Stderr, "continuing", run.ID, &cfg)
 	if saved != nil {

@@ -234,20 +234,9 @@ func resume(ctx context.Context, env *Env, rf *runFlags, pos []string) error {
 	if err != nil {
 		return err // the store's error names the run
 	}
-	saved, err := agent.SavedSettings(run)
+	cfg, saved, err := rf.reopenConfig(ctx, env, st, run)
 	if err != nil {
 		return err
-	}
-	model, baseURL := resumeEndpoint(run, saved, rf)
-	cfg, err := rf.config(ctx, env, st, run.ID, model, baseURL)
-	if err != nil {
-		return err
-	}
-	if run.Kind == "loop" && cfg.Provider == nil {
-		if env.Providers == nil {
-			return fmt.Errorf("run %s is an agent loop, and %w", run.ID, noProviders(model))
-		}
-		return fmt.Errorf("%w: run %s is an agent loop and needs --model", errUsage, run.ID)
 	}
 	if cfg.Provider != nil {
 		sayEndpoint(env.Stderr, "resuming", run.ID, &cfg)
@@ -277,6 +266,30 @@ func asItWas(st store.Catalog, run store.Run) func(context.Context) bool {
 		now, err := st.Load(ctx, run.ID)
 		return err == nil && now.Status == run.Status && now.Updated.Equal(run.Updated)
 	}
+}
+
+// reopenConfig returns the configuration that resumes or continues run
+// of st, and the settings the run saved (nil for a run from before they
+// were): the run's own endpoint and model unless the flags say otherwise
+// (resumeEndpoint). An agent loop goes on by asking the model, so one
+// left without a provider is an error here, before anything starts.
+func (f *runFlags) reopenConfig(ctx context.Context, env *Env, st store.Store, run store.Run) (agent.Config, *agent.RunSettings, error) {
+	saved, err := agent.SavedSettings(run)
+	if err != nil {
+		return agent.Config{}, nil, err
+	}
+	model, baseURL := resumeEndpoint(run, saved, f)
+	cfg, err := f.config(ctx, env, st, run.ID, model, baseURL)
+	if err != nil {
+		return cfg, saved, err
+	}
+	if run.Kind == "loop" && cfg.Provider == nil {
+		if env.Providers == nil {
+			return cfg, saved, fmt.Errorf("run %s is an agent loop, and %w", run.ID, noProviders(model))
+		}
+		return cfg, saved, fmt.Errorf("%w: run %s is an agent loop and needs --model", errUsage, run.ID)
+	}
+	return cfg, saved, nil
 }
 
 // sayEndpoint says, before the run's context goes, where it goes: the
