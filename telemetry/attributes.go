@@ -56,13 +56,19 @@ func endpointAttrs(e provider.Endpoint) []attribute.KeyValue {
 	return attrs
 }
 
-// usageAttrs returns the usage attributes of u. The conventions count
-// cached tokens in the input and reasoning in the output, which
-// provider.Usage keeps apart.
+// tokens returns the input and output tokens of u as the conventions
+// count them: cached tokens in the input, reasoning in the output, which
+// provider.Usage keeps apart. Spans and metrics both count with it.
+func tokens(u provider.Usage) (input, output int) {
+	return u.Input + u.CacheRead + u.CacheWrite, u.Output + u.Thinking
+}
+
+// usageAttrs returns the usage attributes of u, counted by tokens.
 func usageAttrs(u provider.Usage) []attribute.KeyValue {
+	in, out := tokens(u)
 	attrs := []attribute.KeyValue{
-		semconv.GenAIUsageInputTokens(u.Input + u.CacheRead + u.CacheWrite),
-		semconv.GenAIUsageOutputTokens(u.Output + u.Thinking),
+		semconv.GenAIUsageInputTokens(in),
+		semconv.GenAIUsageOutputTokens(out),
 	}
 	if u.CacheRead > 0 {
 		attrs = append(attrs, semconv.GenAIUsageCacheReadInputTokens(u.CacheRead))
