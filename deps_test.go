@@ -29,11 +29,13 @@ func TestDependencies(t *testing.T) {
 		{"./store", []string{"github.com/augceo/agent/store", "github.com/augceo/agent/provider"}},
 		{".", append(append([]string{"github.com/augceo/agent", "github.com/augceo/agent/internal/", "github.com/augceo/agent/schema",
 			"github.com/augceo/agent/provider", "github.com/augceo/agent/platform", "github.com/augceo/agent/store"}, core...), schemaLibs...)},
-		// telemetry: the root package and OpenTelemetry's API, not its SDK.
+		// telemetry: the root package and OpenTelemetry's API (traces and
+		// metrics), not its SDK.
 		{"./telemetry", append(append([]string{"github.com/augceo/agent", "github.com/augceo/agent/telemetry", "github.com/augceo/agent/internal/",
 			"github.com/augceo/agent/schema", "github.com/augceo/agent/provider", "github.com/augceo/agent/platform", "github.com/augceo/agent/store",
 			"go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/attribute/", "go.opentelemetry.io/otel/codes", "go.opentelemetry.io/otel/semconv/",
-			"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/trace/", "github.com/cespare/xxhash/v2"}, core...), schemaLibs...)},
+			"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/trace/", "go.opentelemetry.io/otel/metric", "go.opentelemetry.io/otel/metric/",
+			"github.com/cespare/xxhash/v2"}, core...), schemaLibs...)},
 	} {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", tt.pkg).CombinedOutput()
 		if err != nil {

@@ -3,10 +3,13 @@ package telemetry
 import (
 	"context"
 	"iter"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/augceo/agent/platform"
 	"github.com/augceo/agent/provider"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
@@ -15,19 +18,24 @@ import (
 // parent is the open step of the traced run its context belongs to (see
 // Events), else the run, else the span in its context. The span holds the
 // request's settings, the finish reason of each solution and the usage,
-// and an error that ends the stream. The result is a provider.Describer
-// with p's Endpoint when p is one, so that durable runs save where their
-// requests go. A Tracer that is off returns p, as it does a p traced
-// already. Generate may be called concurrently, as p's may.
+// and an error that ends the stream. When t measures requests, each
+// Generate also records its usage and duration (see the package's
+// Metrics). The result is a provider.Describer with p's Endpoint when p
+// is one, so that durable runs save where their requests go. A Tracer
+// that is off returns p, as it does a p traced already. Generate may be
+// called concurrently, as p's may.
 func (t *Tracer) Provider(p provider.Provider) provider.Provider {
-	if !t.on() || p == nil {
+	if t == nil || t.tracer == nil && t.metrics == nil || p == nil {
 		return p
 	}
 	switch p.(type) {
 	case *traced, described:
 		return p
 	}
-	tp := &traced{t: t, inner: p}
+	tp := &traced{t: t, tracer: t.tracer, inner: p}
+	if tp.tracer == nil { // measured only
+		tp.tracer = noop.NewTracerProvider().Tracer(ScopeName)
+	}
 	if d, ok := p.(provider.Describer); ok {
 		tp.endpoint = endpointAttrs(d.Endpoint())
 		return described{tp, d}
@@ -38,6 +46,7 @@ func (t *Tracer) Provider(p provider.Provider) provider.Provider {
 // traced is a Provider whose requests are spans.
 type traced struct {
 	t        *Tracer
+	tracer   trace.Tracer // t's, or a no-op one when t only measures
 	inner    provider.Provider
 	endpoint []attribute.KeyValue // of the provider, when it says
 }
@@ -63,9 +72,13 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 		if r := stateOf(ctx); r != nil {
 			parent = r.request(ctx, req.Model)
 		}
-		ctx, span := p.t.tracer.Start(parent, spanName("chat", req.Model), trace.WithSpanKind(trace.SpanKindClient),
+		ctx, span := p.tracer.Start(parent, spanName("chat", req.Model), trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithAttributes(p.requestAttrs(req)...))
 		defer span.End()
+		var start time.Time
+		if p.t.metrics != nil {
+			start = platform.Now(ctx)
+		}
 		n := max(req.N, 1)
 		var (
 			reasons []string
@@ -112,6 +125,13 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 		}
 		if failed != nil {
 			setError(span, failed)
+		}
+		if m := p.t.metrics; m != nil {
+			var u *provider.Usage
+			if counted {
+				u = &usage
+			}
+			m.record(ctx, p.metricAttrs(req), u, platform.Now(ctx).Sub(start), failed)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"iter"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/augceo/agent"
@@ -12,19 +13,36 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
-// ScopeName is the instrumentation scope of the spans a Tracer makes.
+// ScopeName is the instrumentation scope of the spans and the instruments
+// a Tracer makes.
 const ScopeName = "github.com/augceo/agent/telemetry"
 
-// Tracer traces runs and requests. A Tracer made by New(nil), like a nil
-// *Tracer, is off: its methods call the root package's and record
-// nothing. A Tracer is safe for concurrent use, by any number of runs.
+// Tracer traces runs and requests, and measures requests. A Tracer made
+// by New(nil), like a nil *Tracer, is off: its methods call the root
+// package's and record nothing. A Tracer is safe for concurrent use, by
+// any number of runs.
 type Tracer struct {
-	tracer trace.Tracer // nil: off
+	tracer  trace.Tracer // nil: runs and requests are not traced
+	metrics *metrics     // nil: requests are not measured
 }
 
-// New returns a Tracer whose spans tp makes. A nil tp turns tracing off;
-// the global provider (otel.GetTracerProvider) is never used unless
-// given.
+// Config says where a Tracer's spans and measurements go. The zero Config
+// records nothing; the global providers (otel.GetTracerProvider,
+// otel.GetMeterProvider) are never used unless given.
+type Config struct {
+	// TracerProvider makes the spans of runs and requests, and turns the
+	// step logs on. Nil: no spans, nor step logs.
+	TracerProvider trace.TracerProvider
+	// MeterProvider makes the instruments that measure requests:
+	// gen_ai.client.token.usage and gen_ai.client.operation.duration.
+	// Nil: no metrics, and nothing spent on them.
+	MeterProvider metric.MeterProvider
+}
+
+// New returns a Tracer whose spans tp makes, and which records no
+// metrics. A nil tp turns tracing off; the global provider
+// (otel.GetTracerProvider) is never used unless given. New(tp) is
+// NewWithConfig(Config{TracerProvider: tp}).
 func New(tp trace.TracerProvider) *Tracer {
 	if tp == nil {
 		return &Tracer{}
@@ -32,8 +50,32 @@ func New(tp trace.TracerProvider) *Tracer {
 	return &Tracer{tracer: tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL))}
 }
 
-// on reports whether t traces.
+// NewWithConfig returns a Tracer that traces with cfg.TracerProvider and
+// measures requests with cfg.MeterProvider. Either may be nil: with only
+// a MeterProvider, the Tracer measures the requests of runs and of
+// [Tracer.Provider], and neither traces nor logs steps. The error is the
+// MeterProvider's, when it cannot make an instrument.
+func NewWithConfig(cfg Config) (*Tracer, error) {
+	t := New(cfg.TracerProvider)
+	if cfg.MeterProvider != nil {
+		m, err := newMetrics(cfg.MeterProvider)
+		if err != nil {
+			return nil, err
+		}
+		t.metrics = m
+	}
+	return t, nil
+}
+
+// on reports whether t traces runs.
 func (t *Tracer) on() bool { return t != nil && t.tracer != nil }
+
+// plain returns cfg for a run t does not trace: its Provider measured, if
+// t measures requests.
+func (t *Tracer) plain(cfg agent.Config) agent.Config {
+	cfg.Provider = t.Provider(cfg.Provider)
+	return cfg
+}
 
 // Events is agent.Events, traced: a span for the run, its steps, their
 // requests and their calls, and a log record at the end of each step.
@@ -41,7 +83,7 @@ func (t *Tracer) on() bool { return t != nil && t.tracer != nil }
 // yields what agent.Events yields; like it, it is single-use.
 func (t *Tracer) Events(ctx context.Context, cfg agent.Config, schema json.RawMessage, msgs []message.Message) iter.Seq2[agent.RunEvent, error] {
 	if !t.on() {
-		return agent.Events(ctx, cfg, schema, msgs)
+		return agent.Events(ctx, t.plain(cfg), schema, msgs)
 	}
 	return t.events(ctx, cfg, cfg.RunID, func(ctx context.Context, cfg agent.Config) iter.Seq2[agent.RunEvent, error] {
 		return agent.Events(ctx, cfg, schema, msgs)
@@ -57,7 +99,7 @@ func (t *Tracer) Run(ctx context.Context, cfg agent.Config, schema json.RawMessa
 // covers this attempt, from the step it resumes at.
 func (t *Tracer) ResumeEvents(ctx context.Context, cfg agent.Config, id string) iter.Seq2[agent.RunEvent, error] {
 	if !t.on() {
-		return agent.ResumeEvents(ctx, cfg, id)
+		return agent.ResumeEvents(ctx, t.plain(cfg), id)
 	}
 	return t.events(ctx, cfg, id, func(ctx context.Context, cfg agent.Config) iter.Seq2[agent.RunEvent, error] {
 		return agent.ResumeEvents(ctx, cfg, id)
@@ -73,7 +115,7 @@ func (t *Tracer) Resume(ctx context.Context, cfg agent.Config, id string) (*agen
 // span covers this turn.
 func (t *Tracer) ContinueEvents(ctx context.Context, cfg agent.Config, id string, msgs ...message.Message) iter.Seq2[agent.RunEvent, error] {
 	if !t.on() {
-		return agent.ContinueEvents(ctx, cfg, id, msgs...)
+		return agent.ContinueEvents(ctx, t.plain(cfg), id, msgs...)
 	}
 	return t.events(ctx, cfg, id, func(ctx context.Context, cfg agent.Config) iter.Seq2[agent.RunEvent, error] {
 		return agent.ContinueEvents(ctx, cfg, id, msgs...)
@@ -89,7 +131,7 @@ func (t *Tracer) Continue(ctx context.Context, cfg agent.Config, id string, msgs
 // steps, so its calls are children of the run span.
 func (t *Tracer) PlanEvents(ctx context.Context, cfg agent.Config, plan []json.RawMessage, msgs []message.Message) iter.Seq2[agent.RunEvent, error] {
 	if !t.on() {
-		return agent.PlanEvents(ctx, cfg, plan, msgs)
+		return agent.PlanEvents(ctx, t.plain(cfg), plan, msgs)
 	}
 	return t.events(ctx, cfg, cfg.RunID, func(ctx context.Context, cfg agent.Config) iter.Seq2[agent.RunEvent, error] {
 		return agent.PlanEvents(ctx, cfg, plan, msgs)
@@ -105,7 +147,7 @@ func (t *Tracer) ExecutePlan(ctx context.Context, cfg agent.Config, plan []json.
 // is.
 func (t *Tracer) PlanInstancesEvents(ctx context.Context, cfg agent.Config, plan []json.RawMessage, msgs []message.Message) iter.Seq2[agent.RunEvent, error] {
 	if !t.on() {
-		return agent.PlanInstancesEvents(ctx, cfg, plan, msgs)
+		return agent.PlanInstancesEvents(ctx, t.plain(cfg), plan, msgs)
 	}
 	return t.events(ctx, cfg, cfg.RunID, func(ctx context.Context, cfg agent.Config) iter.Seq2[agent.RunEvent, error] {
 		return agent.PlanInstancesEvents(ctx, cfg, plan, msgs)

@@ -1,0 +1,74 @@
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/augceo/agent/provider"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
+)
+
+// The explicit bucket boundaries the GenAI conventions recommend for
+// gen_ai.client.token.usage ({token}) and gen_ai.client.operation.duration
+// (s).
+var (
+	tokenBuckets    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
+	durationBuckets = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
+)
+
+// metrics are the instruments of a Tracer that measures requests.
+type metrics struct {
+	tokens   genaiconv.ClientTokenUsage
+	duration genaiconv.ClientOperationDuration
+}
+
+// newMetrics makes the instruments with a meter of mp.
+func newMetrics(mp metric.MeterProvider) (*metrics, error) {
+	meter := mp.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))
+	tokens, err := genaiconv.NewClientTokenUsage(meter, metric.WithExplicitBucketBoundaries(tokenBuckets...))
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %s: %w", tokens.Name(), err)
+	}
+	duration, err := genaiconv.NewClientOperationDuration(meter, metric.WithExplicitBucketBoundaries(durationBuckets...))
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %s: %w", duration.Name(), err)
+	}
+	return &metrics{tokens: tokens, duration: duration}, nil
+}
+
+// record records a request that took d, with the attributes attrs that
+// say what it asked and where: its usage if counted, and its duration,
+// with the error.type of failed when not nil. A request's values are
+// recorded once, however many solutions it asked for or retries it made.
+func (m *metrics) record(ctx context.Context, attrs []attribute.KeyValue, usage *provider.Usage, d time.Duration, failed error) {
+	set := func(more ...attribute.KeyValue) attribute.Set { return attribute.NewSet(slices.Concat(attrs, more)...) }
+	if usage != nil {
+		in, out := tokens(*usage)
+		m.tokens.RecordSet(ctx, int64(in), set(semconv.GenAITokenTypeInput))
+		m.tokens.RecordSet(ctx, int64(out), set(semconv.GenAITokenTypeOutput))
+	}
+	if failed != nil {
+		m.duration.RecordSet(ctx, d.Seconds(), set(semconv.ErrorTypeKey.String(errorType(failed))))
+		return
+	}
+	m.duration.RecordSet(ctx, d.Seconds(), set())
+}
+
+// metricAttrs returns the attributes of a request's measurements: the
+// operation, the provider and its server, and the model asked for.
+// Nothing that varies from run to run: no ids, arguments or error texts.
+func (p *traced) metricAttrs(req *provider.Request) []attribute.KeyValue {
+	attrs := make([]attribute.KeyValue, 0, 3+len(p.endpoint))
+	attrs = append(attrs, semconv.GenAIOperationNameChat)
+	attrs = append(attrs, p.endpoint...)
+	if req.Model != "" {
+		attrs = append(attrs, semconv.GenAIRequestModel(req.Model))
+	}
+	return attrs
+}
