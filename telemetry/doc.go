@@ -1,11 +1,13 @@
 // Package telemetry traces agent runs with OpenTelemetry, following the
-// GenAI semantic conventions (gen_ai.* attributes, semconv v1.41.0), and
-// logs a record per step with log/slog.
+// GenAI semantic conventions (gen_ai.* attributes, semconv v1.41.0),
+// measures their requests with the conventions' client metrics, and logs
+// a record per step with log/slog.
 //
-// Tracing is off unless a trace.TracerProvider is given: the root package
-// imports nothing of OpenTelemetry, and a program that does not import
-// this package does not compile it. A [Tracer] wraps the entry points of
-// the root package:
+// It is off unless a trace.TracerProvider or a metric.MeterProvider is
+// given (the global ones are never used): the root package imports
+// nothing of OpenTelemetry, and a program that does not import this
+// package does not compile it. A [Tracer] wraps the entry points of the
+// root package:
 //
 //	t := telemetry.New(tp) // tp: an sdktrace.TracerProvider, say
 //	for ev, err := range t.Events(ctx, cfg, schema, msgs) {
@@ -31,6 +33,28 @@
 // spans that code starts from its context (which holds the call's span,
 // through platform.WithCallHook). A call that fails gets the status
 // Error, as does a request, a step or a run that fails.
+//
+// # Metrics
+//
+// A Tracer made by [NewWithConfig] with a MeterProvider measures each
+// request once, when its stream ends (a request for N solutions, or one
+// retried by a provider.Retry, is one request, as it is one span):
+//
+//	t, err := telemetry.NewWithConfig(telemetry.Config{TracerProvider: tp, MeterProvider: mp})
+//
+// gen_ai.client.token.usage ({token}) records its input and output tokens
+// (gen_ai.token.type input, output), counted as the spans count them:
+// input with the cached tokens, output with the reasoning.
+// gen_ai.client.operation.duration (s) records its duration, measured
+// with the context's clock (the Config's Clock in a run), with error.type
+// when it failed. Both use the bucket boundaries the conventions
+// recommend, and the attributes gen_ai.operation.name (chat),
+// gen_ai.provider.name, server.address and server.port (from the
+// provider's Endpoint) and gen_ai.request.model: nothing that grows with
+// the runs. The conventions define no metric for prompt caching; the
+// spans carry the cached tokens. With a MeterProvider alone, a Tracer
+// measures requests and neither traces nor logs; without one, it spends
+// nothing on metrics.
 //
 // # Logs
 //
