@@ -78,7 +78,14 @@
 // API completes in its final event. A stream that ends while a candidate
 // has no finishReason (or that breaks) yields the text received so far,
 // then an error wrapping provider.ErrTruncated. A prompt the API blocks
-// (promptFeedback.blockReason, no candidates) is [ErrNoCandidates].
+// (promptFeedback.blockReason, no candidates) is a *[BlockedError], which
+// wraps [ErrNoCandidates]. A candidate stopped for any reason but STOP,
+// MAX_TOKENS and CONTINUATION (a safety or recitation filter, LANGUAGE,
+// OTHER, a malformed function call, ...) keeps its chunks, its text cut or
+// empty, and the stream then ends with a *[FinishError] that gives the
+// reason and the harm categories that blocked it. An answer cut by
+// MAX_TOKENS is no error here: its finish reason "length" lets the caller
+// report it as cut.
 //
 // Usage is normalised: Input is promptTokenCount − cachedContentTokenCount
 // (+ toolUsePromptTokenCount), CacheRead is cachedContentTokenCount, Output

@@ -19,11 +19,67 @@ var (
 	// ErrNoModel reports a request without a model when [Config.Model] is
 	// empty too.
 	ErrNoModel = errors.New("gemini: no model")
-	// ErrNoCandidates reports an answer without any candidate, typically a
-	// prompt that the API blocked (the error text gives promptFeedback's
-	// blockReason).
+	// ErrNoCandidates reports an answer without any candidate. A prompt
+	// that the API blocked is a [*BlockedError], which wraps it.
 	ErrNoCandidates = errors.New("gemini: no candidates")
 )
+
+// BlockedError reports a prompt that the API refused to answer:
+// promptFeedback.blockReason, and no candidate. It wraps
+// [ErrNoCandidates].
+type BlockedError struct {
+	Reason     string   // blockReason as sent: "SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "OTHER", ...
+	Categories []string // the harm categories of the prompt's safety ratings that blocked it
+}
+
+// Error returns, for example, "gemini: no candidates: prompt blocked
+// (SAFETY: HARM_CATEGORY_HARASSMENT)".
+func (e *BlockedError) Error() string {
+	return fmt.Sprintf("%v: prompt blocked (%s)", ErrNoCandidates, why(e.Reason, e.Categories))
+}
+
+// Unwrap returns [ErrNoCandidates].
+func (e *BlockedError) Unwrap() error { return ErrNoCandidates }
+
+// FinishError reports a candidate that the API stopped for a reason other
+// than its natural end (STOP) or a token limit (MAX_TOKENS,
+// CONTINUATION): a safety or recitation filter (SAFETY, RECITATION,
+// BLOCKLIST, PROHIBITED_CONTENT, SPII, IMAGE_SAFETY, ...), an unsupported
+// language (LANGUAGE), a malformed function call, or OTHER. Its text is
+// cut, or empty. Generate yields it after the chunks of every candidate,
+// the Done chunk of this one included, so the text that arrived is not
+// lost; when several candidates stopped so, it names the lowest index.
+type FinishError struct {
+	Index      int      // the solution
+	Reason     string   // finishReason as sent: "SAFETY", "RECITATION", ...
+	Categories []string // the harm categories of the candidate's safety ratings that blocked it
+}
+
+// Error returns, for example, "gemini: solution 0 stopped (SAFETY:
+// HARM_CATEGORY_DANGEROUS_CONTENT)".
+func (e *FinishError) Error() string {
+	return fmt.Sprintf("gemini: solution %d stopped (%s)", e.Index, why(e.Reason, e.Categories))
+}
+
+// why is a reason followed by the categories that caused it.
+func why(reason string, categories []string) string {
+	if len(categories) == 0 {
+		return reason
+	}
+	return reason + ": " + strings.Join(categories, ", ")
+}
+
+// blockedBy returns the categories of the ratings marked blocked, in the
+// order sent.
+func blockedBy(ratings []*genai.SafetyRating) []string {
+	var cats []string
+	for _, r := range ratings {
+		if r != nil && r.Blocked {
+			cats = append(cats, string(r.Category))
+		}
+	}
+	return cats
+}
 
 // name is provider.Error.Provider for this adapter.
 const name = "gemini"

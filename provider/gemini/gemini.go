@@ -148,7 +148,10 @@ func New(cfg Config) (*Provider, error) {
 // or an error event; a *provider.TimeoutError when a timeout of Config
 // fires; a *provider.LimitError past Config.MaxAnswerBytes; an error
 // wrapping provider.ErrNoAnswer for a network error before any byte of the
-// answer, and one wrapping provider.ErrTruncated for a stream cut after.
+// answer, and one wrapping provider.ErrTruncated for a stream cut after; a
+// *[BlockedError] for a prompt the API blocked; a *[FinishError], after
+// the chunks of every candidate, for one that a filter (or another reason
+// than its end or a token limit) stopped.
 func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
 	return func(yield func(*provider.Chunk, error) bool) {
 		if err := ctx.Err(); err != nil {
@@ -171,7 +174,7 @@ func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq
 			yield(nil, convertError(ctx, err, ex, false))
 			return
 		}
-		chunks, err := answer(resp)
+		chunks, stop, err := answer(resp)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -180,6 +183,9 @@ func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq
 			if !yield(ch, nil) {
 				return
 			}
+		}
+		if stop != nil {
+			yield(nil, stop)
 		}
 	}
 }
@@ -192,7 +198,8 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 	var (
 		held     *provider.Chunk
 		usage    *genai.GenerateContentResponseUsageMetadata
-		blocked  string
+		block    *BlockedError
+		stop     *FinishError // the lowest candidate stopped abnormally
 		finished = map[int]bool{}
 		order    []int // candidates in the order they first appeared
 		budget   = limit.NewBudget(name, p.maxBytes)
@@ -226,8 +233,8 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 		if resp.UsageMetadata != nil {
 			usage = resp.UsageMetadata
 		}
-		if fb := resp.PromptFeedback; fb != nil && fb.BlockReason != "" {
-			blocked = string(fb.BlockReason)
+		if b := blocked(resp.PromptFeedback); b != nil {
+			block = b
 		}
 		for _, cand := range resp.Candidates {
 			if cand == nil {
@@ -254,6 +261,7 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 			}
 			if ch.Done {
 				finished[ch.Index] = true
+				stop = first(stop, stopped(cand))
 				held = ch
 				continue
 			}
@@ -267,8 +275,8 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 		return
 	}
 	if len(order) == 0 {
-		if blocked != "" {
-			fail(fmt.Errorf("%w: prompt blocked (%s)", ErrNoCandidates, blocked))
+		if block != nil {
+			fail(block)
 		} else {
 			fail(fmt.Errorf("gemini: %w: no candidate received", provider.ErrTruncated))
 		}
@@ -284,5 +292,7 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 		held = &provider.Chunk{Index: order[len(order)-1]}
 	}
 	held.Usage = normalize(usage)
-	flush()
+	if flush() && stop != nil {
+		yield(nil, stop)
+	}
 }

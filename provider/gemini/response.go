@@ -10,28 +10,59 @@ import (
 )
 
 // answer turns a whole generateContent response into one chunk per
-// candidate, the last one carrying the usage.
-func answer(resp *genai.GenerateContentResponse) ([]*provider.Chunk, error) {
-	var chunks []*provider.Chunk
+// candidate, the last one carrying the usage. stop is the first candidate
+// the API stopped abnormally (see [FinishError]), to be yielded after the
+// chunks.
+func answer(resp *genai.GenerateContentResponse) (chunks []*provider.Chunk, stop *FinishError, err error) {
 	for _, cand := range resp.Candidates {
 		if cand == nil {
 			continue
 		}
 		ch, err := chunk(cand)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ch.Done = true // a whole answer: a missing finishReason reads as ""
 		chunks = append(chunks, ch)
+		stop = first(stop, stopped(cand))
 	}
 	if len(chunks) == 0 {
-		if fb := resp.PromptFeedback; fb != nil && fb.BlockReason != "" {
-			return nil, fmt.Errorf("%w: prompt blocked (%s)", ErrNoCandidates, fb.BlockReason)
+		if err := blocked(resp.PromptFeedback); err != nil {
+			return nil, nil, err
 		}
-		return nil, ErrNoCandidates
+		return nil, nil, ErrNoCandidates
 	}
 	chunks[len(chunks)-1].Usage = normalize(resp.UsageMetadata)
-	return chunks, nil
+	return chunks, stop, nil
+}
+
+// blocked returns the error for a prompt the feedback says was blocked,
+// nil if it was not.
+func blocked(fb *genai.GenerateContentResponsePromptFeedback) *BlockedError {
+	if fb == nil || fb.BlockReason == "" {
+		return nil
+	}
+	return &BlockedError{Reason: string(fb.BlockReason), Categories: blockedBy(fb.SafetyRatings)}
+}
+
+// stopped returns the error for a candidate whose finishReason is neither
+// its natural end nor a token limit, nil for the others and for one that
+// has not finished.
+func stopped(cand *genai.Candidate) *FinishError {
+	switch cand.FinishReason {
+	case "", genai.FinishReasonUnspecified, genai.FinishReasonStop, genai.FinishReasonMaxTokens, genai.FinishReasonContinuation:
+		return nil
+	}
+	return &FinishError{Index: int(cand.Index), Reason: string(cand.FinishReason), Categories: blockedBy(cand.SafetyRatings)}
+}
+
+// first returns whichever of a and b has the lower index; nil counts as
+// none.
+func first(a, b *FinishError) *FinishError {
+	if a == nil || b != nil && b.Index < a.Index {
+		return b
+	}
+	return a
 }
 
 // chunk maps one candidate (whole, or a streamed piece of it): text parts
