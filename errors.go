@@ -44,9 +44,9 @@ var (
 )
 
 // ErrAnswerCut reports an invalid answer that the provider ended at the
-// output token limit (finish reason "length" or "max_tokens"): it was cut
-// off before it was whole. An *InvalidError wraps it; raise
-// Config.MaxTokens, or ask for less in one answer.
+// output token limit (finish reason "length", "max_tokens" or Gemini's
+// "continuation"): it was cut off before it was whole. An *InvalidError
+// wraps it; raise Config.MaxTokens, or ask for less in one answer.
 var ErrAnswerCut = errors.New("agent: the answer reached the output token limit")
 
 // InvalidError reports a solution that stayed invalid after every repair

@@ -757,8 +757,11 @@ func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *sc
 
 // tokenLimit reports whether a provider's finish reason says the answer
 // reached the output token limit: OpenAI's and Gemini's "length",
-// Anthropic's "max_tokens".
-func tokenLimit(finish string) bool { return finish == "length" || finish == "max_tokens" }
+// Anthropic's "max_tokens", and Gemini's "continuation" (the per-request
+// token limit, the answer paused unfinished).
+func tokenLimit(finish string) bool {
+	return finish == "length" || finish == "max_tokens" || finish == "continuation"
+}
 
 // repairPrompt tells the model what was wrong with its answer. The text is
 // part of replay: keep it stable.

@@ -181,7 +181,7 @@ func TestRequestGivesUpWithTheRawText(t *testing.T) {
 // exactly at the limit is taken.
 func TestRequestAnswerCut(t *testing.T) {
 	out := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
-	for _, finish := range []string{"length", "max_tokens"} {
+	for _, finish := range []string{"length", "max_tokens", "continuation"} {
 		t.Run(finish, func(t *testing.T) {
 			p := scripted.New(
 				scripted.Response{Solutions: []string{`{"output": {"n": 12`}, FinishReason: finish},
