@@ -598,6 +598,15 @@ func TestReplay(t *testing.T) {
 				Usage: provider.Usage{Input: 24, Output: 37, Thinking: 48, CacheRead: 128}},
 		},
 		{
+			// Gemini 3: thought signatures on answer parts, one alone in an
+			// empty part with the finishReason, and tokens of a tool-use
+			// prompt, which count as input: Usage.Total() is
+			// totalTokenCount, 1280.
+			name: "stream with thought signatures and tool-use tokens", file: "stream_signature.sse", status: 200, stream: true,
+			want: &provider.Result{Texts: []string{`{"output":"Paris","calls":[]}`}, Thinking: []string{"**Weighing the lookup**\n\nA search adds the population."},
+				FinishReasons: []string{"stop"}, Usage: provider.Usage{Input: 216, Output: 10, Thinking: 30, CacheRead: 1024}},
+		},
+		{
 			name: "two candidates finishing apart", file: "stream_two_candidates.sse", status: 200, stream: true,
 			want: &provider.Result{Texts: []string{`{"output":"Paris"}`, `{"output":"Paris, France"}`}, Thinking: []string{"", ""},
 				FinishReasons: []string{"stop", "length"}, Usage: provider.Usage{Input: 40, Output: 16}},
