@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -62,6 +64,54 @@ func TestGeminiStoppedAnswers(t *testing.T) {
 					t.Errorf("%d requests, want %d", got, tt.wantSent)
 				}
 			})
+		}
+	}
+}
+
+// TestGeminiSingleCandidate: Gemini 3 models refuse candidateCount above 1,
+// so with SingleCandidate the adapter leaves it out and the Request asks
+// once for each solution.
+func TestGeminiSingleCandidate(t *testing.T) {
+	var sent atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			GenerationConfig struct {
+				CandidateCount int `json:"candidateCount"`
+			} `json:"generationConfig"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.GenerationConfig.CandidateCount > 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"error":{"code":400,"message":"Multiple candidates is not enabled for this model","status":"INVALID_ARGUMENT"}}`)
+			return
+		}
+		n := sent.Add(1)
+		fmt.Fprintf(w, `{"candidates":[{"content":{"parts":[{"text":"{\"output\":%d}"}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":5,"totalTokenCount":14}}`, n)
+	}))
+	defer srv.Close()
+	msgs := []message.Message{message.Text("Pick a number.")}
+	for _, single := range []bool{false, true} {
+		sent.Store(0)
+		p, err := gemini.New(gemini.Config{APIKey: "k", BaseURL: srv.URL, Model: "gemini-3-pro", SingleCandidate: single})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := agent.Request(context.Background(), agent.Config{Provider: p, N: 3}, json.RawMessage(`{"type":"integer"}`), msgs)
+		if !single {
+			if err == nil || !strings.Contains(err.Error(), "Multiple candidates") {
+				t.Errorf("without SingleCandidate: %v, want the API's 400", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range res.Solutions {
+			got = append(got, string(s.Output))
+		}
+		if want := []string{"1", "2", "3"}; !slices.Equal(got, want) || sent.Load() != 3 {
+			t.Errorf("solutions %v after %d requests, want %v after 3", got, sent.Load(), want)
 		}
 	}
 }

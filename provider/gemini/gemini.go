@@ -79,6 +79,12 @@ type Config struct {
 	// The OpenAPI subset has no refs, so a schema of many tools sent in it
 	// is about twice as long. See the package documentation.
 	ResponseSchema bool
+	// SingleCandidate leaves candidateCount out of every request, so that
+	// the API answers one candidate, and a Request for several solutions
+	// asks again for each: for models that refuse candidateCount above 1
+	// (Gemini 3 models answer 400 "Multiple candidates is not enabled for
+	// this model").
+	SingleCandidate bool
 	// JSONSchema asked for responseJsonSchema when it was not the default.
 	//
 	// Deprecated: responseJsonSchema is the default; JSONSchema overrides
@@ -94,6 +100,7 @@ type Provider struct {
 	models   *genai.Models
 	model    string
 	openAPI  bool  // the schema goes in responseSchema
+	single   bool  // no candidateCount (Config.SingleCandidate)
 	maxBytes int64 // the cap on an answer, 0 for none
 }
 
@@ -136,7 +143,7 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gemini: %w", err)
 	}
-	return &Provider{baseURL: baseURL, models: client.Models, model: cfg.Model, openAPI: cfg.ResponseSchema && !cfg.JSONSchema, maxBytes: maxBytes}, nil
+	return &Provider{baseURL: baseURL, models: client.Models, model: cfg.Model, openAPI: cfg.ResponseSchema && !cfg.JSONSchema, single: cfg.SingleCandidate, maxBytes: maxBytes}, nil
 }
 
 // Generate sends req to the Gemini API: generateContent, or

@@ -508,6 +508,16 @@ func TestRequestMapping(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "SingleCandidate sends no candidateCount",
+			cfg:  Config{SingleCandidate: true},
+			req:  provider.Request{Model: "m", N: 3},
+			check: func(t *testing.T, r *http.Request, body wireRequest, cfg wireConfig) {
+				if bytes.Contains(body.GenerationConfig, []byte("candidateCount")) {
+					t.Errorf("generationConfig %s, want no candidateCount", body.GenerationConfig)
+				}
+			},
+		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newCapture(t)

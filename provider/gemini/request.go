@@ -73,7 +73,7 @@ func (p *Provider) newCall(req *provider.Request) (*call, error) {
 	if system != nil && len(system.Parts) > 0 {
 		c.config.SystemInstruction = system
 	}
-	if req.N > 0 {
+	if req.N > 0 && !p.single {
 		c.config.CandidateCount = clamp(req.N)
 	}
 	if req.MaxTokens > 0 {
