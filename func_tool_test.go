@@ -133,7 +133,7 @@ func TestFuncErrors(t *testing.T) {
 			})
 		}, `agent: Func "f": parameters: schema of struct { X int "json:\"x\" jsonschema:\"description=The number, as written\"" }: ` +
 			`struct { X int "json:\"x\" jsonschema:\"description=The number, as written\"" }.X: jsonschema tag part " as written" is not keyword=value: ` +
-			`a description with commas goes in a jsonschema_description tag, or escape each comma as \,`, false},
+			`a description with commas goes in a jsonschema_description tag, or escape each comma, written \\, in the struct tag`, false},
 		{"parameters not an object", nil, func(reg *agent.Registry) error {
 			return agent.Func(reg, "f", "", func(context.Context, string) (string, error) { return "", nil })
 		}, `agent: Func "f": parameters: string has the schema {"type":"string"}, not an object's: use a struct`, false},

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,5 +152,32 @@ func TestDecode(t *testing.T) {
 				t.Error(msg)
 			}
 		})
+	}
+}
+
+// A comma escaped as \, in the source is bad struct tag syntax (go vet
+// says so, which is why the type is made here at run time): reflect reads
+// no jsonschema tag at all, and the field loses its description. Check
+// reports it.
+func TestCheckTagSyntax(t *testing.T) {
+	bad := reflect.StructOf([]reflect.StructField{{
+		Name: "City", Type: reflect.TypeFor[string](),
+		Tag: reflect.StructTag(`json:"city" jsonschema:"description=A city\, e.g. Paris"`),
+	}})
+	err := checkTags(bad, map[reflect.Type]bool{})
+	if err == nil {
+		t.Fatal("checkTags took a tag reflect cannot read")
+	}
+	for _, want := range []string{".City", "not valid tag syntax", `written \\, in the struct tag`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("checkTags error %q does not say %s", err, want)
+		}
+	}
+	good := reflect.StructOf([]reflect.StructField{{
+		Name: "City", Type: reflect.TypeFor[string](),
+		Tag: reflect.StructTag(`json:"city" jsonschema:"description=A city\\, e.g. Paris"`),
+	}})
+	if err := checkTags(good, map[reflect.Type]bool{}); err != nil {
+		t.Errorf("checkTags(an escaped comma) = %v", err)
 	}
 }

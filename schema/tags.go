@@ -16,8 +16,11 @@ import (
 //
 //	Note string `jsonschema:"description=Why it is looked up, for the audit log"`
 //
-// describes Note as "Why it is looked up". A description with commas goes
-// in a jsonschema_description tag, or has each comma escaped as \,.
+// describes Note as "Why it is looked up". Check also reports a tag
+// that is not valid struct tag syntax (a comma escaped as \, where the
+// source needs \\,), which the reflector reads as no tag at all. A description with commas goes
+// in a jsonschema_description tag, or has each comma escaped as \, in
+// the tag's value, which a struct tag writes \\, (Go unquotes it).
 // agent.Func and agent.RequestAs return the same error, before anything
 // is sent to a model. [Decode] only minds the first, and validates with
 // the schema For gives.
@@ -28,7 +31,9 @@ func Check[T any]() error {
 
 // checkTags returns an error for the first jsonschema tag part of t's
 // structs, at any depth, that the reflector drops: one that is neither a
-// flag it knows nor keyword=value with a keyword it reads. A type that
+// flag it knows nor keyword=value with a keyword it reads, or a whole
+// jsonschema or jsonschema_description tag that is not valid struct tag
+// syntax, which reflect reads as no tag. A type that
 // gives its own schema has its fields' tags unread.
 func checkTags(t reflect.Type, seen map[reflect.Type]bool) error {
 	for !describesItself(t) && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map) {
@@ -42,6 +47,12 @@ func checkTags(t reflect.Type, seen map[reflect.Type]bool) error {
 		f := t.Field(i)
 		if !f.IsExported() && !f.Anonymous || f.Tag.Get("json") == "-" {
 			continue
+		}
+		for _, key := range []string{"jsonschema", "jsonschema_description"} {
+			// A tag Go cannot unquote (a lone \, in it) reads as no tag.
+			if _, ok := f.Tag.Lookup(key); !ok && strings.Contains(string(f.Tag), key+`:"`) {
+				return fmt.Errorf("%v.%s: struct tag `%s` is not valid tag syntax, so its %s is not read: %s", t, f.Name, f.Tag, key, tagHint)
+			}
 		}
 		parts := splitTag(f.Tag.Get("jsonschema"))
 		if parts[0] == "-" {
@@ -71,7 +82,7 @@ var tagKeywords = []string{"title", "description", "type", "anchor", "default", 
 	"exclusiveMaximum", "multipleOf", "minItems", "maxItems", "uniqueItems", "readOnly", "writeOnly",
 	"oneof_required", "anyof_required", "oneof_ref", "anyof_ref", "oneof_type", "anyof_type"}
 
-const tagHint = "a description with commas goes in a jsonschema_description tag, or escape each comma as \\,"
+const tagHint = "a description with commas goes in a jsonschema_description tag, or escape each comma, written \\\\, in the struct tag"
 
 // describesItself reports whether the reflector asks t for its schema
 // (a JSONSchema or JSONSchemaAlias method) rather than reading its fields.
