@@ -96,9 +96,9 @@ type RunSettings struct {
 	Veto            float64 `json:"veto,omitempty"`
 	// MCP are the MCP servers of Config.MCP, as given (their Env
 	// entries included): a program that resumes the run connects them
-	// again and registers their tools (acts resume does), since the
-	// run's context offers those tools and its calls need their
-	// activities. Resume itself does not read them.
+	// again and registers their tools (acts resume and acts continue
+	// do), since the run's context offers those tools and its calls need
+	// their activities. Resume itself does not read them.
 	MCP []MCPServer `json:"mcp,omitempty"`
 }
 
