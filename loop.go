@@ -86,7 +86,7 @@ type RunEvent struct {
 	Call    *Call            // call events
 	Err     error            // EventCallFailed
 	Message *message.Message // EventMessage
-	Text    string           // EventThinking
+	Text    string           // EventThinking; EventCompacted: the sizes before and after
 	Output  *Output          // EventOutput
 	Usage   *provider.Usage  // EventUsage: the request's; EventDone: the run's
 	Result  *RunResult       // EventDone
