@@ -131,8 +131,10 @@ func (c *Client) Close() error {
 // server's order.
 //
 // A tool's definition is its input schema with its description, and its
-// output schema, when it has one, as _output; local $refs are inlined,
-// since the definition is embedded in the schema of a solution. Its
+// output schema, when it has one, as _output; their local $refs point
+// to the definition's $defs, where their definitions move as "input.x"
+// and "output.x" (a ref to the input's root names it "input"), since
+// the definition is embedded in the schema of a solution. Its
 // activity calls the tool with the call's parameters, meta-properties
 // left out, and returns the result's structuredContent when there is
 // one, else its text content and the text of the resources it embeds:
