@@ -441,8 +441,14 @@ func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.S
 	case 0:
 		return nil
 	case ExitInterrupted:
+		if rf.store == "memory:" {
+			return &exitError{code, fmt.Errorf("interrupted; run %s was in memory (--store memory:) and is gone", id)}
+		}
 		return &exitError{code, fmt.Errorf("interrupted; run %s is saved: continue it with acts resume %s", id, id)}
 	case ExitCallsFailed:
+		if rf.store == "memory:" {
+			return &exitError{code, fmt.Errorf("%d of %d calls failed", s.Failed, s.Calls)}
+		}
 		return &exitError{code, fmt.Errorf("%d of %d calls failed; see acts log %s", s.Failed, s.Calls, id)}
 	}
 	return runErr
@@ -471,7 +477,12 @@ func printSummary(w io.Writer, s *summary, rf *runFlags) error {
 	if s.Output != nil {
 		fmt.Fprintf(&b, "  output: %s\n", escapeJSON(string(s.Output)))
 	}
-	fmt.Fprintf(&b, "  trace: acts log %s --store %s\n", escapeLine(s.Run), escapeLine(rf.store))
+	if rf.store == "memory:" {
+		// Gone with the command: no later command can read it.
+		b.WriteString("  trace: none kept (--store memory:)\n")
+	} else {
+		fmt.Fprintf(&b, "  trace: acts log %s --store %s\n", escapeLine(s.Run), escapeLine(rf.store))
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

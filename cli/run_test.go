@@ -492,3 +492,18 @@ func TestProgress(t *testing.T) {
 		t.Errorf("a bar went to a buffer: %q", stderr.String())
 	}
 }
+
+// TestRunMemoryStore: a run in the memory store is gone when the command
+// ends, so its summary offers no acts log or acts resume that cannot work.
+func TestRunMemoryStore(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		reg, _ := batchEnv(fail, nil)
+		code, out, errOut := acts(t.Context(), reg, "run", writeFile(t, "batch.json", batch), "--input", `[{"n":1},{"n":7}]`, "--store", "memory:")
+		if !strings.Contains(out, "trace: none kept (--store memory:)") || strings.Contains(out+errOut, "acts log") || strings.Contains(out+errOut, "acts resume") {
+			t.Errorf("fail %v: exit %d\nstdout %s\nstderr %s", fail, code, out, errOut)
+		}
+		if fail && (code != ExitCallsFailed || !strings.Contains(errOut, "calls failed")) {
+			t.Errorf("failing calls: exit %d, stderr %q", code, errOut)
+		}
+	}
+}
