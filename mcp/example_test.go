@@ -101,6 +101,7 @@ func ExampleNewServer() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(res.IsError, res.StructuredContent)
-	// Output: false Hello, Ada!
+	// A result that is not an object comes as JSON text only.
+	fmt.Println(res.IsError, res.Content[0].(*sdk.TextContent).Text)
+	// Output: false "Hello, Ada!"
 }

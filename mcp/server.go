@@ -197,7 +197,7 @@ func newServedTool(cfg agent.Config, name string, def json.RawMessage) (*sdk.Too
 		return nil, nil, fmt.Errorf("input schema: %w", err)
 	}
 	if out := props.Get("_output"); out != nil {
-		if t.OutputSchema, err = selfContained(cfg.Registry, out); err != nil {
+		if t.OutputSchema, err = outputSchema(cfg.Registry, out); err != nil {
 			return nil, nil, fmt.Errorf("output schema: %w", err)
 		}
 	}
@@ -218,6 +218,25 @@ func newServedTool(cfg agent.Config, name string, def json.RawMessage) (*sdk.Too
 // bundled into its $defs: an MCP client knows no registry.
 func selfContained(reg *agent.Registry, s json.RawMessage) (json.RawMessage, error) {
 	return reg.Schemas().Adapt(s, schema.Full)
+}
+
+// outputSchema is a tool's outputSchema: s self-contained when it is an
+// object's schema, else none. Before the 2026-07-28 revision, MCP takes
+// only an object there (and as structuredContent), and a client of an
+// earlier one may refuse the whole tools/list for one that is not; the
+// result's text carries the value either way.
+func outputSchema(reg *agent.Registry, s json.RawMessage) (json.RawMessage, error) {
+	out, err := selfContained(reg, s)
+	if err != nil {
+		return nil, err
+	}
+	var root struct {
+		Type json.RawMessage `json:"type"`
+	}
+	if json.Unmarshal(out, &root) != nil || string(root.Type) != `"object"` {
+		return nil, nil
+	}
+	return out, nil
 }
 
 // call runs a call of the tool as a plan of one call, and reads its
@@ -392,7 +411,7 @@ func newServedIdea(cfg agent.Config, name string, idea *agent.Idea) (*sdk.Tool, 
 		return nil, nil, fmt.Errorf("input schema: %w", err)
 	}
 	if idea.Schema != nil {
-		if t.OutputSchema, err = selfContained(cfg.Registry, idea.Schema); err != nil {
+		if t.OutputSchema, err = outputSchema(cfg.Registry, idea.Schema); err != nil {
 			return nil, nil, fmt.Errorf("schema: %w", err)
 		}
 	}
@@ -431,9 +450,14 @@ func (si *servedIdea) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.
 }
 
 // succeeded is the result of a call that produced v: v as structured
-// content, and as text for clients that read only text.
+// content when it is an object (see outputSchema), and as text for
+// clients that read only text.
 func succeeded(v json.RawMessage) *sdk.CallToolResult {
-	return &sdk.CallToolResult{StructuredContent: v, Content: []sdk.Content{&sdk.TextContent{Text: string(v)}}}
+	res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(v)}}}
+	if t := bytes.TrimSpace(v); len(t) > 0 && t[0] == '{' {
+		res.StructuredContent = v
+	}
+	return res
 }
 
 // failed is the result of a call that failed with err: isError, err's

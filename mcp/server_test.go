@@ -121,7 +121,10 @@ func TestServerListTools(t *testing.T) {
 		"capital": {"Names the capital of a country.",
 			`{"properties":{"country":{"type":"string"}},"required":["country"],"type":"object"}`,
 			`{"properties":{"capital":{"type":"string"}},"required":["capital"],"type":"object"}`},
-		"free": {"", `{"type":"object"}`, `{"type":"string"}`},
+		// An output that is not an object has no outputSchema: MCP
+		// before 2026-07-28 takes only objects, and a client of it may
+		// refuse the whole list.
+		"free": {"", `{"type":"object"}`, "null"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
@@ -168,7 +171,8 @@ func TestServerCallTools(t *testing.T) {
 		{"activity error", "boom", nil, true, "", `runtime error in boom: no luck today`},
 		{"bad parameters", "weather", map[string]any{"town": "Paris"}, true, "", `tool "weather": `},
 		{"meta-property", "weather", map[string]any{"city": "Paris", "_outputPath": "†state.x"}, true, "", `argument "_outputPath": a name starting with "_" is a meta-property`},
-		{"success branch", "branchy", map[string]any{"ok": true}, false, `"fine"`, `"fine"`},
+		// Not an object: text only, as MCP before 2026-07-28 has it.
+		{"success branch", "branchy", map[string]any{"ok": true}, false, "", `"fine"`},
 		{"error down the failure branch", "branchy", map[string]any{"ok": false}, true, "", `runtime error in branchy: not ok`},
 		{"failure branch chosen", "refuse", nil, true, "", `tool "refuse" failed: "not today"`},
 		{"latent without a model", "latent", nil, true, "", `no provider`},
