@@ -224,6 +224,8 @@ type journal struct {
 	// message a call wrote: messages after it belong to the completion
 	// being recorded.
 	lastCall int
+	// closed is set once close saved, or tried to save, how the run ended.
+	closed bool
 }
 
 // failedCall is a call that failed, waiting for its error message.
@@ -534,6 +536,7 @@ func endOf(res *RunResult) runEnd {
 // close saves how the run ended, and gives its lease up. A run that
 // stopped short of its end says why in its journal too.
 func (j *journal) close(ctx context.Context, runErr error, res *RunResult) error {
+	j.closed = true
 	j.lease.release()
 	switch {
 	case runErr == nil:
@@ -588,7 +591,16 @@ func (j *journal) wrap(ctx context.Context, yield func(RunEvent, error) bool) (w
 		}
 		if jerr := j.record(ctx, ev); jerr != nil {
 			stopped, closed = true, true
-			yield(RunEvent{}, &LimitError{Err: jerr, Result: j.result()})
+			// The run stops here: it saves how it ended and gives its
+			// lease up, unless recording the end already did (the error
+			// is then the save's).
+			res := j.result()
+			if !j.closed {
+				if cerr := j.close(ctx, jerr, res); cerr != nil {
+					jerr = errors.Join(jerr, cerr)
+				}
+			}
+			yield(RunEvent{}, &LimitError{Err: jerr, Result: res})
 			return false
 		}
 		if ev.Kind == EventDone {

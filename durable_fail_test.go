@@ -112,3 +112,53 @@ func TestDurableProviderErrorKeepsBackgroundCall(t *testing.T) {
 	}
 	sameLog(t, st, "n", res.Log)
 }
+
+// failingAppends is a store whose Appends fail, once failAt of them went
+// through, until the store is healed: a database that went away.
+type failingAppends struct {
+	runStore
+	appends, failAt atomic.Int64
+	healed          atomic.Bool
+}
+
+var errStoreGone = errors.New("connection reset by peer")
+
+func (s *failingAppends) Append(ctx context.Context, id, owner string, es ...store.Entry) error {
+	if s.appends.Add(1) > s.failAt.Load() && !s.healed.Load() {
+		return errStoreGone
+	}
+	return s.runStore.Append(ctx, id, owner, es...)
+}
+
+// TestDurableAppendFails: whichever journal write fails, the run returns
+// its error, is saved as stopped and gives its lease up (it renewed the
+// lease for ever, holding the run, after some of them), and a resume once
+// the store is back finishes it.
+func TestDurableAppendFails(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}}}`)
+	answers := []string{nCalls(3, false), nCalls(3, false), `{"calls":[],"output":{"done":true}}`}
+	for failAt := range int64(8) {
+		reg, msgs := tenTools()
+		mem := store.NewMemory()
+		st := &failingAppends{runStore: mem}
+		st.failAt.Store(failAt)
+		r := &replay{answers: answers}
+		cfg := agent.Config{Provider: r.provider(), Registry: reg, Store: st, RunID: "r"}
+		_, err := agent.Run(t.Context(), cfg, schema, msgs)
+		if st.appends.Load() <= failAt {
+			break // the run made fewer writes
+		}
+		if !errors.Is(err, errStoreGone) {
+			t.Fatalf("failAt=%d: the run whose journal write failed: %v", failAt, err)
+		}
+		run, lerr := mem.Load(t.Context(), "r")
+		if lerr != nil || run.Status == store.Running || run.Lease.Owner != "" {
+			t.Errorf("failAt=%d: after the run: %+v, %v", failAt, run, lerr)
+		}
+		st.healed.Store(true)
+		res, err := agent.Resume(t.Context(), agent.Config{Provider: (&replay{answers: answers[2:]}).provider(), Registry: reg, Store: st}, "r")
+		if err != nil || string(res.Solution.Output) != `{"done":true}` {
+			t.Errorf("failAt=%d: resume: %v, %v", failAt, res, err)
+		}
+	}
+}
