@@ -2,12 +2,18 @@ package agent_test
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/internal/pgtest"
@@ -147,5 +153,78 @@ func BenchmarkPostgresConcurrentRuns(b *testing.B) {
 			b.ReportMetric(float64(wall.Microseconds())/1000/float64(round*steps), "ms/step")
 			b.ReportMetric(float64(round*steps*tt.runs)/wall.Seconds(), "steps/s")
 		})
+	}
+}
+
+// TestPostgresConnectionsTerminated: the server ends the store's
+// connections (pg_terminate_backend, as a restart or a failover does)
+// while a run's calls work. The next journal write fails saying so, the
+// run returns, what was written before stays, and another process
+// resumes the run once its lease expired. (Connections idle for more
+// than a second are pinged before use, so a restart between writes that
+// far apart goes unnoticed; these are used again at once.)
+func TestPostgresConnectionsTerminated(t *testing.T) {
+	app := "acts_" + strings.ToLower(rand.Text()[:10])
+	url := pgtest.Schema(t)
+	st, err := postgres.Open(t.Context(), url+"&application_name="+app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	reg := agent.NewRegistry()
+	started, release := blocking(reg)
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "cut", LeaseTTL: time.Second}
+	done := make(chan error, 1)
+	go func() {
+		_, err := agent.ExecutePlan(context.Background(), cfg, planOf(t, `[{"_tool":"slow","_outputPath":"†state.s"}, {"_tool":"slow","_outputPath":"†state.t"}]`), planCtx(t, `[{"type":"tool","tool":"slow"}]`))
+		done <- err
+	}()
+	<-started
+	<-started
+	before := journal(t, st, "cut")
+	conn, err := pgx.Connect(t.Context(), pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(t.Context(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil || n == 0 {
+		t.Fatalf("terminated %d connections: %v", n, err)
+	}
+	close(release)
+	err = <-done
+	if err == nil || !strings.Contains(err.Error(), "journal of run cut") {
+		t.Fatalf("the run whose connections were terminated: %v", err)
+	}
+	other, err := postgres.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	after := journal(t, other, "cut")
+	if len(after) < len(before) || !slices.EqualFunc(before, after[:len(before)], func(a, b store.Entry) bool { return a.Seq == b.Seq && a.Type == b.Type }) {
+		t.Errorf("the journal before the cut:\n%v\nafter it:\n%v", before, after)
+	}
+	// Another process resumes it, once the lease expired if the run could
+	// not give it up: the calls had started, are not idempotent, and are
+	// reported interrupted.
+	var res *agent.RunResult
+	for range 50 {
+		if res, err = agent.Resume(t.Context(), agent.Config{Registry: reg, Store: other}, "cut"); !errors.Is(err, store.ErrLeased) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil || res == nil {
+		t.Fatalf("resume: %v", err)
+	}
+	run, err := other.Load(t.Context(), "cut")
+	if err != nil || run.Status != store.Done || run.Lease.Owner != "" {
+		t.Errorf("after the resume: %+v, %v", run, err)
+	}
+	for k, e := range journal(t, other, "cut") {
+		if e.Seq != int64(k+1) {
+			t.Fatalf("entry %d has Seq %d", k, e.Seq)
+		}
 	}
 }
