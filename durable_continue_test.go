@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -309,8 +310,19 @@ func testContinueErrors(t *testing.T, st runStore) {
 				t.Error("it called the model")
 			}
 			after, _ := st.Load(ctx, tt.id)
-			if after.Status != before.Status || after.Lease.Owner != before.Lease.Owner || len(journal(t, st, tt.id)) != entries {
+			if after.Status != before.Status || after.Lease.Owner != before.Lease.Owner {
 				t.Errorf("the run before %+v, after %+v", before, after)
+			}
+			// The held run goes on writing its own journal meanwhile: what
+			// Continue must not have written there is its message.
+			es := journal(t, st, tt.id)
+			if tt.id != "held" && len(es) != entries {
+				t.Errorf("the journal had %d entries, now %d", entries, len(es))
+			}
+			for _, e := range es {
+				if bytes.Contains(e.Data, []byte(`"more"`)) {
+					t.Errorf("the message was journaled: entry %d %s", e.Seq, e.Data)
+				}
 			}
 		})
 	}
