@@ -176,7 +176,9 @@ func New(cfg Config) (*Provider, error) {
 // or an error event; a *provider.TimeoutError when a timeout of Config
 // fires; a *provider.LimitError past Config.MaxAnswerBytes; an error
 // wrapping provider.ErrNoAnswer for a network error before any byte of the
-// answer, and one wrapping provider.ErrTruncated for a stream cut after.
+// answer, and one wrapping provider.ErrTruncated for a stream cut after; a
+// *[StopError], after the chunks of every solution, for one that a
+// refusal or the model's context window stopped.
 func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
 	return func(yield func(*provider.Chunk, error) bool) {
 		if err := ctx.Err(); err != nil {
@@ -233,6 +235,7 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 	type item struct {
 		chunk *provider.Chunk
 		err   error
+		stop  *StopError // with a Done chunk: the error that followed it
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -256,20 +259,39 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 			if i == 0 {
 				onBegin = began
 			}
-			for chunk, err := range c.solution(withIndex(ctx, i), i, onBegin) {
+			send := func(it item) bool {
 				select {
-				case items <- item{chunk, err}:
+				case items <- it:
+					return true
 				case <-ctx.Done():
+					return false
+				}
+			}
+			// The Done chunk, the solution's last, waits for the
+			// *StopError that may follow it, so that both arrive
+			// together, before the stream may end.
+			var done item
+			for chunk, err := range c.solution(withIndex(ctx, i), i, onBegin) {
+				if se, ok := err.(*StopError); ok && done.chunk != nil {
+					done.stop = se
+					break
+				}
+				if err == nil && chunk.Done {
+					done.chunk = chunk
+					continue
+				}
+				if !send(item{chunk: chunk, err: err}) || err != nil {
 					return
 				}
-				if err != nil {
-					return
-				}
+			}
+			if done.chunk != nil {
+				send(done)
 			}
 		})
 	}
 	var (
 		total   provider.Usage
+		stop    *StopError                     // the lowest solution the API stopped
 		pending = make([][]*provider.Chunk, n) // chunks of the solutions after cur
 		done    = make([]bool, n)              // whether pending[i] ends with Done
 		cur     int                            // the solution being yielded live
@@ -290,6 +312,11 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 		case <-ctx.Done():
 			yield(nil, ctx.Err())
 			return
+		}
+		if se := it.stop; se != nil && (stop == nil || se.Index < stop.Index) {
+			// Its request is over, and the others go on: it ends the
+			// stream after them.
+			stop = se
 		}
 		if it.err != nil {
 			// What the other solutions received comes first, in order.
@@ -332,5 +359,8 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 				break
 			}
 		}
+	}
+	if stop != nil {
+		yield(nil, stop)
 	}
 }

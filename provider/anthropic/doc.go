@@ -99,6 +99,15 @@
 // Chunk.FinishReason is the API's stop_reason as sent: "end_turn",
 // "max_tokens", "stop_sequence", "tool_use", "refusal", …
 //
+// # Stopped answers
+//
+// An answer cut at max_tokens is no error here: its finish reason lets the
+// caller report it as cut. One that a refusal stopped ([StopRefusal], with
+// the category and explanation of stop_details) or that filled the model's
+// context window ([StopContextWindow]) keeps its chunks, and the stream then
+// ends with a *[StopError]: asked again, the same conversation is refused
+// again, or has even less room.
+//
 // # Errors
 //
 // An error response becomes a *[provider.Error] with Provider "anthropic",

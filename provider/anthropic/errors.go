@@ -15,6 +15,66 @@ import (
 	"github.com/augceo/agent/provider/internal/limit"
 )
 
+// Stop reasons after which an answer is neither whole nor cut at the
+// token limit; see [StopError].
+const (
+	// StopRefusal is the stop_reason of an answer that a safety
+	// classifier stopped: the model declined to go on.
+	StopRefusal = "refusal"
+	// StopContextWindow is the stop_reason of an answer that filled the
+	// model's context window: the prompt and the answer together reached
+	// it, whatever max_tokens allowed.
+	StopContextWindow = "model_context_window_exceeded"
+)
+
+// StopError reports an answer that the API stopped before its end, for a
+// reason that asking again does not cure: stop_reason "refusal" (a safety
+// classifier stopped it; the same conversation is refused again until the
+// turn that caused it is changed) or "model_context_window_exceeded" (the
+// prompt filled the model's context window; a repair, which adds the cut
+// answer to the conversation, has even less room). Its text is cut, or
+// empty. Generate yields it after the chunks of every solution, the Done
+// chunk of this one included, whose FinishReason is the stop_reason, so
+// the text that arrived is not lost; when several solutions stopped so,
+// it names the lowest index.
+type StopError struct {
+	Index  int    // the solution
+	Reason string // stop_reason as sent: [StopRefusal] or [StopContextWindow]
+	// Category and Explanation are a refusal's stop_details: the policy
+	// category ("cyber", "bio", ...) and the API's explanation; empty when
+	// the API sent none.
+	Category    string
+	Explanation string
+}
+
+// Error returns, for example, "anthropic: solution 0 stopped (refusal:
+// cyber): This request was declined because it could enable cyber harm."
+// or "anthropic: solution 0 stopped (model_context_window_exceeded): the
+// conversation filled the model's context window".
+func (e *StopError) Error() string {
+	why := e.Reason
+	if e.Category != "" {
+		why += ": " + e.Category
+	}
+	s := fmt.Sprintf("anthropic: solution %d stopped (%s)", e.Index, why)
+	switch {
+	case e.Explanation != "":
+		s += ": " + e.Explanation
+	case e.Reason == StopContextWindow:
+		s += ": the conversation filled the model's context window"
+	}
+	return s
+}
+
+// stopped returns the error for solution i that ended for reason with
+// the stop_details given, nil when reason is an end or a token limit.
+func stopped(i int, reason, category, explanation string) *StopError {
+	if reason != StopRefusal && reason != StopContextWindow {
+		return nil
+	}
+	return &StopError{Index: i, Reason: reason, Category: category, Explanation: explanation}
+}
+
 // statusOf gives the HTTP status that goes with each documented error type,
 // for an error event inside a stream, whose response status was 200.
 var statusOf = map[string]int{

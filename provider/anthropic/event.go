@@ -28,6 +28,10 @@ type event struct {
 		Thinking    string `json:"thinking"`
 		PartialJSON string `json:"partial_json"`
 		StopReason  string `json:"stop_reason"` // message_delta
+		StopDetails struct {
+			Category    string `json:"category"`
+			Explanation string `json:"explanation"`
+		} `json:"stop_details"` // message_delta of a refusal
 	} `json:"delta"` // content_block_delta, message_delta
 	Usage wireUsage `json:"usage"` // message_delta
 }
@@ -91,6 +95,7 @@ func sdkEvent(data []byte, e *event) error {
 	d := u.Delta
 	e.Delta.Type, e.Delta.Text, e.Delta.Thinking = d.Type, d.Text, d.Thinking
 	e.Delta.PartialJSON, e.Delta.StopReason = d.PartialJSON, string(d.StopReason)
+	e.Delta.StopDetails.Category, e.Delta.StopDetails.Explanation = string(d.StopDetails.Category), d.StopDetails.Explanation
 	// message_delta's counts are taken only where present.
 	du := u.Usage
 	valid := func(ok bool, n *int64) *int64 {

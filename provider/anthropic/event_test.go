@@ -19,6 +19,7 @@ type eventView struct {
 	BlockType, BlockText, BlockThinking, ToolName string
 	ToolInput                                     string
 	DeltaType, Text, Thinking, PartialJSON, Stop  string
+	StopCategory, StopExplanation                 string
 	Delta                                         wireUsage
 }
 
@@ -35,12 +36,14 @@ func viewOf(e event) eventView {
 	}
 	b, d := e.ContentBlock, e.Delta
 	return eventView{e.Type, e.Index, start, b.Type, b.Text, b.Thinking, b.Name, input,
-		d.Type, d.Text, d.Thinking, d.PartialJSON, d.StopReason, e.Usage}
+		d.Type, d.Text, d.Thinking, d.PartialJSON, d.StopReason,
+		d.StopDetails.Category, d.StopDetails.Explanation, e.Usage}
 }
 
 var eventKeys = []string{"type", "index", "message", "usage", "input_tokens", "output_tokens",
 	"cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens_details", "thinking_tokens",
-	"content_block", "text", "thinking", "name", "input", "delta", "partial_json", "stop_reason"}
+	"content_block", "text", "thinking", "name", "input", "delta", "partial_json", "stop_reason",
+	"stop_details", "category", "explanation"}
 
 // FuzzDecodeEvent checks that decodeEvent decodes an event as the SDK does,
 // on the input that eventtest.Comparable lets through.
@@ -55,6 +58,8 @@ func FuzzDecodeEvent(f *testing.F) {
 		`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"a\":"}}`,
 		`{"type":"content_block_stop","index":0}`,
 		`{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":31,"output_tokens_details":{"thinking_tokens":12},"input_tokens":null}}`,
+		`{"type":"message_delta","delta":{"stop_reason":"refusal","stop_sequence":null,"stop_details":{"type":"refusal","category":"cyber","explanation":"This request was declined because it could enable cyber harm."}},"usage":{"output_tokens":9}}`,
+		`{"type":"message_delta","delta":{"stop_reason":"refusal","stop_sequence":null,"stop_details":{"type":"refusal","category":null,"explanation":null}},"usage":{"output_tokens":9}}`,
 		`{"type":"message_stop"}`,
 		`{"type":"content_block_delta","index":"1","delta":{"type":"text_delta","text":5}}`,
 		`{"type":"message_delta","usage":{"output_tokens":"31"}}`,

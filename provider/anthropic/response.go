@@ -30,7 +30,8 @@ func (c *call) solution(ctx context.Context, i int, began func()) iter.Seq2[*pro
 	}
 }
 
-// message sends a plain request and yields its one chunk.
+// message sends a plain request and yields its one chunk, then a
+// *StopError when the API stopped it (see [StopError]).
 func (c *call) message(ctx context.Context, i int) iter.Seq2[*provider.Chunk, error] {
 	return func(yield func(*provider.Chunk, error) bool) {
 		msg, err := c.p.client.Messages.New(ctx, c.params, option.WithRequestBody("application/json", c.body))
@@ -60,12 +61,18 @@ func (c *call) message(ctx context.Context, i int) iter.Seq2[*provider.Chunk, er
 		}
 		u := usageOf(msg.Usage).usage()
 		chunk.Usage = &u
-		yield(chunk, nil)
+		if !yield(chunk, nil) {
+			return
+		}
+		if stop := stopped(i, string(msg.StopReason), string(msg.StopDetails.Category), msg.StopDetails.Explanation); stop != nil {
+			yield(nil, stop)
+		}
 	}
 }
 
 // events sends a streamed request and yields a chunk per piece of text or
-// thinking, then a Done chunk at message_stop.
+// thinking, then a Done chunk at message_stop, and after it a *StopError
+// when the API stopped the answer (see [StopError]).
 //
 // The SDK's client posts the body, which ends with "stream": true as
 // NewStreaming would send it (NewStreaming would also parse and rewrite
@@ -91,6 +98,7 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 			started    bool // whether an event arrived
 			usage      tokens
 			stopReason string
+			stop       *StopError      // what the stop_reason and stop_details say
 			toolBlock  = int64(-1)     // index of the forced tool's content block
 			toolInput  any             // its input at content_block_start
 			toolText   bool            // whether input_json_delta arrived for it
@@ -201,13 +209,17 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 				}
 			case "message_delta":
 				stopReason = ev.Delta.StopReason
+				sd := ev.Delta.StopDetails
+				stop = stopped(i, stopReason, sd.Category, sd.Explanation)
 				usage.merge(ev.Usage)
 			case "message_stop":
 				if !unheld() {
 					return
 				}
 				u := usage.usage()
-				yield(&provider.Chunk{Index: i, Done: true, FinishReason: stopReason, Usage: &u}, nil)
+				if yield(&provider.Chunk{Index: i, Done: true, FinishReason: stopReason, Usage: &u}, nil) && stop != nil {
+					yield(nil, stop)
+				}
 				return
 			}
 		}
@@ -235,13 +247,15 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 }
 
 // gather turns the stream of solution i into its one chunk. On an error it
-// yields what arrived before it, then the error.
+// yields what arrived before it, then the error; an error after the Done
+// chunk (a *StopError) follows that chunk.
 func gather(seq iter.Seq2[*provider.Chunk, error], i int) iter.Seq2[*provider.Chunk, error] {
 	return func(yield func(*provider.Chunk, error) bool) {
 		var text, thinking strings.Builder
+		done := false
 		for chunk, err := range seq {
 			if err != nil {
-				if text.Len() > 0 || thinking.Len() > 0 {
+				if !done && (text.Len() > 0 || thinking.Len() > 0) {
 					if !yield(&provider.Chunk{Index: i, Text: text.String(), Thinking: thinking.String()}, nil) {
 						return
 					}
@@ -253,8 +267,10 @@ func gather(seq iter.Seq2[*provider.Chunk, error], i int) iter.Seq2[*provider.Ch
 			thinking.WriteString(chunk.Thinking)
 			if chunk.Done {
 				chunk.Text, chunk.Thinking = text.String(), thinking.String()
-				yield(chunk, nil)
-				return
+				if !yield(chunk, nil) {
+					return
+				}
+				done = true
 			}
 		}
 	}

@@ -1,0 +1,74 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider/anthropic"
+)
+
+// TestAnthropicStoppedAnswers runs requests against Anthropic answers the
+// API stopped short, whole and streamed: one cut by max_tokens is re-asked
+// as cut and ends with ErrAnswerCut; one refused, or stopped by the
+// model's context window, ends the request with the adapter's
+// *anthropic.StopError after one request, without a repair that would be
+// refused again, or have even less room.
+func TestAnthropicStoppedAnswers(t *testing.T) {
+	out := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
+	for _, stream := range []bool{false, true} {
+		for _, tt := range []struct {
+			reason   string
+			wantCut  bool
+			wantSent int32
+		}{
+			{"max_tokens", true, 2},
+			{"refusal", false, 1},
+			{"model_context_window_exceeded", false, 1},
+		} {
+			t.Run(fmt.Sprintf("%s stream=%v", tt.reason, stream), func(t *testing.T) {
+				var sent atomic.Int32
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					sent.Add(1)
+					text := `{\"output\":{\"n\":12`
+					if !stream {
+						w.Header().Set("Content-Type", "application/json")
+						fmt.Fprintf(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[{"type":"text","text":"%s"}],"stop_reason":%q,"stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":5}}`, text, tt.reason)
+						return
+					}
+					w.Header().Set("Content-Type", "text/event-stream")
+					fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-test\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n")
+					fmt.Fprint(w, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
+					fmt.Fprintf(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"%s\"}}\n\n", text)
+					fmt.Fprint(w, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
+					fmt.Fprintf(w, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":%q,\"stop_sequence\":null},\"usage\":{\"output_tokens\":5}}\n\n", tt.reason)
+					fmt.Fprint(w, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+				}))
+				defer srv.Close()
+				p, err := anthropic.New(anthropic.Config{APIKey: "test-key", BaseURL: srv.URL, Model: "claude-test"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), MaxRepairs: 1, Stream: stream},
+					out, []message.Message{message.Text("count")})
+				if tt.wantCut {
+					if inv, ok := errors.AsType[*agent.InvalidError](err); !ok || !errors.Is(err, agent.ErrAnswerCut) || inv.Raw != `{"output":{"n":12` {
+						t.Errorf("got %v, want an InvalidError wrapping ErrAnswerCut", err)
+					}
+				} else if se, ok := errors.AsType[*anthropic.StopError](err); !ok || se.Reason != tt.reason {
+					t.Errorf("got %v, want a *anthropic.StopError", err)
+				}
+				if got := sent.Load(); got != tt.wantSent {
+					t.Errorf("%d requests, want %d", got, tt.wantSent)
+				}
+			})
+		}
+	}
+}
