@@ -170,6 +170,17 @@ func TestReplayErrors(t *testing.T) {
 		check    func(t *testing.T, err error)
 	}{
 		{
+			// Azure refuses a prompt its filter blocks before answering.
+			name: "Azure prompt filtered", file: "azure_prompt_filtered.http",
+			want: &apiErr{Provider: "openai", Status: 400, Code: "content_filter",
+				Message: "The response was filtered due to the prompt triggering Azure OpenAI's content management policy. Please modify your prompt and retry. To learn more about our content filtering policies please read our documentation: https://go.microsoft.com/fwlink/?linkid=2198766"},
+		},
+		{
+			name: "context length exceeded", file: "context_length.http",
+			want: &apiErr{Provider: "openai", Status: 400, Code: "context_length_exceeded",
+				Message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 130532 tokens. Please reduce the length of the messages."},
+		},
+		{
 			name: "rate limit", file: "rate_limit.http",
 			want: &apiErr{Provider: "openai", Status: 429, Code: "rate_limit_exceeded", RetryAfter: 1500 * time.Millisecond,
 				Message: "Rate limit reached for gpt-4o in organization org-abc123 on tokens per min (TPM): Limit 30000, Used 30000, Requested 1117. Please try again in 1.5s. Visit https://platform.openai.com/account/rate-limits to learn more."},
