@@ -53,7 +53,10 @@ func (p *Provider) complete(ctx context.Context, body []byte, yield func(*provid
 	choices := slices.SortedFunc(slices.Values(cc.Choices), func(a, b openai.ChatCompletionChoice) int {
 		return cmp.Compare(a.Index, b.Index)
 	})
-	var refusal *RefusalError
+	var (
+		refusal *RefusalError
+		filter  *FilterError
+	)
 	for i, c := range choices {
 		chunk := &provider.Chunk{
 			Index:        int(c.Index),
@@ -65,6 +68,9 @@ func (p *Provider) complete(ctx context.Context, body []byte, yield func(*provid
 		if c.Message.Refusal != "" && refusal == nil {
 			refusal = &RefusalError{Index: int(c.Index), Message: c.Message.Refusal}
 		}
+		if c.FinishReason == finishFiltered && filter == nil {
+			filter = &FilterError{Index: int(c.Index), Categories: filtered([]byte(c.JSON.ExtraFields["content_filter_results"].Raw()))}
+		}
 		if i == len(choices)-1 {
 			u := usage(usageOf(cc.Usage))
 			chunk.Usage = &u
@@ -73,8 +79,8 @@ func (p *Provider) complete(ctx context.Context, body []byte, yield func(*provid
 			return
 		}
 	}
-	if refusal != nil {
-		yield(nil, refusal)
+	if err := stopError(refusal, filter); err != nil {
+		yield(nil, err)
 	}
 }
 
@@ -98,11 +104,13 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 	}
 	events := ssestream.NewDecoder(res)
 	var (
-		pending  *provider.Chunk    // the last Done chunk, not yet yielded
-		finished = map[int]bool{}   // choice index → finish_reason seen
-		refusals = map[int][]byte{} // choice index → refusal text
-		u        wireUsage          // the last usage reported
-		c        chunk              // the event read last
+		pending  *provider.Chunk      // the last Done chunk, not yet yielded
+		finished = map[int]bool{}     // choice index → finish_reason seen
+		refusals = map[int][]byte{}   // choice index → refusal text
+		filters  = map[int][]string{} // choice index → categories filtered
+		stopped  = map[int]bool{}     // choice index → finish_reason content_filter
+		u        wireUsage            // the last usage reported
+		c        chunk                // the event read last
 		budget   = limit.NewBudget(p.cfg.Name, p.max)
 	)
 	emit := func(c *provider.Chunk) bool {
@@ -150,6 +158,13 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 			if ch.Delta.Refusal != "" {
 				refusals[i] = append(refusals[i], ch.Delta.Refusal...)
 			}
+			// Azure marks the categories on the chunk that ends the
+			// choice, or, filtering asynchronously, on one after it.
+			for _, cat := range filtered(ch.ContentFilterResults) {
+				if !slices.Contains(filters[i], cat) {
+					filters[i] = append(filters[i], cat)
+				}
+			}
 			chunk := &provider.Chunk{
 				Index:    i,
 				Text:     ch.Delta.Content,
@@ -158,6 +173,7 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 			if ch.FinishReason != "" && !finished[i] { // a repeated finish_reason is ignored
 				chunk.Done, chunk.FinishReason = true, ch.FinishReason
 				finished[i] = true
+				stopped[i] = ch.FinishReason == finishFiltered
 			}
 			if chunk.Text == "" && chunk.Thinking == "" && !chunk.Done {
 				continue
@@ -206,9 +222,24 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 	if !yield(pending, nil) {
 		return
 	}
+	var (
+		refusal *RefusalError
+		filter  *FilterError
+	)
 	if refused := slices.Sorted(maps.Keys(refusals)); len(refused) > 0 {
 		i := refused[0]
-		yield(nil, &RefusalError{Index: i, Message: string(refusals[i])})
+		refusal = &RefusalError{Index: i, Message: string(refusals[i])}
+	}
+	for _, i := range slices.Sorted(maps.Keys(stopped)) {
+		if stopped[i] {
+			cats := filters[i]
+			slices.Sort(cats)
+			filter = &FilterError{Index: i, Categories: cats}
+			break
+		}
+	}
+	if err := stopError(refusal, filter); err != nil {
+		yield(nil, err)
 	}
 }
 

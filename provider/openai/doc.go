@@ -70,5 +70,9 @@
 // When ctx ends, the stream ends with ctx.Err(). A stream that stops before
 // a choice's finish_reason, cleanly or not, ends with an error wrapping
 // provider.ErrTruncated, after the text that had arrived. A refusal ends
-// the stream with a *[RefusalError] after the other chunks.
+// the stream with a *[RefusalError] after the other chunks, and a choice a
+// content filter stopped (finish_reason "content_filter") with a
+// *[FilterError] that gives the categories Azure OpenAI marks filtered.
+// A choice cut at the token limit ("length") is no error here: its finish
+// reason lets the caller report it as cut.
 package openai

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +44,70 @@ type RefusalError struct {
 // Error returns "openai: solution N refused: " and the model's message.
 func (e *RefusalError) Error() string {
 	return fmt.Sprintf("openai: solution %d refused: %s", e.Index, e.Message)
+}
+
+// FilterError reports a solution that a content filter stopped:
+// finish_reason "content_filter", its text cut or empty. OpenAI sends it
+// rarely; Azure OpenAI sends it whenever its filter blocks a completion,
+// with content_filter_results saying which categories. Asked again, the
+// same conversation is filtered again. Generate yields it after the chunks
+// of every solution, so the text that arrived is not lost; when several
+// solutions were filtered or refused, the error names the lowest index.
+type FilterError struct {
+	Index int // the solution that was filtered
+	// Categories are the keys of the choice's content_filter_results
+	// marked filtered ("violence", "protected_material_text", ...), in
+	// order; none when the server sent none.
+	Categories []string
+}
+
+// Error returns, for example, "openai: solution 0 stopped by the content
+// filter (violence)".
+func (e *FilterError) Error() string {
+	s := fmt.Sprintf("openai: solution %d stopped by the content filter", e.Index)
+	if len(e.Categories) > 0 {
+		s += " (" + strings.Join(e.Categories, ", ") + ")"
+	}
+	return s
+}
+
+// finishFiltered is the finish_reason of a choice that a content filter
+// stopped.
+const finishFiltered = "content_filter"
+
+// filtered returns the categories that content_filter_results marks
+// filtered, sorted; nil for none, and for JSON that is not such an
+// object. Azure's results are an object per category:
+// {"violence":{"filtered":true,"severity":"medium"}, ...}.
+func filtered(results []byte) []string {
+	if !bytes.Contains(results, []byte("true")) {
+		return nil // the usual case, parsed for nothing
+	}
+	var byCategory map[string]struct {
+		Filtered bool `json:"filtered"`
+	}
+	if json.Unmarshal(results, &byCategory) != nil {
+		return nil
+	}
+	var cats []string
+	for _, name := range slices.Sorted(maps.Keys(byCategory)) {
+		if byCategory[name].Filtered {
+			cats = append(cats, name)
+		}
+	}
+	return cats
+}
+
+// stopError returns whichever of a refusal and a filtered choice has the
+// lower index (the refusal on a tie); nil when there is neither.
+func stopError(refusal *RefusalError, filter *FilterError) error {
+	switch {
+	case refusal != nil && (filter == nil || refusal.Index <= filter.Index):
+		return refusal
+	case filter != nil:
+		return filter
+	}
+	return nil
 }
 
 // maxErrorBody bounds how much of an error response is read.

@@ -28,6 +28,9 @@ type chunkChoice struct {
 		Reasoning        string `json:"reasoning"`
 	} `json:"delta"`
 	FinishReason string `json:"finish_reason"`
+	// ContentFilterResults is Azure OpenAI's verdict on the choice, which
+	// the SDK has no field for; see [filtered].
+	ContentFilterResults json.RawMessage `json:"content_filter_results"`
 }
 
 // wireUsage is what the adapter reads of a usage object.
@@ -89,6 +92,9 @@ func sdkChunk(ev ssestream.Event, c *chunk) error {
 		d.Delta.Content, d.Delta.Refusal = ch.Delta.Content, ch.Delta.Refusal
 		// reasoning returns the first of the two fields that holds text.
 		d.Delta.ReasoningContent = reasoning(ch.Delta.JSON.ExtraFields)
+		if raw := ch.JSON.ExtraFields["content_filter_results"].Raw(); raw != "" && raw != "null" {
+			d.ContentFilterResults = json.RawMessage(raw)
+		}
 	}
 	return nil
 }

@@ -18,20 +18,21 @@ type chunkView struct {
 type choiceView struct {
 	Index                                    int64
 	Content, Refusal, Thinking, FinishReason string
+	Filtered                                 []string
 }
 
 func viewOf(c chunk) chunkView {
 	v := chunkView{Usage: c.Usage}
 	for _, ch := range c.Choices {
 		v.Choices = append(v.Choices, choiceView{ch.Index, ch.Delta.Content, ch.Delta.Refusal,
-			firstNonEmpty(ch.Delta.ReasoningContent, ch.Delta.Reasoning), ch.FinishReason})
+			firstNonEmpty(ch.Delta.ReasoningContent, ch.Delta.Reasoning), ch.FinishReason, filtered(ch.ContentFilterResults)})
 	}
 	return v
 }
 
 var chunkKeys = []string{"choices", "index", "delta", "content", "refusal", "reasoning_content", "reasoning",
 	"finish_reason", "usage", "prompt_tokens", "completion_tokens", "prompt_tokens_details", "cached_tokens",
-	"cache_write_tokens", "completion_tokens_details", "reasoning_tokens", "error"}
+	"cache_write_tokens", "completion_tokens_details", "reasoning_tokens", "error", "content_filter_results", "filtered"}
 
 // FuzzDecodeChunk checks that decodeChunk decodes an event as the SDK does,
 // on the input that eventtest.Comparable lets through.
@@ -49,6 +50,8 @@ func FuzzDecodeChunk(f *testing.F) {
 		`{"choices":[{"delta":{"content":"\ud800 \u00e9 \u0041"}}]}`,
 		`{"choices":[{"index":1e2}]}`,
 		`{"choices":[{"index":-0}]}`,
+		`{"choices":[{"content_filter_results":{"hate":{"filtered":false,"severity":"safe"},"violence":{"filtered":true,"severity":"medium"}},"delta":{},"finish_reason":"content_filter","index":0,"logprobs":null}]}`,
+		`{"choices":[],"prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"jailbreak":{"filtered":false,"detected":false}}}]}`,
 		`[1]`, `"x"`, `{`,
 	} {
 		f.Add([]byte(s))
