@@ -313,7 +313,35 @@ func stringCode(raw json.RawMessage) string {
 	return s
 }
 
-func retryAfter(h http.Header) time.Duration { return provider.RetryAfter(h) }
+// retryAfter is the wait the server asks for: retry-after-ms or
+// Retry-After, else, for a rate limit that says nothing of the kind, the
+// reset of the limit it used up (see rateLimitReset).
+func retryAfter(h http.Header) time.Duration {
+	if d := provider.RetryAfter(h); d > 0 {
+		return d
+	}
+	return rateLimitReset(h)
+}
+
+// rateLimitReset reads OpenAI's rate limit headers: for each of requests
+// and tokens, x-ratelimit-remaining-* and x-ratelimit-reset-*, the time
+// until that limit is whole again ("120ms", "1.5s", "6m0s"). It returns
+// the longest reset of the limits with nothing remaining, 0 when none is
+// used up or the headers are absent. A 429 may come with these alone, and
+// a retry sooner than the reset fails again.
+func rateLimitReset(h http.Header) time.Duration {
+	var wait time.Duration
+	for _, limit := range []string{"requests", "tokens"} {
+		if strings.TrimSpace(h.Get("X-Ratelimit-Remaining-"+limit)) != "0" {
+			continue
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(h.Get("X-Ratelimit-Reset-" + limit)))
+		if err == nil && d > wait {
+			wait = d
+		}
+	}
+	return wait
+}
 
 func firstNonEmpty(s ...string) string {
 	for _, v := range s {

@@ -181,6 +181,12 @@ func TestReplayErrors(t *testing.T) {
 				Message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 130532 tokens. Please reduce the length of the messages."},
 		},
 		{
+			// No Retry-After: the wait is the reset of the limit used up.
+			name: "rate limit, its reset in x-ratelimit headers", file: "rate_limit_reset.http",
+			want: &apiErr{Provider: "openai", Status: 429, Code: "rate_limit_exceeded", RetryAfter: 6400 * time.Millisecond,
+				Message: "Rate limit reached for gpt-4o in organization org-abc123 on tokens per min (TPM): Limit 30000, Used 29500, Requested 1117. Please try again in 6.4s. Visit https://platform.openai.com/account/rate-limits to learn more."},
+		},
+		{
 			name: "rate limit", file: "rate_limit.http",
 			want: &apiErr{Provider: "openai", Status: 429, Code: "rate_limit_exceeded", RetryAfter: 1500 * time.Millisecond,
 				Message: "Rate limit reached for gpt-4o in organization org-abc123 on tokens per min (TPM): Limit 30000, Used 30000, Requested 1117. Please try again in 1.5s. Visit https://platform.openai.com/account/rate-limits to learn more."},
