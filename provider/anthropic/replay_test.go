@@ -71,6 +71,12 @@ func TestReplay(t *testing.T) {
 			FinishReasons: []string{"end_turn"},
 			Usage:         provider.Usage{Input: 95, Output: 14, Thinking: 226, CacheWrite: 1024},
 		}},
+		{"stream redacted thinking", "stream_redacted.sse", true, false, &provider.Result{
+			Texts:         []string{`{"output":{"answer":"Paris"}}`},
+			Thinking:      []string{"That is Paris."},
+			FinishReasons: []string{"end_turn"},
+			Usage:         provider.Usage{Input: 95, Output: 14, Thinking: 226, CacheWrite: 1024},
+		}},
 		{"stream tool", "stream_tool.sse", true, true, &provider.Result{
 			Texts:    []string{`{"output": {"answer": "Paris"}, "calls": [{"_tool": "lookup", "q": "x\"y"}]}`},
 			Thinking: []string{""}, FinishReasons: []string{"tool_use"},
