@@ -12,4 +12,8 @@
 // follows Request.Schema. Adapters use the provider's native JSON-schema
 // structured output, adapting the schema to its dialect; the caller
 // validates the answer against the full schema.
+//
+// An error that concerns some solutions only (a refusal, a content
+// filter) is a [SolutionError]: it ends the stream after the chunks of
+// every solution and names those it stopped, so that the others are kept.
 package provider

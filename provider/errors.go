@@ -91,6 +91,21 @@ func (e *LimitError) Error() string {
 // Unwrap returns [ErrTooLarge].
 func (e *LimitError) Unwrap() error { return ErrTooLarge }
 
+// SolutionError is an error that concerns some solutions of an answer
+// only: the provider stopped them before their end (a refusal, a content
+// filter), while every other solution ended as usual. An adapter yields it
+// as the last item of its stream, after the chunks of every solution, so
+// that the text that arrived is not lost. Solutions returns the indexes of
+// the stopped solutions, in increasing order, at least one; their text is
+// cut or empty, and is no answer.
+//
+// The adapters' errors implement it: *openai.RefusalError and
+// *openai.FilterError, *anthropic.StopError and *gemini.FinishError.
+type SolutionError interface {
+	error
+	Solutions() []int
+}
+
 // Error is an error response from a provider's API.
 type Error struct {
 	Provider   string        // "openai", "anthropic", "gemini", ...

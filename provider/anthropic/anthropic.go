@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -292,6 +293,7 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 	var (
 		total   provider.Usage
 		stop    *StopError                     // the lowest solution the API stopped
+		stopped []int                          // every solution the API stopped
 		pending = make([][]*provider.Chunk, n) // chunks of the solutions after cur
 		done    = make([]bool, n)              // whether pending[i] ends with Done
 		cur     int                            // the solution being yielded live
@@ -313,10 +315,13 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 			yield(nil, ctx.Err())
 			return
 		}
-		if se := it.stop; se != nil && (stop == nil || se.Index < stop.Index) {
-			// Its request is over, and the others go on: it ends the
-			// stream after them.
-			stop = se
+		if se := it.stop; se != nil {
+			stopped = append(stopped, se.Index)
+			if stop == nil || se.Index < stop.Index {
+				// Its request is over, and the others go on: it ends
+				// the stream after them.
+				stop = se
+			}
 		}
 		if it.err != nil {
 			// What the other solutions received comes first, in order.
@@ -361,6 +366,10 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 		}
 	}
 	if stop != nil {
+		if len(stopped) > 1 {
+			slices.Sort(stopped)
+			stop.Others = stopped[1:]
+		}
 		yield(nil, stop)
 	}
 }

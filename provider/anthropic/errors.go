@@ -36,7 +36,7 @@ const (
 // empty. Generate yields it after the chunks of every solution, the Done
 // chunk of this one included, whose FinishReason is the stop_reason, so
 // the text that arrived is not lost; when several solutions stopped so,
-// it names the lowest index.
+// it names the lowest index, and Others the rest.
 type StopError struct {
 	Index  int    // the solution
 	Reason string // stop_reason as sent: [StopRefusal] or [StopContextWindow]
@@ -45,7 +45,16 @@ type StopError struct {
 	// the API sent none.
 	Category    string
 	Explanation string
+	// Others are the other solutions the API stopped so, in increasing
+	// order; none when Index alone was. Their reasons may differ.
+	Others []int
 }
+
+var _ provider.SolutionError = (*StopError)(nil)
+
+// Solutions returns Index and Others: every solution the API stopped (see
+// [provider.SolutionError]).
+func (e *StopError) Solutions() []int { return append([]int{e.Index}, e.Others...) }
 
 // Error returns, for example, "anthropic: solution 0 stopped (refusal:
 // cyber): This request was declined because it could enable cyber harm."

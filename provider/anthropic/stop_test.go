@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -147,8 +148,9 @@ func TestStopReasons(t *testing.T) {
 
 // TestStopErrorSeveralSolutions: of N solutions, those refused keep their
 // text, the others are whole, and the error, after the chunks of all,
-// names the lowest refused. Solution 0 refused is the case where every
-// other chunk may have arrived before its error.
+// names the lowest refused, and the others refused as Others. Solution 0
+// refused is the case where every other chunk may have arrived before its
+// error.
 func TestStopErrorSeveralSolutions(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
@@ -171,8 +173,12 @@ func TestStopErrorSeveralSolutions(t *testing.T) {
 				for range 20 { // the order in which the requests end varies
 					got, err := provider.Collect(p.Generate(t.Context(), request(stream, 3)))
 					lowest := min(tt.refused[0], tt.refused[len(tt.refused)-1])
-					if se, ok := errors.AsType[*StopError](err); !ok || se.Index != lowest || se.Reason != "refusal" {
+					se, ok := errors.AsType[*StopError](err)
+					if !ok || se.Index != lowest || se.Reason != "refusal" {
 						t.Fatalf("got %v, want the refusal of solution %d", err, lowest)
+					}
+					if diff := cmp.Diff(se.Solutions(), slices.Sorted(slices.Values(tt.refused))); diff != "" {
+						t.Fatalf("solutions stopped (-got +want):\n%s", diff)
 					}
 					want := []string{`{"output":"Paris`, `{"output":"Paris`, `{"output":"Paris`}
 					if diff := cmp.Diff(got.Texts, want); diff != "" {

@@ -48,12 +48,22 @@ func (e *BlockedError) Unwrap() error { return ErrNoCandidates }
 // language (LANGUAGE), a malformed function call, or OTHER. Its text is
 // cut, or empty. Generate yields it after the chunks of every candidate,
 // the Done chunk of this one included, so the text that arrived is not
-// lost; when several candidates stopped so, it names the lowest index.
+// lost; when several candidates stopped so, it names the lowest index, and
+// Others the rest.
 type FinishError struct {
 	Index      int      // the solution
 	Reason     string   // finishReason as sent: "SAFETY", "RECITATION", ...
 	Categories []string // the harm categories of the candidate's safety ratings that blocked it
+	// Others are the other candidates the API stopped so, in increasing
+	// order; none when Index alone was. Their reasons may differ.
+	Others []int
 }
+
+var _ provider.SolutionError = (*FinishError)(nil)
+
+// Solutions returns Index and Others: every candidate the API stopped (see
+// [provider.SolutionError]).
+func (e *FinishError) Solutions() []int { return append([]int{e.Index}, e.Others...) }
 
 // Error returns, for example, "gemini: solution 0 stopped (SAFETY:
 // HARM_CATEGORY_DANGEROUS_CONTENT)".

@@ -141,7 +141,8 @@ func TestFinishReasons(t *testing.T) {
 }
 
 // TestFinishErrorLowestIndex: of two candidates stopped by filters, the
-// error names the lower, after the chunks of both.
+// error names the lower, and the other as Others, after the chunks of
+// both.
 func TestFinishErrorLowestIndex(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -156,6 +157,8 @@ func TestFinishErrorLowestIndex(t *testing.T) {
 	got, chunks, err := collect(p.Generate(context.Background(), &provider.Request{Stream: true, N: 3}))
 	if fe, ok := errors.AsType[*FinishError](err); !ok || fe.Index != 1 || fe.Reason != "SAFETY" {
 		t.Errorf("got %v, want the SAFETY of solution 1", err)
+	} else if diff := cmp.Diff(fe.Solutions(), []int{1, 2}); diff != "" {
+		t.Errorf("solutions stopped (-got +want):\n%s", diff)
 	}
 	if diff := cmp.Diff(got.Texts, []string{"{}", "{", "{}"}); diff != "" {
 		t.Errorf("texts (-got +want):\n%s", diff)

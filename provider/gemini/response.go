@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/genai"
@@ -56,12 +57,23 @@ func stopped(cand *genai.Candidate) *FinishError {
 	return &FinishError{Index: int(cand.Index), Reason: string(cand.FinishReason), Categories: blockedBy(cand.SafetyRatings)}
 }
 
-// first returns whichever of a and b has the lower index; nil counts as
-// none.
+// first returns whichever of a and b has the lower index, with the other
+// and its Others among its Others; nil counts as none.
 func first(a, b *FinishError) *FinishError {
-	if a == nil || b != nil && b.Index < a.Index {
+	switch {
+	case a == nil:
 		return b
+	case b == nil:
+		return a
+	case b.Index < a.Index:
+		a, b = b, a
 	}
+	for _, i := range append([]int{b.Index}, b.Others...) {
+		if i != a.Index && !slices.Contains(a.Others, i) {
+			a.Others = append(a.Others, i)
+		}
+	}
+	slices.Sort(a.Others)
 	return a
 }
 

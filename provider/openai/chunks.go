@@ -56,6 +56,7 @@ func (p *Provider) complete(ctx context.Context, body []byte, yield func(*provid
 	var (
 		refusal *RefusalError
 		filter  *FilterError
+		stopped []int // the choices refused or filtered
 	)
 	for i, c := range choices {
 		chunk := &provider.Chunk{
@@ -65,11 +66,17 @@ func (p *Provider) complete(ctx context.Context, body []byte, yield func(*provid
 			Done:         true,
 			FinishReason: c.FinishReason,
 		}
-		if c.Message.Refusal != "" && refusal == nil {
-			refusal = &RefusalError{Index: int(c.Index), Message: c.Message.Refusal}
+		if c.Message.Refusal != "" {
+			stopped = append(stopped, int(c.Index))
+			if refusal == nil {
+				refusal = &RefusalError{Index: int(c.Index), Message: c.Message.Refusal}
+			}
 		}
-		if c.FinishReason == finishFiltered && filter == nil {
-			filter = &FilterError{Index: int(c.Index), Categories: filtered([]byte(c.JSON.ExtraFields["content_filter_results"].Raw()))}
+		if c.FinishReason == finishFiltered {
+			stopped = append(stopped, int(c.Index))
+			if filter == nil {
+				filter = &FilterError{Index: int(c.Index), Categories: filtered([]byte(c.JSON.ExtraFields["content_filter_results"].Raw()))}
+			}
 		}
 		if i == len(choices)-1 {
 			u := usage(usageOf(cc.Usage))
@@ -79,7 +86,7 @@ func (p *Provider) complete(ctx context.Context, body []byte, yield func(*provid
 			return
 		}
 	}
-	if err := stopError(refusal, filter); err != nil {
+	if err := stopError(refusal, filter, stopped); err != nil {
 		yield(nil, err)
 	}
 }
@@ -226,19 +233,23 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 		refusal *RefusalError
 		filter  *FilterError
 	)
-	if refused := slices.Sorted(maps.Keys(refusals)); len(refused) > 0 {
+	refused := slices.Sorted(maps.Keys(refusals))
+	if len(refused) > 0 {
 		i := refused[0]
 		refusal = &RefusalError{Index: i, Message: string(refusals[i])}
 	}
 	for _, i := range slices.Sorted(maps.Keys(stopped)) {
-		if stopped[i] {
+		if !stopped[i] {
+			continue
+		}
+		refused = append(refused, i)
+		if filter == nil {
 			cats := filters[i]
 			slices.Sort(cats)
 			filter = &FilterError{Index: i, Categories: cats}
-			break
 		}
 	}
-	if err := stopError(refusal, filter); err != nil {
+	if err := stopError(refusal, filter, refused); err != nil {
 		yield(nil, err)
 	}
 }

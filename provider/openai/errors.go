@@ -35,10 +35,15 @@ var (
 // RefusalError reports that the model refused to answer: the API's
 // message.refusal field (or the refusal deltas of a stream) instead of
 // content. Generate yields it after the chunks of every solution, so the
-// text of the other solutions is not lost.
+// text of the other solutions is not lost; when several solutions were
+// refused or filtered, the error names the lowest index, and Others the
+// rest.
 type RefusalError struct {
 	Index   int    // the solution that was refused
 	Message string // the model's explanation
+	// Others are the other solutions refused or filtered, in increasing
+	// order; none when Index alone was.
+	Others []int
 }
 
 // Error returns "openai: solution N refused: " and the model's message.
@@ -46,19 +51,27 @@ func (e *RefusalError) Error() string {
 	return fmt.Sprintf("openai: solution %d refused: %s", e.Index, e.Message)
 }
 
+// Solutions returns Index and Others: every solution that was refused or
+// filtered (see [provider.SolutionError]).
+func (e *RefusalError) Solutions() []int { return solutions(e.Index, e.Others) }
+
 // FilterError reports a solution that a content filter stopped:
 // finish_reason "content_filter", its text cut or empty. OpenAI sends it
 // rarely; Azure OpenAI sends it whenever its filter blocks a completion,
 // with content_filter_results saying which categories. Asked again, the
 // same conversation is filtered again. Generate yields it after the chunks
 // of every solution, so the text that arrived is not lost; when several
-// solutions were filtered or refused, the error names the lowest index.
+// solutions were filtered or refused, the error names the lowest index,
+// and Others the rest.
 type FilterError struct {
 	Index int // the solution that was filtered
 	// Categories are the keys of the choice's content_filter_results
 	// marked filtered ("violence", "protected_material_text", ...), in
 	// order; none when the server sent none.
 	Categories []string
+	// Others are the other solutions filtered or refused, in increasing
+	// order; none when Index alone was.
+	Others []int
 }
 
 // Error returns, for example, "openai: solution 0 stopped by the content
@@ -70,6 +83,20 @@ func (e *FilterError) Error() string {
 	}
 	return s
 }
+
+// Solutions returns Index and Others: every solution that was filtered or
+// refused (see [provider.SolutionError]).
+func (e *FilterError) Solutions() []int { return solutions(e.Index, e.Others) }
+
+// solutions returns index followed by others, in a new slice.
+func solutions(index int, others []int) []int {
+	return append([]int{index}, others...)
+}
+
+var (
+	_ provider.SolutionError = (*RefusalError)(nil)
+	_ provider.SolutionError = (*FilterError)(nil)
+)
 
 // finishFiltered is the finish_reason of a choice that a content filter
 // stopped.
@@ -98,13 +125,27 @@ func filtered(results []byte) []string {
 	return cats
 }
 
-// stopError returns whichever of a refusal and a filtered choice has the
-// lower index (the refusal on a tie); nil when there is neither.
-func stopError(refusal *RefusalError, filter *FilterError) error {
+// stopError returns whichever of the first refused choice and the first
+// filtered one has the lower index (the refusal on a tie), with the other
+// choices refused or filtered, stopped, as its Others; nil when there is
+// neither.
+func stopError(refusal *RefusalError, filter *FilterError, stopped []int) error {
+	others := func(index int) []int {
+		var o []int
+		for _, i := range stopped {
+			if i != index && !slices.Contains(o, i) {
+				o = append(o, i)
+			}
+		}
+		slices.Sort(o)
+		return o
+	}
 	switch {
 	case refusal != nil && (filter == nil || refusal.Index <= filter.Index):
+		refusal.Others = others(refusal.Index)
 		return refusal
 	case filter != nil:
+		filter.Others = others(filter.Index)
 		return filter
 	}
 	return nil

@@ -3,6 +3,9 @@ package openai
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -82,23 +85,75 @@ func TestReplayFiltered(t *testing.T) {
 }
 
 // TestFilterAndRefusal: of a refused choice and a filtered one, the error
-// names the lower index.
+// names the lower index, and the other choices stopped as Others.
 func TestFilterAndRefusal(t *testing.T) {
-	refusal := &RefusalError{Index: 1, Message: "No."}
 	for _, tt := range []struct {
-		filter *FilterError
-		want   error
+		filter    *FilterError
+		stopped   []int
+		want      error
+		solutions []int
 	}{
-		{nil, refusal},
-		{&FilterError{Index: 0}, &FilterError{Index: 0}},
-		{&FilterError{Index: 1}, refusal},
-		{&FilterError{Index: 2}, refusal},
+		{nil, []int{1}, &RefusalError{Index: 1, Message: "No."}, []int{1}},
+		{nil, []int{1, 3, 1}, &RefusalError{Index: 1, Message: "No.", Others: []int{3}}, []int{1, 3}},
+		{&FilterError{Index: 0}, []int{1, 0}, &FilterError{Index: 0, Others: []int{1}}, []int{0, 1}},
+		{&FilterError{Index: 1}, []int{1, 1}, &RefusalError{Index: 1, Message: "No."}, []int{1}},
+		{&FilterError{Index: 2}, []int{2, 1}, &RefusalError{Index: 1, Message: "No.", Others: []int{2}}, []int{1, 2}},
 	} {
-		if got := stopError(refusal, tt.filter); !cmp.Equal(got, tt.want) {
-			t.Errorf("stopError(%v, %v) = %v, want %v", refusal, tt.filter, got, tt.want)
+		refusal := &RefusalError{Index: 1, Message: "No."}
+		got := stopError(refusal, tt.filter, tt.stopped)
+		if !cmp.Equal(got, tt.want) {
+			t.Errorf("stopError(%v, %v, %v) = %#v, want %#v", refusal, tt.filter, tt.stopped, got, tt.want)
+		}
+		if se, ok := got.(provider.SolutionError); !ok || !cmp.Equal(se.Solutions(), tt.solutions) {
+			t.Errorf("Solutions() of %#v, want %v", got, tt.solutions)
 		}
 	}
-	if got := stopError(nil, nil); got != nil {
-		t.Errorf("stopError(nil, nil) = %v", got)
+	if got := stopError(nil, nil, nil); got != nil {
+		t.Errorf("stopError(nil, nil, nil) = %v", got)
+	}
+}
+
+// TestSeveralStopped: with choice 1 refused and choice 2 filtered of
+// three, whole and streamed, the error names choice 1 and, as Others,
+// choice 2, so that neither is taken for a whole answer.
+func TestSeveralStopped(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if !stream {
+					w.Header().Set("Content-Type", "application/json")
+					fmt.Fprint(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-test","choices":[`+
+						`{"index":0,"message":{"role":"assistant","content":"{}","refusal":null},"finish_reason":"stop"},`+
+						`{"index":1,"message":{"role":"assistant","content":null,"refusal":"No."},"finish_reason":"stop"},`+
+						`{"index":2,"message":{"role":"assistant","content":"{","refusal":null},"finish_reason":"content_filter"}],`+
+						`"usage":{"prompt_tokens":9,"completion_tokens":5,"total_tokens":14}}`)
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				for _, choice := range []string{
+					`{"index":0,"delta":{"content":"{}"},"finish_reason":"stop"}`,
+					`{"index":1,"delta":{"refusal":"No."},"finish_reason":null}`,
+					`{"index":2,"delta":{"content":"{"},"finish_reason":"content_filter"}`,
+					`{"index":1,"delta":{},"finish_reason":"stop"}`,
+				} {
+					fmt.Fprintf(w, "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-test\",\"choices\":[%s]}\n\n", choice)
+				}
+				fmt.Fprint(w, "data: [DONE]\n\n")
+			}))
+			defer srv.Close()
+			p, err := New(Config{BaseURL: srv.URL, APIKey: "sk-test", Model: "gpt-test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := replayRequest(stream)
+			req.N = 3
+			got, err := gather(t, p.Generate(context.Background(), req))
+			if diff := cmp.Diff(got.Texts, []string{"{}", "", "{"}); diff != "" {
+				t.Errorf("texts (-got +want):\n%s", diff)
+			}
+			if diff := cmp.Diff(err, error(&RefusalError{Index: 1, Message: "No.", Others: []int{2}})); diff != "" {
+				t.Errorf("error (-got +want):\n%s", diff)
+			}
+		})
 	}
 }
