@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -64,6 +65,72 @@ func TestAnthropicStoppedAnswers(t *testing.T) {
 					}
 				} else if se, ok := errors.AsType[*anthropic.StopError](err); !ok || se.Reason != tt.reason {
 					t.Errorf("got %v, want a *anthropic.StopError", err)
+				}
+				if got := sent.Load(); got != tt.wantSent {
+					t.Errorf("%d requests, want %d", got, tt.wantSent)
+				}
+			})
+		}
+	}
+}
+
+// TestAnthropicStoppedSolution: of three solutions (three requests, as the
+// API has no n), one refused. It is no solution: the request asks again
+// for it alone, and returns three solutions when the API then answers
+// it, or the two others when it refuses again, rather than failing. When
+// every solution is refused, the request fails with the *StopError.
+func TestAnthropicStoppedSolution(t *testing.T) {
+	out := json.RawMessage(`{"type":"integer"}`)
+	for _, stream := range []bool{false, true} {
+		for _, tt := range []struct {
+			name     string
+			refused  func(k int32) bool // whether the k-th request is refused
+			want     string             // the outputs, sorted, or the error
+			wantSent int32
+		}{
+			{"refused, then answered", func(k int32) bool { return k == 2 }, "[1 3 4]", 4},
+			{"refused twice", func(k int32) bool { return k == 2 || k == 4 }, "[1 3]", 4},
+			{"every solution refused", func(int32) bool { return true }, "*anthropic.StopError", 3},
+		} {
+			t.Run(fmt.Sprintf("%s stream=%v", tt.name, stream), func(t *testing.T) {
+				var sent atomic.Int32
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					k := sent.Add(1)
+					text, reason := fmt.Sprintf(`{\"output\":%d}`, k), "end_turn"
+					if tt.refused(k) {
+						text, reason = `{\"output\":`, "refusal"
+					}
+					if !stream {
+						w.Header().Set("Content-Type", "application/json")
+						fmt.Fprintf(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[{"type":"text","text":"%s"}],"stop_reason":%q,"stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":5}}`, text, reason)
+						return
+					}
+					w.Header().Set("Content-Type", "text/event-stream")
+					fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-test\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n")
+					fmt.Fprint(w, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
+					fmt.Fprintf(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"%s\"}}\n\n", text)
+					fmt.Fprint(w, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
+					fmt.Fprintf(w, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":%q,\"stop_sequence\":null},\"usage\":{\"output_tokens\":5}}\n\n", reason)
+					fmt.Fprint(w, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+				}))
+				defer srv.Close()
+				p, err := anthropic.New(anthropic.Config{APIKey: "test-key", BaseURL: srv.URL, Model: "claude-test"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), N: 3, Stream: stream},
+					out, []message.Message{message.Text("count")})
+				var got string
+				switch se, ok := errors.AsType[*anthropic.StopError](err); {
+				case ok && len(se.Solutions()) == 3:
+					got = "*anthropic.StopError"
+				case err != nil:
+					got = err.Error()
+				default:
+					got = fmt.Sprint(slices.Sorted(slices.Values(solutionOutputs(resp))))
+				}
+				if got != tt.want {
+					t.Errorf("got %s, want %s", got, tt.want)
 				}
 				if got := sent.Load(); got != tt.wantSent {
 					t.Errorf("%d requests, want %d", got, tt.wantSent)

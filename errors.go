@@ -55,7 +55,10 @@ type InvalidError struct {
 	Index    int    // which solution
 	Attempts int    // how many answers were tried
 	Raw      string // the last answer
-	Err      error  // why it is invalid: JSON syntax or *schema.ValidationError
+	// Err is why it is invalid: JSON syntax or *schema.ValidationError. In
+	// the Repair event of a solution the provider stopped (see Config.N),
+	// it is the provider.SolutionError.
+	Err error
 	// Usage sums the requests that produced it, repairs included.
 	Usage provider.Usage
 }

@@ -115,3 +115,84 @@ func TestGeminiSingleCandidate(t *testing.T) {
 		}
 	}
 }
+
+// TestGeminiStoppedSolution: of three candidates, the second stopped by
+// the safety filter. It is no solution: the request asks again for it
+// alone, and returns three solutions when the API then answers it, or the
+// two others when it stops it again, rather than failing. When every
+// candidate stopped, the request fails with the *FinishError.
+func TestGeminiStoppedSolution(t *testing.T) {
+	out := json.RawMessage(`{"type":"integer"}`)
+	for _, stream := range []bool{false, true} {
+		for _, tt := range []struct {
+			name  string
+			again bool   // the candidate asked again is answered
+			all   bool   // every candidate stops
+			want  string // the outputs, or the error
+		}{
+			{"stopped, then answered", true, false, "[1 4 3]"},
+			{"stopped twice", false, false, "[1 3]"},
+			{"every candidate stopped", false, true, "*gemini.FinishError"},
+		} {
+			t.Run(fmt.Sprintf("%s stream=%v", tt.name, stream), func(t *testing.T) {
+				var sent []int
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					var body struct {
+						GenerationConfig struct {
+							CandidateCount int `json:"candidateCount"`
+						} `json:"generationConfig"`
+					}
+					if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+						http.Error(w, err.Error(), http.StatusBadRequest)
+						return
+					}
+					count := max(body.GenerationConfig.CandidateCount, 1)
+					sent = append(sent, count)
+					var cands []string
+					for i := range count {
+						n := len(sent)*3 - 2 + i // 1, 2, 3, then 4
+						text, reason := fmt.Sprintf(`{\"output\":%d}`, n), "STOP"
+						if tt.all || len(sent) == 1 && i == 1 || len(sent) > 1 && !tt.again {
+							text, reason = `{`, "SAFETY"
+						}
+						cands = append(cands, fmt.Sprintf(`{"content":{"parts":[{"text":"%s"}],"role":"model"},"finishReason":%q,"index":%d}`, text, reason, i))
+					}
+					body2 := `{"candidates":[` + strings.Join(cands, ",") + `],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":5,"totalTokenCount":14}}`
+					if stream {
+						w.Header().Set("Content-Type", "text/event-stream")
+						fmt.Fprint(w, "data: "+body2+"\r\n\r\n")
+						return
+					}
+					w.Header().Set("Content-Type", "application/json")
+					fmt.Fprint(w, body2)
+				}))
+				defer srv.Close()
+				p, err := gemini.New(gemini.Config{APIKey: "test-key", BaseURL: srv.URL, Model: "gemini-test"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), N: 3, Stream: stream},
+					out, []message.Message{message.Text("count")})
+				var got string
+				switch fe, ok := errors.AsType[*gemini.FinishError](err); {
+				case ok && len(fe.Solutions()) == 3:
+					got = "*gemini.FinishError"
+				case err != nil:
+					got = err.Error()
+				default:
+					got = fmt.Sprint(solutionOutputs(resp))
+				}
+				if got != tt.want {
+					t.Errorf("got %s, want %s", got, tt.want)
+				}
+				wantSent := []int{3, 1}
+				if tt.all {
+					wantSent = []int{3}
+				}
+				if !slices.Equal(sent, wantSent) {
+					t.Errorf("candidateCount of each request %v, want %v", sent, wantSent)
+				}
+			})
+		}
+	}
+}

@@ -42,7 +42,12 @@ type Config struct {
 	Model string
 	// N is the number of solutions (multiplexing); 0 means 1. A provider
 	// that answers fewer is asked again for the rest; when it then gives
-	// none, or fails, the solutions it gave stand.
+	// none, or fails, the solutions it gave stand. A solution the provider
+	// stopped (a provider.SolutionError: a refusal, a content filter) is
+	// none: while others ended well, it is asked again, after a Repair
+	// event, and when it stops again the others stand. The request fails
+	// with the provider's error only when no solution is left. A solution
+	// left out moves those after it down in Response.Solutions.
 	N int
 	// Temperature, MaxTokens and Thinking (a reasoning budget in tokens,
 	// negative for none) are passed to the provider; zero leaves its default.
@@ -209,7 +214,9 @@ type Event struct {
 	Output *Output
 	// Element is a completed element at Config.CallbackPath.
 	Element *Element
-	// Repair reports an invalid solution that is being re-asked.
+	// Repair reports an invalid solution that is being re-asked, or one
+	// the provider stopped that is being asked again (see Config.N; its
+	// Err is then the provider.SolutionError).
 	Repair *InvalidError
 	// Response is the final result, the last event.
 	Response *Response
@@ -316,16 +323,16 @@ func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, err
 		req.Messages[n-1].Stable = true
 	}
 	resp := &Response{Sent: req}
-	texts, finishes, err := generate(ctx, cfg, req, resp, yield)
+	given, err := generate(ctx, cfg, req, resp, yield)
 	if err != nil {
 		if err != errStopped {
 			yield(Event{}, err)
 		}
 		return
 	}
-	resp.Solutions = make([]Solution, len(texts))
-	for i, text := range texts {
-		sol, err := repair(ctx, cfg, req, p.compiled, p.build.solutionChecks, i, text, finishes[i], resp, yield)
+	resp.Solutions = make([]Solution, len(given))
+	for i, g := range given {
+		sol, err := repair(ctx, cfg, req, p.compiled, p.build.solutionChecks, g.index, g.text, g.finish, resp, yield)
 		if err != nil {
 			if inv, ok := err.(*InvalidError); ok {
 				inv.Usage = resp.Usage
@@ -571,54 +578,149 @@ type answer struct {
 	x      *jsonstream.Extractor
 	out    *outputTap
 	adv    *jsonstream.Extractor // the advisors (Config.advising)
+	// stopped marks a solution the provider stopped before its end (a
+	// provider.SolutionError names it): its text is no solution.
+	stopped bool
+}
+
+// given is the text of one solution as the provider gave it.
+type given struct {
+	index  int    // the solution, as its events number it
+	text   string // its text
+	finish string // the provider's finish reason
 }
 
 // generate runs one provider call, yielding thinking and callback
-// elements as they arrive, and returns the text of each solution and
-// its finish reason. A provider that answers fewer than req.N solutions
-// (a server that ignores n) is asked again for the rest, each time for
-// what is missing, while it answers at least one. When it then gives
-// none, or fails, the solutions it gave stand: they were paid for.
-func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Response, yield func(Event, error) bool) (texts, finishes []string, err error) {
+// elements as they arrive, and returns the text of each solution, in
+// order. A provider that answers fewer than req.N solutions (a server that
+// ignores n) is asked again for the rest, each time for what is missing,
+// while it answers at least one. One that stopped some solutions (a
+// provider.SolutionError: a refusal, a content filter) while others ended
+// well is asked again for those, each in its own place, after a Repair
+// event for it. When the provider then gives none, fails, or stops one
+// again, the solutions it gave stand: they were paid for. With none
+// given, or every one stopped, the request fails with the provider's
+// error.
+func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Response, yield func(Event, error) bool) ([]given, error) {
 	var answers []*answer
-	if err := send(ctx, &cfg, req, 0, &answers, resp, yield); err != nil {
-		return nil, nil, err
+	err := send(ctx, &cfg, req, nil, &answers, resp, yield)
+	if err != nil && (err == errStopped || ctx.Err() != nil || !stopSome(err, nil, answers)) {
+		return nil, err
 	}
 	if len(answers) == 0 {
-		return nil, nil, fmt.Errorf("agent: provider: empty answer")
+		return nil, fmt.Errorf("agent: provider: empty answer")
 	}
-	for n := max(req.N, 1); len(answers) < n; {
-		logger(cfg).DebugContext(ctx, "asking for the solutions the provider did not give", "given", len(answers), "n", n)
-		more := *req
-		more.N = n - len(answers)
-		got := len(answers)
-		err := send(ctx, &cfg, &more, got, &answers, resp, yield)
-		if err == errStopped || ctx.Err() != nil {
-			return nil, nil, cmp.Or(err, ctx.Err())
+	for n := max(req.N, 1); ; {
+		// Where the solutions asked for go: the places of those stopped
+		// and of those never given.
+		var slots []int
+		for i := range max(n, len(answers)) {
+			if i >= len(answers) || answers[i] == nil || answers[i].stopped {
+				slots = append(slots, i)
+			}
 		}
-		if err != nil || len(answers) == got {
-			answers = answers[:got] // what a failed stream left is no solution
-			logger(cfg).WarnContext(ctx, "the provider gave fewer solutions than asked", "given", got, "n", n, "error", err)
+		if len(slots) == 0 {
+			break
+		}
+		logger(cfg).DebugContext(ctx, "asking for the solutions the provider did not give", "given", count(answers), "n", n, "error", err)
+		for _, i := range slots {
+			if i < len(answers) && answers[i] != nil { // stopped: its pieces start again
+				inv := &InvalidError{Index: i, Attempts: 1, Raw: answers[i].text.String(), Err: stopErr(err)}
+				if !yield(Event{Repair: inv}, nil) {
+					return nil, errStopped
+				}
+				answers[i] = nil
+			}
+		}
+		more := *req
+		more.N = len(slots)
+		err = send(ctx, &cfg, &more, slots, &answers, resp, yield)
+		if err == errStopped || ctx.Err() != nil {
+			return nil, cmp.Or(err, ctx.Err())
+		}
+		given := 0
+		for _, i := range slots {
+			if i < len(answers) && answers[i] != nil {
+				given++
+			}
+		}
+		if err != nil && !stopSome(err, slots, answers) {
+			for _, i := range slots {
+				if i < len(answers) {
+					answers[i] = nil // what a failed stream left is no solution
+				}
+			}
+		}
+		if err != nil || given == 0 {
+			logger(cfg).WarnContext(ctx, "the provider gave fewer solutions than asked", "given", count(answers), "n", n, "error", err)
 			break
 		}
 	}
-	texts, finishes = make([]string, len(answers)), make([]string, len(answers))
+	var out []given
 	for i, a := range answers {
+		if a == nil || a.stopped {
+			continue
+		}
 		if a.x != nil {
 			els, xerr := a.x.End()
 			if !emit(i, els, yield) {
-				return nil, nil, errStopped
+				return nil, errStopped
 			}
 			_ = xerr // a syntax error: validation reports it
 		}
-		texts[i], finishes[i] = a.text.String(), a.finish
+		out = append(out, given{index: i, text: a.text.String(), finish: a.finish})
 	}
-	return texts, finishes, nil
+	return out, nil
 }
 
-// send streams one provider call into answers, its solutions numbered
-// from first on.
-func send(ctx context.Context, cfg *Config, req *provider.Request, first int, answers *[]*answer, resp *Response, yield func(Event, error) bool) error {
+// stopSome reports whether err, which ended a provider call whose
+// solutions went to slots (nil: numbered from 0), is a
+// provider.SolutionError that leaves at least one solution of answers
+// good, and marks those it names stopped.
+func stopSome(err error, slots []int, answers []*answer) bool {
+	se, ok := errors.AsType[provider.SolutionError](err)
+	if !ok {
+		return false
+	}
+	for _, k := range se.Solutions() {
+		i := k
+		if slots != nil {
+			if k < 0 || k >= len(slots) {
+				continue
+			}
+			i = slots[k]
+		}
+		if i >= 0 && i < len(answers) && answers[i] != nil {
+			answers[i].stopped = true
+		}
+	}
+	return count(answers) > 0
+}
+
+// count returns how many of answers are solutions: given, and not
+// stopped.
+func count(answers []*answer) int {
+	n := 0
+	for _, a := range answers {
+		if a != nil && !a.stopped {
+			n++
+		}
+	}
+	return n
+}
+
+// stopErr returns the provider.SolutionError that err wraps, for the
+// Repair event of a solution it stopped.
+func stopErr(err error) error {
+	if se, ok := errors.AsType[provider.SolutionError](err); ok {
+		return se
+	}
+	return err
+}
+
+// send streams one provider call into answers, its solution k going to
+// answers[slots[k]] (to answers[k] when slots is nil).
+func send(ctx context.Context, cfg *Config, req *provider.Request, slots []int, answers *[]*answer, resp *Response, yield func(Event, error) bool) error {
 	var err error
 	stopped := false
 	// A plain function rather than a range loop: a faulty provider that
@@ -627,7 +729,7 @@ func send(ctx context.Context, cfg *Config, req *provider.Request, first int, an
 		if stopped {
 			return false
 		}
-		if err = readChunk(cfg, req.N, first, answers, resp, yield, c, cerr); err != nil {
+		if err = readChunk(cfg, req.N, slots, answers, resp, yield, c, cerr); err != nil {
 			stopped = true
 			return false
 		}
@@ -636,17 +738,23 @@ func send(ctx context.Context, cfg *Config, req *provider.Request, first int, an
 	return err
 }
 
-// readChunk takes one chunk of the provider's stream, whose solutions
-// are numbered from first on.
-func readChunk(cfg *Config, n, first int, answers *[]*answer, resp *Response, yield func(Event, error) bool, c *provider.Chunk, err error) error {
+// readChunk takes one chunk of the provider's stream, whose solution k
+// goes to answers[slots[k]] (to answers[k] when slots is nil).
+func readChunk(cfg *Config, n int, slots []int, answers *[]*answer, resp *Response, yield func(Event, error) bool, c *provider.Chunk, err error) error {
 	if err != nil {
 		return fmt.Errorf("agent: provider: %w", err)
 	}
 	if c.Index < 0 || c.Index >= max(n, 1) {
 		return fmt.Errorf("agent: provider: chunk for solution %d of %d", c.Index, n)
 	}
-	i := first + c.Index
+	i := c.Index
+	if slots != nil {
+		i = slots[c.Index]
+	}
 	for len(*answers) <= i {
+		*answers = append(*answers, nil)
+	}
+	if (*answers)[i] == nil {
 		a := &answer{out: newOutputTap()}
 		if cfg.CallbackPath != "" {
 			if a.x, err = jsonstream.NewExtractor(cfg.CallbackPath); err != nil {
@@ -656,7 +764,7 @@ func readChunk(cfg *Config, n, first int, answers *[]*answer, resp *Response, yi
 		if cfg.advising {
 			a.adv, _ = jsonstream.NewValueExtractor("advisors") // a valid path
 		}
-		*answers = append(*answers, a)
+		(*answers)[i] = a
 	}
 	if c.Usage != nil {
 		resp.Usage.Add(*c.Usage)
@@ -747,11 +855,11 @@ func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *sc
 			provider.Message{Role: provider.RoleUser, Text: repairPrompt(err)})
 		fix := *req
 		fix.Messages, fix.N = msgs, 1
-		texts, finishes, err := generate(ctx, Config{Provider: cfg.Provider}, &fix, resp, yield)
+		got, err := generate(ctx, Config{Provider: cfg.Provider}, &fix, resp, yield)
 		if err != nil {
 			return nil, err
 		}
-		text, finish = texts[0], finishes[0]
+		text, finish = got[0].text, got[0].finish
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"iter"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -550,6 +551,102 @@ func TestRequestAsksForMissingSolutions(t *testing.T) {
 	}
 	if resp.Usage.Input != 30 {
 		t.Errorf("usage %+v, want the three requests'", resp.Usage)
+	}
+}
+
+// stopError is a provider.SolutionError that stops the solutions it names.
+type stopError []int
+
+func (e stopError) Error() string    { return fmt.Sprintf("test: solutions %v stopped", []int(e)) }
+func (e stopError) Solutions() []int { return e }
+
+// TestRequestStoppedSolutions: solutions 0 and 2 of three stopped (a
+// refusal, a content filter) are no solutions. A Repair event for each
+// says that its pieces start again, and the request asks again for the
+// two, whose events carry their own index. When the provider then fails,
+// or stops them again, the solution left stands, with a warning; the
+// usage sums every request.
+func TestRequestStoppedSolutions(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		again   func(yield func(*provider.Chunk, error) bool) // the answer asked again
+		want    []string                                      // the outputs
+		warning string                                        // in the log
+	}{
+		{"answered", func(yield func(*provider.Chunk, error) bool) {
+			_ = yield(&provider.Chunk{Index: 0, Text: `{"output":4}`, Done: true}, nil) &&
+				yield(&provider.Chunk{Index: 1, Text: `{"output":5}`, Done: true, Usage: &provider.Usage{Input: 10}}, nil)
+		}, []string{"4", "2", "5"}, ""},
+		{"stopped again", func(yield func(*provider.Chunk, error) bool) {
+			_ = yield(&provider.Chunk{Index: 0, Text: `{"output":4}`, Done: true}, nil) &&
+				yield(&provider.Chunk{Index: 1, Text: `{"outp`, Done: true, Usage: &provider.Usage{Input: 10}}, nil) &&
+				yield(nil, stopError{1})
+		}, []string{"4", "2"}, "error=\"agent: provider: test: solutions [1] stopped\""},
+		{"failed", func(yield func(*provider.Chunk, error) bool) {
+			_ = yield(&provider.Chunk{Index: 0, Text: `{"output":4}`, Done: true, Usage: &provider.Usage{Input: 10}}, nil) &&
+				yield(nil, &provider.Error{Provider: "x", Status: 500})
+		}, []string{"2"}, "error=\"agent: provider: x: 500 Internal Server Error\""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var asked []int
+			p := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+				asked = append(asked, req.N)
+				if len(asked) > 1 {
+					return tt.again
+				}
+				return func(yield func(*provider.Chunk, error) bool) {
+					_ = yield(&provider.Chunk{Index: 0, Text: `{"output":`, Done: true, FinishReason: "refusal"}, nil) &&
+						yield(&provider.Chunk{Index: 1, Text: `{"output":2}`, Done: true}, nil) &&
+						yield(&provider.Chunk{Index: 2, Text: `{"output":3}`, Done: true, FinishReason: "content_filter", Usage: &provider.Usage{Input: 10}}, nil) &&
+						yield(nil, stopError{0, 2})
+				}
+			})
+			var log strings.Builder
+			cfg := agent.Config{Provider: p, Registry: agent.NewRegistry(), N: 3, Logger: slog.New(slog.NewTextHandler(&log, nil))}
+			var events []string
+			var resp *agent.Response
+			for ev, err := range agent.Stream(context.Background(), cfg, json.RawMessage(`{"type":"integer"}`), []message.Message{message.Text("x")}) {
+				switch {
+				case err != nil:
+					t.Fatal(err)
+				case ev.Output != nil:
+					events = append(events, fmt.Sprintf("output %d %s", ev.Output.Index, ev.Output.JSON))
+				case ev.Repair != nil:
+					if _, ok := errors.AsType[stopError](ev.Repair); !ok {
+						t.Errorf("repair %v, want the provider's error", ev.Repair)
+					}
+					events = append(events, fmt.Sprintf("repair %d %s", ev.Repair.Index, ev.Repair.Raw))
+				case ev.Response != nil:
+					resp = ev.Response
+				}
+			}
+			if resp == nil {
+				t.Fatal("no response")
+			}
+			var got []string
+			for _, s := range resp.Solutions {
+				got = append(got, string(s.Output))
+			}
+			if d := cmp.Diff(got, tt.want); d != "" {
+				t.Errorf("outputs (-got +want):\n%s", d)
+			}
+			if d := cmp.Diff(asked, []int{3, 2}); d != "" {
+				t.Errorf("n asked (-got +want):\n%s", d)
+			}
+			if resp.Usage.Input != 20 {
+				t.Errorf("usage %+v, want the two requests'", resp.Usage)
+			}
+			wantEvents := []string{"output 1 2", "output 2 3", `repair 0 {"output":`, `repair 2 {"output":3}`, "output 0 4"}
+			if tt.name == "answered" {
+				wantEvents = append(wantEvents, "output 2 5")
+			}
+			if d := cmp.Diff(events, wantEvents); d != "" {
+				t.Errorf("events (-got +want):\n%s", d)
+			}
+			if warned := strings.Contains(log.String(), "level=WARN"); warned != (tt.warning != "") || !strings.Contains(log.String(), tt.warning) {
+				t.Errorf("log %q, want a warning with %s", log.String(), tt.warning)
+			}
+		})
 	}
 }
 

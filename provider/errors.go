@@ -99,6 +99,8 @@ func (e *LimitError) Unwrap() error { return ErrTooLarge }
 // the stopped solutions, in increasing order, at least one; their text is
 // cut or empty, and is no answer.
 //
+// A Request for several solutions leaves the stopped ones out and asks
+// again for them; it fails with the error only when no solution is left.
 // The adapters' errors implement it: *openai.RefusalError and
 // *openai.FilterError, *anthropic.StopError and *gemini.FinishError.
 type SolutionError interface {
