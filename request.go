@@ -212,7 +212,8 @@ type Event struct {
 	// After a Repair event, the pieces of the answer being re-asked start
 	// again.
 	Output *Output
-	// Element is a completed element at Config.CallbackPath.
+	// Element is a completed element at Config.CallbackPath. After a
+	// Repair event, the elements of the answer being re-asked come again.
 	Element *Element
 	// Repair reports an invalid solution that is being re-asked, or one
 	// the provider stopped that is being asked again (see Config.N; its
@@ -855,11 +856,29 @@ func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *sc
 			provider.Message{Role: provider.RoleUser, Text: repairPrompt(err)})
 		fix := *req
 		fix.Messages, fix.N = msgs, 1
-		got, err := generate(ctx, Config{Provider: cfg.Provider}, &fix, resp, yield)
+		got, err := generate(ctx, Config{Provider: cfg.Provider, CallbackPath: cfg.CallbackPath}, &fix, resp, asSolution(i, yield))
 		if err != nil {
 			return nil, err
 		}
 		text, finish = got[0].text, got[0].finish
+	}
+}
+
+// asSolution is yield for the events of a repair of solution i: the
+// repair asks for one solution, whose events would otherwise say 0.
+func asSolution(i int, yield func(Event, error) bool) func(Event, error) bool {
+	return func(ev Event, err error) bool {
+		switch {
+		case ev.Thinking != nil:
+			ev.Thinking.Index = i
+		case ev.Output != nil:
+			ev.Output.Index = i
+		case ev.Element != nil:
+			ev.Element.Index = i
+		case ev.Repair != nil:
+			ev.Repair.Index = i
+		}
+		return yield(ev, err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -677,5 +678,51 @@ func TestRequestNoMoreSolutions(t *testing.T) {
 				t.Errorf("response %+v", resp)
 			}
 		})
+	}
+}
+
+// TestRequestRepairEventsIndex: the events of the answer that repairs
+// solution 1 of two say solution 1, not the 0 of the one-solution request
+// the repair makes.
+func TestRequestRepairEventsIndex(t *testing.T) {
+	asked := 0
+	p := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		asked++
+		chunks := []*provider.Chunk{{Index: 0, Text: `{"output":1}`, Done: true}, {Index: 1, Text: `{"output":"two"}`, Done: true}}
+		if asked > 1 { // the repair of solution 1
+			chunks = []*provider.Chunk{{Thinking: "A number.", Text: `{"output":2}`, Done: true}}
+		}
+		return func(yield func(*provider.Chunk, error) bool) {
+			for _, c := range chunks {
+				if !yield(c, nil) {
+					return
+				}
+			}
+		}
+	})
+	cfg := agent.Config{Provider: p, Registry: agent.NewRegistry(), N: 2, CallbackPath: "output"}
+	var seen []string
+	for ev, err := range agent.Stream(context.Background(), cfg, json.RawMessage(`{"type":"integer"}`), []message.Message{message.Text("x")}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case ev.Thinking != nil:
+			seen = append(seen, fmt.Sprintf("thinking %d", ev.Thinking.Index))
+		case ev.Output != nil:
+			seen = append(seen, fmt.Sprintf("output %d %s", ev.Output.Index, ev.Output.JSON))
+		case ev.Element != nil:
+			seen = append(seen, fmt.Sprintf("element %d", ev.Element.Index))
+		case ev.Repair != nil:
+			seen = append(seen, fmt.Sprintf("repair %d", ev.Repair.Index))
+		case ev.Response != nil:
+			if got := string(ev.Response.Solutions[1].Output); got != "2" {
+				t.Errorf("solution 1 is %s, want 2", got)
+			}
+		}
+	}
+	want := []string{"element 0", "output 0 1", "element 1", "output 1 \"two\"", "repair 1", "thinking 1", "element 1", "output 1 2"}
+	if !slices.Equal(seen, want) {
+		t.Errorf("events %q\nwant %q", seen, want)
 	}
 }
