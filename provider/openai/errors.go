@@ -366,22 +366,35 @@ func retryAfter(h http.Header) time.Duration {
 
 // rateLimitReset reads OpenAI's rate limit headers: for each of requests
 // and tokens, x-ratelimit-remaining-* and x-ratelimit-reset-*, the time
-// until that limit is whole again ("120ms", "1.5s", "6m0s"). It returns
-// the longest reset of the limits with nothing remaining, 0 when none is
-// used up or the headers are absent. A 429 may come with these alone, and
-// a retry sooner than the reset fails again.
+// until that limit is whole again ("120ms", "1.5s", "6m0s"; Azure OpenAI
+// writes seconds as a bare number, "6"). It returns the longest reset of
+// the limits with nothing remaining, 0 when none is used up or the
+// headers are absent. A 429 may come with these alone, and a retry sooner
+// than the reset fails again.
 func rateLimitReset(h http.Header) time.Duration {
 	var wait time.Duration
 	for _, limit := range []string{"requests", "tokens"} {
 		if strings.TrimSpace(h.Get("X-Ratelimit-Remaining-"+limit)) != "0" {
 			continue
 		}
-		d, err := time.ParseDuration(strings.TrimSpace(h.Get("X-Ratelimit-Reset-" + limit)))
-		if err == nil && d > wait {
+		if d := resetDuration(h.Get("X-Ratelimit-Reset-" + limit)); d > wait {
 			wait = d
 		}
 	}
 	return wait
+}
+
+// resetDuration parses an x-ratelimit-reset-* value: a Go duration such
+// as "6m0s", or a number of seconds; 0 for anything else.
+func resetDuration(v string) time.Duration {
+	v = strings.TrimSpace(v)
+	if d, err := time.ParseDuration(v); err == nil {
+		return d
+	}
+	if _, err := strconv.ParseFloat(v, 64); err == nil {
+		return provider.ParseRetryAfter(v, time.Time{})
+	}
+	return 0
 }
 
 func firstNonEmpty(s ...string) string {
