@@ -74,8 +74,14 @@ type callState struct {
 }
 
 // events traces the events start returns for the run's context and
-// configuration. id is the run's id, when known upfront.
+// configuration. id is the run's id, when known upfront. A Tracer that
+// does not trace runs returns start's events as they are, its Provider
+// measured if t measures requests.
 func (t *Tracer) events(ctx context.Context, cfg agent.Config, id string, start func(context.Context, agent.Config) iter.Seq2[agent.RunEvent, error]) iter.Seq2[agent.RunEvent, error] {
+	if !t.on() {
+		cfg.Provider = t.Provider(cfg.Provider)
+		return start(ctx, cfg)
+	}
 	return func(yield func(agent.RunEvent, error) bool) {
 		cfg.Provider = t.Provider(cfg.Provider)
 		parent := ctx

@@ -70,21 +70,11 @@ func NewWithConfig(cfg Config) (*Tracer, error) {
 // on reports whether t traces runs.
 func (t *Tracer) on() bool { return t != nil && t.tracer != nil }
 
-// plain returns cfg for a run t does not trace: its Provider measured, if
-// t measures requests.
-func (t *Tracer) plain(cfg agent.Config) agent.Config {
-	cfg.Provider = t.Provider(cfg.Provider)
-	return cfg
-}
-
 // Events is agent.Events, traced: a span for the run, its steps, their
 // requests and their calls, and a log record at the end of each step.
 // cfg.Provider is traced (see Provider) unless it is already. The stream
 // yields what agent.Events yields; like it, it is single-use.
 func (t *Tracer) Events(ctx context.Context, cfg agent.Config, schema json.RawMessage, msgs []message.Message) iter.Seq2[agent.RunEvent, error] {
-	if !t.on() {
-		return agent.Events(ctx, t.plain(cfg), schema, msgs)
-	}
 	return t.events(ctx, cfg, cfg.RunID, func(ctx context.Context, cfg agent.Config) iter.Seq2[agent.RunEvent, error] {
 		return agent.Events(ctx, cfg, schema, msgs)
 	})
@@ -98,9 +88,6 @@ func (t *Tracer) Run(ctx context.Context, cfg agent.Config, schema json.RawMessa
 // ResumeEvents is agent.ResumeEvents, traced as Events is: the run span
 // covers this attempt, from the step it resumes at.
 func (t *Tracer) ResumeEvents(ctx context.Context, cfg agent.Config, id string) iter.Seq2[agent.RunEvent, error] {
-	if !t.on() {
-		return agent.ResumeEvents(ctx, t.plain(cfg), id)
-	}
 	return t.events(ctx, cfg, id, func(ctx context.Context, cfg agent.Config) iter.Seq2[agent.RunEvent, error] {
 		return agent.ResumeEvents(ctx, cfg, id)
 	})
@@ -114,9 +101,6 @@ func (t *Tracer) Resume(ctx context.Context, cfg agent.Config, id string) (*agen
 // ContinueEvents is agent.ContinueEvents, traced as Events is: the run
 // span covers this turn.
 func (t *Tracer) ContinueEvents(ctx context.Context, cfg agent.Config, id string, msgs ...message.Message) iter.Seq2[agent.RunEvent, error] {
-	if !t.on() {
-		return agent.ContinueEvents(ctx, t.plain(cfg), id, msgs...)
-	}
 	return t.events(ctx, cfg, id, func(ctx context.Context, cfg agent.Config) iter.Seq2[agent.RunEvent, error] {
 		return agent.ContinueEvents(ctx, cfg, id, msgs...)
 	})
@@ -130,9 +114,6 @@ func (t *Tracer) Continue(ctx context.Context, cfg agent.Config, id string, msgs
 // PlanEvents is agent.PlanEvents, traced as Events is: a plan has no
 // steps, so its calls are children of the run span.
 func (t *Tracer) PlanEvents(ctx context.Context, cfg agent.Config, plan []json.RawMessage, msgs []message.Message) iter.Seq2[agent.RunEvent, error] {
-	if !t.on() {
-		return agent.PlanEvents(ctx, t.plain(cfg), plan, msgs)
-	}
 	return t.events(ctx, cfg, cfg.RunID, func(ctx context.Context, cfg agent.Config) iter.Seq2[agent.RunEvent, error] {
 		return agent.PlanEvents(ctx, cfg, plan, msgs)
 	})
@@ -146,9 +127,6 @@ func (t *Tracer) ExecutePlan(ctx context.Context, cfg agent.Config, plan []json.
 // PlanInstancesEvents is agent.PlanInstancesEvents, traced as PlanEvents
 // is.
 func (t *Tracer) PlanInstancesEvents(ctx context.Context, cfg agent.Config, plan []json.RawMessage, msgs []message.Message) iter.Seq2[agent.RunEvent, error] {
-	if !t.on() {
-		return agent.PlanInstancesEvents(ctx, t.plain(cfg), plan, msgs)
-	}
 	return t.events(ctx, cfg, cfg.RunID, func(ctx context.Context, cfg agent.Config) iter.Seq2[agent.RunEvent, error] {
 		return agent.PlanInstancesEvents(ctx, cfg, plan, msgs)
 	})
