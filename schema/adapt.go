@@ -70,12 +70,12 @@ func Adapt(s json.RawMessage, d Dialect) (json.RawMessage, error) {
 }
 
 // AdaptStrict is [Adapt] for a provider adapter that sends the schema in
-// strict mode: over is nil when the adapted schema is within the sizes
-// the dialect's provider accepts there, or says which it exceeds (too many
-// optional properties for Anthropic, too deep for OpenAI, ...). Every
-// keyword of an adapted schema is allowed whatever its size, so the
-// adapter can still send it with strict mode off, and the answer is
-// validated locally either way.
+// strict mode: over is nil when strict mode takes the adapted schema, or
+// says what it does not take: a size it exceeds (too many optional
+// properties for Anthropic, too deep for OpenAI, ...), a map, or, for
+// Anthropic, a recursive ref. The adapted schema is valid without strict
+// mode either way, so the adapter can still send it with strict mode off,
+// and the answer is validated locally.
 //
 // The adapted schema is compact JSON in a string, which no one can
 // change: a run's steps get the one the cache holds, and an adapter

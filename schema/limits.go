@@ -25,10 +25,11 @@ const (
 	AnthropicMaxUnions   = 16 // properties with anyOf or a type list, in all
 )
 
-// A LimitError says that an adapted schema is beyond a size its
-// provider's strict mode accepts, though every keyword in it is allowed.
-// Provider adapters then send the schema without strict mode; the answer
-// is validated locally either way.
+// A LimitError says that an adapted schema is beyond what its provider's
+// strict mode accepts: a size, or a form strict mode has no room for (a
+// map, whose additionalProperties is not false; a recursive ref for
+// Anthropic), counted as a limit of 0. Provider adapters then send the
+// schema without strict mode; the answer is validated locally either way.
 type LimitError struct {
 	Dialect Dialect
 	Limit   string // what was counted, e.g. "optional properties"
