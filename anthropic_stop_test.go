@@ -1,18 +1,16 @@
 package agent_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync/atomic"
 	"testing"
 
 	"github.com/augceo/agent"
-	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/anthropic"
 )
 
@@ -23,55 +21,17 @@ import (
 // *anthropic.StopError after one request, without a repair that would be
 // refused again, or have even less room.
 func TestAnthropicStoppedAnswers(t *testing.T) {
-	out := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
-	for _, stream := range []bool{false, true} {
-		for _, tt := range []struct {
-			reason   string
-			wantCut  bool
-			wantSent int32
-		}{
-			{"max_tokens", true, 2},
-			{"refusal", false, 1},
-			{"model_context_window_exceeded", false, 1},
-		} {
-			t.Run(fmt.Sprintf("%s stream=%v", tt.reason, stream), func(t *testing.T) {
-				var sent atomic.Int32
-				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					sent.Add(1)
-					text := `{\"output\":{\"n\":12`
-					if !stream {
-						w.Header().Set("Content-Type", "application/json")
-						fmt.Fprintf(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[{"type":"text","text":"%s"}],"stop_reason":%q,"stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":5}}`, text, tt.reason)
-						return
-					}
-					w.Header().Set("Content-Type", "text/event-stream")
-					fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-test\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n")
-					fmt.Fprint(w, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
-					fmt.Fprintf(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"%s\"}}\n\n", text)
-					fmt.Fprint(w, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
-					fmt.Fprintf(w, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":%q,\"stop_sequence\":null},\"usage\":{\"output_tokens\":5}}\n\n", tt.reason)
-					fmt.Fprint(w, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
-				}))
-				defer srv.Close()
-				p, err := anthropic.New(anthropic.Config{APIKey: "test-key", BaseURL: srv.URL, Model: "claude-test"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				_, err = agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), MaxRepairs: 1, Stream: stream},
-					out, []message.Message{message.Text("count")})
-				if tt.wantCut {
-					if inv, ok := errors.AsType[*agent.InvalidError](err); !ok || !errors.Is(err, agent.ErrAnswerCut) || inv.Raw != `{"output":{"n":12` {
-						t.Errorf("got %v, want an InvalidError wrapping ErrAnswerCut", err)
-					}
-				} else if se, ok := errors.AsType[*anthropic.StopError](err); !ok || se.Reason != tt.reason {
-					t.Errorf("got %v, want a *anthropic.StopError", err)
-				}
-				if got := sent.Load(); got != tt.wantSent {
-					t.Errorf("%d requests, want %d", got, tt.wantSent)
-				}
-			})
+	testStoppedAnswers(t, []stoppedAnswer{
+		{"max_tokens", true, 2},
+		{"refusal", false, 1},
+		{"model_context_window_exceeded", false, 1},
+	}, func(w http.ResponseWriter, stream bool, reason string) {
+		writeAnthropic(w, stream, `{\"output\":{\"n\":12`, reason)
+	}, newAnthropic, func(t *testing.T, err error, reason string) {
+		if se, ok := errors.AsType[*anthropic.StopError](err); !ok || se.Reason != reason {
+			t.Errorf("got %v, want a *anthropic.StopError", err)
 		}
-	}
+	})
 }
 
 // TestAnthropicStoppedSolution: of three solutions (three requests, as the
@@ -94,32 +54,14 @@ func TestAnthropicStoppedSolution(t *testing.T) {
 		} {
 			t.Run(fmt.Sprintf("%s stream=%v", tt.name, stream), func(t *testing.T) {
 				var sent atomic.Int32
-				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				resp, err := stoppedRequest(t, func(w http.ResponseWriter, r *http.Request) {
 					k := sent.Add(1)
 					text, reason := fmt.Sprintf(`{\"output\":%d}`, k), "end_turn"
 					if tt.refused(k) {
 						text, reason = `{\"output\":`, "refusal"
 					}
-					if !stream {
-						w.Header().Set("Content-Type", "application/json")
-						fmt.Fprintf(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[{"type":"text","text":"%s"}],"stop_reason":%q,"stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":5}}`, text, reason)
-						return
-					}
-					w.Header().Set("Content-Type", "text/event-stream")
-					fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-test\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n")
-					fmt.Fprint(w, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
-					fmt.Fprintf(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"%s\"}}\n\n", text)
-					fmt.Fprint(w, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
-					fmt.Fprintf(w, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":%q,\"stop_sequence\":null},\"usage\":{\"output_tokens\":5}}\n\n", reason)
-					fmt.Fprint(w, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
-				}))
-				defer srv.Close()
-				p, err := anthropic.New(anthropic.Config{APIKey: "test-key", BaseURL: srv.URL, Model: "claude-test"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), N: 3, Stream: stream},
-					out, []message.Message{message.Text("count")})
+					writeAnthropic(w, stream, text, reason)
+				}, newAnthropic, agent.Config{N: 3, Stream: stream}, out)
 				var got string
 				switch se, ok := errors.AsType[*anthropic.StopError](err); {
 				case ok && len(se.Solutions()) == 3:
@@ -138,4 +80,26 @@ func TestAnthropicStoppedSolution(t *testing.T) {
 			})
 		}
 	}
+}
+
+// newAnthropic makes an Anthropic provider for a test server at url.
+func newAnthropic(url string) (provider.Provider, error) {
+	return anthropic.New(anthropic.Config{APIKey: "test-key", BaseURL: url, Model: "claude-test"})
+}
+
+// writeAnthropic answers text, already escaped for a JSON string, stopped
+// for reason, whole or streamed.
+func writeAnthropic(w http.ResponseWriter, stream bool, text, reason string) {
+	if !stream {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[{"type":"text","text":"%s"}],"stop_reason":%q,"stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":5}}`, text, reason)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-test\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n")
+	fmt.Fprint(w, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
+	fmt.Fprintf(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"%s\"}}\n\n", text)
+	fmt.Fprint(w, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
+	fmt.Fprintf(w, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":%q,\"stop_sequence\":null},\"usage\":{\"output_tokens\":5}}\n\n", reason)
+	fmt.Fprint(w, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/gemini"
 )
 
@@ -23,49 +24,16 @@ import (
 // request with the adapter's *gemini.FinishError, without a repair that the
 // filter would stop again.
 func TestGeminiStoppedAnswers(t *testing.T) {
-	out := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
-	for _, stream := range []bool{false, true} {
-		for _, tt := range []struct {
-			reason   string
-			wantCut  bool
-			wantSent int32
-		}{
-			{"MAX_TOKENS", true, 2},
-			{"SAFETY", false, 1},
-		} {
-			t.Run(fmt.Sprintf("%s stream=%v", tt.reason, stream), func(t *testing.T) {
-				var sent atomic.Int32
-				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					sent.Add(1)
-					body := fmt.Sprintf(`{"candidates":[{"content":{"parts":[{"text":"{\"output\":{\"n\":12"}],"role":"model"},"finishReason":%q,"index":0}],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":5,"totalTokenCount":14}}`, tt.reason)
-					if stream {
-						w.Header().Set("Content-Type", "text/event-stream")
-						fmt.Fprint(w, "data: "+body+"\r\n\r\n")
-						return
-					}
-					w.Header().Set("Content-Type", "application/json")
-					fmt.Fprint(w, body)
-				}))
-				defer srv.Close()
-				p, err := gemini.New(gemini.Config{APIKey: "test-key", BaseURL: srv.URL, Model: "gemini-test"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				_, err = agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), MaxRepairs: 1, Stream: stream},
-					out, []message.Message{message.Text("count")})
-				if tt.wantCut {
-					if inv, ok := errors.AsType[*agent.InvalidError](err); !ok || !errors.Is(err, agent.ErrAnswerCut) || inv.Raw != `{"output":{"n":12` {
-						t.Errorf("got %v, want an InvalidError wrapping ErrAnswerCut", err)
-					}
-				} else if fe, ok := errors.AsType[*gemini.FinishError](err); !ok || fe.Reason != tt.reason {
-					t.Errorf("got %v, want a *gemini.FinishError", err)
-				}
-				if got := sent.Load(); got != tt.wantSent {
-					t.Errorf("%d requests, want %d", got, tt.wantSent)
-				}
-			})
+	testStoppedAnswers(t, []stoppedAnswer{
+		{"MAX_TOKENS", true, 2},
+		{"SAFETY", false, 1},
+	}, func(w http.ResponseWriter, stream bool, reason string) {
+		writeGemini(w, stream, fmt.Sprintf(`{"candidates":[{"content":{"parts":[{"text":"{\"output\":{\"n\":12"}],"role":"model"},"finishReason":%q,"index":0}],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":5,"totalTokenCount":14}}`, reason))
+	}, newGemini, func(t *testing.T, err error, reason string) {
+		if fe, ok := errors.AsType[*gemini.FinishError](err); !ok || fe.Reason != reason {
+			t.Errorf("got %v, want a *gemini.FinishError", err)
 		}
-	}
+	})
 }
 
 // TestGeminiSingleCandidate: Gemini 3 models refuse candidateCount above 1,
@@ -136,7 +104,7 @@ func TestGeminiStoppedSolution(t *testing.T) {
 		} {
 			t.Run(fmt.Sprintf("%s stream=%v", tt.name, stream), func(t *testing.T) {
 				var sent []int
-				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				resp, err := stoppedRequest(t, func(w http.ResponseWriter, r *http.Request) {
 					var body struct {
 						GenerationConfig struct {
 							CandidateCount int `json:"candidateCount"`
@@ -157,22 +125,8 @@ func TestGeminiStoppedSolution(t *testing.T) {
 						}
 						cands = append(cands, fmt.Sprintf(`{"content":{"parts":[{"text":"%s"}],"role":"model"},"finishReason":%q,"index":%d}`, text, reason, i))
 					}
-					body2 := `{"candidates":[` + strings.Join(cands, ",") + `],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":5,"totalTokenCount":14}}`
-					if stream {
-						w.Header().Set("Content-Type", "text/event-stream")
-						fmt.Fprint(w, "data: "+body2+"\r\n\r\n")
-						return
-					}
-					w.Header().Set("Content-Type", "application/json")
-					fmt.Fprint(w, body2)
-				}))
-				defer srv.Close()
-				p, err := gemini.New(gemini.Config{APIKey: "test-key", BaseURL: srv.URL, Model: "gemini-test"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), N: 3, Stream: stream},
-					out, []message.Message{message.Text("count")})
+					writeGemini(w, stream, `{"candidates":[`+strings.Join(cands, ",")+`],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":5,"totalTokenCount":14}}`)
+				}, newGemini, agent.Config{N: 3, Stream: stream}, out)
 				var got string
 				switch fe, ok := errors.AsType[*gemini.FinishError](err); {
 				case ok && len(fe.Solutions()) == 3:
@@ -195,4 +149,20 @@ func TestGeminiStoppedSolution(t *testing.T) {
 			})
 		}
 	}
+}
+
+// newGemini makes a Gemini provider for a test server at url.
+func newGemini(url string) (provider.Provider, error) {
+	return gemini.New(gemini.Config{APIKey: "test-key", BaseURL: url, Model: "gemini-test"})
+}
+
+// writeGemini answers body, whole or streamed as one event.
+func writeGemini(w http.ResponseWriter, stream bool, body string) {
+	if stream {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: "+body+"\r\n\r\n")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprint(w, body)
 }

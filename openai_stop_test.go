@@ -1,20 +1,16 @@
 package agent_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/augceo/agent"
-	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/openai"
 )
@@ -25,51 +21,16 @@ import (
 // ends the request with the adapter's *openai.FilterError after one
 // request, without a repair that the filter would stop again.
 func TestOpenAIStoppedAnswers(t *testing.T) {
-	out := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
-	for _, stream := range []bool{false, true} {
-		for _, tt := range []struct {
-			reason   string
-			wantCut  bool
-			wantSent int32
-		}{
-			{"length", true, 2},
-			{"content_filter", false, 1},
-		} {
-			t.Run(fmt.Sprintf("%s stream=%v", tt.reason, stream), func(t *testing.T) {
-				var sent atomic.Int32
-				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					sent.Add(1)
-					text := `{\"output\":{\"n\":12`
-					if !stream {
-						w.Header().Set("Content-Type", "application/json")
-						fmt.Fprintf(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-test","choices":[{"index":0,"message":{"role":"assistant","content":"%s","refusal":null},"finish_reason":%q}],"usage":{"prompt_tokens":9,"completion_tokens":5,"total_tokens":14}}`, text, tt.reason)
-						return
-					}
-					w.Header().Set("Content-Type", "text/event-stream")
-					fmt.Fprintf(w, "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-test\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"%s\"},\"finish_reason\":null}]}\n\n", text)
-					fmt.Fprintf(w, "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-test\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":%q}]}\n\n", tt.reason)
-					fmt.Fprint(w, "data: [DONE]\n\n")
-				}))
-				defer srv.Close()
-				p, err := openai.New(openai.Config{APIKey: "test-key", BaseURL: srv.URL, Model: "gpt-test"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				_, err = agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), MaxRepairs: 1, Stream: stream},
-					out, []message.Message{message.Text("count")})
-				if tt.wantCut {
-					if inv, ok := errors.AsType[*agent.InvalidError](err); !ok || !errors.Is(err, agent.ErrAnswerCut) || inv.Raw != `{"output":{"n":12` {
-						t.Errorf("got %v, want an InvalidError wrapping ErrAnswerCut", err)
-					}
-				} else if _, ok := errors.AsType[*openai.FilterError](err); !ok {
-					t.Errorf("got %v, want a *openai.FilterError", err)
-				}
-				if got := sent.Load(); got != tt.wantSent {
-					t.Errorf("%d requests, want %d", got, tt.wantSent)
-				}
-			})
+	testStoppedAnswers(t, []stoppedAnswer{
+		{"length", true, 2},
+		{"content_filter", false, 1},
+	}, func(w http.ResponseWriter, stream bool, reason string) {
+		writeChoices(w, stream, []choice{{Content: `{"output":{"n":12`, Finish: reason}})
+	}, newOpenAI, func(t *testing.T, err error, _ string) {
+		if _, ok := errors.AsType[*openai.FilterError](err); !ok {
+			t.Errorf("got %v, want a *openai.FilterError", err)
 		}
-	}
+	})
 }
 
 // TestOpenAIStoppedSolution: of three choices, the second refused or
@@ -96,7 +57,7 @@ func TestOpenAIStoppedSolution(t *testing.T) {
 			t.Run(fmt.Sprintf("%s stream=%v", tt.name, stream), func(t *testing.T) {
 				refuse := strings.Contains(tt.name, "refused")
 				var sent []int
-				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				resp, err := stoppedRequest(t, func(w http.ResponseWriter, r *http.Request) {
 					var body struct{ N int }
 					if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 						http.Error(w, err.Error(), http.StatusBadRequest)
@@ -117,14 +78,7 @@ func TestOpenAIStoppedSolution(t *testing.T) {
 						choices = append(choices, c)
 					}
 					writeChoices(w, stream, choices)
-				}))
-				defer srv.Close()
-				p, err := openai.New(openai.Config{APIKey: "test-key", BaseURL: srv.URL, Model: "gpt-test"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), N: 3, Stream: stream},
-					out, []message.Message{message.Text("count")})
+				}, newOpenAI, agent.Config{N: 3, Stream: stream}, out)
 				var got string
 				if err != nil {
 					if _, ok := errors.AsType[provider.SolutionError](err); ok {
@@ -148,6 +102,11 @@ func TestOpenAIStoppedSolution(t *testing.T) {
 			})
 		}
 	}
+}
+
+// newOpenAI makes a Chat Completions provider for a test server at url.
+func newOpenAI(url string) (provider.Provider, error) {
+	return openai.New(openai.Config{APIKey: "test-key", BaseURL: url, Model: "gpt-test"})
 }
 
 // choice is one choice of a Chat Completions answer.
@@ -190,13 +149,4 @@ func writeChoices(w http.ResponseWriter, stream bool, cs []choice) {
 		event(fmt.Sprintf(`{"index":%d,"delta":{},"finish_reason":%q}`, c.Index, c.Finish))
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
-}
-
-// solutionOutputs returns the output of each solution of resp.
-func solutionOutputs(resp *agent.Response) []string {
-	var out []string
-	for _, s := range resp.Solutions {
-		out = append(out, string(s.Output))
-	}
-	return out
 }
