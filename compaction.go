@@ -98,8 +98,8 @@ func (f *folded) fold(b *Build) error {
 				f.entries[k].dead = true
 			}
 			f.last = f.last[:0]
-			e.msg.Text, e.last = "## Plan\n"+planIntro+"\n"+compactLines(m.Plan), true
 			f.plan = planCalls(m.Plan)
+			e.msg.Text, e.last = "## Plan\n"+planIntro+"\n"+planLines(f.plan, m.Plan), true
 		case message.TypeError:
 			e.msg.Text, e.last = errorText(&m, f.plan), true
 		case message.TypeMeta:

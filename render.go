@@ -51,7 +51,7 @@ func renderPlan(_ context.Context, b *Build, m *message.Message) error {
 			t.Byte('\n')
 			b.planIntro = intro
 		}
-		t.WriteString(compactLines(m.Plan))
+		t.WriteString(planLines(b.plan, m.Plan))
 	}
 	b.Render(provider.RoleUser, t.String())
 	return nil
@@ -70,18 +70,18 @@ func planCalls(plan json.RawMessage) []string {
 	return calls
 }
 
-// compactLines writes a JSON array compactly, an element per line: what a
-// run renders at every step, in fewer tokens than indented JSON. Anything
-// else is compacted whole; invalid JSON stays as it is.
-func compactLines(raw json.RawMessage) string {
-	var elems []json.RawMessage
-	if json.Unmarshal(raw, &elems) != nil || len(elems) == 0 {
+// planLines writes the plan raw compactly, a call per line, from calls,
+// its calls as planCalls returns them: what a run renders at every step,
+// in fewer tokens than indented JSON. Anything else is compacted whole;
+// invalid JSON stays as it is.
+func planLines(calls []string, raw json.RawMessage) string {
+	if len(calls) == 0 {
 		return compact(raw)
 	}
 	var t text
-	for i, e := range elems {
+	for i, c := range calls {
 		t.Byte("[,"[min(i, 1)])
-		t.WriteString(compact(e))
+		t.WriteString(c)
 		t.Byte('\n')
 	}
 	t.Byte(']')
