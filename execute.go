@@ -112,14 +112,15 @@ func (x *executor) prepare(log *message.Log, c *Call) (*Call, error) {
 	if scoped {
 		// A scoped call sees its scopes and nothing else: its references
 		// resolve against them too.
-		c.scoped, err = scopedContext(log, c.Instance, scopes)
+		var set scopeSet
+		c.scoped, set, err = scopedContext(log, c.Instance, scopes)
 		if errors.Is(err, ref.ErrNotFound) {
 			return c, blocked(err)
 		}
 		if err != nil {
 			return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}
 		}
-		if src, err = scopeSource(src, c.Instance, scopes, c.scoped); err != nil {
+		if src, err = scopeSource(src, c.Instance, set, c.scoped); err != nil {
 			return nil, &CallError{Kind: Structural, Tool: c.Tool, Err: err}
 		}
 	}

@@ -63,9 +63,11 @@ func paramScopes(params json.RawMessage) (scopes []string, ok bool, err error) {
 // (its merged global value, then the call's instance's value) or a
 // reference (a data message holding just that value, at its path). Only
 // merged values are given, never the messages behind them, so no other
-// call's metadata and no other instance's data can leak through.
-func scopedContext(log *message.Log, instance string, scopes []string) ([]message.Message, error) {
+// call's metadata and no other instance's data can leak through. It
+// returns the scopes read too, for scopeSource.
+func scopedContext(log *message.Log, instance string, scopes []string) ([]message.Message, scopeSet, error) {
 	var out []message.Message
+	set := scopeSet{scopes: scopes}
 	seen := map[string]bool{}
 	for _, s := range scopes {
 		if seen[s] {
@@ -74,20 +76,22 @@ func scopedContext(log *message.Log, instance string, scopes []string) ([]messag
 		seen[s] = true
 		r, isRef, err := parseScope(s)
 		if err != nil {
-			return nil, err
+			return nil, scopeSet{}, err
 		}
 		if isRef {
+			set.paths = append(set.paths, r)
 			var src ref.Source = log
 			if instance != "" {
 				src = log.Instance(instance)
 			}
 			v, err := src.Lookup(r.Kind, r.Path)
 			if err != nil {
-				return nil, err
+				return nil, scopeSet{}, err
 			}
 			out = append(out, message.Message{Type: message.TypeData, Kind: r.Kind, Data: nest(r.Path, v)})
 			continue
 		}
+		set.kinds = append(set.kinds, s)
 		ids := []message.Identity{{Kind: s}}
 		if instance != "" {
 			ids = append(ids, message.Identity{Kind: s, Instance: instance})
@@ -95,27 +99,24 @@ func scopedContext(log *message.Log, instance string, scopes []string) ([]messag
 		for _, id := range ids {
 			v, ok, err := log.Value(id)
 			if err != nil {
-				return nil, err
+				return nil, scopeSet{}, err
 			}
 			if ok {
 				out = append(out, message.Message{Type: message.TypeData, Kind: id.Kind, Instance: id.Instance, Data: v})
 			}
 		}
 	}
-	return out, nil
+	return out, set, nil
 }
 
 // scopeSource returns the source a scoped call's references resolve
 // against: src (the log, or the call's instance of it) for the kinds in
 // scope, which reads what scopedContext gave; and for the references in
-// scope, a log of just their values (scoped, as scopedContext built it).
+// scope, a log of just their values (scoped and set, as scopedContext
+// returned them).
 // Reading the log itself rather than a log built of the kinds' values
 // keeps a call's cost flat as the state it sees grows.
-func scopeSource(src ref.Source, instance string, scopes []string, scoped []message.Message) (ref.Source, error) {
-	set, err := parseScopes(scopes)
-	if err != nil {
-		return nil, err
-	}
+func scopeSource(src ref.Source, instance string, set scopeSet, scoped []message.Message) (ref.Source, error) {
 	s := scopedSource{src: src, scopeSet: set}
 	var refs []message.Message
 	for _, m := range scoped {
