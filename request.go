@@ -503,7 +503,7 @@ func (b *Build) solutionSchema(output json.RawMessage, outputDefs []schema.Def, 
 // pays for the search.
 func (b *Build) invalidPart(output json.RawMessage, outputDefs []schema.Def, err error) error {
 	for i, sh := range b.shapes {
-		if _, terr := b.Registry.compile(sh.check); terr != nil {
+		if _, terr := sh.compiledCheck(b.Registry); terr != nil {
 			return fmt.Errorf("tool %q: %w", b.shapeNames[i], terr)
 		}
 	}
