@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/internal/limit"
+	"github.com/augceo/agent/provider/internal/stops"
 )
 
 // Defaults of [Config].
@@ -366,10 +366,7 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 		}
 	}
 	if stop != nil {
-		if len(stopped) > 1 {
-			slices.Sort(stopped)
-			stop.Others = stopped[1:]
-		}
+		stop.Others = stops.Others(stop.Index, stopped)
 		yield(nil, stop)
 	}
 }

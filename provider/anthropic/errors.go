@@ -13,6 +13,7 @@ import (
 
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/internal/limit"
+	"github.com/augceo/agent/provider/internal/stops"
 )
 
 // Stop reasons after which an answer is neither whole nor cut at the
@@ -54,7 +55,7 @@ var _ provider.SolutionError = (*StopError)(nil)
 
 // Solutions returns Index and Others: every solution the API stopped (see
 // [provider.SolutionError]).
-func (e *StopError) Solutions() []int { return append([]int{e.Index}, e.Others...) }
+func (e *StopError) Solutions() []int { return stops.Solutions(e.Index, e.Others) }
 
 // Error returns, for example, "anthropic: solution 0 stopped (refusal:
 // cyber): This request was declined because it could enable cyber harm."

@@ -12,6 +12,7 @@ import (
 
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/internal/limit"
+	"github.com/augceo/agent/provider/internal/stops"
 )
 
 // Sentinel errors.
@@ -63,7 +64,7 @@ var _ provider.SolutionError = (*FinishError)(nil)
 
 // Solutions returns Index and Others: every candidate the API stopped (see
 // [provider.SolutionError]).
-func (e *FinishError) Solutions() []int { return append([]int{e.Index}, e.Others...) }
+func (e *FinishError) Solutions() []int { return stops.Solutions(e.Index, e.Others) }
 
 // Error returns, for example, "gemini: solution 0 stopped (SAFETY:
 // HARM_CATEGORY_DANGEROUS_CONTENT)".

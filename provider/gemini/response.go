@@ -8,6 +8,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/internal/stops"
 )
 
 // answer turns a whole generateContent response into one chunk per
@@ -68,12 +69,7 @@ func first(a, b *FinishError) *FinishError {
 	case b.Index < a.Index:
 		a, b = b, a
 	}
-	for _, i := range append([]int{b.Index}, b.Others...) {
-		if i != a.Index && !slices.Contains(a.Others, i) {
-			a.Others = append(a.Others, i)
-		}
-	}
-	slices.Sort(a.Others)
+	a.Others = stops.Others(a.Index, slices.Concat(a.Others, b.Solutions()))
 	return a
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/internal/limit"
+	"github.com/augceo/agent/provider/internal/stops"
 )
 
 // Sentinel errors.
@@ -53,7 +54,7 @@ func (e *RefusalError) Error() string {
 
 // Solutions returns Index and Others: every solution that was refused or
 // filtered (see [provider.SolutionError]).
-func (e *RefusalError) Solutions() []int { return solutions(e.Index, e.Others) }
+func (e *RefusalError) Solutions() []int { return stops.Solutions(e.Index, e.Others) }
 
 // FilterError reports a solution that a content filter stopped:
 // finish_reason "content_filter", its text cut or empty. OpenAI sends it
@@ -86,12 +87,7 @@ func (e *FilterError) Error() string {
 
 // Solutions returns Index and Others: every solution that was filtered or
 // refused (see [provider.SolutionError]).
-func (e *FilterError) Solutions() []int { return solutions(e.Index, e.Others) }
-
-// solutions returns index followed by others, in a new slice.
-func solutions(index int, others []int) []int {
-	return append([]int{index}, others...)
-}
+func (e *FilterError) Solutions() []int { return stops.Solutions(e.Index, e.Others) }
 
 var (
 	_ provider.SolutionError = (*RefusalError)(nil)
@@ -130,22 +126,12 @@ func filtered(results []byte) []string {
 // choices refused or filtered, stopped, as its Others; nil when there is
 // neither.
 func stopError(refusal *RefusalError, filter *FilterError, stopped []int) error {
-	others := func(index int) []int {
-		var o []int
-		for _, i := range stopped {
-			if i != index && !slices.Contains(o, i) {
-				o = append(o, i)
-			}
-		}
-		slices.Sort(o)
-		return o
-	}
 	switch {
 	case refusal != nil && (filter == nil || refusal.Index <= filter.Index):
-		refusal.Others = others(refusal.Index)
+		refusal.Others = stops.Others(refusal.Index, stopped)
 		return refusal
 	case filter != nil:
-		filter.Others = others(filter.Index)
+		filter.Others = stops.Others(filter.Index, stopped)
 		return filter
 	}
 	return nil
