@@ -63,8 +63,10 @@ func (m *metrics) record(ctx context.Context, attrs []attribute.KeyValue, usage 
 // metricAttrs returns the attributes of a request's measurements: the
 // operation, the provider and its server, and the model asked for.
 // Nothing that varies from run to run: no ids, arguments or error texts.
-func (p *traced) metricAttrs(req *provider.Request) []attribute.KeyValue {
-	attrs := make([]attribute.KeyValue, 0, 3+len(p.endpoint))
+// They begin the attributes of its span too (requestAttrs): more is the
+// room left after them for the span's own.
+func (p *traced) metricAttrs(req *provider.Request, more int) []attribute.KeyValue {
+	attrs := make([]attribute.KeyValue, 0, 3+len(p.endpoint)+more)
 	attrs = append(attrs, semconv.GenAIOperationNameChat)
 	attrs = append(attrs, p.endpoint...)
 	if req.Model != "" {

@@ -131,19 +131,14 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 			if counted {
 				u = &usage
 			}
-			m.record(ctx, p.metricAttrs(req), u, platform.Now(ctx).Sub(start), failed)
+			m.record(ctx, p.metricAttrs(req, 0), u, platform.Now(ctx).Sub(start), failed)
 		}
 	}
 }
 
 // requestAttrs returns the attributes of a request's span.
 func (p *traced) requestAttrs(req *provider.Request) []attribute.KeyValue {
-	attrs := make([]attribute.KeyValue, 0, 8+len(p.endpoint))
-	attrs = append(attrs, semconv.GenAIOperationNameChat)
-	attrs = append(attrs, p.endpoint...)
-	if req.Model != "" {
-		attrs = append(attrs, semconv.GenAIRequestModel(req.Model))
-	}
+	attrs := p.metricAttrs(req, 5) // then the request's settings
 	if req.Schema != nil {
 		attrs = append(attrs, semconv.GenAIOutputTypeJSON)
 	} else {
