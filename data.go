@@ -191,21 +191,36 @@ func DataBlock(id message.Identity, value json.RawMessage, present bool, descrip
 // only on the blocks before it, so it renders the same at every step; a
 // compaction, which renders its blocks anew, starts over.
 type said struct {
-	instances   map[string]bool   // the kinds whose note on instances was said
-	input       bool              // the note on input was said
-	description map[string]string // the last description said of each kind
-	schema      map[string]string // the last schema said of each kind, compact
+	input bool                   // the note on input was said
+	kinds map[string]*saidOfKind // what was said of each kind
+}
+
+// saidOfKind is what a request's data blocks have said of one kind.
+type saidOfKind struct {
+	instances   bool   // the note on instances was said
+	description string // the last description said
+	schema      string // the last schema said, compact
+}
+
+// of returns what was said of kind, empty at first.
+func (sd *said) of(kind string) *saidOfKind {
+	k := sd.kinds[kind]
+	if k == nil {
+		if sd.kinds == nil {
+			sd.kinds = map[string]*saidOfKind{}
+		}
+		k = &saidOfKind{}
+		sd.kinds[kind] = k
+	}
+	return k
 }
 
 // block renders the first block of a data identity.
 func (sd *said) block(id message.Identity, value json.RawMessage, present bool, description string, schema json.RawMessage) string {
 	var s text
 	s.heading("Data", id)
-	if id.Instance != "" && !sd.instances[id.Kind] {
-		if sd.instances == nil {
-			sd.instances = map[string]bool{}
-		}
-		sd.instances[id.Kind] = true
+	if k := sd.of(id.Kind); id.Instance != "" && !k.instances {
+		k.instances = true
 		s.WriteString("Each _instance of ¶" + id.Kind + " overrides the global ¶" + id.Kind + " field by field for calls of that instance\n")
 	}
 	if id.Kind == message.KindInput && !sd.input {
@@ -235,22 +250,17 @@ func (t *text) heading(title string, id message.Identity) {
 // about writes to t what a data message says of its kind: its
 // description and its schema, each unless it is the last said of kind.
 func (sd *said) about(t *text, kind, description string, schema json.RawMessage) {
-	if description != "" && sd.description[kind] != description {
-		if sd.description == nil {
-			sd.description = map[string]string{}
-		}
-		sd.description[kind] = description
+	k := sd.of(kind)
+	if description != "" && k.description != description {
+		k.description = description
 		t.WriteString(description)
 		t.Byte('\n')
 	}
 	if schema == nil {
 		return
 	}
-	if c := compact(schema); sd.schema[kind] != c {
-		if sd.schema == nil {
-			sd.schema = map[string]string{}
-		}
-		sd.schema[kind] = c
+	if c := compact(schema); k.schema != c {
+		k.schema = c
 		t.WriteString("Schema for ¶" + kind + ":\n")
 		t.WriteString(c)
 		t.Byte('\n')
