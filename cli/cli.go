@@ -389,3 +389,11 @@ func noProviders(model string) error {
 	}
 	return fmt.Errorf("this program has no model providers%s: use the acts command (cmd/acts), or set cli.Env.Providers", model)
 }
+
+// readFile reads a file a command names, or standard input for "-".
+func readFile(stdin io.Reader, file string) ([]byte, error) {
+	if file == "-" {
+		return io.ReadAll(stdin)
+	}
+	return os.ReadFile(file)
+}

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/augceo/agent"
@@ -128,17 +127,12 @@ func readTurn(stdin io.Reader, said []turnMessage) ([]message.Message, error) {
 		file, fromFile := strings.CutPrefix(s.spec, "@")
 		if fromFile {
 			name += " " + s.spec
-			var err error
-			switch {
-			case file == "-" && stdinRead:
+			if file == "-" && stdinRead {
 				return nil, fmt.Errorf("%w: %s: standard input is read once, by the first @-", errUsage, name)
-			case file == "-":
-				stdinRead = true
-				data, err = io.ReadAll(stdin)
-			default:
-				data, err = os.ReadFile(file)
 			}
-			if err != nil {
+			stdinRead = stdinRead || file == "-"
+			var err error
+			if data, err = readFile(stdin, file); err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
 		}

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/message"
@@ -42,14 +41,8 @@ func planCmd(ctx context.Context, stdin io.Reader, stdout io.Writer, pos []strin
 	if len(pos) != 2 || (pos[0] != "validate" && pos[0] != "graph") {
 		return fmt.Errorf("%w: plan takes validate or graph, and FILE", errUsage)
 	}
-	var err error
 	file := pos[1]
-	var data []byte
-	if file == "-" {
-		data, err = io.ReadAll(stdin)
-	} else {
-		data, err = os.ReadFile(file)
-	}
+	data, err := readFile(stdin, file)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/ref"
@@ -37,14 +36,8 @@ func resolveCmd(_ context.Context, stdin io.Reader, stdout io.Writer, pos []stri
 	if len(pos) != 2 {
 		return fmt.Errorf("%w: resolve takes CONTEXT.json and EXPR", errUsage)
 	}
-	var err error
 	file, expr := pos[0], pos[1]
-	var data []byte
-	if file == "-" {
-		data, err = io.ReadAll(stdin)
-	} else {
-		data, err = os.ReadFile(file)
-	}
+	data, err := readFile(stdin, file)
 	if err != nil {
 		return err
 	}

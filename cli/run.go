@@ -494,16 +494,12 @@ func readInput(stdin io.Reader, spec string) ([]message.Message, error) {
 	}
 	data, name, lines := []byte(spec), "--input", false
 	if f, ok := strings.CutPrefix(spec, "@"); ok {
-		var b []byte
-		var err error
-		if f == "-" {
-			b, err = io.ReadAll(stdin)
-			f = "--input @-"
-		} else {
-			b, err = os.ReadFile(f)
-		}
+		b, err := readFile(stdin, f)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--input %s: %w", spec, err)
+		}
+		if f == "-" {
+			f = "--input @-"
 		}
 		data, name, lines = b, f, filepath.Ext(f) == ".jsonl"
 	}

@@ -419,7 +419,7 @@ func TestReadInput(t *testing.T) {
 		{`[{"_instance":3}]`, nil, "input 1"},
 		{`[{"_instance":"2","a":1},{"a":2}]`, nil, `--input: element 1 and element 2 are both instance "2"`},
 		{"{\"_instance\":\"k\",\"a\":1}\n\n{\"_instance\":\"k\",\"a\":2}", nil, `--input: line 1 and line 3 are both instance "k"`},
-		{"@/nonexistent/x.json", nil, "no such file"},
+		{"@/nonexistent/x.json", nil, "--input @/nonexistent/x.json: open /nonexistent/x.json: no such file"},
 		{"@-", []string{`1={"a":1}`, `k={"a":2}`}, ""},
 	} {
 		msgs, err := readInput(strings.NewReader(`{"a":1}`+"\n"+`{"_instance":"k","a":2}`), tt.spec)
