@@ -151,7 +151,9 @@ func (p *Provider) apiError(ctx context.Context, res *http.Response, err error) 
 		return own
 	}
 	pe := &provider.Error{Provider: p.cfg.Name}
+	var kind string // the error's type: which rate limit a 429 hit
 	if ae, ok := errors.AsType[*openai.Error](err); ok {
+		kind = ae.Type
 		pe.Status = ae.StatusCode
 		// The SDK reads a numeric code (llama-server's and OpenRouter's
 		// repeat of the status) as text; it is no code, as stringCode says.
@@ -165,7 +167,6 @@ func (p *Provider) apiError(ctx context.Context, res *http.Response, err error) 
 	}
 	if res != nil && res.StatusCode >= 400 {
 		pe.Status = res.StatusCode
-		pe.RetryAfter = retryAfter(res.Header)
 		if pe.Err == nil && res.Body != nil {
 			// The SDK leaves the body of an error response readable.
 			body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
@@ -178,6 +179,7 @@ func (p *Provider) apiError(ctx context.Context, res *http.Response, err error) 
 		if pe.Err == nil {
 			pe.Err = errors.New("empty error body")
 		}
+		pe.RetryAfter = retryAfter(res.Header, pe.Status, kind, pe.Err.Error())
 		refusedSchema(pe)
 		return pe
 	}
@@ -216,12 +218,17 @@ func refusedSchema(pe *provider.Error) {
 // when the body has none.
 func (p *Provider) inBandError(body []byte, fallback string) *provider.Error {
 	msg, code := errorBody(body)
-	return &provider.Error{
+	pe := &provider.Error{
 		Provider: p.cfg.Name,
 		Status:   streamStatus(body, code),
 		Code:     code,
 		Err:      errors.New(firstNonEmpty(msg, fallback)),
 	}
+	if pe.Status == http.StatusTooManyRequests {
+		// No headers come with it: the message alone may say when.
+		pe.RetryAfter = tryAgainIn(pe.Err.Error())
+	}
+	return pe
 }
 
 // errorBody reads the message and code of an error response. It knows
@@ -340,14 +347,52 @@ func stringCode(raw json.RawMessage) string {
 	return s
 }
 
-// retryAfter is the wait the server asks for: retry-after-ms or
-// Retry-After, else, for a rate limit that says nothing of the kind, the
-// reset of the limit it used up (see rateLimitReset).
-func retryAfter(h http.Header) time.Duration {
+// retryAfter is the wait the server asks for before the request is sent
+// again: retry-after-ms or Retry-After; else, for a 429, the wait its
+// message gives; else the reset of the rate limit used up (see
+// rateLimitReset). kind is the error's type, which for a 429 of OpenAI
+// names the limit: "tokens" or "requests"; msg is its message.
+func retryAfter(h http.Header, status int, kind, msg string) time.Duration {
 	if d := provider.RetryAfter(h); d > 0 {
 		return d
 	}
-	return rateLimitReset(h)
+	if status != http.StatusTooManyRequests {
+		return rateLimitReset(h)
+	}
+	// The message's figure is for this request: the reset headers say
+	// when a limit is whole again, which may be later than needed.
+	if d := tryAgainIn(msg); d > 0 {
+		return d
+	}
+	if d := rateLimitReset(h); d > 0 {
+		return d
+	}
+	// Every limit still has some left: this request needs more than
+	// remains. A request needs one request, so unless the type says
+	// requests (a per-minute limit is enforced over shorter spans too),
+	// what ran short is tokens, whole again at their reset.
+	if kind != "requests" {
+		kind = "tokens"
+	}
+	return resetDuration(h.Get("X-Ratelimit-Reset-" + kind))
+}
+
+// tryAgainIn reads the wait in the message of a 429 of OpenAI (and of
+// servers that copy it, such as Groq): "… Limit 30000, Used 27000,
+// Requested 8000. Please try again in 10s. …", a Go duration ("174ms",
+// "1.574s", "2m12.19s"); 0 when the message has none.
+func tryAgainIn(msg string) time.Duration {
+	const phrase = "try again in "
+	i := strings.Index(msg, phrase)
+	if i < 0 {
+		return 0
+	}
+	v, _, _ := strings.Cut(msg[i+len(phrase):], " ")
+	d, err := time.ParseDuration(strings.TrimRight(v, ".,;"))
+	if err != nil || d <= 0 {
+		return 0
+	}
+	return d
 }
 
 // rateLimitReset reads OpenAI's rate limit headers: for each of requests

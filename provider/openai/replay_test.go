@@ -187,6 +187,13 @@ func TestReplayErrors(t *testing.T) {
 				Message: "Rate limit reached for gpt-4o in organization org-abc123 on tokens per min (TPM): Limit 30000, Used 29500, Requested 1117. Please try again in 6.4s. Visit https://platform.openai.com/account/rate-limits to learn more."},
 		},
 		{
+			// A request bigger than what is left: no limit shows 0
+			// remaining, and the message says when enough is back.
+			name: "rate limit, the request bigger than what is left", file: "rate_limit_over.http", stream: true,
+			want: &apiErr{Provider: "openai", Status: 429, Code: "rate_limit_exceeded", RetryAfter: 10 * time.Second,
+				Message: "Rate limit reached for gpt-4o in organization org-abc123 on tokens per min (TPM): Limit 30000, Used 27000, Requested 8000. Please try again in 10s. Visit https://platform.openai.com/account/rate-limits to learn more."},
+		},
+		{
 			name: "rate limit", file: "rate_limit.http",
 			want: &apiErr{Provider: "openai", Status: 429, Code: "rate_limit_exceeded", RetryAfter: 1500 * time.Millisecond,
 				Message: "Rate limit reached for gpt-4o in organization org-abc123 on tokens per min (TPM): Limit 30000, Used 30000, Requested 1117. Please try again in 1.5s. Visit https://platform.openai.com/account/rate-limits to learn more."},
@@ -291,7 +298,7 @@ func TestReplayErrors(t *testing.T) {
 		{
 			// LiteLLM's proxy writes the status as a string.
 			name: "LiteLLM error event, its status a string in code", file: "stream_error_litellm.http", stream: true,
-			want: &apiErr{Provider: "openai", Status: 429, Code: "429",
+			want: &apiErr{Provider: "openai", Status: 429, Code: "429", RetryAfter: 2 * time.Second,
 				Message: "litellm.RateLimitError: RateLimitError: OpenAIException - Rate limit reached for gpt-4o-mini. Please try again in 2s."},
 		},
 		{
