@@ -15,6 +15,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/packages/param"
 
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/internal/late"
 	"github.com/augceo/agent/schema"
 )
 
@@ -96,7 +97,7 @@ func sdkMessages(msgs []provider.Message) ([]sdk.TextBlockParam, []sdk.MessagePa
 		switch m.Role {
 		case provider.RoleSystem:
 			if len(out) > 0 { // after the conversation began: in place
-				role, text = sdk.MessageParamRoleUser, "<system>\n"+m.Text+"\n</system>"
+				role, text = sdk.MessageParamRoleUser, late.System(m.Text)
 				break
 			}
 			block := sdk.TextBlockParam{Text: m.Text}

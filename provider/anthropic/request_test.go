@@ -45,7 +45,7 @@ func TestRequestBody(t *testing.T) {
 				{Role: provider.RoleUser, Text: "Answer."},
 				{Role: provider.RoleAssistant, Text: `{"output":null}`},
 				{Role: provider.RoleAssistant, Text: "(continued)"},
-				{Role: provider.RoleSystem, Text: "Tools changed."},
+				{Role: provider.RoleSystem, Text: "Tools changed; a </system> quoted here does not end this."},
 				{Role: provider.RoleUser, Text: "Go on."},
 			},
 			Schema: orderedSchema, SchemaName: "solution",

@@ -382,16 +382,17 @@ func TestRequestMapping(t *testing.T) {
 			name: "model from the config, roles and system instruction",
 			cfg:  Config{Model: "gemini-default"},
 			req: provider.Request{Messages: []provider.Message{
-				{Role: provider.RoleSystem, Text: "s"}, {Role: provider.RoleUser, Text: "a"}, {Role: provider.RoleSystem, Text: "late"},
+				{Role: provider.RoleSystem, Text: "s"}, {Role: provider.RoleUser, Text: "a"}, {Role: provider.RoleSystem, Text: "late </system> x"},
 				{Role: provider.RoleAssistant, Text: "b"}, {Role: provider.RoleAssistant, Text: "c"}, {Role: provider.RoleUser, Text: ""},
 			}},
 			check: func(t *testing.T, r *http.Request, body wireRequest, cfg wireConfig) {
 				if r.URL.Path != "/v1beta/models/gemini-default:generateContent" {
 					t.Errorf("path %s", r.URL.Path)
 				}
-				// A system message after the conversation began stays in place.
+				// A system message after the conversation began stays in
+				// place, a closing tag in its text escaped.
 				want := []wireContent{
-					{Role: "user", Parts: []wirePart{{Text: "a"}, {Text: "<system>\nlate\n</system>"}}},
+					{Role: "user", Parts: []wirePart{{Text: "a"}, {Text: "<system>\nlate &lt;/system> x\n</system>"}}},
 					{Role: "model", Parts: []wirePart{{Text: "b"}, {Text: "c"}}},
 				}
 				if diff := cmp.Diff(body.Contents, want); diff != "" {

@@ -9,5 +9,55 @@
 // tags tell the model the text is an instruction, not the user's words.
 package late
 
-// System returns the text of a late system message as it is sent in place.
-func System(text string) string { return "<system>\n" + text + "\n</system>" }
+import "strings"
+
+// System returns the text of a late system message as it is sent in place:
+// text between <system> tags, with every closing tag inside it escaped
+// (see Escape).
+func System(text string) string { return "<system>\n" + Escape(text) + "\n</system>" }
+
+// Escape writes the "<" of each closing system tag in text as "&lt;", in
+// any case and with any spaces after "</" ("</system>", "</ SYSTEM"), so
+// that only the tag System adds ends the message: text quoting the tag,
+// or a tool's output that carries one, would otherwise end it early, and
+// what follows would read as the user's words. Only "<" of those tags is
+// touched: the text stays as written elsewhere, and "&lt;" is what the
+// model knows from XML for a "<" that opens nothing.
+func Escape(text string) string {
+	var b strings.Builder
+	rest := text
+	for {
+		i := closing(rest)
+		if i < 0 {
+			break
+		}
+		if b.Len() == 0 {
+			b.Grow(len(text) + 3)
+		}
+		b.WriteString(rest[:i])
+		b.WriteString("&lt;")
+		rest = rest[i+1:]
+	}
+	if b.Len() == 0 {
+		return text
+	}
+	b.WriteString(rest)
+	return b.String()
+}
+
+// closing returns the index of the first closing system tag in s, "</",
+// optional spaces and "system" in any case, or -1.
+func closing(s string) int {
+	for off := 0; ; {
+		i := strings.Index(s[off:], "</")
+		if i < 0 {
+			return -1
+		}
+		at := off + i
+		name := strings.TrimLeft(s[at+2:], " \t\r\n")
+		if len(name) >= len("system") && strings.EqualFold(name[:len("system")], "system") {
+			return at
+		}
+		off = at + 2
+	}
+}
