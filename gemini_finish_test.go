@@ -36,11 +36,12 @@ func TestGeminiStoppedAnswers(t *testing.T) {
 	})
 }
 
-// TestGeminiSingleCandidate: Gemini 3 models refuse candidateCount above 1,
-// so with SingleCandidate the adapter leaves it out and the Request asks
-// once for each solution.
+// TestGeminiSingleCandidate: Gemini 3 models refuse candidateCount above 1.
+// With SingleCandidate the adapter never sends it; without, the refused
+// request is sent again at once without it, and later ones go without. In
+// both, the Request asks once for each solution.
 func TestGeminiSingleCandidate(t *testing.T) {
-	var sent atomic.Int32
+	var sent, refused atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			GenerationConfig struct {
@@ -48,6 +49,7 @@ func TestGeminiSingleCandidate(t *testing.T) {
 			} `json:"generationConfig"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.GenerationConfig.CandidateCount > 1 {
+			refused.Add(1)
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
 			fmt.Fprint(w, `{"error":{"code":400,"message":"Multiple candidates is not enabled for this model","status":"INVALID_ARGUMENT"}}`)
@@ -59,27 +61,30 @@ func TestGeminiSingleCandidate(t *testing.T) {
 	defer srv.Close()
 	msgs := []message.Message{message.Text("Pick a number.")}
 	for _, single := range []bool{false, true} {
-		sent.Store(0)
 		p, err := gemini.New(gemini.Config{APIKey: "k", BaseURL: srv.URL, Model: "gemini-3-pro", SingleCandidate: single})
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := agent.Request(context.Background(), agent.Config{Provider: p, N: 3}, json.RawMessage(`{"type":"integer"}`), msgs)
-		if !single {
-			if err == nil || !strings.Contains(err.Error(), "Multiple candidates") {
-				t.Errorf("without SingleCandidate: %v, want the API's 400", err)
+		for run := range 2 {
+			sent.Store(0)
+			refused.Store(0)
+			res, err := agent.Request(context.Background(), agent.Config{Provider: p, N: 3}, json.RawMessage(`{"type":"integer"}`), msgs)
+			if err != nil {
+				t.Fatalf("SingleCandidate %v, run %d: %v", single, run, err)
 			}
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, s := range res.Solutions {
-			got = append(got, string(s.Output))
-		}
-		if want := []string{"1", "2", "3"}; !slices.Equal(got, want) || sent.Load() != 3 {
-			t.Errorf("solutions %v after %d requests, want %v after 3", got, sent.Load(), want)
+			var got []string
+			for _, s := range res.Solutions {
+				got = append(got, string(s.Output))
+			}
+			// Only the first request without SingleCandidate is refused.
+			wantRefused := int32(0)
+			if !single && run == 0 {
+				wantRefused = 1
+			}
+			if want := []string{"1", "2", "3"}; !slices.Equal(got, want) || sent.Load() != 3 || refused.Load() != wantRefused {
+				t.Errorf("SingleCandidate %v, run %d: solutions %v after %d requests and %d refused, want %v after 3 and %d",
+					single, run, got, sent.Load(), refused.Load(), want, wantRefused)
+			}
 		}
 	}
 }

@@ -6,8 +6,9 @@
 //	...
 //	res, err := provider.Collect(p.Generate(ctx, req))
 //
-// Each Generate sends exactly one request: models/{model}:generateContent,
-// or :streamGenerateContent?alt=sse when the request streams. The SDK's own
+// Each Generate sends one request: models/{model}:generateContent, or
+// :streamGenerateContent?alt=sse when the request streams; a second only
+// when the model refused candidateCount (see Request). The SDK's own
 // retries stay off and so does its automatic continuation (which resends a
 // request with a continuation token); wrap the Provider in provider.Retry
 // to retry rate limits and server errors.
@@ -22,7 +23,9 @@
 // from there on. User and assistant messages become
 // contents with the roles "user" and "model"; consecutive messages of one
 // role are parts of one content, and empty messages are left out (the API
-// rejects empty parts). N is candidateCount, Temperature is temperature,
+// rejects empty parts). N is candidateCount (a model that refuses it
+// above 1, as Gemini 3 models do, is asked again for one candidate, and
+// sent none after that), Temperature is temperature,
 // MaxTokens is maxOutputTokens. A positive Thinking is thinkingConfig
 // {thinkingBudget: Thinking, includeThoughts: true}; a negative one is
 // {thinkingBudget: 0}, which turns thinking off on models that allow it

@@ -2,10 +2,13 @@ package gemini
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"net/http"
 	"os"
+	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/genai"
@@ -81,9 +84,11 @@ type Config struct {
 	ResponseSchema bool
 	// SingleCandidate leaves candidateCount out of every request, so that
 	// the API answers one candidate, and a Request for several solutions
-	// asks again for each: for models that refuse candidateCount above 1
-	// (Gemini 3 models answer 400 "Multiple candidates is not enabled for
-	// this model").
+	// asks again for each. Without it, a model that refuses candidateCount
+	// above 1 (Gemini 3 models answer 400 "Multiple candidates is not
+	// enabled for this model") is asked again at once without it, and not
+	// sent it again by this Provider: SingleCandidate only spares that
+	// first refused request.
 	SingleCandidate bool
 	// JSONSchema asked for responseJsonSchema when it was not the default.
 	//
@@ -102,6 +107,9 @@ type Provider struct {
 	openAPI  bool  // the schema goes in responseSchema
 	single   bool  // no candidateCount (Config.SingleCandidate)
 	maxBytes int64 // the cap on an answer, 0 for none
+	// oneCandidate holds the names of the models that refused a
+	// candidateCount above 1, which are sent none after that.
+	oneCandidate sync.Map
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -151,6 +159,11 @@ func New(cfg Config) (*Provider, error) {
 // stream is single-use. It never modifies req. See the package
 // documentation for how req and the answer are mapped.
 //
+// It sends one request, or two when the model refuses the candidateCount
+// that req.N asked for: then it asks again for one candidate (the caller
+// asks again for the rest, as of a server that answers fewer), and sends
+// that model no candidateCount from then on.
+//
 // Errors: ctx.Err() when ctx ends; a *provider.Error for an error response
 // or an error event; a *provider.TimeoutError when a timeout of Config
 // fires; a *provider.LimitError past Config.MaxAnswerBytes; an error
@@ -170,16 +183,27 @@ func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq
 			yield(nil, err)
 			return
 		}
-		ex := &exchange{}
-		ctx = context.WithValue(ctx, exchangeKey{}, ex)
-		if req.Stream {
-			p.stream(ctx, c, ex, yield)
-			return
+		if _, ok := p.oneCandidate.Load(c.model); ok {
+			c.config.CandidateCount = 0
 		}
-		resp, err := p.models.GenerateContent(ctx, c.model, c.contents, c.config)
-		if err != nil {
-			yield(nil, convertError(ctx, err, ex, false))
-			return
+		var resp *genai.GenerateContentResponse
+		for {
+			ex := &exchange{}
+			ctx := context.WithValue(ctx, exchangeKey{}, ex)
+			if req.Stream {
+				if p.stream(ctx, c, ex, yield) {
+					continue
+				}
+				return
+			}
+			resp, err = p.models.GenerateContent(ctx, c.model, c.contents, c.config)
+			if err == nil {
+				break
+			}
+			if err = convertError(ctx, err, ex, false); !p.refusedCandidates(c, err) {
+				yield(nil, err)
+				return
+			}
 		}
 		chunks, stop, err := answer(resp)
 		if err != nil {
@@ -197,11 +221,34 @@ func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq
 	}
 }
 
+// refusedCandidates reports whether err is the API's refusal of the
+// candidateCount above 1 that c asked for, and then takes candidateCount
+// out of c and remembers the model. Gemini 3 models answer 400 "Multiple
+// candidates is not enabled for this model", older ones "Only one
+// candidate can be specified"; the code, INVALID_ARGUMENT, is that of any
+// bad request, so the message tells, and any 400 that names candidates
+// while c asks for several is taken as one: one candidate is what a model
+// that takes several takes too.
+func (p *Provider) refusedCandidates(c *call, err error) bool {
+	if c.config.CandidateCount <= 1 {
+		return false
+	}
+	pe, ok := errors.AsType[*provider.Error](err)
+	if !ok || pe.Status != http.StatusBadRequest || pe.Err == nil || !strings.Contains(strings.ToLower(pe.Err.Error()), "candidate") {
+		return false
+	}
+	p.oneCandidate.Store(c.model, struct{}{})
+	c.config.CandidateCount = 0
+	return true
+}
+
 // stream runs one streamGenerateContent call. Text and thinking go out as
 // they arrive; the chunk that finishes a candidate is held back until the
 // next one, so that the very last chunk can carry the usage, which Gemini
-// completes only in the final event.
-func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func(*provider.Chunk, error) bool) {
+// completes only in the final event. It reports whether the API refused
+// c's candidateCount before anything was yielded (see refusedCandidates):
+// the call is then to be sent again, without it.
+func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func(*provider.Chunk, error) bool) bool {
 	var (
 		held     *provider.Chunk
 		usage    *genai.GenerateContentResponseUsageMetadata
@@ -227,12 +274,16 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 	for resp, err := range p.models.GenerateContentStream(ctx, c.model, c.contents, c.config) {
 		if err != nil {
 			// A failure after a 200 is a stream that broke.
-			fail(convertError(ctx, err, ex, ex.status >= 200 && ex.status < 300))
-			return
+			err = convertError(ctx, err, ex, ex.status >= 200 && ex.status < 300)
+			if len(order) == 0 && held == nil && p.refusedCandidates(c, err) {
+				return true
+			}
+			fail(err)
+			return false
 		}
 		if err := ctx.Err(); err != nil {
 			fail(err)
-			return
+			return false
 		}
 		if resp == nil {
 			continue
@@ -250,7 +301,7 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 			ch, err := chunk(cand)
 			if err != nil {
 				fail(err)
-				return
+				return false
 			}
 			if _, seen := finished[ch.Index]; !seen {
 				order = append(order, ch.Index)
@@ -261,10 +312,10 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 			}
 			if err := budget.Spend(ch); err != nil {
 				fail(err)
-				return
+				return false
 			}
 			if !flush() {
-				return
+				return false
 			}
 			if ch.Done {
 				finished[ch.Index] = true
@@ -273,13 +324,13 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 				continue
 			}
 			if !yield(ch, nil) {
-				return
+				return false
 			}
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		fail(err)
-		return
+		return false
 	}
 	if len(order) == 0 {
 		if block != nil {
@@ -287,12 +338,12 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 		} else {
 			fail(fmt.Errorf("gemini: %w: no candidate received", provider.ErrTruncated))
 		}
-		return
+		return false
 	}
 	for _, i := range order {
 		if !finished[i] {
 			fail(fmt.Errorf("gemini: %w: candidate %d has no finishReason", provider.ErrTruncated, i))
-			return
+			return false
 		}
 	}
 	if held == nil { // cannot happen: the last candidate to finish is held
@@ -302,4 +353,5 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 	if flush() && stop != nil {
 		yield(nil, stop)
 	}
+	return false
 }
