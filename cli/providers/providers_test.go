@@ -3,10 +3,17 @@ package providers_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/augceo/agent/cli"
@@ -117,5 +124,60 @@ func TestOllamaMaxTokens(t *testing.T) {
 	}
 	if !bytes.Contains(body, []byte(`"max_tokens":64`)) || bytes.Contains(body, []byte(`max_completion_tokens`)) {
 		t.Errorf("the limit does not go out as max_tokens:\n%s", body)
+	}
+}
+
+// TestGeminiSeveralSolutions: acts request --n 3 against a Gemini 3
+// model, which answers candidateCount above 1 with the API's 400, gives
+// three solutions: the refused request is sent again for one candidate,
+// and each later solution is asked alone.
+func TestGeminiSeveralSolutions(t *testing.T) {
+	t.Setenv("GEMINI_API_KEY", "k")
+	var mu sync.Mutex
+	var counts []int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			GenerationConfig struct {
+				CandidateCount int `json:"candidateCount"`
+			} `json:"generationConfig"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		counts = append(counts, body.GenerationConfig.CandidateCount)
+		n := len(counts)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+		if body.GenerationConfig.CandidateCount > 1 {
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error":{"code":400,"message":"Multiple candidates is not enabled for this model","status":"INVALID_ARGUMENT"}}`)
+			return
+		}
+		fmt.Fprintf(w, `{"candidates":[{"content":{"parts":[{"text":"{\"output\":{\"n\":%d}}"}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":5,"totalTokenCount":14}}`, n)
+	}))
+	defer srv.Close()
+	idea := filepath.Join(t.TempDir(), "idea.json")
+	if err := os.WriteFile(idea, []byte(`{"schema":{"type":"object"},"context":[{"type":"input","pick":"a number"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"request", idea, "--model", "gemini:gemini-3-pro-preview", "--base-url", srv.URL, "--n", "3", "--json"}
+	if code := cli.Main(context.Background(), args, cli.Env{Stdout: &stdout, Stderr: &stderr, Providers: providers.New}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var out struct {
+		Solutions []json.RawMessage `json:"solutions"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("%v: %s", err, stdout.String())
+	}
+	if len(out.Solutions) != 3 {
+		t.Errorf("%d solutions, want 3: %s", len(out.Solutions), stdout.String())
+	}
+	// The first asks for 3 and is refused; then one candidate each.
+	if want := []int{3, 0, 0, 0}; !slices.Equal(counts, want) {
+		t.Errorf("candidateCount of each request %v, want %v", counts, want)
 	}
 }
