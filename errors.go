@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/augceo/agent/provider"
 )
@@ -59,15 +60,59 @@ type InvalidError struct {
 	// the Repair event of a solution the provider stopped (see Config.N),
 	// it is the provider.SolutionError.
 	Err error
-	// Usage sums the requests that produced it, repairs included.
+	// Usage sums the requests that produced it, repairs included; with
+	// Config.N > 1, those of the Request until then, as its first request
+	// answered every solution.
 	Usage provider.Usage
 }
 
-func (e *InvalidError) Error() string {
-	return fmt.Sprintf("agent: solution %d invalid after %d attempts: %v", e.Index, e.Attempts, e.Err)
+func (e *InvalidError) Error() string { return "agent: " + e.what() }
+
+// what is the error's text without the package.
+func (e *InvalidError) what() string {
+	return fmt.Sprintf("solution %d invalid after %d attempts: %v", e.Index, e.Attempts, e.Err)
 }
 
 func (e *InvalidError) Unwrap() error { return e.Err }
+
+// NoSolutionError reports a Request for several solutions (Config.N > 1)
+// that ends with none: each one the provider answered was left out (see
+// Event.Lost), and the provider gave no other.
+type NoSolutionError struct {
+	N int // the solutions asked for
+	// Lost says why each answered solution was left out, in order; the
+	// N - len(Lost) others the provider never gave.
+	Lost []*InvalidError
+	// Usage sums every request made, repairs included.
+	Usage provider.Usage
+}
+
+// Error returns, for example, "agent: no good solution of 3: solution 0
+// invalid after 3 attempts: at /output: …; solution 2 invalid after 1
+// attempts: …; 1 not given".
+func (e *NoSolutionError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "agent: no good solution of %d: ", e.N)
+	for i, inv := range e.Lost {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(inv.what())
+	}
+	if k := e.N - len(e.Lost); k > 0 {
+		fmt.Fprintf(&b, "; %d not given", k)
+	}
+	return b.String()
+}
+
+// Unwrap returns the error of each solution left out.
+func (e *NoSolutionError) Unwrap() []error {
+	errs := make([]error, len(e.Lost))
+	for i, inv := range e.Lost {
+		errs[i] = inv
+	}
+	return errs
+}
 
 // MessageError reports a context message a handler could not use.
 type MessageError struct {

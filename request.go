@@ -45,9 +45,14 @@ type Config struct {
 	// none, or fails, the solutions it gave stand. A solution the provider
 	// stopped (a provider.SolutionError: a refusal, a content filter) is
 	// none: while others ended well, it is asked again, after a Repair
-	// event, and when it stops again the others stand. The request fails
-	// with the provider's error only when no solution is left. A solution
-	// left out moves those after it down in Response.Solutions.
+	// event, and when it stops again the others stand. So do they when
+	// one stays invalid after its repairs, or a repair fails: an Event's
+	// Lost, and a warning in the log, name the solution left out and why.
+	// A solution left out moves those after it down in
+	// Response.Solutions. The request fails only when no solution is
+	// left: with N 1, with that solution's error (the provider's, or an
+	// *InvalidError); else with a *NoSolutionError, or the provider's
+	// error when it stopped every one at once.
 	N int
 	// Temperature, MaxTokens and Thinking (a reasoning budget in tokens,
 	// negative for none) are passed to the provider; zero leaves its default.
@@ -219,6 +224,14 @@ type Event struct {
 	// the provider stopped that is being asked again (see Config.N; its
 	// Err is then the provider.SolutionError).
 	Repair *InvalidError
+	// Lost reports a solution left out of the Response (see Config.N):
+	// it stayed invalid after its repairs, a repair failed, or the
+	// provider stopped it again. Err says why and Raw is its last
+	// answer; its events yielded before are not taken back, and none
+	// follows. Response.Solutions are the solutions without a Lost
+	// event, in order; when none is left, the stream ends with a
+	// *NoSolutionError instead.
+	Lost *InvalidError
 	// Response is the final result, the last event.
 	Response *Response
 
@@ -261,7 +274,8 @@ func Request(ctx context.Context, cfg Config, schema json.RawMessage, context []
 }
 
 // Stream is Request as a stream of events: thinking text and callback
-// elements while the answer arrives, repairs, and finally the Response.
+// elements while the answer arrives, repairs, solutions left out, and
+// finally the Response.
 // It is single-use and runs on the caller's goroutine; breaking out of it
 // cancels the provider call.
 func Stream(ctx context.Context, cfg Config, userSchema json.RawMessage, msgs []message.Message) iter.Seq2[Event, error] {
@@ -331,19 +345,49 @@ func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, err
 		}
 		return
 	}
-	resp.Solutions = make([]Solution, len(given))
-	for i, g := range given {
-		sol, err := repair(ctx, cfg, req, p.compiled, p.build.solutionChecks, g.index, g.text, g.finish, resp, yield)
-		if err != nil {
+	n := max(req.N, 1)
+	var lost []*InvalidError
+	// lose leaves solution inv.Index out: the others may stand (see
+	// Config.N).
+	lose := func(inv *InvalidError) bool {
+		inv.Usage = resp.Usage
+		lost = append(lost, inv)
+		logger(cfg).WarnContext(ctx, "a solution is left out", "index", inv.Index, "error", inv.Err)
+		return yield(Event{Lost: inv}, nil)
+	}
+	for _, g := range given {
+		if g.lost != nil {
+			if !lose(g.lost) {
+				return
+			}
+			continue
+		}
+		sol, inv, err := repair(ctx, cfg, req, p.compiled, p.build.solutionChecks, g.index, g.text, g.finish, resp, yield)
+		switch {
+		case err == errStopped:
+			return
+		case err != nil && (n == 1 || ctx.Err() != nil):
+			// The one solution asked for: its own error, as it is.
 			if inv, ok := err.(*InvalidError); ok {
 				inv.Usage = resp.Usage
 			}
-			if err != errStopped {
-				yield(Event{}, err)
-			}
+			yield(Event{}, err)
 			return
+		case err != nil:
+			if err != error(inv) { // a repair request failed
+				inv = &InvalidError{Index: inv.Index, Attempts: inv.Attempts, Raw: inv.Raw,
+					Err: fmt.Errorf("%w; its repair failed: %w", inv.Err, err)}
+			}
+			if !lose(inv) {
+				return
+			}
+			continue
 		}
-		resp.Solutions[i] = *sol
+		resp.Solutions = append(resp.Solutions, *sol)
+	}
+	if len(resp.Solutions) == 0 {
+		yield(Event{}, &NoSolutionError{N: n, Lost: lost, Usage: resp.Usage})
+		return
 	}
 	yield(Event{Response: resp}, nil)
 }
@@ -584,11 +628,15 @@ type answer struct {
 	stopped bool
 }
 
-// given is the text of one solution as the provider gave it.
+// given is the text of one solution as the provider gave it, or why it
+// has none.
 type given struct {
 	index  int    // the solution, as its events number it
 	text   string // its text
 	finish string // the provider's finish reason
+	// lost, for a solution the provider answered but did not give in the
+	// end (it stopped it, or failed while it was asked again), says why.
+	lost *InvalidError
 }
 
 // generate runs one provider call, yielding thinking and callback
@@ -599,9 +647,10 @@ type given struct {
 // provider.SolutionError: a refusal, a content filter) while others ended
 // well is asked again for those, each in its own place, after a Repair
 // event for it. When the provider then gives none, fails, or stops one
-// again, the solutions it gave stand: they were paid for. With none
-// given, or every one stopped, the request fails with the provider's
-// error.
+// again, the solutions it gave stand: they were paid for. Those it had
+// answered and did not give are returned lost, with why; those it never
+// answered are left out. With none given, or every one stopped, the
+// request fails with the provider's error.
 func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Response, yield func(Event, error) bool) ([]given, error) {
 	var answers []*answer
 	err := send(ctx, &cfg, req, nil, &answers, resp, yield)
@@ -611,7 +660,16 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 	if len(answers) == 0 {
 		return nil, fmt.Errorf("agent: provider: empty answer")
 	}
-	for n := max(req.N, 1); ; {
+	n := max(req.N, 1)
+	// Of each solution: how many answers it had, the text of the last one
+	// taken back, and why that was.
+	tries, raws, why := make([]int, n), make([]string, n), make([]error, n)
+	for i, a := range answers {
+		if a != nil {
+			tries[i]++
+		}
+	}
+	for {
 		// Where the solutions asked for go: the places of those stopped
 		// and of those never given.
 		var slots []int
@@ -626,7 +684,8 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 		logger(cfg).DebugContext(ctx, "asking for the solutions the provider did not give", "given", count(answers), "n", n, "error", err)
 		for _, i := range slots {
 			if i < len(answers) && answers[i] != nil { // stopped: its pieces start again
-				inv := &InvalidError{Index: i, Attempts: 1, Raw: answers[i].text.String(), Err: stopErr(err)}
+				raws[i], why[i] = answers[i].text.String(), stopErr(err)
+				inv := &InvalidError{Index: i, Attempts: tries[i], Raw: raws[i], Err: why[i]}
 				if !yield(Event{Repair: inv}, nil) {
 					return nil, errStopped
 				}
@@ -643,12 +702,16 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 		for _, i := range slots {
 			if i < len(answers) && answers[i] != nil {
 				given++
+				tries[i]++
 			}
 		}
 		if err != nil && !stopSome(err, slots, answers) {
 			for _, i := range slots {
-				if i < len(answers) {
-					answers[i] = nil // what a failed stream left is no solution
+				if i < len(answers) && answers[i] != nil {
+					// What a failed stream left is no solution; its
+					// text stays with why.
+					raws[i], why[i] = answers[i].text.String(), err
+					answers[i] = nil
 				}
 			}
 		}
@@ -659,7 +722,15 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 	}
 	var out []given
 	for i, a := range answers {
-		if a == nil || a.stopped {
+		switch {
+		case a != nil && a.stopped: // stopped by the last call
+			inv := &InvalidError{Index: i, Attempts: tries[i], Raw: a.text.String(), Err: stopErr(err)}
+			out = append(out, given{index: i, lost: inv})
+			continue
+		case a == nil && why[i] != nil:
+			out = append(out, given{index: i, lost: &InvalidError{Index: i, Attempts: tries[i], Raw: raws[i], Err: why[i]}})
+			continue
+		case a == nil:
 			continue
 		}
 		if a.x != nil {
@@ -821,8 +892,10 @@ func emit(i int, els []jsonstream.Element, yield func(Event, error) bool) bool {
 }
 
 // repair validates solution i, which ended for the reason finish, and
-// re-asks while it is invalid.
-func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *schema.Schema, checks []func(json.RawMessage) error, i int, text, finish string, resp *Response, yield func(Event, error) bool) (*Solution, error) {
+// re-asks while it is invalid. It returns the solution, or the error that
+// ends it with the last answer's *InvalidError: that error itself once
+// the repairs are spent, else the error of the repair request that failed.
+func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *schema.Schema, checks []func(json.RawMessage) error, i int, text, finish string, resp *Response, yield func(Event, error) bool) (*Solution, *InvalidError, error) {
 	limit := cfg.MaxRepairs
 	if limit == 0 {
 		limit = DefaultMaxRepairs
@@ -838,17 +911,17 @@ func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *sc
 			}
 		}
 		if err == nil {
-			return sol, nil
+			return sol, nil, nil
 		}
 		if tokenLimit(finish) {
 			err = fmt.Errorf("%w (finish reason %q): %w", ErrAnswerCut, finish, err)
 		}
 		inv := &InvalidError{Index: i, Attempts: attempt, Raw: text, Err: err}
 		if attempt > limit {
-			return nil, inv
+			return nil, inv, inv
 		}
 		if !yield(Event{Repair: inv}, nil) {
-			return nil, errStopped
+			return nil, inv, errStopped
 		}
 		logger(cfg).DebugContext(ctx, "repairing an invalid solution", "index", i, "attempt", attempt, "error", err)
 		msgs = append(msgs[:len(msgs):len(msgs)],
@@ -858,7 +931,7 @@ func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *sc
 		fix.Messages, fix.N = msgs, 1
 		got, err := generate(ctx, Config{Provider: cfg.Provider, CallbackPath: cfg.CallbackPath}, &fix, resp, asSolution(i, yield))
 		if err != nil {
-			return nil, err
+			return nil, inv, err
 		}
 		text, finish = got[0].text, got[0].finish
 	}

@@ -565,8 +565,9 @@ func (e stopError) Solutions() []int { return e }
 // refusal, a content filter) are no solutions. A Repair event for each
 // says that its pieces start again, and the request asks again for the
 // two, whose events carry their own index. When the provider then fails,
-// or stops them again, the solution left stands, with a warning; the
-// usage sums every request.
+// or stops them again, the solution left stands, with a warning, and a
+// Lost event for each solution left out, with its last text; the usage
+// sums every request.
 func TestRequestStoppedSolutions(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
@@ -617,6 +618,8 @@ func TestRequestStoppedSolutions(t *testing.T) {
 						t.Errorf("repair %v, want the provider's error", ev.Repair)
 					}
 					events = append(events, fmt.Sprintf("repair %d %s", ev.Repair.Index, ev.Repair.Raw))
+				case ev.Lost != nil:
+					events = append(events, fmt.Sprintf("lost %d %s", ev.Lost.Index, ev.Lost.Raw))
 				case ev.Response != nil:
 					resp = ev.Response
 				}
@@ -638,8 +641,13 @@ func TestRequestStoppedSolutions(t *testing.T) {
 				t.Errorf("usage %+v, want the two requests'", resp.Usage)
 			}
 			wantEvents := []string{"output 1 2", "output 2 3", `repair 0 {"output":`, `repair 2 {"output":3}`, "output 0 4"}
-			if tt.name == "answered" {
+			switch tt.name {
+			case "answered":
 				wantEvents = append(wantEvents, "output 2 5")
+			case "stopped again":
+				wantEvents = append(wantEvents, `lost 2 {"outp`)
+			case "failed":
+				wantEvents = append(wantEvents, `lost 0 {"output":4}`, `lost 2 {"output":3}`)
 			}
 			if d := cmp.Diff(events, wantEvents); d != "" {
 				t.Errorf("events (-got +want):\n%s", d)
