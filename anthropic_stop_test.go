@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -99,6 +100,76 @@ func writeAnthropic(w http.ResponseWriter, stream bool, text, reason string) {
 	fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-test\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n")
 	fmt.Fprint(w, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
 	fmt.Fprintf(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"%s\"}}\n\n", text)
+	fmt.Fprint(w, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
+	fmt.Fprintf(w, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":%q,\"stop_sequence\":null},\"usage\":{\"output_tokens\":5}}\n\n", reason)
+	fmt.Fprint(w, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+}
+
+// TestAnthropicToolCut: in tool mode (anthropic.Config.ToolOutput), an
+// answer stopped at max_tokens is cut whether it is streamed, its input
+// the partial_json that arrived, or whole, its input what the API parsed
+// of it, which may be empty or pass the schema all the same (the API
+// sends only the parameters the model finished). Each is re-asked as cut
+// and ends with ErrAnswerCut, never taken for a whole answer.
+func TestAnthropicToolCut(t *testing.T) {
+	out := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"},"more":{"type":"string"}},"required":["n"]}`)
+	for _, tt := range []struct {
+		name    string
+		stream  bool
+		input   string // the tool's input: its partial_json when streamed
+		wantRaw string
+	}{
+		{"whole, partial input", false, `{"output":{"n":12}}`, `{"output":{"n":12}`},
+		{"whole, empty input", false, `{}`, `{`},
+		{"streamed", true, `{"output":{"n":12},"more":"ab`, `{"output":{"n":12},"more":"ab`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var sent atomic.Int32
+			var repairPrompt string
+			_, err := stoppedRequest(t, func(w http.ResponseWriter, r *http.Request) {
+				if sent.Add(1) == 2 {
+					var body struct {
+						Messages []struct {
+							Content []struct{ Text string } `json:"content"`
+						} `json:"messages"`
+					}
+					_ = json.NewDecoder(r.Body).Decode(&body)
+					if m := body.Messages; len(m) > 0 && len(m[len(m)-1].Content) > 0 {
+						repairPrompt = m[len(m)-1].Content[0].Text
+					}
+				}
+				writeAnthropicTool(w, tt.stream, tt.input, "max_tokens")
+			}, func(url string) (provider.Provider, error) {
+				return anthropic.New(anthropic.Config{APIKey: "test-key", BaseURL: url, Model: "claude-test", ToolOutput: true})
+			}, agent.Config{MaxRepairs: 1, Stream: tt.stream}, out)
+			inv, ok := errors.AsType[*agent.InvalidError](err)
+			if !ok || !errors.Is(err, agent.ErrAnswerCut) || inv.Raw != tt.wantRaw {
+				t.Fatalf("got %v, want an InvalidError wrapping ErrAnswerCut with Raw %s", err, tt.wantRaw)
+			}
+			if got := sent.Load(); got != 2 {
+				t.Errorf("%d requests, want 2", got)
+			}
+			if !strings.Contains(repairPrompt, "reached the output token limit") {
+				t.Errorf("repair prompt %q, want it to say the answer was cut", repairPrompt)
+			}
+		})
+	}
+}
+
+// writeAnthropicTool answers with the forced tool "solution", its input
+// given as JSON, stopped for reason: whole, the input as the API parsed
+// it, or streamed, the input the partial_json of one delta.
+func writeAnthropicTool(w http.ResponseWriter, stream bool, input, reason string) {
+	if !stream {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[{"type":"tool_use","id":"toolu_1","name":"solution","input":%s}],"stop_reason":%q,"stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":5}}`, input, reason)
+		return
+	}
+	partial, _ := json.Marshal(input)
+	w.Header().Set("Content-Type", "text/event-stream")
+	fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-test\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n")
+	fmt.Fprint(w, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"solution\",\"input\":{}}}\n\n")
+	fmt.Fprintf(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":%s}}\n\n", partial)
 	fmt.Fprint(w, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
 	fmt.Fprintf(w, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":%q,\"stop_sequence\":null},\"usage\":{\"output_tokens\":5}}\n\n", reason)
 	fmt.Fprint(w, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")

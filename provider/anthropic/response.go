@@ -8,7 +8,9 @@ import (
 	"iter"
 	"net/http"
 	"strings"
+	"unicode"
 
+	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/anthropics/anthropic-sdk-go/packages/ssestream"
 
@@ -58,6 +60,9 @@ func (c *call) message(ctx context.Context, i int) iter.Seq2[*provider.Chunk, er
 		chunk.Text, chunk.Thinking = text.String(), thinking.String()
 		if used {
 			chunk.Text = input.String()
+			if msg.StopReason == sdk.StopReasonMaxTokens {
+				chunk.Text = cutInput(chunk.Text)
+			}
 		}
 		u := usageOf(msg.Usage).usage()
 		chunk.Usage = &u
@@ -68,6 +73,15 @@ func (c *call) message(ctx context.Context, i int) iter.Seq2[*provider.Chunk, er
 			yield(nil, stop)
 		}
 	}
+}
+
+// cutInput returns the input of a forced tool that max_tokens cut, as a
+// whole answer sends it, without its closing brace. The API sends only the
+// parameters the model finished, in a closed object that may pass the
+// schema; without the brace it reads as cut, as the partial_json of a
+// stream does, so that the caller never takes it for a whole answer.
+func cutInput(input string) string {
+	return strings.TrimSuffix(strings.TrimRightFunc(input, unicode.IsSpace), "}")
 }
 
 // events sends a streamed request and yields a chunk per piece of text or

@@ -16,7 +16,7 @@ import (
 
 // TestReplayStopped replays answers the API stopped before their end: by
 // a refusal, by the model's context window, and a forced tool's input cut
-// at max_tokens. Each yields the text that arrived and its stop_reason;
+// at max_tokens, streamed and whole. Each yields the text that arrived and its stop_reason;
 // the refusal and the context window end with a *StopError that says
 // which, and why.
 func TestReplayStopped(t *testing.T) {
@@ -62,6 +62,13 @@ func TestReplayStopped(t *testing.T) {
 			// No error: the caller reports a cut answer.
 			name: "forced tool cut at max_tokens", file: "stream_tool_max_tokens.sse", stream: true, tool: true,
 			want: &provider.Result{Texts: []string{`{"output": {"answer": "Paris"}, "calls": [`}, Thinking: []string{""},
+				FinishReasons: []string{"max_tokens"}, Usage: provider.Usage{Input: 472, Output: 16}},
+		},
+		{
+			// The API sends the parameters the model finished, closed:
+			// without the brace, the answer reads as cut, as streamed.
+			name: "forced tool cut at max_tokens, whole", file: "message_tool_max_tokens.json", tool: true,
+			want: &provider.Result{Texts: []string{`{"output":{"answer":"Paris"}`}, Thinking: []string{""},
 				FinishReasons: []string{"max_tokens"}, Usage: provider.Usage{Input: 472, Output: 16}},
 		},
 	} {
