@@ -11,7 +11,8 @@ import (
 
 // TestEndpoints checks that each adapter, retried or not, says where it
 // sends requests: what a durable run saves so a resume calls the same
-// server.
+// server, and the model of a request that names none, which telemetry
+// records.
 func TestEndpoints(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", "")
 	t.Setenv("ANTHROPIC_BASE_URL", "")
@@ -23,7 +24,7 @@ func TestEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ge, err := gemini.New(gemini.Config{APIKey: "k", BaseURL: "http://127.0.0.1:9/"})
+	ge, err := gemini.New(gemini.Config{APIKey: "k", BaseURL: "http://127.0.0.1:9/", Model: "gemini-2.5-flash"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,10 +32,10 @@ func TestEndpoints(t *testing.T) {
 		p    provider.Provider
 		want provider.Endpoint
 	}{
-		{oa, provider.Endpoint{Provider: "vllm", BaseURL: "http://127.0.0.1:8000/v1"}},
-		{provider.Retry(oa, provider.RetryConfig{}), provider.Endpoint{Provider: "vllm", BaseURL: "http://127.0.0.1:8000/v1"}},
-		{an, provider.Endpoint{Provider: "anthropic", BaseURL: anthropic.DefaultBaseURL}},
-		{ge, provider.Endpoint{Provider: "gemini", BaseURL: "http://127.0.0.1:9/"}},
+		{oa, provider.Endpoint{Provider: "vllm", BaseURL: "http://127.0.0.1:8000/v1", Model: "m"}},
+		{provider.Retry(oa, provider.RetryConfig{}), provider.Endpoint{Provider: "vllm", BaseURL: "http://127.0.0.1:8000/v1", Model: "m"}},
+		{an, provider.Endpoint{Provider: "anthropic", BaseURL: anthropic.DefaultBaseURL, Model: anthropic.DefaultModel}},
+		{ge, provider.Endpoint{Provider: "gemini", BaseURL: "http://127.0.0.1:9/", Model: "gemini-2.5-flash"}},
 	} {
 		d, ok := tt.p.(provider.Describer)
 		if !ok {

@@ -34,6 +34,9 @@ func (f Func) Generate(ctx context.Context, req *Request) iter.Seq2[*Chunk, erro
 type Endpoint struct {
 	Provider string `json:"provider"`          // the adapter: "openai", "anthropic", "gemini"
 	BaseURL  string `json:"baseURL,omitempty"` // the API's root
+	// Model is the model a Request that names none is sent to: the
+	// adapter's configured default, empty when it has none.
+	Model string `json:"model,omitempty"`
 }
 
 // Describer is a Provider that says its Endpoint.
@@ -106,6 +109,10 @@ type Chunk struct {
 	FinishReason string
 	// Usage is set on the last chunk of the stream.
 	Usage *Usage
+	// Model is the model that answered, as the provider named it (often a
+	// dated version of the one asked for: "gpt-5-mini-2025-08-07"). It is
+	// set with Usage, on the last chunk, when the response said it.
+	Model string
 }
 
 // Usage counts tokens, normalised across providers: Input excludes cached

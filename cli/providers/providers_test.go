@@ -33,13 +33,13 @@ func TestNew(t *testing.T) {
 		name, baseURL string
 		want          provider.Endpoint
 	}{
-		{"openai", "", provider.Endpoint{Provider: "openai", BaseURL: "https://api.openai.com/v1/"}},
-		{"openai", "http://proxy/v1", provider.Endpoint{Provider: "openai", BaseURL: "http://proxy/v1"}},
-		{"anthropic", "http://proxy", provider.Endpoint{Provider: "anthropic", BaseURL: "http://proxy"}},
-		{"gemini", "http://proxy", provider.Endpoint{Provider: "gemini", BaseURL: "http://proxy"}},
-		{"google", "http://proxy", provider.Endpoint{Provider: "gemini", BaseURL: "http://proxy"}},
-		{"ollama", "", provider.Endpoint{Provider: "ollama", BaseURL: "http://localhost:11434/v1"}},
-		{"vllm", "http://gpu:8000/v1", provider.Endpoint{Provider: "vllm", BaseURL: "http://gpu:8000/v1"}},
+		{"openai", "", provider.Endpoint{Provider: "openai", BaseURL: "https://api.openai.com/v1/", Model: "m"}},
+		{"openai", "http://proxy/v1", provider.Endpoint{Provider: "openai", BaseURL: "http://proxy/v1", Model: "m"}},
+		{"anthropic", "http://proxy", provider.Endpoint{Provider: "anthropic", BaseURL: "http://proxy", Model: "m"}},
+		{"gemini", "http://proxy", provider.Endpoint{Provider: "gemini", BaseURL: "http://proxy", Model: "m"}},
+		{"google", "http://proxy", provider.Endpoint{Provider: "gemini", BaseURL: "http://proxy", Model: "m"}},
+		{"ollama", "", provider.Endpoint{Provider: "ollama", BaseURL: "http://localhost:11434/v1", Model: "m"}},
+		{"vllm", "http://gpu:8000/v1", provider.Endpoint{Provider: "vllm", BaseURL: "http://gpu:8000/v1", Model: "m"}},
 	} {
 		p, err := providers.New(context.Background(), tt.name, "m", tt.baseURL)
 		if err != nil {

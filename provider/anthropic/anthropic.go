@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"iter"
@@ -292,6 +293,7 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 	}
 	var (
 		total   provider.Usage
+		model   string                         // the model the last finished request named
 		stop    *StopError                     // the lowest solution the API stopped
 		stopped []int                          // every solution the API stopped
 		pending = make([][]*provider.Chunk, n) // chunks of the solutions after cur
@@ -299,11 +301,12 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 		cur     int                            // the solution being yielded live
 	)
 	// emit yields a chunk; the Done chunk of the last solution, which comes
-	// after every other, carries the usage of all n requests.
+	// after every other, carries the usage of all n requests, and a model
+	// that answered.
 	emit := func(chunk *provider.Chunk) bool {
 		if chunk.Done && chunk.Index == n-1 {
 			u := total
-			chunk.Usage = &u
+			chunk.Usage, chunk.Model = &u, model
 		}
 		return yield(chunk, nil)
 	}
@@ -340,7 +343,8 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 			if chunk.Usage != nil {
 				total.Add(*chunk.Usage)
 			}
-			chunk.Usage = nil
+			model = cmp.Or(chunk.Model, model)
+			chunk.Usage, chunk.Model = nil, ""
 		}
 		if chunk.Index != cur {
 			pending[chunk.Index] = append(pending[chunk.Index], chunk)

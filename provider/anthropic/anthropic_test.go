@@ -98,8 +98,8 @@ func TestSeveralSolutions(t *testing.T) {
 			texts := make([]string, 3)
 			for i, c := range chunks {
 				texts[c.Index] += c.Text
-				if last := i == len(chunks)-1; (c.Usage != nil) != last {
-					t.Errorf("chunk %d of %d has usage %v: want it on the last chunk only", i, len(chunks), c.Usage)
+				if last := i == len(chunks)-1; (c.Usage != nil) != last || (c.Model != "") != last {
+					t.Errorf("chunk %d of %d has usage %v and model %q: want them on the last chunk only", i, len(chunks), c.Usage, c.Model)
 				}
 				if i > 0 && c.Index < chunks[i-1].Index {
 					t.Errorf("chunk %d is of solution %d, after one of solution %d: want them in order", i, c.Index, chunks[i-1].Index)
@@ -114,6 +114,9 @@ func TestSeveralSolutions(t *testing.T) {
 			want := provider.Usage{Input: 30, Output: 15, Thinking: 6, CacheRead: 9, CacheWrite: 3}
 			if got := chunks[len(chunks)-1].Usage; got == nil || *got != want {
 				t.Errorf("usage %+v, want %+v", got, want)
+			}
+			if got := chunks[len(chunks)-1].Model; got != testModel {
+				t.Errorf("model %q, want %q", got, testModel)
 			}
 			if got := len(f.requests()); got != 3 {
 				t.Errorf("the server got %d requests, want 3", got)

@@ -18,7 +18,8 @@ import (
 )
 
 // solution sends the call's request once and yields the chunks of solution
-// i; its last chunk is Done and carries the usage of this one request.
+// i; its last chunk is Done and carries the usage of this one request, and
+// the model that answered it.
 // began, when not nil, is called once the response begins (of a stream,
 // at its first event).
 func (c *call) solution(ctx context.Context, i int, began func()) iter.Seq2[*provider.Chunk, error] {
@@ -65,7 +66,7 @@ func (c *call) message(ctx context.Context, i int) iter.Seq2[*provider.Chunk, er
 			}
 		}
 		u := usageOf(msg.Usage).usage()
-		chunk.Usage = &u
+		chunk.Usage, chunk.Model = &u, string(msg.Model)
 		if !yield(chunk, nil) {
 			return
 		}
@@ -111,6 +112,7 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 		var (
 			started    bool // whether an event arrived
 			usage      tokens
+			model      string // message_start's
 			stopReason string
 			stop       *StopError      // what the stop_reason and stop_details say
 			toolBlock  = int64(-1)     // index of the forced tool's content block
@@ -177,7 +179,7 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 			started = true
 			switch ev.Type {
 			case "message_start":
-				usage = tokens{}
+				usage, model = tokens{}, ev.Message.Model
 				usage.merge(ev.Message.Usage)
 			case "content_block_start":
 				b := ev.ContentBlock
@@ -231,7 +233,7 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 					return
 				}
 				u := usage.usage()
-				if yield(&provider.Chunk{Index: i, Done: true, FinishReason: stopReason, Usage: &u}, nil) && stop != nil {
+				if yield(&provider.Chunk{Index: i, Done: true, FinishReason: stopReason, Usage: &u, Model: model}, nil) && stop != nil {
 					yield(nil, stop)
 				}
 				return

@@ -245,13 +245,14 @@ func (p *Provider) refusedCandidates(c *call, err error) bool {
 // stream runs one streamGenerateContent call. Text and thinking go out as
 // they arrive; the chunk that finishes a candidate is held back until the
 // next one, so that the very last chunk can carry the usage, which Gemini
-// completes only in the final event. It reports whether the API refused
-// c's candidateCount before anything was yielded (see refusedCandidates):
-// the call is then to be sent again, without it.
+// completes only in the final event, and the model version. It reports
+// whether the API refused c's candidateCount before anything was yielded
+// (see refusedCandidates): the call is then to be sent again, without it.
 func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func(*provider.Chunk, error) bool) bool {
 	var (
 		held     *provider.Chunk
 		usage    *genai.GenerateContentResponseUsageMetadata
+		model    string // the modelVersion the events said
 		block    *BlockedError
 		stop     *FinishError // the lowest candidate stopped abnormally
 		finished = map[int]bool{}
@@ -290,6 +291,9 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 		}
 		if resp.UsageMetadata != nil {
 			usage = resp.UsageMetadata
+		}
+		if resp.ModelVersion != "" {
+			model = resp.ModelVersion
 		}
 		if b := blocked(resp.PromptFeedback); b != nil {
 			block = b
@@ -349,7 +353,7 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 	if held == nil { // cannot happen: the last candidate to finish is held
 		held = &provider.Chunk{Index: order[len(order)-1]}
 	}
-	held.Usage = normalize(usage)
+	held.Usage, held.Model = normalize(usage), model
 	if flush() && stop != nil {
 		yield(nil, stop)
 	}

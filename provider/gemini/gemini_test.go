@@ -597,16 +597,19 @@ func TestReplay(t *testing.T) {
 		header http.Header
 		stream bool
 		want   *provider.Result
+		model  string // the modelVersion, on the last chunk
 	}{
 		{
 			name: "whole answer with thoughts and cached tokens", file: "generate_content.json", status: 200,
 			want: &provider.Result{Texts: []string{recordedSolution}, Thinking: []string{recordedThinking}, FinishReasons: []string{"stop"},
 				Usage: provider.Usage{Input: 24, Output: 37, Thinking: 48, CacheRead: 128}},
+			model: "gemini-2.5-flash",
 		},
 		{
 			name: "stream with thoughts and cached tokens", file: "stream_thinking.sse", status: 200, stream: true,
 			want: &provider.Result{Texts: []string{recordedSolution}, Thinking: []string{recordedThinking}, FinishReasons: []string{"stop"},
 				Usage: provider.Usage{Input: 24, Output: 37, Thinking: 48, CacheRead: 128}},
+			model: "gemini-2.5-flash",
 		},
 		{
 			// Gemini 3: thought signatures on answer parts, one alone in an
@@ -616,11 +619,13 @@ func TestReplay(t *testing.T) {
 			name: "stream with thought signatures and tool-use tokens", file: "stream_signature.sse", status: 200, stream: true,
 			want: &provider.Result{Texts: []string{`{"output":"Paris","calls":[]}`}, Thinking: []string{"**Weighing the lookup**\n\nA search adds the population."},
 				FinishReasons: []string{"stop"}, Usage: provider.Usage{Input: 216, Output: 10, Thinking: 30, CacheRead: 1024}},
+			model: "gemini-3-flash-preview",
 		},
 		{
 			name: "two candidates finishing apart", file: "stream_two_candidates.sse", status: 200, stream: true,
 			want: &provider.Result{Texts: []string{`{"output":"Paris"}`, `{"output":"Paris, France"}`}, Thinking: []string{"", ""},
 				FinishReasons: []string{"stop", "length"}, Usage: provider.Usage{Input: 40, Output: 16}},
+			model: "gemini-2.5-flash",
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -634,6 +639,9 @@ func TestReplay(t *testing.T) {
 				t.Errorf("result (-got +want):\n%s", diff)
 			}
 			checkChunks(t, chunks)
+			if got := chunks[len(chunks)-1].Model; got != tt.model {
+				t.Errorf("model %q, want %q", got, tt.model)
+			}
 		})
 	}
 }
@@ -676,7 +684,7 @@ func collect(seq iter.Seq2[*provider.Chunk, error]) (*provider.Result, []*provid
 }
 
 // checkChunks checks the Chunk contract: nothing after a solution's Done
-// chunk, and usage on the last chunk only.
+// chunk, and usage and model on the last chunk only.
 func checkChunks(t *testing.T, chunks []*provider.Chunk) {
 	t.Helper()
 	done := map[int]bool{}
@@ -687,6 +695,9 @@ func checkChunks(t *testing.T, chunks []*provider.Chunk) {
 		done[c.Index] = done[c.Index] || c.Done
 		if (c.Usage != nil) != (i == len(chunks)-1) {
 			t.Errorf("chunk %d/%d has usage %v", i, len(chunks), c.Usage)
+		}
+		if c.Model != "" && i != len(chunks)-1 {
+			t.Errorf("chunk %d/%d names the model %q", i, len(chunks), c.Model)
 		}
 	}
 }

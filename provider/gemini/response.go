@@ -12,9 +12,9 @@ import (
 )
 
 // answer turns a whole generateContent response into one chunk per
-// candidate, the last one carrying the usage. stop is the first candidate
-// the API stopped abnormally (see [FinishError]), to be yielded after the
-// chunks.
+// candidate, the last one carrying the usage and the model version. stop
+// is the first candidate the API stopped abnormally (see [FinishError]),
+// to be yielded after the chunks.
 func answer(resp *genai.GenerateContentResponse) (chunks []*provider.Chunk, stop *FinishError, err error) {
 	for _, cand := range resp.Candidates {
 		if cand == nil {
@@ -34,7 +34,8 @@ func answer(resp *genai.GenerateContentResponse) (chunks []*provider.Chunk, stop
 		}
 		return nil, nil, ErrNoCandidates
 	}
-	chunks[len(chunks)-1].Usage = normalize(resp.UsageMetadata)
+	last := chunks[len(chunks)-1]
+	last.Usage, last.Model = normalize(resp.UsageMetadata), resp.ModelVersion
 	return chunks, stop, nil
 }
 

@@ -80,7 +80,7 @@ func (p *Provider) complete(ctx context.Context, body []byte, yield func(*provid
 		}
 		if i == len(choices)-1 {
 			u := usage(usageOf(cc.Usage))
-			chunk.Usage = &u
+			chunk.Usage, chunk.Model = &u, cc.Model
 		}
 		if !yield(chunk, nil) {
 			return
@@ -93,7 +93,7 @@ func (p *Provider) complete(ctx context.Context, body []byte, yield func(*provid
 
 // stream makes a streaming request and yields its deltas. The last Done
 // chunk is held back until the stream ends, so that the usage, which
-// arrives after every finish_reason, rides on it.
+// arrives after every finish_reason, rides on it, with the model.
 //
 // The SDK sends the request, and its SSE decoder splits the body into
 // events, but each event is decoded by decodeChunk, not by the SDK's
@@ -117,6 +117,7 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 		filters  = map[int][]string{} // choice index → categories filtered
 		stopped  = map[int]bool{}     // choice index → finish_reason content_filter
 		u        wireUsage            // the last usage reported
+		model    string               // the last model named
 		c        chunk                // the event read last
 		budget   = limit.NewBudget(p.cfg.Name, p.max)
 	)
@@ -156,6 +157,9 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 		}
 		if c.Usage != nil {
 			u = *c.Usage
+		}
+		if c.Model != "" {
+			model = c.Model
 		}
 		for _, ch := range c.Choices {
 			i := int(ch.Index)
@@ -225,7 +229,7 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 	if pending == nil {
 		pending = &provider.Chunk{}
 	}
-	pending.Usage = &total
+	pending.Usage, pending.Model = &total, model
 	if !yield(pending, nil) {
 		return
 	}

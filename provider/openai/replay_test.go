@@ -20,12 +20,13 @@ import (
 type gathered struct {
 	Texts, Thinking, FinishReasons []string
 	Usage                          *provider.Usage
+	Model                          string // the model the usage's chunk names
 }
 
 // gather drains seq like provider.Collect, which cannot take interleaved
 // choices yet, and checks the stream's invariants on the way: no chunk of
-// a choice after its Done chunk, one Done per choice, usage on the last
-// chunk only, nothing after an error.
+// a choice after its Done chunk, one Done per choice, usage and model on
+// the last chunk only, nothing after an error.
 func gather(t *testing.T, seq iter.Seq2[*provider.Chunk, error]) (gathered, error) {
 	t.Helper()
 	var g gathered
@@ -57,7 +58,10 @@ func gather(t *testing.T, seq iter.Seq2[*provider.Chunk, error]) (gathered, erro
 			done[c.Index] = true
 			g.FinishReasons[c.Index] = c.FinishReason
 		}
-		g.Usage = c.Usage
+		if c.Model != "" && c.Usage == nil {
+			t.Errorf("chunk %+v names a model without the usage", c)
+		}
+		g.Usage, g.Model = c.Usage, c.Model
 	}
 	return g, err
 }
@@ -102,45 +106,45 @@ func TestReplay(t *testing.T) {
 		{
 			name: "plain", file: "completion.http",
 			want: gathered{Texts: []string{paris}, Thinking: []string{""}, FinishReasons: []string{"stop"},
-				Usage: &provider.Usage{Input: 93, Output: 18, Thinking: 128, CacheRead: 1024}},
+				Usage: &provider.Usage{Input: 93, Output: 18, Thinking: 128, CacheRead: 1024}, Model: "gpt-5-mini-2025-08-07"},
 		},
 		{
 			name: "plain two choices", file: "completion_n2.http",
 			want: gathered{Texts: []string{`{"output":1}`, `{"output":2}`}, Thinking: []string{"", ""},
-				FinishReasons: []string{"stop", "length"}, Usage: &provider.Usage{Input: 52, Output: 12}},
+				FinishReasons: []string{"stop", "length"}, Usage: &provider.Usage{Input: 52, Output: 12}, Model: "gpt-4o-2024-08-06"},
 		},
 		{
 			name: "plain DeepSeek reasoning_content", file: "deepseek_reasoning.http",
 			want: gathered{Texts: []string{`{"output":{"answer":"Paris"}}`},
 				Thinking:      []string{"The user asks for the capital of France. That is Paris."},
-				FinishReasons: []string{"stop"}, Usage: &provider.Usage{Input: 32, Output: 12, Thinking: 45, CacheRead: 64}},
+				FinishReasons: []string{"stop"}, Usage: &provider.Usage{Input: 32, Output: 12, Thinking: 45, CacheRead: 64}, Model: "deepseek-reasoner"},
 		},
 		{
 			name: "stream", file: "stream.http", stream: true,
 			want: gathered{Texts: []string{paris}, Thinking: []string{""}, FinishReasons: []string{"stop"},
-				Usage: &provider.Usage{Input: 93, Output: 18, Thinking: 128, CacheRead: 1024}},
+				Usage: &provider.Usage{Input: 93, Output: 18, Thinking: 128, CacheRead: 1024}, Model: "gpt-5-mini-2025-08-07"},
 		},
 		{
 			name: "stream two interleaved choices", file: "stream_n2.http", stream: true,
 			want: gathered{Texts: []string{`{"output":1}`, `{"output":2}`}, Thinking: []string{"", ""},
-				FinishReasons: []string{"stop", "stop"}, Usage: &provider.Usage{Input: 52, Output: 12}},
+				FinishReasons: []string{"stop", "stop"}, Usage: &provider.Usage{Input: 52, Output: 12}, Model: "gpt-4o-2024-08-06"},
 		},
 		{
 			name: "stream vLLM reasoning_content", file: "stream_vllm_reasoning.http", stream: true,
 			want: gathered{Texts: []string{`{"output":"Paris"}`}, Thinking: []string{"The capital of France is Paris."},
-				FinishReasons: []string{"stop"}, Usage: &provider.Usage{Input: 31, Output: 21}},
+				FinishReasons: []string{"stop"}, Usage: &provider.Usage{Input: 31, Output: 21}, Model: "Qwen/Qwen3-8B"},
 		},
 		{
 			// ik_llama.cpp (and llama-server before it sent [DONE]) ends the
 			// stream after the finish_reason, whose chunk has the usage.
 			name: "stream without [DONE]", file: "stream_no_done.http", stream: true,
 			want: gathered{Texts: []string{`{"output":"Paris"}`}, Thinking: []string{""}, FinishReasons: []string{"stop"},
-				Usage: &provider.Usage{Input: 26, Output: 7}},
+				Usage: &provider.Usage{Input: 26, Output: 7}, Model: "qwen3-8b"},
 		},
 		{
 			name: "stream Ollama reasoning", file: "stream_ollama.http", stream: true,
 			want: gathered{Texts: []string{`{"output": "Paris"}`}, Thinking: []string{"Okay, Paris."},
-				FinishReasons: []string{"stop"}, Usage: &provider.Usage{Input: 24, Output: 19}},
+				FinishReasons: []string{"stop"}, Usage: &provider.Usage{Input: 24, Output: 19}, Model: "qwen3:8b"},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
