@@ -268,8 +268,6 @@ func (r *runState) startCall(c *agent.Call) *callState {
 	return cs
 }
 
-// endCall closes the span of c, with err when it failed. A call that
-// failed before it started gets a span of no length.
 // callID keys a call's span: each event hands over its own copy of the
 // call. A call that failed before it started has no ID, nor a span.
 func callID(c *agent.Call) string {
@@ -279,6 +277,8 @@ func callID(c *agent.Call) string {
 	return c.ID
 }
 
+// endCall closes the span of c, with err when it failed. A call that
+// failed before it started gets a span of no length.
 func (r *runState) endCall(c *agent.Call, err error) {
 	if c == nil {
 		return
