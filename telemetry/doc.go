@@ -50,8 +50,10 @@
 // when it failed. Both use the bucket boundaries the conventions
 // recommend, and the attributes gen_ai.operation.name (chat),
 // gen_ai.provider.name, server.address and server.port (from the
-// provider's Endpoint) and gen_ai.request.model: nothing that grows with
-// the runs. The conventions define no metric for prompt caching; the
+// provider's Endpoint), gen_ai.request.model (the provider's default,
+// from its Endpoint, when the request names none) and
+// gen_ai.response.model (the model that answered, when the provider
+// said): nothing that grows with the runs. The conventions define no metric for prompt caching; the
 // spans carry the cached tokens. With a MeterProvider alone, a Tracer
 // measures requests and neither traces nor logs; without one, it spends
 // nothing on metrics.

@@ -43,9 +43,10 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 }
 
 // record records a request that took d, with the attributes attrs that
-// say what it asked and where: its usage if counted, and its duration,
-// with the error.type of failed when not nil. A request's values are
-// recorded once, however many solutions it asked for or retries it made.
+// say what it asked, where, and which model answered: its usage if
+// counted, and its duration, with the error.type of failed when not nil.
+// A request's values are recorded once, however many solutions it asked
+// for or retries it made.
 func (m *metrics) record(ctx context.Context, attrs []attribute.KeyValue, usage *provider.Usage, d time.Duration, failed error) {
 	set := func(more ...attribute.KeyValue) attribute.Set { return attribute.NewSet(slices.Concat(attrs, more)...) }
 	if usage != nil {
@@ -61,16 +62,17 @@ func (m *metrics) record(ctx context.Context, attrs []attribute.KeyValue, usage 
 }
 
 // metricAttrs returns the attributes of a request's measurements: the
-// operation, the provider and its server, and the model asked for.
-// Nothing that varies from run to run: no ids, arguments or error texts.
+// operation, the provider and its server, and the model asked for (the
+// provider's default when the request names none). Nothing that varies
+// from run to run: no ids, arguments or error texts.
 // They begin the attributes of its span too (requestAttrs): more is the
 // room left after them for the span's own.
 func (p *traced) metricAttrs(req *provider.Request, more int) []attribute.KeyValue {
 	attrs := make([]attribute.KeyValue, 0, 3+len(p.endpoint)+more)
 	attrs = append(attrs, semconv.GenAIOperationNameChat)
 	attrs = append(attrs, p.endpoint...)
-	if req.Model != "" {
-		attrs = append(attrs, semconv.GenAIRequestModel(req.Model))
+	if model := p.requested(req); model != "" {
+		attrs = append(attrs, semconv.GenAIRequestModel(model))
 	}
 	return attrs
 }

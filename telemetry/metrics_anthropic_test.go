@@ -21,7 +21,8 @@ func TestMetricsAnthropicCache(t *testing.T) {
 	// A run of two steps against the fake of Anthropic's API that models
 	// its prompt cache: the first request writes the prompt to the cache,
 	// the second reads it. The input tokens measured count the cached
-	// ones, as the conventions do; the cache's share is on the spans.
+	// ones, as the conventions do; the cache's share is on the spans. The
+	// model that answered is the one the API's message names.
 	answers := []string{`{"calls":[{"_tool":"note","v":1,"_outputPath":"†state.a"}],"output":null}`, `{"calls":[],"output":{"done":true}}`}
 	var next atomic.Int64
 	srv := strict.NewAnthropic(t, func(*strict.Request, int) (string, error) { return answers[next.Add(1)-1], nil })
@@ -53,7 +54,7 @@ func TestMetricsAnthropicCache(t *testing.T) {
 	}
 	in, out := float64(u.Input+u.CacheRead+u.CacheWrite), float64(u.Output+u.Thinking)
 	base, _ := url.Parse(srv.URL)
-	attrs := "gen_ai.operation.name=chat gen_ai.provider.name=anthropic gen_ai.request.model=claude-test server.address=" + base.Hostname() + " server.port=" + base.Port()
+	attrs := "gen_ai.operation.name=chat gen_ai.provider.name=anthropic gen_ai.request.model=claude-test gen_ai.response.model=claude-test server.address=" + base.Hostname() + " server.port=" + base.Port()
 	want := []point{
 		{"gen_ai.client.operation.duration", attrs, 2, 0},
 		{"gen_ai.client.token.usage", with(attrs, "gen_ai.token.type=input"), 2, in},

@@ -17,13 +17,15 @@ import (
 // Provider returns p traced: each Generate is a span "chat {model}". Its
 // parent is the open step of the traced run its context belongs to (see
 // Events), else the run, else the span in its context. The span holds the
-// request's settings, the finish reason of each solution and the usage,
-// and an error that ends the stream. When t measures requests, each
-// Generate also records its usage and duration (see the package's
-// Metrics). The result is a provider.Describer with p's Endpoint when p
-// is one, so that durable runs save where their requests go. A Tracer
-// that is off returns p, as it does a p traced already. Generate may be
-// called concurrently, as p's may.
+// request's settings and model (the adapter's default, from its
+// Endpoint, when the request names none), the model that answered, the
+// finish reason of each solution, the usage, and an error that ends the
+// stream. When t measures requests, each Generate also records its usage
+// and duration (see the package's Metrics). The result is a
+// provider.Describer with p's Endpoint when p is one, so that durable
+// runs save where their requests go. A Tracer that is off returns p, as
+// it does a p traced already. Generate may be called concurrently, as
+// p's may.
 func (t *Tracer) Provider(p provider.Provider) provider.Provider {
 	if t == nil || t.tracer == nil && t.metrics == nil || p == nil {
 		return p
@@ -37,7 +39,8 @@ func (t *Tracer) Provider(p provider.Provider) provider.Provider {
 		tp.tracer = noop.NewTracerProvider().Tracer(ScopeName)
 	}
 	if d, ok := p.(provider.Describer); ok {
-		tp.endpoint = endpointAttrs(d.Endpoint())
+		e := d.Endpoint()
+		tp.endpoint, tp.model = endpointAttrs(e), e.Model
 		return described{tp, d}
 	}
 	return tp
@@ -49,6 +52,7 @@ type traced struct {
 	tracer   trace.Tracer // t's, or a no-op one when t only measures
 	inner    provider.Provider
 	endpoint []attribute.KeyValue // of the provider, when it says
+	model    string               // of a request that names none, when the provider says
 }
 
 // described is a traced Describer.
@@ -68,11 +72,12 @@ func (p described) Endpoint() provider.Endpoint { return p.d.Endpoint() }
 // Generate asks the traced Provider, in a span.
 func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
 	return func(yield func(*provider.Chunk, error) bool) {
+		model := p.requested(req)
 		parent := ctx
 		if r := stateOf(ctx); r != nil {
-			parent = r.request(ctx, req.Model)
+			parent = r.request(ctx, model)
 		}
-		ctx, span := p.tracer.Start(parent, spanName("chat", req.Model), trace.WithSpanKind(trace.SpanKindClient),
+		ctx, span := p.tracer.Start(parent, spanName("chat", model), trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithAttributes(p.requestAttrs(req)...))
 		defer span.End()
 		var start time.Time
@@ -81,11 +86,12 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 		}
 		n := max(req.N, 1)
 		var (
-			reasons []string
-			usage   provider.Usage
-			counted bool
-			failed  error
-			stopped bool
+			reasons  []string
+			usage    provider.Usage
+			counted  bool
+			answered string // the model the response named
+			failed   error
+			stopped  bool
 		)
 		// A plain function rather than a range loop: a faulty provider
 		// that yields again after being stopped is ignored, as the agent
@@ -100,6 +106,9 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 				return false
 			}
 			if c != nil {
+				if c.Model != "" {
+					answered = c.Model
+				}
 				if c.Done && c.Index >= 0 && c.Index < n {
 					for len(reasons) <= c.Index {
 						reasons = append(reasons, "")
@@ -120,6 +129,9 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 		if len(reasons) > 0 {
 			span.SetAttributes(semconv.GenAIResponseFinishReasons(reasons...))
 		}
+		if answered != "" {
+			span.SetAttributes(semconv.GenAIResponseModel(answered))
+		}
 		if counted {
 			span.SetAttributes(usageAttrs(usage)...)
 		}
@@ -131,9 +143,22 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 			if counted {
 				u = &usage
 			}
-			m.record(ctx, p.metricAttrs(req, 0), u, platform.Now(ctx).Sub(start), failed)
+			attrs := p.metricAttrs(req, 1)
+			if answered != "" {
+				attrs = append(attrs, semconv.GenAIResponseModel(answered))
+			}
+			m.record(ctx, attrs, u, platform.Now(ctx).Sub(start), failed)
 		}
 	}
+}
+
+// requested returns the model req asks for: its own, else the
+// provider's default, when it says.
+func (p *traced) requested(req *provider.Request) string {
+	if req.Model != "" {
+		return req.Model
+	}
+	return p.model
 }
 
 // requestAttrs returns the attributes of a request's span.

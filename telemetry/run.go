@@ -52,6 +52,7 @@ type runState struct {
 	mu    sync.Mutex
 	step  *stepState            // the open step; written under mu
 	calls map[string]*callState // by call ID: started and not ended; written under mu
+	asked string                // the model of the run's first request of its own; under mu
 }
 
 // stepState is an open step.
@@ -156,12 +157,16 @@ func (r *runState) callContext(ctx context.Context) context.Context {
 
 // request returns ctx with the parent of a request for model: the call
 // ctx runs for (a latent call's, a delegate's), else the open step, which
-// takes the model of its first request, else the run.
+// takes the model of its first request, else the run. The run takes the
+// model of its first request that is not a call's.
 func (r *runState) request(ctx context.Context, model string) context.Context {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if cs := r.callOf(ctx); cs != nil {
 		return trace.ContextWithSpan(ctx, cs.span)
+	}
+	if r.asked == "" {
+		r.asked = model
 	}
 	if s := r.step; s != nil {
 		if s.model == "" {
@@ -325,14 +330,20 @@ func (r *runState) ended(res *agent.RunResult) {
 
 // close ends what is still open when the stream ends: calls abandoned
 // when the consumer stopped, the last step, the run, which gets the
-// usage of the requests made until then.
+// usage of the requests made until then, and the model they asked for
+// when the Config names none: the provider's default, or on a resume the
+// model the run saved, which only its requests tell.
 func (r *runState) close() {
 	r.mu.Lock()
 	for c, cs := range r.calls {
 		cs.span.End()
 		delete(r.calls, c)
 	}
+	asked := r.asked
 	r.mu.Unlock()
+	if r.model == "" && asked != "" {
+		r.span.SetAttributes(semconv.GenAIRequestModel(asked))
+	}
 	r.endStep()
 	r.span.SetAttributes(usageAttrs(r.usage)...)
 	r.span.End()

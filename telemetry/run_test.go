@@ -550,7 +550,9 @@ func TestProviderDescriber(t *testing.T) {
 
 func TestDurable(t *testing.T) {
 	// A durable run saves the traced provider's Endpoint; a resume is a
-	// run span of its own, named by the run's id.
+	// run span of its own, named by the run's id. A resume whose Config
+	// names no model asks for the model the run saved, not the
+	// provider's default, and its run span says so.
 	tr, rec := recording()
 	cfg, msgs := twoSteps()
 	st := store.NewMemory()
@@ -571,7 +573,9 @@ func TestDurable(t *testing.T) {
 	if err != nil || saved == nil || saved.Endpoint == nil || *saved.Endpoint != anthropic {
 		t.Fatalf("saved settings %+v, %v", saved, err)
 	}
-	cfg.Provider = described{scripted.Solutions(`{"calls":[],"output":{"done":true}}`), anthropic}
+	e := anthropic
+	e.Model = "claude-default"
+	cfg.Provider, cfg.Model = described{scripted.Solutions(`{"calls":[],"output":{"done":true}}`), e}, ""
 	res, err := tr.Resume(context.Background(), cfg, "r1")
 	if err != nil || !res.Solution.Done() {
 		t.Fatalf("resume: %v", err)
@@ -591,7 +595,7 @@ invoke_agent
 		t.Fatalf("spans:\n%s\nwant:\n%s", got, want)
 	}
 	for _, s := range find(spans, "invoke_agent") {
-		checkAttrs(t, s, map[string]any{"gen_ai.conversation.id": "r1"})
+		checkAttrs(t, s, map[string]any{"gen_ai.conversation.id": "r1", "gen_ai.request.model": "claude-test"})
 	}
 }
 
@@ -979,4 +983,31 @@ func TestErrorsHoldNoArguments(t *testing.T) {
 		}
 	}
 	checkAttrs(t, call, map[string]any{"error.type": "structural"})
+}
+
+func TestRunDefaultModel(t *testing.T) {
+	// A run whose Config names no model asks the provider's default, which
+	// its Endpoint says: the run span, the request spans and the step logs
+	// name it.
+	tr, rec := recording()
+	var buf bytes.Buffer
+	cfg, msgs := twoSteps()
+	e := anthropic
+	e.Model = "claude-default"
+	cfg.Model, cfg.Provider = "", described{cfg.Provider.(described).Provider, e}
+	cfg.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+	if _, err := tr.Run(context.Background(), cfg, anyOutput, msgs); err != nil {
+		t.Fatal(err)
+	}
+	checkAttrs(t, find(rec.Ended(), "invoke_agent")[0], map[string]any{"gen_ai.request.model": "claude-default"})
+	chats := find(rec.Ended(), "chat claude-default")
+	if len(chats) != 2 {
+		t.Fatalf("spans:\n%s", tree(rec.Ended()))
+	}
+	for _, s := range chats {
+		checkAttrs(t, s, map[string]any{"gen_ai.request.model": "claude-default"})
+	}
+	if n := strings.Count(buf.String(), " model=claude-default "); n != 2 {
+		t.Errorf("%d step logs name the model:\n%s", n, buf.String())
+	}
 }
