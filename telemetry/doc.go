@@ -47,16 +47,17 @@
 // input with the cached tokens, output with the reasoning.
 // gen_ai.client.operation.duration (s) records its duration, measured
 // with the context's clock (the Config's Clock in a run), with error.type
-// when it failed. Both use the bucket boundaries the conventions
-// recommend, and the attributes gen_ai.operation.name (chat),
-// gen_ai.provider.name, server.address and server.port (from the
-// provider's Endpoint), gen_ai.request.model (the provider's default,
-// from its Endpoint, when the request names none) and
-// gen_ai.response.model (the model that answered, when the provider
-// said): nothing that grows with the runs. The conventions define no metric for prompt caching; the
-// spans carry the cached tokens. With a MeterProvider alone, a Tracer
-// measures requests and neither traces nor logs; without one, it spends
-// nothing on metrics.
+// when it failed, and gen_ai.client.operation.time_to_first_chunk (s)
+// the time to the first chunk of a streamed request. All use the bucket
+// boundaries the conventions recommend, and the attributes
+// gen_ai.operation.name (chat), gen_ai.provider.name, server.address and
+// server.port (from the provider's Endpoint), gen_ai.request.model (the
+// provider's default, from its Endpoint, when the request names none)
+// and gen_ai.response.model (the model that answered, when the provider
+// said): nothing that grows with the runs. The conventions define no
+// metric for prompt caching; the spans carry the cached tokens. With a
+// MeterProvider alone, a Tracer measures requests and neither traces nor
+// logs; without one, it spends nothing on metrics.
 //
 // # Logs
 //

@@ -15,8 +15,9 @@ import (
 )
 
 // The explicit bucket boundaries the GenAI conventions recommend for
-// gen_ai.client.token.usage ({token}) and gen_ai.client.operation.duration
-// (s).
+// gen_ai.client.token.usage ({token}), and for
+// gen_ai.client.operation.duration and
+// gen_ai.client.operation.time_to_first_chunk (s).
 var (
 	tokenBuckets    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
 	durationBuckets = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
@@ -26,6 +27,7 @@ var (
 type metrics struct {
 	tokens   genaiconv.ClientTokenUsage
 	duration genaiconv.ClientOperationDuration
+	first    genaiconv.ClientOperationTimeToFirstChunk
 }
 
 // newMetrics makes the instruments with a meter of mp.
@@ -39,26 +41,42 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %s: %w", duration.Name(), err)
 	}
-	return &metrics{tokens: tokens, duration: duration}, nil
+	first, err := genaiconv.NewClientOperationTimeToFirstChunk(meter, metric.WithExplicitBucketBoundaries(durationBuckets...))
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %s: %w", first.Name(), err)
+	}
+	return &metrics{tokens: tokens, duration: duration, first: first}, nil
 }
 
-// record records a request that took d, with the attributes attrs that
-// say what it asked, where, and which model answered: its usage if
-// counted, and its duration, with the error.type of failed when not nil.
-// A request's values are recorded once, however many solutions it asked
+// measured is what a request's measurements record.
+type measured struct {
+	usage    *provider.Usage // nil: the provider reported none
+	duration time.Duration
+	first    *time.Duration // to the first chunk of a stream; nil: not streamed, or no chunk came
+	failed   error          // what ended the stream, if anything
+}
+
+// record records a request's values with the attributes attrs that say
+// what it asked, where, and which model answered: its usage if counted,
+// its duration, with the error.type of failed when not nil, and the time
+// to its first chunk, which the conventions measure for streams only. A
+// request's values are recorded once, however many solutions it asked
 // for or retries it made.
-func (m *metrics) record(ctx context.Context, attrs []attribute.KeyValue, usage *provider.Usage, d time.Duration, failed error) {
+func (m *metrics) record(ctx context.Context, attrs []attribute.KeyValue, v measured) {
 	set := func(more ...attribute.KeyValue) attribute.Set { return attribute.NewSet(slices.Concat(attrs, more)...) }
-	if usage != nil {
-		in, out := tokens(*usage)
+	if v.usage != nil {
+		in, out := tokens(*v.usage)
 		m.tokens.RecordSet(ctx, int64(in), set(semconv.GenAITokenTypeInput))
 		m.tokens.RecordSet(ctx, int64(out), set(semconv.GenAITokenTypeOutput))
 	}
-	if failed != nil {
-		m.duration.RecordSet(ctx, d.Seconds(), set(semconv.ErrorTypeKey.String(errorType(failed))))
+	if v.first != nil {
+		m.first.RecordSet(ctx, v.first.Seconds(), set())
+	}
+	if v.failed != nil {
+		m.duration.RecordSet(ctx, v.duration.Seconds(), set(semconv.ErrorTypeKey.String(errorType(v.failed))))
 		return
 	}
-	m.duration.RecordSet(ctx, d.Seconds(), set())
+	m.duration.RecordSet(ctx, v.duration.Seconds(), set())
 }
 
 // metricAttrs returns the attributes of a request's measurements: the

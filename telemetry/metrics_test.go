@@ -133,7 +133,9 @@ func TestMetricsRun(t *testing.T) {
 	// A run of two steps whose first calls a tool and a latent tool: three
 	// requests, each measured once. The sums are the run's usage counted
 	// as the conventions count: cached tokens in the input, reasoning in
-	// the output; and they are what the request spans say.
+	// the output; and they are what the request spans say. The steps'
+	// requests stream, so their first chunks are timed; the latent
+	// call's does not.
 	tr, rec, reader := measuring(t)
 	reg := agent.NewRegistry()
 	reg.Tool("lookup", json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}}}`))
@@ -154,6 +156,7 @@ func TestMetricsRun(t *testing.T) {
 	in, out := float64(u.Input+u.CacheRead+u.CacheWrite), float64(u.Output+u.Thinking)
 	want := []point{
 		{"gen_ai.client.operation.duration", onAnthropic, 3, 0}, // the Config's Clock stands still
+		{"gen_ai.client.operation.time_to_first_chunk", onAnthropic, 2, 0},
 		{"gen_ai.client.token.usage", with(onAnthropic, "gen_ai.token.type=input"), 3, in},
 		{"gen_ai.client.token.usage", with(onAnthropic, "gen_ai.token.type=output"), 3, out},
 	}
@@ -228,9 +231,9 @@ func TestMetricsRequestFails(t *testing.T) {
 }
 
 func TestMetricsDuration(t *testing.T) {
-	// A request's duration is measured with the context's clock (the
-	// Config's, in a run), from the request to the end of its stream, and
-	// falls in the conventions' buckets. A provider with no Endpoint has
+	// A request's duration, and the time to its stream's first chunk, are
+	// measured with the context's clock (the Config's, in a run), and fall
+	// in the conventions' buckets. A provider with no Endpoint has
 	// no provider or server attributes, and a request with no model no
 	// gen_ai.request.model.
 	tr, _, reader := measuring(t)
@@ -240,7 +243,7 @@ func TestMetricsDuration(t *testing.T) {
 		now = now.Add(1500 * time.Millisecond)
 		return scripted.Solutions(`1`).Generate(ctx, req)
 	})
-	for _, err := range tr.Provider(slow).Generate(ctx, &provider.Request{}) {
+	for _, err := range tr.Provider(slow).Generate(ctx, &provider.Request{Stream: true}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,6 +251,9 @@ func TestMetricsDuration(t *testing.T) {
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
+	}
+	if n := len(rm.ScopeMetrics[0].Metrics); n != 3 {
+		t.Errorf("%d instruments", n)
 	}
 	for _, m := range rm.ScopeMetrics[0].Metrics {
 		switch d := m.Data.(type) {
@@ -302,6 +308,7 @@ func TestMetricsOnly(t *testing.T) {
 	u := res.Usage
 	want := []point{
 		{"gen_ai.client.operation.duration", onAnthropic, 2, 0},
+		{"gen_ai.client.operation.time_to_first_chunk", onAnthropic, 2, 0},
 		{"gen_ai.client.token.usage", with(onAnthropic, "gen_ai.token.type=input"), 2, float64(u.Input + u.CacheRead + u.CacheWrite)},
 		{"gen_ai.client.token.usage", with(onAnthropic, "gen_ai.token.type=output"), 2, float64(u.Output + u.Thinking)},
 	}

@@ -19,9 +19,10 @@ import (
 // Events), else the run, else the span in its context. The span holds the
 // request's settings and model (the adapter's default, from its
 // Endpoint, when the request names none), the model that answered, the
-// finish reason of each solution, the usage, and an error that ends the
-// stream. When t measures requests, each Generate also records its usage
-// and duration (see the package's Metrics). The result is a
+// finish reason of each solution, the usage, the time to the first chunk
+// of a stream, and an error that ends the stream. When t measures
+// requests, each Generate also records its usage, duration and time to
+// the first chunk (see the package's Metrics). The result is a
 // provider.Describer with p's Endpoint when p is one, so that durable
 // runs save where their requests go. A Tracer that is off returns p, as
 // it does a p traced already. Generate may be called concurrently, as
@@ -80,8 +81,10 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 		ctx, span := p.tracer.Start(parent, spanName("chat", model), trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithAttributes(p.requestAttrs(req)...))
 		defer span.End()
+		// The clock is read only for what is recorded: the duration when
+		// measuring, the first chunk of a stream for the span too.
 		var start time.Time
-		if p.t.metrics != nil {
+		if p.t.metrics != nil || req.Stream {
 			start = platform.Now(ctx)
 		}
 		n := max(req.N, 1)
@@ -89,7 +92,9 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 			reasons  []string
 			usage    provider.Usage
 			counted  bool
-			answered string // the model the response named
+			answered string        // the model the response named
+			first    time.Duration // from the request to the first chunk of a stream
+			chunked  bool          // whether a chunk came
 			failed   error
 			stopped  bool
 		)
@@ -106,6 +111,10 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 				return false
 			}
 			if c != nil {
+				if !chunked && req.Stream {
+					first = platform.Now(ctx).Sub(start)
+				}
+				chunked = true
 				if c.Model != "" {
 					answered = c.Model
 				}
@@ -132,6 +141,10 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 		if answered != "" {
 			span.SetAttributes(semconv.GenAIResponseModel(answered))
 		}
+		streamed := req.Stream && chunked
+		if streamed {
+			span.SetAttributes(semconv.GenAIResponseTimeToFirstChunk(first.Seconds()))
+		}
 		if counted {
 			span.SetAttributes(usageAttrs(usage)...)
 		}
@@ -139,15 +152,18 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 			setError(span, failed)
 		}
 		if m := p.t.metrics; m != nil {
-			var u *provider.Usage
+			rec := measured{duration: platform.Now(ctx).Sub(start), failed: failed}
 			if counted {
-				u = &usage
+				rec.usage = &usage
+			}
+			if streamed {
+				rec.first = &first
 			}
 			attrs := p.metricAttrs(req, 1)
 			if answered != "" {
 				attrs = append(attrs, semconv.GenAIResponseModel(answered))
 			}
-			m.record(ctx, attrs, u, platform.Now(ctx).Sub(start), failed)
+			m.record(ctx, attrs, rec)
 		}
 	}
 }
