@@ -402,9 +402,9 @@ func (j *journal) flush(ctx context.Context) error {
 	}
 	// The entries must land even when the run is being cancelled: they
 	// record what already happened.
-	wctx, cancel := j.lease.writeContext(ctx)
-	err := j.st.Append(wctx, j.run.ID, j.lease.owner, j.buf...)
-	cancel()
+	err := j.lease.write(ctx, func(ctx context.Context) error {
+		return j.st.Append(ctx, j.run.ID, j.lease.owner, j.buf...)
+	})
 	j.buf, j.lastCall = j.buf[:0], 0
 	if err != nil {
 		return fmt.Errorf("agent: journal of run %s: %w", j.run.ID, err)
@@ -557,9 +557,7 @@ func (j *journal) close(ctx context.Context, runErr error, res *RunResult) error
 		j.run.Usage = res.Usage
 	}
 	j.run.Updated, j.run.Lease = now, store.Lease{}
-	wctx, cancel := j.lease.writeContext(ctx)
-	defer cancel()
-	if err := j.st.Save(wctx, j.lease.owner, j.run); err != nil {
+	if err := j.lease.write(ctx, func(ctx context.Context) error { return j.st.Save(ctx, j.lease.owner, j.run) }); err != nil {
 		return errors.Join(ferr, fmt.Errorf("agent: save run %s: %w", j.run.ID, err))
 	}
 	return ferr

@@ -739,32 +739,59 @@ func TestDurableLatentCallUsage(t *testing.T) {
 	}
 }
 
-// hangingAppends is a store whose journal writes never come back.
-type hangingAppends struct{ store.Store }
+// hangingAppends is a store whose journal writes never come back, while
+// the rest of it answers: renewals of the lease made while an Append
+// hangs are counted.
+type hangingAppends struct {
+	store.Store
+	hanging  atomic.Bool
+	renewals atomic.Int64 // made while an Append hung
+}
 
-func (s hangingAppends) Append(ctx context.Context, id, owner string, entries ...store.Entry) error {
+func (s *hangingAppends) Append(ctx context.Context, id, owner string, entries ...store.Entry) error {
+	s.hanging.Store(true)
 	<-ctx.Done()
 	return ctx.Err()
+}
+
+func (s *hangingAppends) Acquire(ctx context.Context, id string, l store.Lease, now time.Time) error {
+	if s.hanging.Load() {
+		s.renewals.Add(1)
+	}
+	return s.Store.Acquire(ctx, id, l, now)
 }
 
 func TestDurableAppendHangs(t *testing.T) {
 	// A journal write that does not come back within the lease's time
 	// would land, if ever, after another process may have taken the run:
 	// the run gives up on it and returns, rather than hanging with it.
+	// The writes it makes as it stops (its status, its record) get no
+	// time of their own, so it returns a lease after the write began, and
+	// the lease is not renewed once the write has hung for a renewal
+	// period.
 	synctest.Test(t, func(t *testing.T) {
 		reg := agent.NewRegistry()
 		reg.Tool("quick", json.RawMessage(`{"type":"object"}`))
 		reg.Activity("quick", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
 			return agent.Value("done")
 		}))
-		cfg := agent.Config{Registry: reg, Store: hangingAppends{store.NewMemory()}, RunID: "stuck", LeaseTTL: 3 * time.Second}
+		mem := store.NewMemory()
+		st := &hangingAppends{Store: mem}
+		cfg := agent.Config{Registry: reg, Store: st, RunID: "stuck", LeaseTTL: 3 * time.Second}
 		start := time.Now()
 		_, err := agent.ExecutePlan(context.Background(), cfg, planOf(t, `[{"_tool":"quick","_outputPath":"†state.s"}]`), planCtx(t, `[{"type":"tool","tool":"quick"}]`))
-		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "journal of run stuck") {
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "journal of run stuck: the store did not answer within the run's lease (3s)") {
 			t.Fatalf("the run whose journal writes hang: %v", err)
 		}
-		if d := time.Since(start); d > 10*time.Second {
+		if d := time.Since(start); d > 3*time.Second {
 			t.Errorf("the run took %v to return, with a lease of 3s", d)
+		}
+		// The renewal a period into the hang is the last.
+		if n := st.renewals.Load(); n > 1 {
+			t.Errorf("the lease was renewed %d times while the journal write hung", n)
+		}
+		if run, _ := mem.Load(context.Background(), "stuck"); run.Status == store.Done {
+			t.Errorf("the run whose journal write hung is %s", run.Status)
 		}
 	})
 }

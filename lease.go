@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/augceo/agent/platform"
@@ -28,6 +29,10 @@ const DefaultLeaseTTL = 30 * time.Second
 // lost: taken over, or not renewed before it expired.
 var errLeaseLost = errors.New("lost its lease")
 
+// errNoAnswer is the cause of a write of the run given up on because the
+// store did not answer it within the lease's time.
+var errNoAnswer = errors.New("the store did not answer")
+
 // lease is a run's lease held by this process.
 type lease struct {
 	st    store.Store
@@ -37,6 +42,13 @@ type lease struct {
 	stop  chan struct{}
 	done  chan struct{}
 	given bool // giveUp saved the run without it
+	// writes numbers the run's writes, and writing holds the number of
+	// the one in flight (0: none), for keep: a write still in flight
+	// after a whole renewal period says the store is not answering.
+	writes, writing atomic.Int64
+	// silent is the deadline of a write the store did not answer in
+	// time: later writes get none of their own (see write).
+	silent atomic.Pointer[time.Time]
 }
 
 // newOwner names this process and attempt as a lease owner, as a person
@@ -87,14 +99,29 @@ func (l *lease) keep(ctx context.Context, cancel context.CancelCauseFunc) {
 		t := time.NewTicker(l.ttl / 3)
 		defer t.Stop()
 		held := platform.Now(ctx).Add(l.ttl)
+		var pending int64 // the write in flight at the tick before
 		for {
 			select {
 			case <-l.stop:
 				return
 			case <-t.C:
 			}
+			if l.silent.Load() != nil {
+				// A write got no answer: the run is stopping, and its
+				// lease lapses for another process to take the run over.
+				return
+			}
 			now := platform.Now(ctx).UTC()
-			err := l.renew(ctx, now, held)
+			var err error
+			if w := l.writing.Load(); w != 0 && w == pending {
+				// The store has not answered a write for a whole period:
+				// holding the run on for it would only delay whoever
+				// takes it over once the write is given up.
+				err = fmt.Errorf("%w a write for %v", errNoAnswer, l.ttl/3)
+			} else {
+				pending = w
+				err = l.renew(ctx, now, held)
+			}
 			switch {
 			case err == nil:
 				held = now.Add(l.ttl)
@@ -136,17 +163,35 @@ func (l *lease) giveUp(ctx context.Context, run store.Run) {
 	}
 	l.given = true
 	run.Lease = store.Lease{}
-	wctx, cancel := l.writeContext(ctx)
-	defer cancel()
-	_ = l.st.Save(wctx, l.owner, run)
+	_ = l.write(ctx, func(ctx context.Context) error { return l.st.Save(ctx, l.owner, run) })
 }
 
-// writeContext is ctx for a write of the run's journal or record: not
+// write runs f, a write of the run's journal or record, with a ctx not
 // cancelled with the run, since it records what already happened, but
 // given up after the lease's time. A write that has not landed by then
 // would land, if ever, when another process may have taken the run
 // over, and waiting on a store that does not answer only keeps the run
-// from returning.
-func (l *lease) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), l.ttl)
+// from returning. Once the store left one write unanswered, the writes
+// after it (the run's status, its record) get no more time, so the run
+// returns about a lease after the write began, not a lease per write.
+func (l *lease) write(ctx context.Context, f func(context.Context) error) error {
+	var (
+		wctx   context.Context
+		cancel context.CancelFunc
+	)
+	if d := l.silent.Load(); d != nil {
+		wctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), *d)
+	} else {
+		wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), l.ttl)
+	}
+	defer cancel()
+	l.writing.Store(l.writes.Add(1))
+	err := f(wctx)
+	l.writing.Store(0)
+	if err != nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
+		d, _ := wctx.Deadline()
+		l.silent.CompareAndSwap(nil, &d)
+		return fmt.Errorf("%w within the run's lease (%v): %w", errNoAnswer, l.ttl, err)
+	}
+	return err
 }
