@@ -4,10 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"iter"
 	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/internal/pgtest"
+	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/store"
 	"github.com/augceo/agent/store/postgres"
 )
@@ -156,17 +156,32 @@ func BenchmarkPostgresConcurrentRuns(b *testing.B) {
 	}
 }
 
+// terminate ends the connections of application app on the test
+// server, as a restart or a failover does, and returns how many.
+func terminate(t *testing.T, app string) int {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.WithoutCancel(t.Context()))
+	var n int
+	if err := conn.QueryRow(t.Context(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // TestPostgresConnectionsTerminated: the server ends the store's
 // connections (pg_terminate_backend, as a restart or a failover does)
-// while a run's calls work. The next journal write fails saying so, the
-// run returns, what was written before stays, and another process
-// resumes the run once its lease expired. (Connections idle for more
-// than a second are pinged before use, so a restart between writes that
-// far apart goes unnoticed; these are used again at once.)
+// while a run's calls work. The journal writes that follow, sent on
+// those connections, are sent again on new ones: the run goes on and
+// ends done, and its journal holds each entry once. (Connections idle
+// for more than a second are pinged before use, so a restart between
+// writes that far apart goes unnoticed; these are used again at once.)
 func TestPostgresConnectionsTerminated(t *testing.T) {
 	app := "acts_" + strings.ToLower(rand.Text()[:10])
-	url := pgtest.Schema(t)
-	st, err := postgres.Open(t.Context(), url+"&application_name="+app)
+	st, err := postgres.Open(t.Context(), pgtest.Schema(t)+"&application_name="+app)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,50 +196,136 @@ func TestPostgresConnectionsTerminated(t *testing.T) {
 	}()
 	<-started
 	<-started
-	before := journal(t, st, "cut")
-	conn, err := pgx.Connect(t.Context(), pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	var n int
-	if err := conn.QueryRow(t.Context(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil || n == 0 {
-		t.Fatalf("terminated %d connections: %v", n, err)
+	if n := terminate(t, app); n == 0 {
+		t.Fatal("no connection of the store to terminate")
 	}
 	close(release)
-	err = <-done
-	if err == nil || !strings.Contains(err.Error(), "journal of run cut") {
+	if err := <-done; err != nil {
 		t.Fatalf("the run whose connections were terminated: %v", err)
 	}
-	other, err := postgres.Open(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	after := journal(t, other, "cut")
-	if len(after) < len(before) || !slices.EqualFunc(before, after[:len(before)], func(a, b store.Entry) bool { return a.Seq == b.Seq && a.Type == b.Type }) {
-		t.Errorf("the journal before the cut:\n%v\nafter it:\n%v", before, after)
-	}
-	// Another process resumes it, once the lease expired if the run could
-	// not give it up: the calls had started, are not idempotent, and are
-	// reported interrupted.
-	var res *agent.RunResult
-	for range 50 {
-		if res, err = agent.Resume(t.Context(), agent.Config{Registry: reg, Store: other}, "cut"); !errors.Is(err, store.ErrLeased) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil || res == nil {
-		t.Fatalf("resume: %v", err)
-	}
-	run, err := other.Load(t.Context(), "cut")
+	run, err := st.Load(t.Context(), "cut")
 	if err != nil || run.Status != store.Done || run.Lease.Owner != "" {
-		t.Errorf("after the resume: %+v, %v", run, err)
+		t.Errorf("after the run: %+v, %v", run, err)
 	}
-	for k, e := range journal(t, other, "cut") {
+	types := map[store.EntryType]int{}
+	for k, e := range journal(t, st, "cut") {
 		if e.Seq != int64(k+1) {
 			t.Fatalf("entry %d has Seq %d", k, e.Seq)
 		}
+		types[e.Type]++
+	}
+	if types[store.EntryStarted] != 2 || types[store.EntrySettled] != 2 || types[store.EntryEnd] != 1 {
+		t.Errorf("journal entries %v, want each call started and settled once, and one end", types)
+	}
+}
+
+// TestPostgresConnectionsTerminatedEachStep: the server ends the store's
+// connections before every request of a loop run, between its steps. The
+// run ends as a run the server left alone does, with the same journal.
+func TestPostgresConnectionsTerminatedEachStep(t *testing.T) {
+	app := "acts_" + strings.ToLower(rand.Text()[:10])
+	st, err := postgres.Open(t.Context(), pgtest.Schema(t)+"&application_name="+app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	reg, _, schema, newReplay := manyStepsRun()
+	_, msgs := tenTools()
+	mem := store.NewMemory()
+	if _, err := agent.Run(t.Context(), agent.Config{Provider: newReplay().provider(), Registry: reg, Store: mem, RunID: "alone"}, schema, msgs); err != nil {
+		t.Fatal(err)
+	}
+	want := entryTypes(journal(t, mem, "alone"))
+
+	answers, ended := newReplay().provider(), 0
+	p := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		ended += terminate(t, app)
+		return answers.Generate(ctx, req)
+	})
+	res, err := agent.Run(t.Context(), agent.Config{Provider: p, Registry: reg, Store: st, RunID: "cut"}, schema, msgs)
+	if err != nil {
+		t.Fatalf("the run whose connections were terminated before each step: %v", err)
+	}
+	if ended == 0 {
+		t.Fatal("no connection of the store was terminated")
+	}
+	es := journal(t, st, "cut")
+	for k, e := range es {
+		if e.Seq != int64(k+1) {
+			t.Fatalf("entry %d has Seq %d", k, e.Seq)
+		}
+	}
+	if got := entryTypes(es); !maps.Equal(got, want) {
+		t.Errorf("journal entries %v, want %v as a run left alone", got, want)
+	}
+	journalHolds(t, st, "cut", res.Log)
+	if run, err := st.Load(t.Context(), "cut"); err != nil || run.Status != store.Done || run.Lease.Owner != "" {
+		t.Errorf("after the run: %+v, %v", run, err)
+	}
+}
+
+// TestPostgresAppendRefused: a journal write the server refuses on a
+// sound connection (here a trigger) is not sent again: the run stops with
+// the server's error as after any failed write, saved failed with its
+// lease given up, and a resume finishes it once the server takes writes.
+func TestPostgresAppendRefused(t *testing.T) {
+	url := pgtest.Schema(t)
+	st, err := postgres.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.WithoutCancel(t.Context()))
+	reg := agent.NewRegistry()
+	started, release := blocking(reg)
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "refused"}
+	done := make(chan error, 1)
+	go func() {
+		_, err := agent.ExecutePlan(context.Background(), cfg, planOf(t, `[{"_tool":"slow","_outputPath":"†state.s"}]`), planCtx(t, `[{"type":"tool","tool":"slow"}]`))
+		done <- err
+	}()
+	<-started
+	// A statement trigger that counts the inserts it refuses: one per
+	// Append sent, as the count survives the statement's rollback.
+	if _, err := conn.Exec(t.Context(), `
+CREATE SEQUENCE tries;
+CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM nextval('tries');
+	RAISE EXCEPTION 'the journal is closed';
+END $$;
+CREATE TRIGGER refuse BEFORE INSERT ON entries FOR EACH STATEMENT EXECUTE FUNCTION refuse();`); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	err = <-done
+	if err == nil || !strings.Contains(err.Error(), "journal of run refused: append to run refused: ERROR: the journal is closed") {
+		t.Fatalf("the run whose journal write was refused: %v", err)
+	}
+	var tries int64
+	if err := conn.QueryRow(t.Context(), `SELECT last_value FROM tries`).Scan(&tries); err != nil {
+		t.Fatal(err)
+	}
+	// The call's settling, then the run's status as it stops.
+	if tries != 2 {
+		t.Errorf("the server refused %d Appends, want 2: each sent once", tries)
+	}
+	run, err := st.Load(t.Context(), "refused")
+	if err != nil || run.Status != store.Failed || run.Lease.Owner != "" {
+		t.Errorf("after the run: %+v, %v", run, err)
+	}
+	if _, err := conn.Exec(t.Context(), `DROP TRIGGER refuse ON entries`); err != nil {
+		t.Fatal(err)
+	}
+	// The call had started and is not idempotent: reported interrupted.
+	if _, err := agent.Resume(t.Context(), agent.Config{Registry: reg, Store: st}, "refused"); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if run, err := st.Load(t.Context(), "refused"); err != nil || run.Status != store.Done {
+		t.Errorf("after the resume: %+v, %v", run, err)
 	}
 }

@@ -28,6 +28,18 @@
 // run wins, and concurrent Appends get consecutive Seqs. A write the lease
 // refuses reads the run's row again to say why.
 //
+// # Connection loss
+//
+// A write sent on a connection that broke under it, as when the server
+// ended the connection while it sat idle in the pool (a restart,
+// pg_terminate_backend), is sent again on another connection, up to once
+// more than the pool has connections. It may have landed before the
+// connection broke, so each write is safe to send twice: Create, Save and
+// Append keep an id of their own in the run's row (runs.last_write) and do
+// nothing when the row holds it already, then return nil as the first
+// did; Acquire sent again renews the lease it took. A write the server
+// refused on a sound connection, or whose ctx is done, is not sent again.
+//
 // # Schema
 //
 // Open creates tables runs and entries, and store_version, which holds
@@ -50,7 +62,7 @@
 //
 // # Versions
 //
-// The schema is at version 3. Open migrates tables of an earlier version
+// The schema is at version 4. Open migrates tables of an earlier version
 // in one transaction under an advisory lock. Version 1 had strings as
 // text, no leases and no store_version: Open converts the strings to
 // bytea, which rewrites the tables, and leaves the runs held by no one;
@@ -58,6 +70,8 @@
 // version, and know neither leases nor bytea strings. Version 2 had no
 // runs.seq: Open adds it, set from each run's journal; processes of
 // version 2 still running may go on appending, as Append numbers from the
-// journal when it is ahead of runs.seq. Open refuses tables of a later
-// version.
+// journal when it is ahead of runs.seq. Version 3 had no runs.last_write:
+// Open adds it, and processes of version 3 still running may go on
+// writing, though their writes are not sent again. Open refuses tables of
+// a later version.
 package postgres

@@ -1,13 +1,16 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"iter"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/augceo/agent/store"
@@ -21,6 +24,9 @@ import (
 // other.
 type Store struct {
 	pool *pgxpool.Pool
+	// tries bounds how often send sends a query: once more than the
+	// pool has connections.
+	tries int
 }
 
 var (
@@ -88,6 +94,12 @@ INSERT INTO store_version VALUES (2);
 ALTER TABLE runs ADD COLUMN seq bigint NOT NULL DEFAULT 0;
 UPDATE runs SET seq = e.seq FROM (SELECT run, max(seq) AS seq FROM entries GROUP BY run) e WHERE runs.id = e.run;
 `,
+	// Version 4 keeps in runs.last_write the id of the last Create, Save
+	// or Append of each run, so that one sent again after its connection
+	// broke finds out whether it landed (see Store.send).
+	3: `
+ALTER TABLE runs ADD COLUMN last_write bytea NOT NULL DEFAULT '';
+`,
 }
 
 // schemaVersion is the version of the tables this package makes or
@@ -109,7 +121,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	s := &Store{pool: pool}
+	s := &Store{pool: pool, tries: int(cfg.MaxConns) + 1}
 	if err := s.init(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open: %w", err)
@@ -184,16 +196,23 @@ func (s *Store) Create(ctx context.Context, run store.Run, entries ...store.Entr
 		return fmt.Errorf("create run %s: %w", run.ID, err)
 	}
 	var created int
-	err = s.pool.QueryRow(ctx, `
+	token := writeID()
+	err = s.send(ctx, `
 WITH run AS (
-	INSERT INTO runs (`+runColumns+`, seq)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, cardinality($15::bytea[]))
+	INSERT INTO runs (`+runColumns+`, seq, last_write)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, cardinality($15::bytea[]), $19)
 	ON CONFLICT (id) DO NOTHING
 	RETURNING 0 AS base
 ), `+insertEntries(15)+`
-SELECT count(*) FROM run`, append(cols, es.types, es.calls, es.data, es.times)...).Scan(&created)
+SELECT count(*) FROM run`, append(cols, es.types, es.calls, es.data, es.times, token), &created)
 	if err == nil && created == 0 {
-		err = store.ErrExists
+		// The run exists: made by this Create if it was sent again after
+		// its connection broke and the first one landed.
+		var last []byte
+		err = s.send(ctx, `SELECT last_write FROM runs WHERE id = $1`, []any{[]byte(run.ID)}, &last)
+		if err == nil && !bytes.Equal(last, token) {
+			err = store.ErrExists
+		}
 	}
 	return columns.Wrap(err, "create", run.ID)
 }
@@ -206,14 +225,16 @@ func (s *Store) Save(ctx context.Context, owner string, run store.Run) error {
 		return fmt.Errorf("save run %s: %w", run.ID, err)
 	}
 	fence := func(l store.Lease) error { return l.Fence(run.ID, owner) }
-	err = s.write(ctx, run.ID, owner, fence, `
+	token := writeID()
+	err = s.write(ctx, run.ID, owner, token, fence, `
 WITH run AS (
 	UPDATE runs SET kind = $2, idea = $3, model = $4, status = $5, error = $6, usage = $7, parent = $8,
-		forked_at = $9, spec = $10, created = $11, updated = $12, lease_owner = $13, lease_expires = $14
-	WHERE id = $1 AND lease_owner = $15
+		forked_at = $9, spec = $10, created = $11, updated = $12, lease_owner = $13, lease_expires = $14,
+		last_write = $16
+	WHERE id = $1 AND lease_owner = $15 AND last_write <> $16
 	RETURNING 1
 )
-SELECT count(*) FROM run`, append(cols, []byte(owner))...)
+SELECT count(*) FROM run`, append(cols, []byte(owner), token)...)
 	return columns.Wrap(err, "save", run.ID)
 }
 
@@ -235,8 +256,10 @@ func (s *Store) Acquire(ctx context.Context, id string, lease store.Lease, now t
 	default:
 		at = ""
 	}
+	// No write id: sent again after it landed, an Acquire renews the lease
+	// it took, to the same expiry.
 	yield := func(l store.Lease) error { return l.Yield(id, lease.Owner, now) }
-	err = s.write(ctx, id, lease.Owner, yield, `
+	err = s.write(ctx, id, lease.Owner, nil, yield, `
 WITH run AS (
 	UPDATE runs SET lease_owner = $2, lease_expires = $3
 	WHERE id = $1 AND (lease_owner = '' OR lease_owner = $2 OR lease_expires <= $4)
@@ -262,13 +285,15 @@ func (s *Store) Append(ctx context.Context, id, owner string, entries ...store.E
 	// version 2, still open after another migrated the tables, appends
 	// without moving runs.seq on.
 	fence := func(l store.Lease) error { return l.Fence(id, owner) }
-	err = s.write(ctx, id, owner, fence, `
+	token := writeID()
+	err = s.write(ctx, id, owner, token, fence, `
 WITH run AS (
-	UPDATE runs SET seq = GREATEST(seq, (SELECT COALESCE(max(seq), 0) FROM entries WHERE run = $1)) + cardinality($3::bytea[])
-	WHERE id = $1 AND lease_owner = $2
+	UPDATE runs SET seq = GREATEST(seq, (SELECT COALESCE(max(seq), 0) FROM entries WHERE run = $1)) + cardinality($3::bytea[]),
+		last_write = $7
+	WHERE id = $1 AND lease_owner = $2 AND last_write <> $7
 	RETURNING seq - cardinality($3::bytea[]) AS base
 ), `+insertEntries(3)+`
-SELECT count(*) FROM run`, []byte(id), []byte(owner), es.types, es.calls, es.data, es.times)
+SELECT count(*) FROM run`, []byte(id), []byte(owner), es.types, es.calls, es.data, es.times, token)
 	return columns.Wrap(err, "append to", id)
 }
 
@@ -285,26 +310,32 @@ func insertEntries(p int) string {
 }
 
 // write runs query, a write to run id for owner that returns how many
-// runs it wrote: none when the run's lease keeps owner out. Then it says
-// why: ErrNotFound, or the *LeaseError rule gives for the lease as it is
-// by then. A lease that rule lets owner in by then changed between the
-// two statements: the write is tried again.
-func (s *Store) write(ctx context.Context, id, owner string, rule func(store.Lease) error, query string, args ...any) error {
+// runs it wrote: none when the run's lease keeps owner out, or, for a
+// write with an id (token), when the run's last write has that id. Then
+// it says why: nothing when the run's last write is this one (it landed
+// before it was sent again, see send), else ErrNotFound, or the
+// *LeaseError rule gives for the lease as it is by then. A lease that
+// rule lets owner in by then changed between the two statements: the
+// write is tried again.
+func (s *Store) write(ctx context.Context, id, owner string, token []byte, rule func(store.Lease) error, query string, args ...any) error {
 	for range maxWriteTries {
 		var wrote int
-		if err := s.pool.QueryRow(ctx, query, args...).Scan(&wrote); err != nil {
+		if err := s.send(ctx, query, args, &wrote); err != nil {
 			return err
 		}
 		if wrote > 0 {
 			return nil
 		}
 		var (
-			held    []byte
-			expires string
+			held, last []byte
+			expires    string
 		)
-		err := s.pool.QueryRow(ctx, `SELECT lease_owner, lease_expires FROM runs WHERE id = $1`, []byte(id)).Scan(&held, &expires)
+		err := s.send(ctx, `SELECT lease_owner, lease_expires, last_write FROM runs WHERE id = $1`, []any{[]byte(id)}, &held, &expires, &last)
 		if err != nil {
 			return notFound(err)
+		}
+		if token != nil && bytes.Equal(last, token) {
+			return nil
 		}
 		lease, err := columns.Lease(string(held), expires)
 		if err != nil {
@@ -319,6 +350,46 @@ func (s *Store) write(ctx context.Context, id, owner string, rule func(store.Lea
 
 // maxWriteTries bounds how often write tries again.
 const maxWriteTries = 5
+
+// send runs query and scans its one row into dest, sending it again, on
+// another connection, when the one it went on broke: pgx says the query
+// was never sent (pgconn.SafeToRetry), or the connection is closed after
+// the error, as when the server ended it while it sat idle in the pool
+// (pg_terminate_backend, a restart): pgx writes the query before it reads
+// the server's goodbye. Closed under a query it sent, the connection
+// leaves unknown whether the query ran, so every query sent here must be
+// one that, run twice, does what it does once: reads; Acquire, which
+// renews the lease it took; and the writes with an id in runs.last_write
+// (Create, Save, Append), which do nothing when the run's last write has
+// their id, and whose caller then finds that id there. The journal's
+// entries are numbered by the server, so without that id an Append sent
+// again would add them twice. A query the server refused on a sound
+// connection (a constraint, a lock timeout) is not sent again, and
+// neither is one whose ctx is done. Each try closes a broken connection,
+// so with every connection of the pool ended at once the last try opens
+// a new one.
+func (s *Store) send(ctx context.Context, query string, args []any, dest ...any) error {
+	var err error
+	for range s.tries {
+		var c *pgxpool.Conn
+		if c, err = s.pool.Acquire(ctx); err != nil {
+			return err
+		}
+		err = c.QueryRow(ctx, query, args...).Scan(dest...)
+		broke := c.Conn().IsClosed()
+		c.Release()
+		if err == nil || ctx.Err() != nil || !broke && !pgconn.SafeToRetry(err) {
+			return err
+		}
+	}
+	return fmt.Errorf("sent %d times, on a connection that broke each time: %w", s.tries, err)
+}
+
+// writeID returns a new id for a write, unique among the writes of every
+// process, for runs.last_write.
+func writeID() []byte {
+	return []byte(rand.Text())
+}
 
 // entryColumns holds the columns of entries to insert, one array each.
 type entryColumns struct {

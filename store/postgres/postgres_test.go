@@ -161,7 +161,7 @@ func TestMigrate(t *testing.T) {
 	if diff := cmp.Diff(es, wantEntries, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("Entries mismatch (-got +want):\n%s", diff)
 	}
-	// Opening again finds version 3.
+	// Opening again finds version 4.
 	open(t, url)
 }
 
@@ -183,7 +183,7 @@ func TestMigrate2(t *testing.T) {
 		}
 	}
 	s.Close()
-	execSQL(t, url, `ALTER TABLE runs DROP COLUMN seq; UPDATE store_version SET version = 2`)
+	execSQL(t, url, `ALTER TABLE runs DROP COLUMN seq, DROP COLUMN last_write; UPDATE store_version SET version = 2`)
 	s = open(t, url)
 	for id, want := range map[string]int64{"a": 4, "b": 2, "empty": 1} {
 		if err := s.Append(t.Context(), id, "", e); err != nil {
@@ -212,7 +212,7 @@ func TestOpenNewer(t *testing.T) {
 		s.Close()
 		t.Fatal("Open of tables of schema version 99 succeeded")
 	}
-	if want := "database schema version 99 is newer than this program's 3"; !strings.Contains(err.Error(), want) {
+	if want := "database schema version 99 is newer than this program's 4"; !strings.Contains(err.Error(), want) {
 		t.Errorf("Open error = %v, want it to say %q", err, want)
 	}
 }
