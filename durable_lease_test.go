@@ -795,3 +795,58 @@ func TestDurableAppendHangs(t *testing.T) {
 		}
 	})
 }
+
+// hangingTakes is a store whose Create and Acquire never come back: a
+// database that stopped answering before a run or a resume took the run.
+type hangingTakes struct{ runStore }
+
+func (s hangingTakes) Create(ctx context.Context, run store.Run, entries ...store.Entry) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (s hangingTakes) Acquire(ctx context.Context, id string, l store.Lease, now time.Time) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestDurableTakeHangs(t *testing.T) {
+	// The write that takes a run, a new run's Create or a resume's
+	// Acquire, waits no longer than the lease lasts either: against a
+	// store that does not answer, the run or the resume returns then,
+	// saying so, rather than hanging with it.
+	synctest.Test(t, func(t *testing.T) {
+		reg := agent.NewRegistry()
+		reg.Tool("quick", json.RawMessage(`{"type":"object"}`))
+		reg.Activity("quick", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+			return agent.Value("done")
+		}))
+		mem := store.NewMemory()
+		if err := mem.Create(context.Background(), store.Run{ID: "old", Kind: "plan", Status: store.Interrupted}); err != nil {
+			t.Fatal(err)
+		}
+		cfg := agent.Config{Registry: reg, Store: hangingTakes{mem}, RunID: "new", LeaseTTL: 3 * time.Second}
+		for _, tt := range []struct {
+			name, want string
+			run        func() error
+		}{
+			{"create", "create run new: the store did not answer within the run's lease (3s)", func() error {
+				_, err := agent.ExecutePlan(context.Background(), cfg, planOf(t, `[{"_tool":"quick","_outputPath":"†state.s"}]`), planCtx(t, `[{"type":"tool","tool":"quick"}]`))
+				return err
+			}},
+			{"resume", "resume old: the store did not answer within the run's lease (3s)", func() error {
+				_, err := agent.Resume(context.Background(), cfg, "old")
+				return err
+			}},
+		} {
+			start := time.Now()
+			err := tt.run()
+			if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%s against a store that does not answer: %v", tt.name, err)
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Errorf("%s took %v to return, with a lease of 3s", tt.name, d)
+			}
+		}
+	})
+}

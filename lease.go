@@ -79,7 +79,10 @@ func (l *lease) terms(ctx context.Context) store.Lease {
 // holds it.
 func acquire(ctx context.Context, cfg *Config, id string) (*lease, error) {
 	l := newLease(cfg, id)
-	if err := cfg.Store.Acquire(ctx, id, l.terms(ctx), platform.Now(ctx).UTC()); err != nil {
+	err := l.take(ctx, func(ctx context.Context) error {
+		return cfg.Store.Acquire(ctx, id, l.terms(ctx), platform.Now(ctx).UTC())
+	})
+	if err != nil {
 		// The caller names the run, and the store's error names it too.
 		if errors.Is(err, store.ErrLeased) {
 			return nil, fmt.Errorf("another process is advancing it: %w", err)
@@ -164,6 +167,20 @@ func (l *lease) giveUp(ctx context.Context, run store.Run) {
 	l.given = true
 	run.Lease = store.Lease{}
 	_ = l.write(ctx, func(ctx context.Context) error { return l.st.Save(ctx, l.owner, run) })
+}
+
+// take runs f, the write that takes the run (its Create, or a resume's
+// Acquire), waiting for it no longer than the lease lasts, as write does,
+// but cancelled with ctx: nothing has happened yet that the run would
+// lose.
+func (l *lease) take(ctx context.Context, f func(context.Context) error) error {
+	wctx, cancel := context.WithTimeout(ctx, l.ttl)
+	defer cancel()
+	err := f(wctx)
+	if err != nil && ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w within the run's lease (%v): %w", errNoAnswer, l.ttl, err)
+	}
+	return err
 }
 
 // write runs f, a write of the run's journal or record, with a ctx not
