@@ -369,16 +369,31 @@ const maxWriteTries = 5
 // so with every connection of the pool ended at once the last try opens
 // a new one.
 func (s *Store) send(ctx context.Context, query string, args []any, dest ...any) error {
+	return s.sendScan(ctx, query, args, func(r pgx.Row) error { return r.Scan(dest...) })
+}
+
+// sendScan is send with scan reading the row.
+func (s *Store) sendScan(ctx context.Context, query string, args []any, scan func(pgx.Row) error) error {
+	return s.onConn(ctx, func(c *pgxpool.Conn) (bool, error) {
+		return true, scan(c.QueryRow(ctx, query, args...))
+	})
+}
+
+// onConn runs f on a connection of the pool, and again on another, up to
+// s.tries times, while f says it may (the query it sent may run twice)
+// and the connection broke under it; see send.
+func (s *Store) onConn(ctx context.Context, f func(*pgxpool.Conn) (again bool, err error)) error {
 	var err error
 	for range s.tries {
 		var c *pgxpool.Conn
 		if c, err = s.pool.Acquire(ctx); err != nil {
 			return err
 		}
-		err = c.QueryRow(ctx, query, args...).Scan(dest...)
+		var again bool
+		again, err = f(c)
 		broke := c.Conn().IsClosed()
 		c.Release()
-		if err == nil || ctx.Err() != nil || !broke && !pgconn.SafeToRetry(err) {
+		if err == nil || !again || ctx.Err() != nil || !broke && !pgconn.SafeToRetry(err) {
 			return err
 		}
 	}
@@ -429,7 +444,7 @@ func (s *Store) Entries(ctx context.Context, id string, after int64) iter.Seq2[s
 		}
 		// No entries: a run with none after after, or no run.
 		var exists bool
-		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE id = $1)`, []byte(id)).Scan(&exists); err != nil {
+		if err := s.send(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE id = $1)`, []any{[]byte(id)}, &exists); err != nil {
 			yield(store.Entry{}, fmt.Errorf("entries of run %s: %w", id, err))
 		} else if !exists {
 			yield(store.Entry{}, fmt.Errorf("entries of run %s: %w", id, store.ErrNotFound))
@@ -438,9 +453,21 @@ func (s *Store) Entries(ctx context.Context, id string, after int64) iter.Seq2[s
 }
 
 // entries yields the entries of run id after after and returns how many
-// it yielded, or -1 if yield returned false.
+// it yielded, or -1 if yield returned false. The query is sent again, as
+// send does, when its connection broke before it yielded an entry.
 func (s *Store) entries(ctx context.Context, id string, after int64, yield func(store.Entry, error) bool) (int, error) {
-	rows, err := s.pool.Query(ctx, `SELECT seq, type, call, data, time FROM entries WHERE run = $1 AND seq > $2 ORDER BY seq`, []byte(id), after)
+	var n int
+	err := s.onConn(ctx, func(c *pgxpool.Conn) (bool, error) {
+		var err error
+		n, err = readEntries(ctx, c, id, after, yield)
+		return n == 0, err
+	})
+	return n, err
+}
+
+// readEntries is entries on connection c.
+func readEntries(ctx context.Context, c *pgxpool.Conn, id string, after int64, yield func(store.Entry, error) bool) (int, error) {
+	rows, err := c.Query(ctx, `SELECT seq, type, call, data, time FROM entries WHERE run = $1 AND seq > $2 ORDER BY seq`, []byte(id), after)
 	if err != nil {
 		return 0, err
 	}
@@ -472,7 +499,11 @@ func (s *Store) entries(ctx context.Context, id string, after int64, yield func(
 
 // Load returns a run's metadata, or ErrNotFound.
 func (s *Store) Load(ctx context.Context, id string) (store.Run, error) {
-	run, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1`, []byte(id)))
+	var run store.Run
+	err := s.sendScan(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1`, []any{[]byte(id)}, func(r pgx.Row) (err error) {
+		run, err = scanRun(r)
+		return err
+	})
 	if err != nil {
 		return store.Run{}, fmt.Errorf("load run %s: %w", id, notFound(err))
 	}

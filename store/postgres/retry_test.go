@@ -53,9 +53,9 @@ func journalOf(t *testing.T, s *postgres.Store, id string) []string {
 
 // TestWritesAfterConnectionsEnded: the server ended every connection of
 // the store's pool while it sat idle (pg_terminate_backend, as a restart
-// does). Each kind of write that follows, sent on a connection the
-// server ended, is sent again on another and succeeds, and the journal
-// holds each Append's entries once.
+// does). Each kind of write that follows, and a read, sent on a
+// connection the server ended, is sent again on another and succeeds,
+// and the journal holds each Append's entries once.
 func TestWritesAfterConnectionsEnded(t *testing.T) {
 	app := "acts_" + strings.ToLower(rand.Text()[:10])
 	u := withParams(t, pgtest.Schema(t), "application_name", app, "pool_max_conns", "3")
@@ -101,10 +101,13 @@ func TestWritesAfterConnectionsEnded(t *testing.T) {
 			t.Fatalf("%s after the server ended the connections: %v", w.name, err)
 		}
 	}
+	// And so is a read.
+	end(t)
 	want := []string{"1 started a", "2 started b", "3 started c", "4 started d"}
 	if got := journalOf(t, s, "r"); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("journal %q, want %q", got, want)
 	}
+	end(t)
 	if run, err := s.Load(ctx, "r"); err != nil || run.Status != store.Done || run.Lease.Owner != "" {
 		t.Errorf("run %+v, %v", run, err)
 	}
