@@ -274,9 +274,12 @@ type resumed struct {
 	// else writes it until the journal takes it over.
 	run store.Run
 	// continued is set when the run goes on with a new turn (Continue):
-	// the messages of msgs from from on are the turn's, for the journal.
+	// the messages of msgs from from on are the turn's, for the journal,
+	// and given holds where each message Continue was given starts
+	// among them (a preset expands to several), for its errors.
 	continued bool
 	from      int
+	given     []int
 	// turnStep and turnTokens are the steps and tokens of the run before
 	// its current turn, at its last end: a turn's limits are its own.
 	turnStep, turnTokens int
@@ -749,9 +752,15 @@ func ResumeEvents(ctx context.Context, cfg Config, id string) iter.Seq2[RunEvent
 // (store.ErrLeased), one that has not finished (failed, interrupted, or
 // left running by a process that died) with ErrUnfinished (Resume it
 // first), a plan run with ErrNotLoop, an unknown one with
-// store.ErrNotFound, and a message of msgs of a type no handler renders
-// with a *MessageError wrapping ErrUnknownType; the run is then as it
-// was. msgs are copied: they stay the caller's.
+// store.ErrNotFound; the run is then as it was. So it is when the
+// turn's first request cannot be prepared with msgs: it is prepared
+// before msgs are journaled, through the handlers the loop uses, and
+// its error is returned, saying which of msgs it is about (a type no
+// handler renders is a *MessageError wrapping ErrUnknownType, a tool
+// the registry lacks one wrapping ErrUnknownTool; the MessageError's
+// Index is the message's in the log). Journaled, such a message would
+// fail the turn and every resume of the run after it. msgs are copied:
+// they stay the caller's.
 func Continue(ctx context.Context, cfg Config, id string, msgs ...message.Message) (*RunResult, error) {
 	return Collect(ContinueEvents(ctx, cfg, id, msgs...))
 }
@@ -875,8 +884,9 @@ func loadRun(ctx context.Context, cat store.Catalog, st store.Store, id, op stri
 }
 
 // next makes rs, the journal of run, the start of the run's next turn:
-// its log, its answer and msgs. The run must be a loop's that ended, and
-// reg must handle the type of each of msgs.
+// its log, its answer and msgs, their presets expanded. The run must be
+// a loop's that ended. Whether the handlers take msgs is for the turn's
+// first request to say, before the journal takes them (see loopEvents).
 func (rs *resumed) next(run store.Run, msgs []message.Message, p provider.Provider, reg *Registry) error {
 	switch {
 	case run.Kind != kindLoop:
@@ -897,16 +907,28 @@ func (rs *resumed) next(run store.Run, msgs []message.Message, p provider.Provid
 		}
 	}
 	for i := range msgs {
-		// The turn's messages are journaled before its first request
-		// renders them: one that no handler renders would fail that
-		// request, and every resume's after it.
-		if _, err := reg.handler(msgs[i].Type); err != nil {
-			return fmt.Errorf("agent: continue %s: %w", run.ID, &MessageError{Index: len(rs.msgs) + i, Type: string(msgs[i].Type), Err: err})
+		// One at a time, so that an error names the message given; with
+		// the log before it, so that its index is the message's in the
+		// log. The log's own presets were expanded when it was journaled.
+		rs.given = append(rs.given, len(rs.msgs))
+		var err error
+		if rs.msgs, err = ExpandPresets(reg, nil, append(rs.msgs, msgs[i])); err != nil {
+			return rs.refused(run.ID, err)
 		}
 	}
-	rs.msgs = append(rs.msgs, msgs...)
 	rs.ended, rs.end = false, nil
 	return nil
+}
+
+// refused is err, which stops the turn Continue starts before its
+// messages are journaled, saying which of the messages given it is
+// about when it is about one (the log numbers them on from the run's).
+func (rs *resumed) refused(id string, err error) error {
+	if me, ok := errors.AsType[*MessageError](err); ok && len(rs.given) > 0 && me.Index >= rs.given[0] {
+		k, _ := slices.BinarySearch(rs.given, me.Index+1) // the given messages that start at or before it
+		return fmt.Errorf("agent: continue %s: the turn's message %d: %w", id, k, err)
+	}
+	return fmt.Errorf("agent: continue %s: %w", id, err)
 }
 
 // result is the result of a run whose journal ended.

@@ -51,11 +51,18 @@ func answerOf(res *agent.RunResult) message.Message {
 // beyond its context.
 func freshTurns(t *testing.T, turns int) (reqs [][]provider.Request, logs [][]message.Message, added []int) {
 	t.Helper()
+	return freshTurnsRendered(t, turns, agent.RenderCached)
+}
+
+// freshTurnsRendered is freshTurns with the runs' rendering.
+func freshTurnsRendered(t *testing.T, turns int, rendering agent.Rendering) (reqs [][]provider.Request, logs [][]message.Message, added []int) {
+	t.Helper()
 	msgs := append(cacheContext(), chatSaid(1))
 	for k := 1; k <= turns; k++ {
 		st := store.NewMemory()
 		p := scripted.New(chatTurn(k)...)
 		cfg := chatConfig(st)
+		cfg.Rendering = rendering
 		cfg.Provider, cfg.RunID = p, "fresh"
 		res, err := agent.Run(t.Context(), cfg, chatSchema, msgs)
 		if err != nil {
@@ -368,5 +375,102 @@ func journalHolds(t *testing.T, st store.Store, id string, log *message.Log) {
 	}
 	if got := journalLog(t, journal(t, st, id)); !slices.Equal(got, want) {
 		t.Errorf("the journal's log differs from the run's:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestContinueRefused(t *testing.T) { forEachStore(t, testContinueRefused) }
+
+// errPicky is what the handler of "picky" messages says of them.
+var errPicky = errors.New("picky: not this one")
+
+// A turn whose messages its first request could not be prepared with is
+// refused before anything is journaled: the error names the message, the
+// model is not called, and the run is as it was, so a turn with good
+// messages goes on from it, as if the refused one had never been tried.
+func testContinueRefused(t *testing.T, st runStore) {
+	wantReqs, wantLogs, _ := freshTurns(t, 2)
+	cfg := chatConfig(st)
+	cfg.Provider, cfg.RunID = scripted.New(chatTurn(1)...), "chat"
+	if _, err := agent.Run(t.Context(), cfg, chatSchema, append(cacheContext(), chatSaid(1))); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	reg, _ := cacheAgent(1)
+	reg.HandleFunc("picky", func(context.Context, *agent.Build, *message.Message) error { return errPicky })
+	before, err := st.Load(ctx, "chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := journal(t, st, "chat")
+	for _, tt := range []struct {
+		name string
+		bad  message.Message
+		want error
+		text string // a part of the error's text
+	}{
+		{"a type no handler renders", message.Message{Type: "nope"}, agent.ErrUnknownType, `the turn's message 2: agent: message 11 (nope): agent: no handler for message type "nope"`},
+		{"a tool the registry lacks", message.Message{Type: message.TypeTool, Tool: json.RawMessage(`"ghost"`)}, agent.ErrUnknownTool, `the turn's message 2: agent: message 11 (tool): agent: unknown tool "ghost"`},
+		{"a message a handler of the user's refuses", message.Message{Type: "picky"}, errPicky, `the turn's message 2: agent: message 11 (picky): picky: not this one`},
+		{"a preset no registry holds", message.Message{Type: message.TypePreset, Extra: json.RawMessage(`{"preset":"ghost"}`)}, agent.ErrUnknownPreset, `the turn's message 2: agent: message 11 (preset): agent: unknown preset "ghost"`},
+		// The composed schema names the tool, not the message.
+		{"a tool whose schema does not compile", message.Message{Type: message.TypeTool, Tool: json.RawMessage(`{"bad":{"type":"object","properties":{"x":{"type":"nonsense"}}}}`)},
+			nil, `agent: continue chat: agent: tool "bad": schema: invalid schema: at /properties/x/type`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := scripted.New(chatTurn(2)...)
+			_, err := agent.Continue(ctx, agent.Config{Provider: p, Registry: reg, Clock: fixed, Store: st}, "chat", chatSaid(2), tt.bad)
+			if _, ok := errors.AsType[*agent.MessageError](err); err == nil || tt.want != nil && (!ok || !errors.Is(err, tt.want)) || !strings.Contains(err.Error(), tt.text) {
+				t.Errorf("continue: %v, want a *MessageError wrapping %v, saying %q", err, tt.want, tt.text)
+			}
+			if len(p.Requests()) != 0 {
+				t.Error("it called the model")
+			}
+			after, err := st.Load(ctx, "chat")
+			if err != nil || after.Status != before.Status || !after.Updated.Equal(before.Updated) || after.Lease != before.Lease ||
+				after.Usage != before.Usage || !bytes.Equal(after.Spec, before.Spec) {
+				t.Errorf("the run before %+v, after %+v (%v)", before, after, err)
+			}
+			if got := journal(t, st, "chat"); len(got) != len(entries) {
+				t.Errorf("the journal had %d entries, now %d", len(entries), len(got))
+			}
+		})
+	}
+	// Still the run it was: a resume returns its first turn, and the next
+	// turn is the one a run that never saw the refused messages takes.
+	if res, err := agent.Resume(ctx, agent.Config{Store: st}, "chat"); err != nil || res.Log.Len() != len(wantLogs[0]) {
+		t.Fatalf("resume after the refusals: %v", err)
+	}
+	p := scripted.New(chatTurn(2)...)
+	res, err := agent.Continue(ctx, agent.Config{Provider: p, Registry: reg, Clock: fixed, Store: st}, "chat", chatSaid(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTurn(t, 2, p.Requests(), wantReqs[1])
+	if got, want := logJSON(t, res.Log.Messages()), logJSON(t, wantLogs[1]); !slices.Equal(got, want) {
+		t.Errorf("log\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	journalHolds(t, st, "chat", res.Log)
+}
+
+// Under RenderSnapshot too, a continued turn's first request, prepared
+// before the turn is journaled, is the one sent: the turn sends the
+// requests of a new run over the conversation.
+func TestContinueSnapshot(t *testing.T) {
+	wantReqs, wantLogs, _ := freshTurnsRendered(t, 2, agent.RenderSnapshot)
+	st := store.NewMemory()
+	cfg := chatConfig(st)
+	cfg.Provider, cfg.RunID, cfg.Rendering = scripted.New(chatTurn(1)...), "chat", agent.RenderSnapshot
+	if _, err := agent.Run(t.Context(), cfg, chatSchema, append(cacheContext(), chatSaid(1))); err != nil {
+		t.Fatal(err)
+	}
+	reg, _ := cacheAgent(1)
+	p := scripted.New(chatTurn(2)...)
+	res, err := agent.Continue(t.Context(), agent.Config{Provider: p, Registry: reg, Clock: fixed, Store: st}, "chat", chatSaid(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTurn(t, 2, p.Requests(), wantReqs[1])
+	if got, want := logJSON(t, res.Log.Messages()), logJSON(t, wantLogs[1]); !slices.Equal(got, want) {
+		t.Errorf("log\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -158,8 +158,13 @@ func runContext(ctx context.Context, cfg Config) context.Context {
 func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []message.Message, first int, yield func(RunEvent, error) bool) {
 	ctx, cancel := context.WithCancelCause(runContext(ctx, cfg))
 	defer cancel(nil)
+	rs := cfg.resume
+	continued := rs != nil && rs.continued
 	msgs, log, err := contextLog(&cfg, msgs)
 	if err != nil {
+		if continued {
+			err = rs.refused(cfg.RunID, err)
+		}
 		yield(RunEvent{}, err)
 		return
 	}
@@ -167,13 +172,25 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 		yield(RunEvent{}, fmt.Errorf("agent: %w", err))
 		return
 	}
-	if cfg.resume == nil || cfg.resume.continued { // a resume has it from the run's spec
+	if rs == nil || continued { // a resume has it from the run's spec
 		cfg.contextLen = log.Len()
 	}
 	r := &run{cfg: cfg, schema: schema, log: log, steps: first - 1}
+	if continued {
+		// The turn's first request is prepared before the journal takes
+		// the turn's messages, and goes on as the first step's request
+		// (see prepareNext): a message the handlers refuse fails Continue
+		// with the run as it was, where journaled it would fail this
+		// request and every resume's after it.
+		r.lazy = lazyPlan(log)
+		if r.last, err = prepareBuild(ctx, r.stepConfig(), schema, log, false, !r.lazy); err != nil {
+			yield(RunEvent{}, rs.refused(cfg.RunID, err))
+			return
+		}
+	}
 	var flush func(context.Context) error
 	if cfg.Store != nil {
-		if rs := cfg.resume; rs != nil {
+		if rs != nil {
 			r.usage = rs.usage // every request of the run so far
 			r.seen = rs.seen
 			r.turnStep, r.turnTokens = rs.turnStep, rs.turnTokens
@@ -199,7 +216,7 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 		cancel(nil) // stop calls still running, then wait for them
 		r.sched.wait()
 	}()
-	if rs := cfg.resume; rs != nil && !r.finish(ctx, rs) {
+	if rs != nil && !r.finish(ctx, rs) {
 		return
 	}
 	r.loop(ctx, first)
@@ -272,10 +289,7 @@ func (r *run) loop(ctx context.Context, first int) {
 	if maxSteps <= 0 {
 		maxSteps = DefaultMaxSteps
 	}
-	if i, _ := r.log.LastOf(message.TypePlan); i >= 0 {
-		_, mode, ok := LastPlan([]message.Message{r.log.At(i)})
-		r.lazy = ok && mode == PlanLazy
-	}
+	r.lazy = lazyPlan(r.log)
 	for step := first; ; step++ {
 		if step-r.turnStep > maxSteps {
 			r.fail(fmt.Errorf("%w (%d)", ErrMaxSteps, maxSteps))
@@ -325,13 +339,30 @@ func (r *run) loop(ctx context.Context, first int) {
 	}
 }
 
-// step makes one request and runs its calls as they stream in: the
-// reactive orchestrator of page 010.
-func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
+// lazyPlan reports whether the last plan of log is lazy: the run then
+// only plans.
+func lazyPlan(log *message.Log) bool {
+	i, _ := log.LastOf(message.TypePlan)
+	if i < 0 {
+		return false
+	}
+	_, mode, ok := LastPlan([]message.Message{log.At(i)})
+	return ok && mode == PlanLazy
+}
+
+// stepConfig is the config of a step's request.
+func (r *run) stepConfig() Config {
 	cfg := r.cfg
 	// Calls run as they stream in, so a solution cannot be re-asked
 	// quietly: an invalid one becomes an error message for the next step.
 	cfg.CallbackPath, cfg.N, cfg.MaxRepairs, cfg.lazy, cfg.ticks = "calls", 1, -1, r.lazy, true
+	return cfg
+}
+
+// step makes one request and runs its calls as they stream in: the
+// reactive orchestrator of page 010.
+func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
+	cfg := r.stepConfig()
 	r.sched.step = step
 	// Each call is checked against its tool as it streams in, and a bad
 	// one is an error of that call: the solution is checked with calls as

@@ -428,6 +428,13 @@ func prepareBuild(ctx context.Context, cfg Config, userSchema json.RawMessage, l
 // changed. A Build that handled a message whose rendering may change
 // (see Build.fresh) is prepared afresh.
 func prepareNext(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, anyCalls bool, prev *prepared) (*prepared, error) {
+	if prev != nil && prev.build.Log == log && prev.build.handled == log.Len() {
+		// Nothing was appended since prev (a continued turn's first
+		// request was prepared before the turn was journaled, a step may
+		// add nothing): prev's Build and schemas stand, whatever the
+		// rendering, and this request marks its end as any other does.
+		return &prepared{build: prev.build, composed: prev.composed, compiled: prev.compiled, cacheKey: prev.cacheKey}, nil
+	}
 	if prev == nil || prev.build.rendering == RenderSnapshot {
 		return prepareBuild(ctx, cfg, userSchema, log, false, anyCalls)
 	}

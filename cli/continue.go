@@ -34,9 +34,11 @@ resumed first (acts resume RUN), and a plan run has no conversation. The
 run's model, endpoint and settings are used unless --model or --base-url
 say otherwise (which is said on standard error), and the MCP servers of
 its Idea are started again. A run held by another process fails, naming
-the holder. The turn has the limits of a run of its own. Exit statuses and
-the summary are those of run; its steps, usage and messages count every
-turn, its calls and output are this turn's.`,
+the holder. Messages the turn's first request cannot be made with (a
+type, tool or preset nothing registers) are refused before anything is
+written, naming the message. The turn has the limits of a run of its
+own. Exit statuses and the summary are those of run; its steps, usage
+and messages count every turn, its calls and output are this turn's.`,
 	setup: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		var rf runFlags
 		var said []turnMessage
