@@ -285,3 +285,64 @@ func cutAt(n int, cancel context.CancelFunc, answers ...string) provider.Provide
 		}
 	})
 }
+
+// BenchmarkContinueGrowth takes one turn with Continue (a step with a
+// code call, a step with the output) of a conversation of T turns held in
+// one run, in each store: the framework's cost of a turn as the
+// conversation grows. Each turn goes on from its own copy of the
+// conversation's journal, made outside the timer, so every turn counted
+// is the (T+1)-th.
+func BenchmarkContinueGrowth(b *testing.B) {
+	reg, msgs := tenTools()
+	r := &replay{answers: []string{`{"calls":[{"_tool":"t1","x":1,"_outputPath":"†state.y"}],"output":null}`, `{"calls":[],"output":{"done":true}}`}}
+	schema := json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}}}`)
+	msgs = append(msgs, message.Text("turn 1"))
+	for _, tt := range benchStores(false) {
+		for _, turns := range []int{10, 100, 1000} {
+			b.Run(fmt.Sprintf("store=%s/T=%d", tt.name, turns), func(b *testing.B) {
+				st := tt.open(b)
+				cat := st.(store.Catalog)
+				ctx := context.Background()
+				cfg := agent.Config{Provider: r.provider(), Registry: reg, Store: st, RunID: "base"}
+				_, err := agent.Run(ctx, cfg, schema, msgs)
+				for k := 2; k <= turns && err == nil; k++ {
+					_, err = agent.Continue(ctx, agent.Config{Provider: r.provider(), Registry: reg, Store: st}, "base", message.Text(fmt.Sprint("turn ", k)))
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				base, err := cat.Load(ctx, "base")
+				if err != nil {
+					b.Fatal(err)
+				}
+				var entries []store.Entry
+				for e, err := range st.Entries(ctx, "base", 0) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					entries = append(entries, e)
+				}
+				want := len(msgs) + 2 + 4*turns
+				b.ReportAllocs()
+				n := 0
+				for b.Loop() {
+					b.StopTimer()
+					n++
+					run := base
+					run.ID = fmt.Sprint("c", n)
+					if err := st.Create(ctx, run, entries...); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					res, err := agent.Continue(ctx, agent.Config{Provider: r.provider(), Registry: reg, Store: st}, run.ID, message.Text("one more"))
+					if err != nil {
+						b.Fatal(err)
+					}
+					if res.Log.Len() != want {
+						b.Fatalf("log of %d messages, want %d", res.Log.Len(), want)
+					}
+				}
+			})
+		}
+	}
+}
