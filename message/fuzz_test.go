@@ -250,3 +250,21 @@ func TestCheckAll(t *testing.T) {
 		t.Fatal("nothing checked")
 	}
 }
+
+// FuzzUnquote: unquote decodes every JSON value as json.Unmarshal does,
+// its fast path included.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{`"plain"`, `"tab\there"`, `"\u00e9t\u00e9"`, `"été"`, "\"\xff\"", `""`, `7`, `null`, `["a"]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !json.Valid([]byte(s)) {
+			return // fields hold valid JSON only
+		}
+		var got, want string
+		gerr, werr := unquote(json.RawMessage(s), &got), json.Unmarshal([]byte(s), &want)
+		if (gerr == nil) != (werr == nil) || got != want {
+			t.Errorf("unquote(%s) = %q, %v; json.Unmarshal: %q, %v", s, got, gerr, want, werr)
+		}
+	})
+}

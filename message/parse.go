@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/augceo/agent/ref"
 )
@@ -55,10 +56,23 @@ func (f fields) str(k string) (string, error) {
 		return "", nil
 	}
 	var s string
-	if err := json.Unmarshal(v, &s); err != nil {
+	if err := unquote(v, &s); err != nil {
 		return "", fieldErr(k, "must be a string, got %s", jsonType(v))
 	}
 	return s, nil
+}
+
+// unquote decodes v, a valid JSON value (as fields hold), into s. A
+// string with no escapes is its bytes between the quotes, as
+// json.Unmarshal would give them: most strings of a log (types, kinds,
+// dates, texts) are, and a resume or a continued turn decodes the whole
+// log.
+func unquote(v json.RawMessage, s *string) error {
+	if n := len(v); n >= 2 && v[0] == '"' && v[n-1] == '"' && bytes.IndexByte(v[1:n-1], '\\') < 0 && utf8.Valid(v[1:n-1]) {
+		*s = string(v[1 : n-1])
+		return nil
+	}
+	return json.Unmarshal(v, s)
 }
 
 // UnmarshalJSON parses any accepted spelling of a message into its
@@ -199,7 +213,7 @@ func (m *Message) parseText(f fields, key string) error {
 	if !ok {
 		return fieldErr(key, "missing")
 	}
-	if err := json.Unmarshal(v, &m.Text); err != nil {
+	if err := unquote(v, &m.Text); err != nil {
 		return fieldErr(key, "must be a string, got %s", jsonType(v))
 	}
 	m.Type, m.Role = TypeText, role
