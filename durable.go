@@ -242,7 +242,7 @@ type resumed struct {
 	advice  map[string]json.RawMessage  // the advisors' opinions, by step
 	ended   bool                        // the run reached its end
 	msgs    []message.Message           // the log
-	calls   map[string]json.RawMessage  // every call recorded, by id
+	calls   map[string]json.RawMessage  // every call recorded since the last end, by id
 	// at is, for each call started and never settled, how many messages
 	// preceded its (first) start: the log its references were resolved in.
 	at map[string]int
@@ -628,6 +628,7 @@ func (j *journal) wrap(ctx context.Context, yield func(RunEvent, error) bool) (w
 func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, error) {
 	id := run.ID
 	var usage store.UsageTotal
+	var last store.Entry // the last end
 	r := &resumed{settled: map[string]*message.Message{}, started: map[string]json.RawMessage{}, queued: map[string]json.RawMessage{},
 		advice: map[string]json.RawMessage{}, calls: map[string]json.RawMessage{}, at: map[string]int{}, logged: map[string]bool{}, stepAt: map[int]int{}}
 	note := func(id string, raw json.RawMessage) {
@@ -647,7 +648,7 @@ func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, 
 			return nil, fmt.Errorf("agent: read run %s: %w", id, err)
 		}
 		if r.ended && e.Type != store.EntryEnd { // a turn after it (Continue)
-			r.ended, r.end = false, nil
+			r.ended = false
 		}
 		switch e.Type {
 		case store.EntryMessage:
@@ -697,20 +698,31 @@ func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, 
 				r.step = max(r.step, n)
 			}
 		case store.EntryEnd:
-			r.ended, r.end = true, &runEnd{}
+			// Only the last end is decoded, after the loop: each holds the
+			// run's steps and usage so far, and a conversation has an end
+			// a turn.
+			r.ended, last = true, e
 			r.turns++
-			if len(e.Data) > 0 {
-				if err := json.Unmarshal(e.Data, r.end); err != nil {
-					return nil, fmt.Errorf("agent: run %s: entry %d: %w", id, e.Seq, err)
-				}
-			}
-			// The run ended: a call it left unsettled never runs, and a
-			// turn after it starts counting its steps and tokens here.
+			// The run ended: a call it left unsettled never runs, and
+			// none recorded before is finished by a resume (see finish).
 			clear(r.started)
 			clear(r.queued)
-			r.step = max(r.step, r.end.Steps)
-			r.turnStep, r.turnTokens = r.end.Steps, r.end.Usage.Total()
+			clear(r.calls)
 		}
+	}
+	if r.turns > 0 {
+		end := &runEnd{}
+		if len(last.Data) > 0 {
+			if err := json.Unmarshal(last.Data, end); err != nil {
+				return nil, fmt.Errorf("agent: run %s: entry %d: %w", id, last.Seq, err)
+			}
+		}
+		if r.ended {
+			r.end = end
+		}
+		// A turn after it starts counting its steps and tokens here.
+		r.step = max(r.step, end.Steps)
+		r.turnStep, r.turnTokens = end.Steps, end.Usage.Total()
 	}
 	r.usage = usage.Of(run)
 	return r, nil
