@@ -46,7 +46,7 @@ type Result struct {
 func Value(v any) (*Result, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("agent: encode result: %w", err)
+		return nil, errorf("agent: encode result: %w", err)
 	}
 	return &Result{Value: b}, nil
 }

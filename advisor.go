@@ -365,7 +365,7 @@ func opinionsOf(raw json.RawMessage) ([]Opinion, error) {
 	}
 	var entries []json.RawMessage
 	if err := json.Unmarshal(raw, &entries); err != nil {
-		return nil, fmt.Errorf("agent: advisors: %w", err)
+		return nil, errorf("agent: advisors: %w", err)
 	}
 	out := make([]Opinion, 0, len(entries))
 	for i, e := range entries {
@@ -375,12 +375,12 @@ func opinionsOf(raw json.RawMessage) ([]Opinion, error) {
 			Calls    string `json:"calls"`
 		}
 		if err := json.Unmarshal(e, &v); err != nil {
-			return nil, fmt.Errorf("agent: advisors/%d: %w", i, err)
+			return nil, errorf("agent: advisors/%d: %w", i, err)
 		}
 		op := Opinion{ID: v.ID, Instance: v.Instance, Raw: bytes.Clone(e), Votes: map[string]float64{}}
 		if v.Calls != "" {
 			if err := json.Unmarshal([]byte(v.Calls), &op.Votes); err != nil {
-				return nil, fmt.Errorf("agent: advisor %q: votes %q are not a JSON object of numbers: %w", v.ID, v.Calls, err)
+				return nil, errorf("agent: advisor %q: votes %q are not a JSON object of numbers: %w", v.ID, v.Calls, err)
 			}
 		}
 		out = append(out, op)

@@ -129,9 +129,9 @@ type CallError struct {
 
 func (e *CallError) Error() string {
 	if e.Tool == "" {
-		return fmt.Sprintf("%s error: %v", e.Kind, e.Err)
+		return fmt.Sprintf("%s error: %s", e.Kind, inner(e.Err))
 	}
-	return fmt.Sprintf("%s error in %s: %v", e.Kind, e.Tool, e.Err)
+	return fmt.Sprintf("%s error in %s: %s", e.Kind, e.Tool, inner(e.Err))
 }
 
 func (e *CallError) Unwrap() error { return e.Err }

@@ -142,7 +142,7 @@ func specOf(run store.Run) (runSpec, error) {
 	var spec runSpec
 	if len(run.Spec) > 0 {
 		if err := json.Unmarshal(run.Spec, &spec); err != nil {
-			return spec, fmt.Errorf("agent: run %s: spec: %w", run.ID, err)
+			return spec, errorf("agent: run %s: spec: %w", run.ID, err)
 		}
 	}
 	return spec, nil
@@ -311,11 +311,11 @@ func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msg
 			cs := saved.contexts()
 			saved.Turns, saved.Context = cs[:min(rs.turns, len(cs))], spec.Context
 			if run.Spec, err = json.Marshal(saved); err != nil {
-				return nil, fmt.Errorf("agent: run spec: %w", err)
+				return nil, errorf("agent: run spec: %w", err)
 			}
 		}
 		if err := cfg.Store.Save(ctx, j.lease.owner, run); err != nil {
-			return nil, fmt.Errorf("agent: save run %s: %w", run.ID, err)
+			return nil, errorf("agent: save run %s: %w", run.ID, err)
 		}
 		j.run = run
 		if rs.continued {
@@ -348,7 +348,7 @@ func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msg
 	spec.Settings = settingsOf(&cfg)
 	b, err := json.Marshal(spec)
 	if err != nil {
-		return nil, fmt.Errorf("agent: run spec: %w", err)
+		return nil, errorf("agent: run spec: %w", err)
 	}
 	model := cfg.Model
 	if e := spec.Settings.Endpoint; e != nil && model != "" {
@@ -365,9 +365,9 @@ func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msg
 	// all of its context or not at all.
 	if err := j.lease.take(ctx, func(ctx context.Context) error { return cfg.Store.Create(ctx, j.run, j.buf...) }); err != nil {
 		if errors.Is(err, store.ErrExists) {
-			return nil, fmt.Errorf("agent: run %s already exists: resume it, or give another id: %w", id, err)
+			return nil, errorf("agent: run %s already exists: resume it, or give another id: %w", id, err)
 		}
-		return nil, fmt.Errorf("agent: create run %s: %w", id, err)
+		return nil, errorf("agent: create run %s: %w", id, err)
 	}
 	j.buf = j.buf[:0]
 	j.lease.keep(ctx, cancel)
@@ -394,7 +394,7 @@ func messageEntry(ctx context.Context, m *message.Message, call string) (store.E
 	// them unlike the run that sent them, missing the prompt cache.
 	b, err := m.MarshalJSON()
 	if err != nil {
-		return store.Entry{}, fmt.Errorf("agent: journal message: %w", err)
+		return store.Entry{}, errorf("agent: journal message: %w", err)
 	}
 	return store.Entry{Type: store.EntryMessage, Call: call, Data: b, Time: platform.Now(ctx).UTC()}, nil
 }
@@ -410,7 +410,7 @@ func (j *journal) flush(ctx context.Context) error {
 	})
 	j.buf, j.lastCall = j.buf[:0], 0
 	if err != nil {
-		return fmt.Errorf("agent: journal of run %s: %w", j.run.ID, err)
+		return errorf("agent: journal of run %s: %w", j.run.ID, err)
 	}
 	return nil
 }
@@ -455,7 +455,7 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 		}
 		b, err := json.Marshal(raws)
 		if err != nil {
-			return fmt.Errorf("agent: journal advice: %w", err)
+			return errorf("agent: journal advice: %w", err)
 		}
 		j.buf = append(j.buf, store.Entry{Type: store.EntryAdvice, Call: strconv.Itoa(ev.Step), Data: b, Time: now})
 	case EventCallStarted:
@@ -478,7 +478,7 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 		}
 		b, err := ErrorMessage(ev.Call.Raw, ev.Err).MarshalJSON()
 		if err != nil {
-			return fmt.Errorf("agent: journal error: %w", err)
+			return errorf("agent: journal error: %w", err)
 		}
 		j.failing[string(ev.Call.Raw)] = append(j.failing[string(ev.Call.Raw)], failedCall{id: ev.Call.ID})
 		j.buf = append(j.buf, store.Entry{Type: store.EntrySettled, Call: ev.Call.ID, Data: b, Time: now})
@@ -487,7 +487,7 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 		// total survives failures and crashes.
 		b, err := json.Marshal(ev.Usage)
 		if err != nil {
-			return fmt.Errorf("agent: journal usage: %w", err)
+			return errorf("agent: journal usage: %w", err)
 		}
 		if ev.Call != nil {
 			// A call's own request: its usage goes with the call's
@@ -507,7 +507,7 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 	case EventDone:
 		b, err := json.Marshal(endOf(ev.Result))
 		if err != nil {
-			return fmt.Errorf("agent: journal end: %w", err)
+			return errorf("agent: journal end: %w", err)
 		}
 		j.buf = append(j.buf, store.Entry{Type: store.EntryEnd, Data: b, Time: now})
 		if err := j.flush(ctx); err != nil {
@@ -561,7 +561,7 @@ func (j *journal) close(ctx context.Context, runErr error, res *RunResult) error
 	}
 	j.run.Updated, j.run.Lease = now, store.Lease{}
 	if err := j.lease.write(ctx, func(ctx context.Context) error { return j.st.Save(ctx, j.lease.owner, j.run) }); err != nil {
-		return errors.Join(ferr, fmt.Errorf("agent: save run %s: %w", j.run.ID, err))
+		return errors.Join(ferr, errorf("agent: save run %s: %w", j.run.ID, err))
 	}
 	return ferr
 }
@@ -645,7 +645,7 @@ func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, 
 	}
 	for e, err := range st.Entries(ctx, id, 0) {
 		if err != nil {
-			return nil, fmt.Errorf("agent: read run %s: %w", id, err)
+			return nil, errorf("agent: read run %s: %w", id, err)
 		}
 		if r.ended && e.Type != store.EntryEnd { // a turn after it (Continue)
 			r.ended = false
@@ -657,7 +657,7 @@ func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, 
 			// 500 steps takes 0.91× the time; docs/PERFORMANCE.md).
 			m, err := message.Parse(e.Data)
 			if err != nil {
-				return nil, fmt.Errorf("agent: run %s: entry %d: %w", id, e.Seq, err)
+				return nil, errorf("agent: run %s: entry %d: %w", id, e.Seq, err)
 			}
 			r.msgs = append(r.msgs, m)
 			if e.Call != "" {
@@ -683,7 +683,7 @@ func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, 
 			if len(e.Data) > 0 {
 				var m message.Message
 				if err := json.Unmarshal(e.Data, &m); err != nil {
-					return nil, fmt.Errorf("agent: run %s: entry %d: %w", id, e.Seq, err)
+					return nil, errorf("agent: run %s: entry %d: %w", id, e.Seq, err)
 				}
 				r.settled[e.Call] = &m
 				r.failed = append(r.failed, e.Call)
@@ -692,7 +692,7 @@ func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, 
 			note(e.Call, failed)
 		case store.EntryUsage:
 			if err := usage.Add(e); err != nil {
-				return nil, fmt.Errorf("agent: run %s: %w", id, err)
+				return nil, errorf("agent: run %s: %w", id, err)
 			}
 			if n, err := strconv.Atoi(e.Call); err == nil { // a step's request
 				r.step = max(r.step, n)
@@ -714,7 +714,7 @@ func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, 
 		end := &runEnd{}
 		if len(last.Data) > 0 {
 			if err := json.Unmarshal(last.Data, end); err != nil {
-				return nil, fmt.Errorf("agent: run %s: entry %d: %w", id, last.Seq, err)
+				return nil, errorf("agent: run %s: entry %d: %w", id, last.Seq, err)
 			}
 		}
 		if r.ended {
@@ -799,7 +799,7 @@ func reopen(ctx context.Context, cfg Config, id string, next bool, msgs []messag
 		// holder.
 		l, err := acquire(ctx, &cfg, id)
 		if err != nil {
-			yield(RunEvent{}, fmt.Errorf("agent: %s %s: %w", op, id, err))
+			yield(RunEvent{}, errorf("agent: %s %s: %w", op, id, err))
 			return
 		}
 		// Renewed from now on, for the whole resumed run (the journal
@@ -848,13 +848,13 @@ func reopen(ctx context.Context, cfg Config, id string, next bool, msgs []messag
 			}
 		case kindLoop:
 			if cfg.Provider == nil { // a loop goes on by asking the model
-				yield(RunEvent{}, fmt.Errorf("agent: resume %s: %w", id, ErrNoProvider))
+				yield(RunEvent{}, errorf("agent: resume %s: %w", id, ErrNoProvider))
 				return
 			}
 			cfg.contextLen = spec.contextAt(rs.turns, len(rs.msgs))
 			events = resumeLoop(ctx, cfg, spec.Schema)
 		default:
-			yield(RunEvent{}, fmt.Errorf("agent: resume %s: unknown kind of run %q", id, run.Kind))
+			yield(RunEvent{}, errorf("agent: resume %s: unknown kind of run %q", id, run.Kind))
 			return
 		}
 		for ev, err := range events {
@@ -882,7 +882,7 @@ func withLeaseCause(ctx context.Context, err error) error {
 func loadRun(ctx context.Context, cat store.Catalog, st store.Store, id, op string) (store.Run, *resumed, runSpec, error) {
 	run, err := cat.Load(ctx, id)
 	if err != nil {
-		return run, nil, runSpec{}, fmt.Errorf("agent: %s %s: %w", op, id, err)
+		return run, nil, runSpec{}, errorf("agent: %s %s: %w", op, id, err)
 	}
 	spec, err := specOf(run)
 	if err != nil {
@@ -902,17 +902,17 @@ func loadRun(ctx context.Context, cat store.Catalog, st store.Store, id, op stri
 func (rs *resumed) next(run store.Run, msgs []message.Message, p provider.Provider, reg *Registry) error {
 	switch {
 	case run.Kind != kindLoop:
-		return fmt.Errorf("agent: continue %s: %w: it is a %s run", run.ID, ErrNotLoop, run.Kind)
+		return errorf("agent: continue %s: %w: it is a %s run", run.ID, ErrNotLoop, run.Kind)
 	case !rs.ended:
-		return fmt.Errorf("agent: continue %s: %w: it is %s; resume it first", run.ID, ErrUnfinished, run.Status)
+		return errorf("agent: continue %s: %w: it is %s; resume it first", run.ID, ErrUnfinished, run.Status)
 	case p == nil:
-		return fmt.Errorf("agent: continue %s: %w", run.ID, ErrNoProvider)
+		return errorf("agent: continue %s: %w", run.ID, ErrNoProvider)
 	}
 	rs.continued, rs.from = true, len(rs.msgs)
 	if len(rs.end.Solution) > 0 {
 		sol, err := splitSolution(rs.end.Solution)
 		if err != nil {
-			return fmt.Errorf("agent: continue %s: solution: %w", run.ID, err)
+			return errorf("agent: continue %s: solution: %w", run.ID, err)
 		}
 		if len(sol.Output) > 0 {
 			rs.msgs = append(rs.msgs, message.Assistant(string(sol.Output)))
@@ -938,27 +938,27 @@ func (rs *resumed) next(run store.Run, msgs []message.Message, p provider.Provid
 func (rs *resumed) refused(id string, err error) error {
 	if me, ok := errors.AsType[*MessageError](err); ok && len(rs.given) > 0 && me.Index >= rs.given[0] {
 		k, _ := slices.BinarySearch(rs.given, me.Index+1) // the given messages that start at or before it
-		return fmt.Errorf("agent: continue %s: the turn's message %d: %w", id, k, err)
+		return errorf("agent: continue %s: the turn's message %d: %w", id, k, err)
 	}
-	return fmt.Errorf("agent: continue %s: %w", id, err)
+	return errorf("agent: continue %s: %w", id, err)
 }
 
 // result is the result of a run whose journal ended.
 func (rs *resumed) result(id string) (*RunResult, error) {
 	log, err := message.NewLog(rs.msgs...)
 	if err != nil {
-		return nil, fmt.Errorf("agent: resume %s: %w", id, err)
+		return nil, errorf("agent: resume %s: %w", id, err)
 	}
 	res := &RunResult{Log: log, Usage: rs.usage, RunID: id, Steps: rs.end.Steps}
 	if len(rs.end.Solution) > 0 {
 		if res.Solution, err = splitSolution(rs.end.Solution); err != nil {
-			return nil, fmt.Errorf("agent: resume %s: solution: %w", id, err)
+			return nil, errorf("agent: resume %s: solution: %w", id, err)
 		}
 	}
 	if len(rs.end.Advice) > 0 {
 		raw, _ := json.Marshal(rs.end.Advice)
 		if res.Advice, err = opinionsOf(raw); err != nil {
-			return nil, fmt.Errorf("agent: resume %s: %w", id, err)
+			return nil, errorf("agent: resume %s: %w", id, err)
 		}
 	}
 	return res, nil
@@ -1002,7 +1002,7 @@ func resumeLoop(ctx context.Context, cfg Config, schema json.RawMessage) iter.Se
 				rs.exec, err = planExecutor(ctx, cfg, log)
 			}
 			if err != nil {
-				yield(RunEvent{}, fmt.Errorf("agent: resume: %w", err))
+				yield(RunEvent{}, errorf("agent: resume: %w", err))
 				return
 			}
 		}
@@ -1075,7 +1075,7 @@ func (r *run) finish(ctx context.Context, rs *resumed) bool {
 	if raw := rs.advice[strconv.Itoa(step)]; raw != nil {
 		ops, err := opinionsOf(raw)
 		if err != nil {
-			r.fail(fmt.Errorf("agent: resume: advice of step %d: %w", step, err))
+			r.fail(errorf("agent: resume: advice of step %d: %w", step, err))
 			return false
 		}
 		r.advice = ops

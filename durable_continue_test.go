@@ -408,13 +408,13 @@ func testContinueRefused(t *testing.T, st runStore) {
 		want error
 		text string // a part of the error's text
 	}{
-		{"a type no handler renders", message.Message{Type: "nope"}, agent.ErrUnknownType, `the turn's message 2: agent: message 11 (nope): agent: no handler for message type "nope"`},
-		{"a tool the registry lacks", message.Message{Type: message.TypeTool, Tool: json.RawMessage(`"ghost"`)}, agent.ErrUnknownTool, `the turn's message 2: agent: message 11 (tool): agent: unknown tool "ghost"`},
-		{"a message a handler of the user's refuses", message.Message{Type: "picky"}, errPicky, `the turn's message 2: agent: message 11 (picky): picky: not this one`},
-		{"a preset no registry holds", message.Message{Type: message.TypePreset, Extra: json.RawMessage(`{"preset":"ghost"}`)}, agent.ErrUnknownPreset, `the turn's message 2: agent: message 11 (preset): agent: unknown preset "ghost"`},
+		{"a type no handler renders", message.Message{Type: "nope"}, agent.ErrUnknownType, `the turn's message 2: message 11 (nope): no handler for message type "nope"`},
+		{"a tool the registry lacks", message.Message{Type: message.TypeTool, Tool: json.RawMessage(`"ghost"`)}, agent.ErrUnknownTool, `the turn's message 2: message 11 (tool): unknown tool "ghost"`},
+		{"a message a handler of the user's refuses", message.Message{Type: "picky"}, errPicky, `the turn's message 2: message 11 (picky): picky: not this one`},
+		{"a preset no registry holds", message.Message{Type: message.TypePreset, Extra: json.RawMessage(`{"preset":"ghost"}`)}, agent.ErrUnknownPreset, `the turn's message 2: message 11 (preset): unknown preset "ghost"`},
 		// The composed schema names the tool, not the message.
 		{"a tool whose schema does not compile", message.Message{Type: message.TypeTool, Tool: json.RawMessage(`{"bad":{"type":"object","properties":{"x":{"type":"nonsense"}}}}`)},
-			nil, `agent: continue chat: agent: tool "bad": schema: invalid schema: at /properties/x/type`},
+			nil, `agent: continue chat: tool "bad": schema: invalid schema: at /properties/x/type`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := scripted.New(chatTurn(2)...)

@@ -645,7 +645,7 @@ func TestResumeLoopWithoutProvider(t *testing.T) {
 	before, _ := st.Load(context.Background(), "np")
 	entries := len(journal(t, st, "np"))
 	_, err := agent.Resume(context.Background(), agent.Config{Registry: reg, Store: st}, "np")
-	if !errors.Is(err, agent.ErrNoProvider) || err.Error() != "agent: resume np: agent: no provider" {
+	if !errors.Is(err, agent.ErrNoProvider) || err.Error() != "agent: resume np: no provider" {
 		t.Fatalf("resume without a provider: %v", err)
 	}
 	after, err := st.Load(context.Background(), "np")

@@ -70,7 +70,7 @@ func (e *InvalidError) Error() string { return "agent: " + e.what() }
 
 // what is the error's text without the package.
 func (e *InvalidError) what() string {
-	return fmt.Sprintf("solution %d invalid after %d attempts: %v", e.Index, e.Attempts, e.Err)
+	return fmt.Sprintf("solution %d invalid after %d attempts: %s", e.Index, e.Attempts, inner(e.Err))
 }
 
 func (e *InvalidError) Unwrap() error { return e.Err }
@@ -122,7 +122,39 @@ type MessageError struct {
 }
 
 func (e *MessageError) Error() string {
-	return fmt.Sprintf("agent: message %d (%s): %v", e.Index, e.Type, e.Err)
+	return fmt.Sprintf("agent: message %d (%s): %s", e.Index, e.Type, inner(e.Err))
 }
 
 func (e *MessageError) Unwrap() error { return e.Err }
+
+// prefix starts the text of this package's errors.
+const prefix = "agent: "
+
+// errorf is fmt.Errorf for the errors of this package, whose text starts
+// with "agent: ": an error of this package it wraps says the prefix no
+// more, so that wrapping does not repeat it ("agent: step 2: provider:
+// boom", not "agent: step 2: agent: provider: boom"). errors.Is and
+// errors.As see the wrapped errors as they were.
+func errorf(format string, args ...any) error {
+	for i, a := range args {
+		if err, ok := a.(error); ok && strings.HasPrefix(err.Error(), prefix) {
+			args[i] = unprefixed{err}
+		}
+	}
+	return fmt.Errorf(format, args...)
+}
+
+// unprefixed is an error of this package said inside another one.
+type unprefixed struct{ err error }
+
+func (u unprefixed) Error() string { return inner(u.err) }
+func (u unprefixed) Unwrap() error { return u.err }
+
+// inner is the text of err as another error of this package says it:
+// without the package's prefix.
+func inner(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return strings.TrimPrefix(err.Error(), prefix)
+}

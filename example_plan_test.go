@@ -69,8 +69,8 @@ func ExampleValidatePlan() {
 	}
 	fmt.Println(errors.Is(err, agent.ErrUnsatisfiable), errors.Is(err, agent.ErrUnknownTool))
 	// Output:
-	// call 0 (fetchUserProfile) param /userName ref †input.name: agent: unsatisfiable reference: no call writes it and the context has no value there
-	// call 1 (summarize): agent: unknown tool "summarize" (tools: fetchUserProfile)
+	// call 0 (fetchUserProfile) param /userName ref †input.name: unsatisfiable reference: no call writes it and the context has no value there
+	// call 1 (summarize): unknown tool "summarize" (tools: fetchUserProfile)
 	// true true
 }
 

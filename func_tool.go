@@ -49,14 +49,14 @@ func Func[P, R any](r *Registry, name, description string, f func(ctx context.Co
 		r = DefaultRegistry
 	}
 	if name == "" || strings.HasPrefix(name, "_") {
-		return fmt.Errorf("agent: Func: invalid tool name %q", name)
+		return errorf("agent: Func: invalid tool name %q", name)
 	}
 	if f == nil {
-		return fmt.Errorf("agent: Func %q: nil function", name)
+		return errorf("agent: Func %q: nil function", name)
 	}
 	def, err := funcTool[P, R](description)
 	if err != nil {
-		return fmt.Errorf("agent: Func %q: %w", name, err)
+		return errorf("agent: Func %q: %w", name, err)
 	}
 	return r.toolWithActivity(name, def, Bind(f))
 }

@@ -84,12 +84,12 @@ func ParseIdea(data []byte) (*Idea, error) {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return nil, fmt.Errorf("agent: idea: field %q: unexpected JSON %s", te.Field, te.Value)
+			return nil, errorf("agent: idea: field %q: unexpected JSON %s", te.Field, te.Value)
 		}
 		if errors.As(err, &te) {
-			return nil, fmt.Errorf("agent: idea must be a JSON object with schema and context, got %s", te.Value)
+			return nil, errorf("agent: idea must be a JSON object with schema and context, got %s", te.Value)
 		}
-		return nil, fmt.Errorf("agent: idea: %w", err)
+		return nil, errorf("agent: idea: %w", err)
 	}
 	// A misspelt field would otherwise be dropped in silence: a
 	// "contxt" runs the Idea with no context at all.
@@ -97,21 +97,21 @@ func ParseIdea(data []byte) (*Idea, error) {
 		return nil, err
 	}
 	if raw.Schema == nil {
-		return nil, fmt.Errorf("agent: idea: field \"schema\" is missing")
+		return nil, errorf("agent: idea: field \"schema\" is missing")
 	}
 	if err := raw.Rendering.Check(); err != nil {
-		return nil, fmt.Errorf("agent: idea: %w", err)
+		return nil, errorf("agent: idea: %w", err)
 	}
 	for i := range raw.MCP {
 		if err := raw.MCP[i].Check(); err != nil {
-			return nil, fmt.Errorf("agent: idea: mcp[%d]: %w", i, err)
+			return nil, errorf("agent: idea: mcp[%d]: %w", i, err)
 		}
 	}
 	idea := &Idea{Schema: raw.Schema, Solution: raw.Solution, Rendering: raw.Rendering, Presets: raw.Presets, MCP: raw.MCP}
 	if raw.Context != nil {
 		msgs, err := message.ParseContext(raw.Context)
 		if err != nil {
-			return nil, fmt.Errorf("agent: idea: context: %w", err)
+			return nil, errorf("agent: idea: context: %w", err)
 		}
 		idea.Context = msgs
 	}
@@ -152,7 +152,7 @@ func unknownFields(data []byte, at string, known []string) error {
 			continue
 		}
 		if !slices.Contains(known, k) {
-			return fmt.Errorf("agent: idea: %sunknown field %q (known: %s)", at, k, strings.Join(known, ", "))
+			return errorf("agent: idea: %sunknown field %q (known: %s)", at, k, strings.Join(known, ", "))
 		}
 		if at != "" {
 			continue
@@ -188,12 +188,12 @@ func (i *Idea) Marshal() ([]byte, error) {
 	}
 	for j := range i.MCP {
 		if err := i.MCP[j].Check(); err != nil {
-			return nil, fmt.Errorf("agent: idea: mcp[%d]: %w", j, err)
+			return nil, errorf("agent: idea: mcp[%d]: %w", j, err)
 		}
 	}
 	b, err := json.MarshalIndent(i, "", "  ")
 	if err != nil {
-		return nil, fmt.Errorf("agent: idea: %w", err)
+		return nil, errorf("agent: idea: %w", err)
 	}
 	return append(b, '\n'), nil
 }

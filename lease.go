@@ -129,10 +129,10 @@ func (l *lease) keep(ctx context.Context, cancel context.CancelCauseFunc) {
 			case err == nil:
 				held = now.Add(l.ttl)
 			case errors.Is(err, store.ErrLeased):
-				cancel(fmt.Errorf("agent: run %s: %w: %w", l.run, errLeaseLost, err))
+				cancel(errorf("agent: run %s: %w: %w", l.run, errLeaseLost, err))
 				return
 			case !platform.Now(ctx).Before(held):
-				cancel(fmt.Errorf("agent: run %s: %w: not renewed before it expired: %w", l.run, errLeaseLost, err))
+				cancel(errorf("agent: run %s: %w: not renewed before it expired: %w", l.run, errLeaseLost, err))
 				return
 			}
 		}

@@ -169,7 +169,7 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 		return
 	}
 	if err := cfg.Rendering.Check(); err != nil {
-		yield(RunEvent{}, fmt.Errorf("agent: %w", err))
+		yield(RunEvent{}, errorf("agent: %w", err))
 		return
 	}
 	if rs == nil || continued { // a resume has it from the run's spec
@@ -442,7 +442,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 		}
 		if err != nil {
 			// The step says where in a long run the model failed.
-			r.fail(fmt.Errorf("agent: step %d: %w", step, err))
+			r.fail(errorf("agent: step %d: %w", step, err))
 			ok = false
 			return false
 		}

@@ -324,7 +324,7 @@ func TestRunSelfCorrection(t *testing.T) {
 	errs := errorTexts(res.Log)
 	all := strings.Join(errs, "\n")
 	for _, want := range []string{"runtime error in div: panic: division by zero", "structural error in div: params: at /a: expected number, got string",
-		"structural error in mul: agent: unknown tool \"mul\"", "never became ready: param /a: ref \"†state.missing\"",
+		"structural error in mul: unknown tool \"mul\"", "never became ready: param /a: ref \"†state.missing\"",
 		"your answer was invalid and only its valid calls ran: at (root): property \"oops\" is not allowed"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("errors lack %q:\n%s", want, all)
@@ -366,7 +366,7 @@ func TestRunLimits(t *testing.T) {
 		{"max calls", agent.Config{MaxCallsPerStep: 1, Provider: scripted.Solutions(`{"calls":[{"_tool":"t"},{"_tool":"t"}],"output":null}`)}, agent.ErrMaxCalls, 1,
 			"agent: too many calls in one step (1)"},
 		{"provider error", agent.Config{Provider: scripted.New(scripted.Response{Solutions: []string{notDone}},
-			scripted.Response{Err: boom})}, boom, 2, "agent: step 2: agent: provider: boom"},
+			scripted.Response{Err: boom})}, boom, 2, "agent: step 2: provider: boom"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.cfg.Registry = agent.NewRegistry()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"iter"
 	"maps"
 	"slices"
@@ -75,7 +74,7 @@ func (p PlanProblem) Error() string {
 	}
 	if p.Err != nil {
 		b.WriteString(": ")
-		b.WriteString(p.Err.Error())
+		b.WriteString(inner(p.Err))
 	}
 	return b.String()
 }
@@ -111,7 +110,7 @@ func (e *CycleError) Unwrap() error { return ErrCycle }
 // the loop's, so the model reads the same words either way.
 type neverReady struct{ err error }
 
-func (e neverReady) Error() string   { return "never became ready: " + e.err.Error() }
+func (e neverReady) Error() string   { return "never became ready: " + inner(e.err) }
 func (e neverReady) Unwrap() []error { return []error{ErrNeverReady, e.err} }
 
 // PlanMode is how a plan runs (012): eager, the default, where planning
@@ -178,7 +177,7 @@ func CheckPlan(plan []json.RawMessage) error {
 func ValidatePlan(ctx context.Context, cfg Config, plan []json.RawMessage, context []message.Message) error {
 	log, err := message.NewLog(context...)
 	if err != nil {
-		return fmt.Errorf("agent: context: %w", err)
+		return errorf("agent: context: %w", err)
 	}
 	x, err := planExecutor(ctx, cfg, log)
 	if err != nil {
@@ -281,7 +280,7 @@ func planExecutor(ctx context.Context, cfg Config, log *message.Log) (*executor,
 			continue
 		}
 		if err := defineTool(p.build, n, defs[i]); err != nil {
-			return nil, fmt.Errorf("agent: %w", err)
+			return nil, errorf("agent: %w", err)
 		}
 	}
 	return &executor{cfg: &cfg, reg: reg, build: p.build}, nil

@@ -277,14 +277,14 @@ func TestValidatePlan(t *testing.T) {
 			name:    "unknown tool",
 			context: `[` + tools + `]`,
 			plan:    `[{"_tool":"t"},{"_tool":"nope","x":1}]`,
-			want:    []string{`call 1 (nope): agent: unknown tool "nope" (tools: t, reg)`},
+			want:    []string{`call 1 (nope): unknown tool "nope" (tools: t, reg)`},
 			is:      []error{agent.ErrUnknownTool},
 		},
 		{
 			name:    "cycle of two",
 			context: `[` + tools + `]`,
 			plan:    `[{"_tool":"t","x":"†state.b","_outputPath":"†state.a"},{"_tool":"t","x":"†state.a","_outputPath":"†state.b"}]`,
-			want:    []string{"call 0 (t) param /x ref †state.b: agent: dependency cycle: 0 (t) → 1 (t) → 0 (t)"},
+			want:    []string{"call 0 (t) param /x ref †state.b: dependency cycle: 0 (t) → 1 (t) → 0 (t)"},
 			is:      []error{agent.ErrCycle},
 			cycle:   []int{0, 1, 0},
 		},
@@ -294,7 +294,7 @@ func TestValidatePlan(t *testing.T) {
 			plan: `[{"_tool":"t","x":"†input.q","_outputPath":"†state.z"},
 				{"_tool":"t","x":"†state.c","_outputPath":"†state.a"},{"_tool":"t","x":"†state.a","_outputPath":"†state.b"},
 				{"_tool":"t","x":"†state.b","_outputPath":"†state.c"}]`,
-			want:  []string{"call 1 (t) param /x ref †state.c: agent: dependency cycle: 1 (t) → 2 (t) → 3 (t) → 1 (t)"},
+			want:  []string{"call 1 (t) param /x ref †state.c: dependency cycle: 1 (t) → 2 (t) → 3 (t) → 1 (t)"},
 			is:    []error{agent.ErrCycle},
 			cycle: []int{1, 2, 3, 1},
 		},
@@ -302,7 +302,7 @@ func TestValidatePlan(t *testing.T) {
 			name:    "self-reference through a prefix",
 			context: `[` + tools + `]`,
 			plan:    `[{"_tool":"t","x":"†state.user","_outputPath":"†state.user.name"}]`,
-			want:    []string{"call 0 (t) param /x ref †state.user: agent: dependency cycle: 0 (t) → 0 (t)"},
+			want:    []string{"call 0 (t) param /x ref †state.user: dependency cycle: 0 (t) → 0 (t)"},
 			is:      []error{agent.ErrCycle},
 			cycle:   []int{0, 0},
 		},
@@ -310,7 +310,7 @@ func TestValidatePlan(t *testing.T) {
 			name:    "unsatisfiable reference",
 			context: `[` + tools + `,{"type":"state","a":1}]`,
 			plan:    `[{"_tool":"t","x":{"deep":["†state.missing"]},"_outputPath":"†state.b"},{"_tool":"t","x":"†state.b"}]`,
-			want:    []string{"call 0 (t) param /x/deep/0 ref †state.missing: agent: unsatisfiable reference: no call writes it and the context has no value there"},
+			want:    []string{"call 0 (t) param /x/deep/0 ref †state.missing: unsatisfiable reference: no call writes it and the context has no value there"},
 			is:      []error{agent.ErrUnsatisfiable},
 		},
 		{
@@ -332,14 +332,14 @@ func TestValidatePlan(t *testing.T) {
 			name:    "a gate needs every reference",
 			context: `[` + tools + `,{"type":"input","d":1}]`,
 			plan:    `[{"_tool":"t","x":"†input.d && †state.missing || †state.other"}]`,
-			want:    []string{"call 0 (t) param /x ref †state.missing: agent: unsatisfiable reference: no call writes it and the context has no value there"},
+			want:    []string{"call 0 (t) param /x ref †state.missing: unsatisfiable reference: no call writes it and the context has no value there"},
 			is:      []error{agent.ErrUnsatisfiable},
 		},
 		{
 			name:    "registry tool",
 			context: `[]`,
 			plan:    `[{"_tool":"reg","y":"two"}]`,
-			want:    []string{"call 0 (reg): agent: invalid call: at /y: expected null or number, got string"},
+			want:    []string{"call 0 (reg): invalid call: at /y: expected null or number, got string"},
 			is:      []error{agent.ErrInvalidCall},
 		},
 		{
@@ -348,14 +348,14 @@ func TestValidatePlan(t *testing.T) {
 			plan: `["t",{"x":1},{"_tool":5},{"_tool":"t","_outputPath":"state.a"},{"_tool":"t","_outputMethod":"replace"},
 				{"_tool":"t","x":"†state..a"},{"_tool":"t","n":"five"},{"_tool":"t","n":"†input.n"},{"_tool":"t","x":"††literal"}]`,
 			want: []string{
-				"call 0: agent: invalid call: a call must be a JSON object, got a string",
-				"call 1: agent: invalid call: the call has no _tool",
-				"call 2: agent: invalid call: _tool must be a string, got a number",
+				"call 0: invalid call: a call must be a JSON object, got a string",
+				"call 1: invalid call: the call has no _tool",
+				"call 2: invalid call: _tool must be a string, got a number",
 				`call 3 (t) param /_outputPath: ref "state.a" at offset 0: syntax error: expected a reference starting with † but found "s"`,
 				`call 4 (t) param /_outputMethod: ref: unknown output method "replace" (want set, merge, assign, push or concat)`,
 				`call 5 (t) param /x: ref "†state..a" at offset 9: syntax error: empty path segment`,
-				"call 6 (t): agent: invalid call: at /n: expected null or number, got string",
-				"call 7 (t) param /n ref †input.n: agent: unsatisfiable reference: no call writes it and the context has no value there",
+				"call 6 (t): invalid call: at /n: expected null or number, got string",
+				"call 7 (t) param /n ref †input.n: unsatisfiable reference: no call writes it and the context has no value there",
 			},
 			is: []error{agent.ErrInvalidCall, ref.ErrSyntax, ref.ErrMethod, agent.ErrUnsatisfiable},
 		},
@@ -370,9 +370,9 @@ func TestValidatePlan(t *testing.T) {
 				{"_tool":"t","_instance":"①","x":"†state.verdict"},
 				{"_tool":"t","_instance":"③","x":"†input.comment"}]`,
 			want: []string{
-				"call 2 (t) instance ② param /x ref †state.verdict: agent: unsatisfiable reference: no call writes it and the context has no value there",
-				"call 3 (t) param /x ref †state.verdict: agent: unsatisfiable reference: no call writes it and the context has no value there",
-				"call 5 (t) instance ③ param /x ref †input.comment: agent: unsatisfiable reference: no call writes it and the context has no value there",
+				"call 2 (t) instance ② param /x ref †state.verdict: unsatisfiable reference: no call writes it and the context has no value there",
+				"call 3 (t) param /x ref †state.verdict: unsatisfiable reference: no call writes it and the context has no value there",
+				"call 5 (t) instance ③ param /x ref †input.comment: unsatisfiable reference: no call writes it and the context has no value there",
 			},
 			is: []error{agent.ErrUnsatisfiable},
 		},
@@ -388,9 +388,9 @@ func TestValidatePlan(t *testing.T) {
 				{"_tool":"t","_scopes":["input"],"x":"†data.out"},
 				{"_tool":"t","x":1,"_outputPath":"†data.out"}]`,
 			want: []string{
-				"call 0 (s) param /x ref †input.q: agent: unsatisfiable reference: outside the call's _scopes (state)",
-				"call 2 (t) param /x ref †state.k: agent: unsatisfiable reference: outside the call's _scopes (†state.h)",
-				"call 5 (t) param /x ref †data.out: agent: unsatisfiable reference: outside the call's _scopes (input)",
+				"call 0 (s) param /x ref †input.q: unsatisfiable reference: outside the call's _scopes (state)",
+				"call 2 (t) param /x ref †state.k: unsatisfiable reference: outside the call's _scopes (†state.h)",
+				"call 5 (t) param /x ref †data.out: unsatisfiable reference: outside the call's _scopes (input)",
 			},
 			is: []error{agent.ErrUnsatisfiable},
 		},
@@ -478,7 +478,7 @@ func TestCheckPlan(t *testing.T) {
 		t.Error(err)
 	}
 	err := agent.CheckPlan(planOf(t, `[{"_tool":"a","x":"†state.a","_outputPath":"†state.a"},{"_tool":"b","_outputPath":"†x y"}]`))
-	want := `agent: invalid plan: call 0 (a) param /x ref †state.a: agent: dependency cycle: 0 (a) → 0 (a); ` +
+	want := `agent: invalid plan: call 0 (a) param /x ref †state.a: dependency cycle: 0 (a) → 0 (a); ` +
 		`call 1 (b) param /_outputPath: ref "†x y" at offset 5: syntax error: expected && or || but found "y"`
 	if err == nil || err.Error() != want {
 		t.Errorf("got  %v\nwant %s", err, want)
@@ -780,7 +780,7 @@ func TestExecutePlanLatent(t *testing.T) {
 		do(reg, rec, "store", answer(`true`))
 		plan := planOf(t, `[{"_tool":"store","_outputPath":"†state.stored"},{"_tool":"summarize","text":"†input.text","_outputPath":"†state.summary"}]`)
 		res, err := agent.ExecutePlan(context.Background(), agent.Config{Registry: reg}, plan, planCtx(t, tools))
-		want := "agent: invalid plan: call 1 (summarize): agent: no provider: the tool has no activity and the call no _output, so the model must produce its result"
+		want := "agent: invalid plan: call 1 (summarize): no provider: the tool has no activity and the call no _output, so the model must produce its result"
 		if err == nil || err.Error() != want || !errors.Is(err, agent.ErrNoProvider) {
 			t.Errorf("got  %v\nwant %s", err, want)
 		}
@@ -967,24 +967,24 @@ func TestExecutePlanInstancesErrors(t *testing.T) {
 	}{
 		{"no instances", `[{"_tool":"t"}]`, planCtx(t, `[{"type":"state","x":1}]`), "agent: no instances in the context", agent.ErrNoInstances},
 		{"a template call with an instance", `[{"_tool":"t"},{"_tool":"t","_instance":"a"}]`, msgs,
-			"agent: invalid plan: call 1 (t) instance a: agent: invalid call: a call of a template plan must not have an _instance", agent.ErrInvalidCall},
+			"agent: invalid plan: call 1 (t) instance a: invalid call: a call of a template plan must not have an _instance", agent.ErrInvalidCall},
 		{"a malformed template call is reported once", `[{"_tool":"t"},{"x":1}]`, msgs,
-			"agent: invalid plan: call 1: agent: invalid call: the call has no _tool", agent.ErrInvalidCall},
+			"agent: invalid plan: call 1: invalid call: the call has no _tool", agent.ErrInvalidCall},
 		{"a cycle names template calls", `[{"_tool":"t"},{"_tool":"t","v":"†state.q","_outputPath":"†state.q.r"}]`, msgs,
-			"agent: invalid plan: call 1 (t) instance a param /v ref †state.q: agent: dependency cycle: 1 (t) → 1 (t); " +
-				"call 1 (t) instance b param /v ref †state.q: agent: dependency cycle: 1 (t) → 1 (t)", agent.ErrCycle},
+			"agent: invalid plan: call 1 (t) instance a param /v ref †state.q: dependency cycle: 1 (t) → 1 (t); " +
+				"call 1 (t) instance b param /v ref †state.q: dependency cycle: 1 (t) → 1 (t)", agent.ErrCycle},
 		{"problems name the template call and the instance", `[{"_tool":"t","v":"†state.x"}]`, msgs,
-			"agent: invalid plan: call 0 (t) instance b param /v ref †state.x: agent: unsatisfiable reference: no call writes it and the context has no value there", agent.ErrUnsatisfiable},
+			"agent: invalid plan: call 0 (t) instance b param /v ref †state.x: unsatisfiable reference: no call writes it and the context has no value there", agent.ErrUnsatisfiable},
 		{"an instance without a value", `[{"_tool":"t","v":"†state.y"},{"_tool":"t","w":"†state.z","_outputPath":"†state.y"}]`, msgs,
-			"agent: invalid plan: call 1 (t) instance a param /w ref †state.z: agent: unsatisfiable reference: no call writes it and the context has no value there; " +
-				"call 1 (t) instance b param /w ref †state.z: agent: unsatisfiable reference: no call writes it and the context has no value there", agent.ErrUnsatisfiable},
+			"agent: invalid plan: call 1 (t) instance a param /w ref †state.z: unsatisfiable reference: no call writes it and the context has no value there; " +
+				"call 1 (t) instance b param /w ref †state.z: unsatisfiable reference: no call writes it and the context has no value there", agent.ErrUnsatisfiable},
 		// A closed tool admits the meta-properties a call may carry
 		// (_instance among them), and still checks its own parameters.
 		{"literal parameters are checked with the _instance", `[{"_tool":"strict","v":1,"w":2}]`, msgs,
-			`agent: invalid plan: call 0 (strict) instance a: agent: invalid call: at (root): property "w" is not allowed; ` +
-				`call 0 (strict) instance b: agent: invalid call: at (root): property "w" is not allowed`, agent.ErrInvalidCall},
+			`agent: invalid plan: call 0 (strict) instance a: invalid call: at (root): property "w" is not allowed; ` +
+				`call 0 (strict) instance b: invalid call: at (root): property "w" is not allowed`, agent.ErrInvalidCall},
 		{"an unknown tool", `[{"_tool":"t"},{"_tool":"u"}]`, msgs,
-			`agent: invalid plan: call 1 (u) instance a: agent: unknown tool "u" (tools: t, strict); call 1 (u) instance b: agent: unknown tool "u" (tools: t, strict)`, agent.ErrUnknownTool},
+			`agent: invalid plan: call 1 (u) instance a: unknown tool "u" (tools: t, strict); call 1 (u) instance b: unknown tool "u" (tools: t, strict)`, agent.ErrUnknownTool},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			res, err := agent.ExecutePlanInstances(context.Background(), cfg, planOf(t, tt.plan), tt.context)

@@ -63,9 +63,9 @@ func TestPresetErrors(t *testing.T) {
 		name, ctx, want string
 		is              error
 	}{
-		{"unknown", `[{"type":"text","text":"a"},{"type":"preset","preset":"Nope"}]`, `agent: context: agent: message 1 (preset): agent: unknown preset "Nope" (presets: Loop)`, agent.ErrUnknownPreset},
-		{"no name", `[{"type":"preset"}]`, `agent: context: agent: message 0 (preset): a preset message names its preset: {"type":"preset","preset":"Name"}`, nil},
-		{"a loop", `[{"type":"preset","preset":"Loop"}]`, `agent: context: agent: message 0 (preset): preset "Loop" names itself through Loop`, nil},
+		{"unknown", `[{"type":"text","text":"a"},{"type":"preset","preset":"Nope"}]`, `agent: context: message 1 (preset): unknown preset "Nope" (presets: Loop)`, agent.ErrUnknownPreset},
+		{"no name", `[{"type":"preset"}]`, `agent: context: message 0 (preset): a preset message names its preset: {"type":"preset","preset":"Name"}`, nil},
+		{"a loop", `[{"type":"preset","preset":"Loop"}]`, `agent: context: message 0 (preset): preset "Loop" names itself through Loop`, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := agent.Request(context.Background(), agent.Config{Provider: scripted.Solutions(`{"output":1}`), Registry: reg}, json.RawMessage(`{}`), ctxOf(t, tt.ctx))

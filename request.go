@@ -303,11 +303,11 @@ func Stream(ctx context.Context, cfg Config, userSchema json.RawMessage, msgs []
 func contextLog(cfg *Config, msgs []message.Message) ([]message.Message, *message.Log, error) {
 	msgs, err := ExpandPresets(cfg.registry(), nil, msgs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("agent: context: %w", err)
+		return nil, nil, errorf("agent: context: %w", err)
 	}
 	log, err := message.NewLog(msgs...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("agent: context: %w", err)
+		return nil, nil, errorf("agent: context: %w", err)
 	}
 	return msgs, log, nil
 }
@@ -376,7 +376,7 @@ func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, err
 		case err != nil:
 			if err != error(inv) { // a repair request failed
 				inv = &InvalidError{Index: inv.Index, Attempts: inv.Attempts, Raw: inv.Raw,
-					Err: fmt.Errorf("%w; its repair failed: %w", inv.Err, err)}
+					Err: errorf("%w; its repair failed: %w", inv.Err, err)}
 			}
 			if !lose(inv) {
 				return
@@ -409,7 +409,7 @@ func prepare(ctx context.Context, cfg Config, userSchema json.RawMessage, log *m
 // as any objects (see Build.compose): a loop checks each call on its own.
 func prepareBuild(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, toolsOnly, anyCalls bool) (*prepared, error) {
 	if err := cfg.Rendering.Check(); err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
+		return nil, errorf("agent: %w", err)
 	}
 	llm := llmSettings(cfg)
 	b := &Build{Log: log, Registry: cfg.registry(), LLM: &llm, toolsOnly: toolsOnly, shown: map[message.Identity]bool{},
@@ -503,7 +503,7 @@ func (p *prepared) compose(cfg Config, userSchema json.RawMessage, anyCalls bool
 	b := p.build
 	output, defs, err := outputSchema(userSchema)
 	if err != nil {
-		return fmt.Errorf("agent: output schema: %w", err)
+		return errorf("agent: output schema: %w", err)
 	}
 	if p.composed, p.compiled, err = b.solutionSchema(output, defs, false); err != nil {
 		return err
@@ -512,7 +512,7 @@ func (p *prepared) compose(cfg Config, userSchema json.RawMessage, anyCalls bool
 	// output names by {"$ref":"Name"} go into the composed schema's $defs.
 	if p.compiled.NamesSchemas() {
 		if p.composed, err = b.Registry.Schemas().Adapt(p.composed, schema.Full); err != nil {
-			return fmt.Errorf("agent: composed schema: %w", err)
+			return errorf("agent: composed schema: %w", err)
 		}
 	}
 	if anyCalls && len(b.tools.Keys) > 0 {
@@ -538,11 +538,11 @@ func (p *prepared) compose(cfg Config, userSchema json.RawMessage, anyCalls bool
 func (b *Build) solutionSchema(output json.RawMessage, outputDefs []schema.Def, anyCalls bool) (json.RawMessage, *schema.Schema, error) {
 	composed, err := b.compose(output, outputDefs, anyCalls)
 	if err != nil {
-		return nil, nil, fmt.Errorf("agent: %w", err)
+		return nil, nil, errorf("agent: %w", err)
 	}
 	compiled, err := b.Registry.compile(composed)
 	if err != nil {
-		return nil, nil, fmt.Errorf("agent: %w", b.invalidPart(output, outputDefs, err))
+		return nil, nil, errorf("agent: %w", b.invalidPart(output, outputDefs, err))
 	}
 	return composed, compiled, nil
 }
@@ -665,7 +665,7 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 		return nil, err
 	}
 	if len(answers) == 0 {
-		return nil, fmt.Errorf("agent: provider: empty answer")
+		return nil, errorf("agent: provider: empty answer")
 	}
 	n := max(req.N, 1)
 	// Of each solution: how many answers it had, the text of the last one
@@ -821,10 +821,10 @@ func send(ctx context.Context, cfg *Config, req *provider.Request, slots []int, 
 // goes to answers[slots[k]] (to answers[k] when slots is nil).
 func readChunk(cfg *Config, n int, slots []int, answers *[]*answer, resp *Response, yield func(Event, error) bool, c *provider.Chunk, err error) error {
 	if err != nil {
-		return fmt.Errorf("agent: provider: %w", err)
+		return errorf("agent: provider: %w", err)
 	}
 	if c.Index < 0 || c.Index >= max(n, 1) {
-		return fmt.Errorf("agent: provider: chunk for solution %d of %d", c.Index, n)
+		return errorf("agent: provider: chunk for solution %d of %d", c.Index, n)
 	}
 	i := c.Index
 	if slots != nil {
@@ -837,7 +837,7 @@ func readChunk(cfg *Config, n int, slots []int, answers *[]*answer, resp *Respon
 		a := &answer{out: newOutputTap()}
 		if cfg.CallbackPath != "" {
 			if a.x, err = jsonstream.NewExtractor(cfg.CallbackPath); err != nil {
-				return fmt.Errorf("agent: callback path: %w", err)
+				return errorf("agent: callback path: %w", err)
 			}
 		}
 		if cfg.advising {

@@ -207,7 +207,7 @@ func (s *scheduler) start(ctx context.Context) bool {
 			d, cerr := s.confirm(ctx, c.handed())
 			switch {
 			case cerr != nil:
-				failure = fmt.Errorf("agent: confirm: %w", cerr)
+				failure = errorf("agent: confirm: %w", cerr)
 				return false
 			case d.Reject != "":
 				err = &CallError{Kind: Rejected, Tool: c.Tool, Err: errors.New(d.Reject)}
@@ -458,7 +458,7 @@ func (s *scheduler) appendAll(msgs []message.Message) bool { return s.appendBy(m
 func (s *scheduler) appendBy(msgs []message.Message, byCall bool) bool {
 	for i := range msgs {
 		if err := s.log.Append(msgs[i]); err != nil {
-			s.fail(fmt.Errorf("agent: append: %w", err))
+			s.fail(errorf("agent: append: %w", err))
 			return false
 		}
 		if msgs[i].Type == message.TypeData {

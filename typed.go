@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/schema"
@@ -20,7 +19,7 @@ type Typed[T any] struct {
 // output into a T.
 func RequestAs[T any](ctx context.Context, cfg Config, context []message.Message) ([]Typed[T], *Response, error) {
 	if err := schema.Check[T](); err != nil {
-		return nil, nil, fmt.Errorf("agent: %w", err) // before the model is paid
+		return nil, nil, errorf("agent: %w", err) // before the model is paid
 	}
 	resp, err := Request(ctx, cfg, schema.For[T](), context)
 	if err != nil {
@@ -34,7 +33,7 @@ func RequestAs[T any](ctx context.Context, cfg Config, context []message.Message
 		}
 		v, err := schema.Decode[T](s.Output)
 		if err != nil {
-			return nil, resp, fmt.Errorf("agent: solution %d: %w", i, err)
+			return nil, resp, errorf("agent: solution %d: %w", i, err)
 		}
 		out[i].Value = v
 	}

@@ -356,7 +356,7 @@ func TestMCPServe(t *testing.T) {
 	}{
 		{"every tool", nil, []string{"greet", "guess", "shout"}, "greet", `{"name":"Ada"}`, `"hello, Ada"`},
 		// A latent tool needs a model; with none, its calls fail.
-		{"a latent tool", []string{"--tool", "guess"}, []string{"guess"}, "guess", `{}`, `error: agent: no provider: the tool has no activity`},
+		{"a latent tool", []string{"--tool", "guess"}, []string{"guess"}, "guess", `{}`, `error: agent: invalid plan: call 0 (guess): no provider: the tool has no activity`},
 		{"named", []string{"--tool", "shout"}, []string{"shout"}, "shout", `{"text":"hi"}`, `"HI"`},
 		{"an Idea", []string{"--tool", "greet", "--idea", "echoer=" + echoer, "--model", "test:m"}, []string{"echoer", "greet"}, "echoer", `{}`, `{"said":"echo: hello"}`},
 	} {

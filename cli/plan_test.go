@@ -41,12 +41,12 @@ func TestPlanCommand(t *testing.T) {
 		{
 			name: "every problem",
 			args: []string{"validate", invalid},
-			stdout: "call 0 (t) param /x ref †state.b: agent: dependency cycle: 0 (t) → 1 (t) → 0 (t)\n" +
-				"call 2 (u): agent: unknown tool \"u\" (tools: t)\n" +
-				"call 3 (t) param /x ref †input.y: agent: unsatisfiable reference: no call writes it and the context has no value there\n",
+			stdout: "call 0 (t) param /x ref †state.b: dependency cycle: 0 (t) → 1 (t) → 0 (t)\n" +
+				"call 2 (u): unknown tool \"u\" (tools: t)\n" +
+				"call 3 (t) param /x ref †input.y: unsatisfiable reference: no call writes it and the context has no value there\n",
 			err: invalid + ": invalid plan (3 problems)",
 		},
-		{name: "one problem", args: []string{"validate", cycle}, stdout: "call 0 (a) param /x ref †state.a: agent: dependency cycle: 0 (a) → 0 (a)\n",
+		{name: "one problem", args: []string{"validate", cycle}, stdout: "call 0 (a) param /x ref †state.a: dependency cycle: 0 (a) → 0 (a)\n",
 			err: cycle + ": invalid plan (1 problem)"},
 		{name: "idea without a plan", args: []string{"validate", noPlan}, err: noPlan + ": the idea's context has no plan message"},
 		{name: "not a plan", args: []string{"validate", "-"}, stdin: `"calls"`,
@@ -60,7 +60,7 @@ func TestPlanCommand(t *testing.T) {
 			stdout: "graph TD\n    c0[\"0: processPayment\"]\n    c1[\"1: confirmOrder\"]\n    s0{{\"input.amount\"}}\n" +
 				"    s0 --> c0\n    c0 -->|state.receipt| c1\n",
 		},
-		{name: "graph of a malformed plan", args: []string{"graph", "-"}, stdin: `[{"x":1}]`, err: "-: agent: invalid plan: call 0: agent: invalid call: the call has no _tool"},
+		{name: "graph of a malformed plan", args: []string{"graph", "-"}, stdin: `[{"x":1}]`, err: "-: agent: invalid plan: call 0: invalid call: the call has no _tool"},
 		{name: "no subcommand", args: []string{data + "payment.json"}, err: "usage: plan takes validate or graph, and FILE", isUsage: true},
 		{name: "unknown subcommand", args: []string{"run", data + "payment.json"}, err: "usage: plan takes validate or graph, and FILE", isUsage: true},
 		{name: "unknown flag", args: []string{"validate", "--fast", data + "payment.json"}, err: "usage: flag provided but not defined: -fast", isUsage: true},
