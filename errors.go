@@ -58,7 +58,8 @@ type InvalidError struct {
 	Raw      string // the last answer
 	// Err is why it is invalid: JSON syntax or *schema.ValidationError. In
 	// the Repair event of a solution the provider stopped (see Config.N),
-	// it is the provider.SolutionError.
+	// it is the provider.SolutionError; of one a failed provider call cut
+	// before it arrived whole, that call's error.
 	Err error
 	// Usage sums the requests that produced it, repairs included; with
 	// Config.N > 1, those of the Request until then, as its first request

@@ -45,9 +45,12 @@ type Config struct {
 	// none, or fails, the solutions it gave stand. A solution the provider
 	// stopped (a provider.SolutionError: a refusal, a content filter) is
 	// none: while others ended well, it is asked again, after a Repair
-	// event, and when it stops again the others stand. So do they when
-	// one stays invalid after its repairs, or a repair fails: an Event's
-	// Lost, and a warning in the log, name the solution left out and why.
+	// event, and when it stops again the others stand. A call that fails
+	// otherwise (a stream cut, an error event) keeps those that arrived
+	// whole, their JSON complete and valid, and the rest are asked again
+	// the same way. The others stand too when one stays invalid after its
+	// repairs, or a repair fails: an Event's Lost, and a warning in the
+	// log, name the solution left out and why.
 	// A solution left out moves those after it down in
 	// Response.Solutions. The request fails only when no solution is
 	// left: with N 1, with that solution's error (the provider's, or an
@@ -221,16 +224,16 @@ type Event struct {
 	// Repair event, the elements of the answer being re-asked come again.
 	Element *Element
 	// Repair reports an invalid solution that is being re-asked, or one
-	// the provider stopped that is being asked again (see Config.N; its
-	// Err is then the provider.SolutionError).
+	// the provider stopped, or that a failed call cut, that is being
+	// asked again (see Config.N; its Err is then the provider's error).
 	Repair *InvalidError
 	// Lost reports a solution left out of the Response (see Config.N):
-	// it stayed invalid after its repairs, a repair failed, or the
-	// provider stopped it again. Err says why and Raw is its last
-	// answer; its events yielded before are not taken back, and none
-	// follows. Response.Solutions are the solutions without a Lost
-	// event, in order; when none is left, the stream ends with a
-	// *NoSolutionError instead.
+	// it stayed invalid after its repairs, a repair failed, or, asked
+	// again, the provider stopped it or failed before it arrived whole.
+	// Err says why and Raw is its last answer; its events yielded
+	// before are not taken back, and none follows. Response.Solutions
+	// are the solutions without a Lost event, in order; when none is
+	// left, the stream ends with a *NoSolutionError instead.
 	Lost *InvalidError
 	// Response is the final result, the last event.
 	Response *Response
@@ -338,7 +341,15 @@ func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, err
 		req.Messages[n-1].Stable = true
 	}
 	resp := &Response{Sent: req}
-	given, err := generate(ctx, cfg, req, resp, yield)
+	var whole func(string) bool
+	if req.N > 1 {
+		// What arrived whole of a call that failed stands (see generate).
+		whole = func(text string) bool {
+			_, err := validSolution(text, p.compiled, p.build.solutionChecks)
+			return err == nil
+		}
+	}
+	given, err := generate(ctx, cfg, req, whole, resp, yield)
 	if err != nil {
 		if err != errStopped {
 			yield(Event{}, err)
@@ -630,8 +641,9 @@ type answer struct {
 	x      *jsonstream.Extractor
 	out    *outputTap
 	adv    *jsonstream.Extractor // the advisors (Config.advising)
-	// stopped marks a solution the provider stopped before its end (a
-	// provider.SolutionError names it): its text is no solution.
+	// stopped marks a solution the provider did not give whole: it
+	// stopped it before its end (a provider.SolutionError names it), or
+	// the call failed before it arrived whole. Its text is no solution.
 	stopped bool
 }
 
@@ -653,16 +665,24 @@ type given struct {
 // while it answers at least one. One that stopped some solutions (a
 // provider.SolutionError: a refusal, a content filter) while others ended
 // well is asked again for those, each in its own place, after a Repair
-// event for it. When the provider then gives none, fails, or stops one
+// event for it. So is, with whole set (several solutions asked), one that
+// had not arrived whole when a call failed otherwise (a stream cut, an
+// error event): whole says which texts did, those whose JSON is complete
+// and valid. When the provider then gives none, fails, or stops one
 // again, the solutions it gave stand: they were paid for. Those it had
 // answered and did not give are returned lost, with why; those it never
-// answered are left out. With none given, or every one stopped, the
-// request fails with the provider's error.
-func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Response, yield func(Event, error) bool) ([]given, error) {
+// answered are left out. With none given, or every one stopped or cut,
+// the request fails with the provider's error.
+func generate(ctx context.Context, cfg Config, req *provider.Request, whole func(string) bool, resp *Response, yield func(Event, error) bool) ([]given, error) {
 	var answers []*answer
 	err := send(ctx, &cfg, req, nil, &answers, resp, yield)
-	if err != nil && (err == errStopped || ctx.Err() != nil || !stopSome(err, nil, answers)) {
+	if err != nil && (err == errStopped || ctx.Err() != nil || !settle(err, nil, answers, whole)) {
 		return nil, err
+	}
+	if _, stop := errors.AsType[provider.SolutionError](err); err != nil && !stop {
+		// The solutions that arrived whole stand; the others are asked
+		// for again below.
+		logger(cfg).WarnContext(ctx, "the provider failed after some solutions arrived whole", "whole", count(answers), "n", max(req.N, 1), "error", err)
 	}
 	if len(answers) == 0 {
 		return nil, errorf("agent: provider: empty answer")
@@ -712,7 +732,7 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 				tries[i]++
 			}
 		}
-		if err != nil && !stopSome(err, slots, answers) {
+		if err != nil && !settle(err, slots, answers, whole) {
 			for _, i := range slots {
 				if i < len(answers) && answers[i] != nil {
 					// What a failed stream left is no solution; its
@@ -730,7 +750,7 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 	var out []given
 	for i, a := range answers {
 		switch {
-		case a != nil && a.stopped: // stopped by the last call
+		case a != nil && a.stopped: // stopped, or cut, by the last call
 			inv := &InvalidError{Index: i, Attempts: tries[i], Raw: a.text.String(), Err: stopErr(err)}
 			out = append(out, given{index: i, lost: inv})
 			continue
@@ -752,25 +772,47 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, resp *Resp
 	return out, nil
 }
 
-// stopSome reports whether err, which ended a provider call whose
-// solutions went to slots (nil: numbered from 0), is a
-// provider.SolutionError that leaves at least one solution of answers
-// good, and marks those it names stopped.
-func stopSome(err error, slots []int, answers []*answer) bool {
+// settle reports whether err, which ended a provider call whose
+// solutions went to slots (nil: numbered from 0), leaves at least one
+// solution of answers good, and marks stopped those of the call that it
+// took: the solutions a provider.SolutionError names, or, for any other
+// error, each one whose text whole does not take. With whole nil, any
+// other error fails the call: one solution asked fails as it always did.
+func settle(err error, slots []int, answers []*answer, whole func(string) bool) bool {
 	se, ok := errors.AsType[provider.SolutionError](err)
-	if !ok {
+	if !ok && whole == nil {
 		return false
 	}
-	for _, k := range se.Solutions() {
-		i := k
-		if slots != nil {
-			if k < 0 || k >= len(slots) {
-				continue
-			}
-			i = slots[k]
-		}
+	mark := func(i int) {
 		if i >= 0 && i < len(answers) && answers[i] != nil {
 			answers[i].stopped = true
+		}
+	}
+	if ok {
+		for _, k := range se.Solutions() {
+			i := k
+			if slots != nil {
+				if k < 0 || k >= len(slots) {
+					continue
+				}
+				i = slots[k]
+			}
+			mark(i)
+		}
+		return count(answers) > 0
+	}
+	// A solution whose JSON is complete and valid lost nothing to the
+	// failure: the rest of the stream was another's.
+	took := slots
+	if took == nil {
+		took = make([]int, len(answers))
+		for i := range took {
+			took[i] = i
+		}
+	}
+	for _, i := range took {
+		if i < len(answers) && answers[i] != nil && !whole(answers[i].text.String()) {
+			mark(i)
 		}
 	}
 	return count(answers) > 0
@@ -909,14 +951,7 @@ func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *sc
 	}
 	msgs := req.Messages
 	for attempt := 1; ; attempt++ {
-		sol, err := parseSolution(text, compiled)
-		if err == nil {
-			for _, check := range checks {
-				if err = check(sol.Raw); err != nil {
-					break
-				}
-			}
-		}
+		sol, err := validSolution(text, compiled, checks)
 		if err == nil {
 			return sol, nil, nil
 		}
@@ -936,7 +971,7 @@ func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *sc
 			provider.Message{Role: provider.RoleUser, Text: repairPrompt(err)})
 		fix := *req
 		fix.Messages, fix.N = msgs, 1
-		got, err := generate(ctx, Config{Provider: cfg.Provider, CallbackPath: cfg.CallbackPath}, &fix, resp, asSolution(i, yield))
+		got, err := generate(ctx, Config{Provider: cfg.Provider, CallbackPath: cfg.CallbackPath}, &fix, nil, resp, asSolution(i, yield))
 		if err != nil {
 			return nil, inv, err
 		}
@@ -984,6 +1019,21 @@ func repairPrompt(err error) string {
 		return "Your answer is not valid JSON: " + err.Error() + "\nAnswer again with only the whole JSON object."
 	}
 	return "Your answer is not acceptable: " + err.Error() + "\nAnswer again with the whole corrected JSON object."
+}
+
+// validSolution validates text against compiled and checks, and splits
+// it into a Solution.
+func validSolution(text string, compiled *schema.Schema, checks []func(json.RawMessage) error) (*Solution, error) {
+	sol, err := parseSolution(text, compiled)
+	if err != nil {
+		return nil, err
+	}
+	for _, check := range checks {
+		if err := check(sol.Raw); err != nil {
+			return nil, err
+		}
+	}
+	return sol, nil
 }
 
 // parseSolution validates text and splits it into a Solution whose

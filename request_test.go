@@ -565,9 +565,10 @@ func (e stopError) Solutions() []int { return e }
 // refusal, a content filter) are no solutions. A Repair event for each
 // says that its pieces start again, and the request asks again for the
 // two, whose events carry their own index. When the provider then fails,
-// or stops them again, the solution left stands, with a warning, and a
-// Lost event for each solution left out, with its last text; the usage
-// sums every request.
+// or stops them again, the solutions left stand, with a warning: the one
+// never stopped, and one that arrived whole before the provider failed.
+// A Lost event names each solution left out, with its last text; the
+// usage sums every request.
 func TestRequestStoppedSolutions(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
@@ -587,7 +588,7 @@ func TestRequestStoppedSolutions(t *testing.T) {
 		{"failed", func(yield func(*provider.Chunk, error) bool) {
 			_ = yield(&provider.Chunk{Index: 0, Text: `{"output":4}`, Done: true, Usage: &provider.Usage{Input: 10}}, nil) &&
 				yield(nil, &provider.Error{Provider: "x", Status: 500})
-		}, []string{"2"}, "error=\"agent: provider: x: 500 Internal Server Error\""},
+		}, []string{"4", "2"}, "error=\"agent: provider: x: 500 Internal Server Error\""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var asked []int
@@ -647,7 +648,7 @@ func TestRequestStoppedSolutions(t *testing.T) {
 			case "stopped again":
 				wantEvents = append(wantEvents, `lost 2 {"outp`)
 			case "failed":
-				wantEvents = append(wantEvents, `lost 0 {"output":4}`, `lost 2 {"output":3}`)
+				wantEvents = append(wantEvents, `lost 2 {"output":3}`)
 			}
 			if d := cmp.Diff(events, wantEvents); d != "" {
 				t.Errorf("events (-got +want):\n%s", d)
