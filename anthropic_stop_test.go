@@ -107,10 +107,11 @@ func writeAnthropic(w http.ResponseWriter, stream bool, text, reason string) {
 
 // TestAnthropicToolCut: in tool mode (anthropic.Config.ToolOutput), an
 // answer stopped at max_tokens is cut whether it is streamed, its input
-// the partial_json that arrived, or whole, its input what the API parsed
-// of it, which may be empty or pass the schema all the same (the API
-// sends only the parameters the model finished). Each is re-asked as cut
-// and ends with ErrAnswerCut, never taken for a whole answer.
+// the partial_json that arrived (none at all: the {} of
+// content_block_start), or whole, its input what the API parsed of it,
+// which may be empty or pass the schema all the same (the API sends only
+// the parameters the model finished). Each is re-asked as cut and ends
+// with ErrAnswerCut, never taken for a whole answer.
 func TestAnthropicToolCut(t *testing.T) {
 	out := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"},"more":{"type":"string"}},"required":["n"]}`)
 	for _, tt := range []struct {
@@ -122,6 +123,9 @@ func TestAnthropicToolCut(t *testing.T) {
 		{"whole, partial input", false, `{"output":{"n":12}}`, `{"output":{"n":12}`},
 		{"whole, empty input", false, `{}`, `{`},
 		{"streamed", true, `{"output":{"n":12},"more":"ab`, `{"output":{"n":12},"more":"ab`},
+		// Cut before any partial_json: what is left is the {} of
+		// content_block_start, without its brace.
+		{"streamed, empty input", true, ``, `{`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var sent atomic.Int32
@@ -158,7 +162,8 @@ func TestAnthropicToolCut(t *testing.T) {
 
 // writeAnthropicTool answers with the forced tool "solution", its input
 // given as JSON, stopped for reason: whole, the input as the API parsed
-// it, or streamed, the input the partial_json of one delta.
+// it, or streamed, the input the partial_json of one delta (empty, as
+// the API sends before the first piece, when input is).
 func writeAnthropicTool(w http.ResponseWriter, stream bool, input, reason string) {
 	if !stream {
 		w.Header().Set("Content-Type", "application/json")

@@ -104,12 +104,15 @@
 // An answer cut at max_tokens is no error here: its finish reason lets the
 // caller report it as cut. A forced tool's input cut so is what arrived of
 // it: streamed, its partial_json; whole, the parameters the model finished,
-// which the API sends as a closed object, without its closing brace, so
-// that it reads as cut too and is never taken for a whole answer. One that a refusal stopped ([StopRefusal], with
-// the category and explanation of stop_details) or that filled the model's
-// context window ([StopContextWindow]) keeps its chunks, and the stream then
-// ends with a *[StopError]: asked again, the same conversation is refused
-// again, or has even less room.
+// which the API sends as a closed object, without its closing brace, so that
+// it reads as cut too and is never taken for a whole answer. Streamed with
+// no partial_json, the input is the {} of content_block_start, which a
+// schema may accept: it goes without its brace too, at max_tokens or when
+// the stream ends before message_stop. One that a refusal stopped
+// ([StopRefusal], with the category and explanation of stop_details) or that
+// filled the model's context window ([StopContextWindow]) keeps its chunks,
+// and the stream then ends with a *[StopError]: asked again, the same
+// conversation is refused again, or has even less room.
 //
 // # Errors
 //

@@ -118,6 +118,7 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 			toolBlock  = int64(-1)     // index of the forced tool's content block
 			toolInput  any             // its input at content_block_start
 			toolText   bool            // whether input_json_delta arrived for it
+			toolStart  string          // toolInput as JSON, when its block ended with no delta
 			held       strings.Builder // text in tool mode: the solution if the tool is not used
 			err        error           // what ended the events
 			ev         event           // the event read last
@@ -150,8 +151,20 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 			}
 			return true
 		}
-		// unheld yields the held text, when the tool was not used.
-		unheld := func() bool {
+		// unheld yields the held text, when the tool was not used, or the
+		// tool's input that arrived with no delta: cut at max_tokens, or
+		// when the stream ended before message_stop, it is without its
+		// closing brace, as a whole answer's is (see cutInput). The
+		// content_block_start of a tool always has an input, {} when no
+		// delta follows, and only the stop_reason after it tells it whole.
+		unheld := func(cut bool) bool {
+			if toolStart != "" {
+				s := toolStart
+				if cut {
+					s = cutInput(s)
+				}
+				return piece(s, "")
+			}
 			if toolBlock >= 0 || held.Len() == 0 {
 				return true
 			}
@@ -216,11 +229,10 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 				}
 			case "content_block_stop":
 				// A tool input that arrived whole, with no delta, is still
-				// the solution.
+				// the solution, once the stop_reason says how it ended.
 				if ev.Index == toolBlock && !toolText && toolInput != nil {
-					b, err := json.Marshal(toolInput)
-					if err == nil && !piece(string(b), "") {
-						return
+					if b, err := json.Marshal(toolInput); err == nil {
+						toolStart = string(b)
 					}
 				}
 			case "message_delta":
@@ -229,7 +241,7 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 				stop = stopped(i, stopReason, sd.Category, sd.Explanation)
 				usage.merge(ev.Usage)
 			case "message_stop":
-				if !unheld() {
+				if !unheld(stopReason == string(sdk.StopReasonMaxTokens)) {
 					return
 				}
 				u := usage.usage()
@@ -242,7 +254,7 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 		if err == nil {
 			err = events.Err()
 		}
-		if !unheld() {
+		if !unheld(true) {
 			return
 		}
 		if err != nil {

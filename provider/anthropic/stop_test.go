@@ -16,9 +16,9 @@ import (
 
 // TestReplayStopped replays answers the API stopped before their end: by
 // a refusal, by the model's context window, and a forced tool's input cut
-// at max_tokens, streamed and whole. Each yields the text that arrived and its stop_reason;
-// the refusal and the context window end with a *StopError that says
-// which, and why.
+// at max_tokens, streamed (before any delta too) and whole. Each yields
+// the text that arrived and its stop_reason; the refusal and the context
+// window end with a *StopError that says which, and why.
 func TestReplayStopped(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
@@ -63,6 +63,13 @@ func TestReplayStopped(t *testing.T) {
 			name: "forced tool cut at max_tokens", file: "stream_tool_max_tokens.sse", stream: true, tool: true,
 			want: &provider.Result{Texts: []string{`{"output": {"answer": "Paris"}, "calls": [`}, Thinking: []string{""},
 				FinishReasons: []string{"max_tokens"}, Usage: provider.Usage{Input: 472, Output: 16}},
+		},
+		{
+			// Cut before any partial_json: the input of content_block_start,
+			// {}, without its brace, as a whole answer's.
+			name: "forced tool cut at max_tokens before any delta", file: "stream_tool_max_tokens_empty.sse", stream: true, tool: true,
+			want: &provider.Result{Texts: []string{`{`}, Thinking: []string{""},
+				FinishReasons: []string{"max_tokens"}, Usage: provider.Usage{Input: 472, Output: 3}},
 		},
 		{
 			// The API sends the parameters the model finished, closed:
@@ -249,5 +256,47 @@ func TestStopErrorText(t *testing.T) {
 		if got := tt.err.Error(); got != tt.want {
 			t.Errorf("got %q, want %q", got, tt.want)
 		}
+	}
+}
+
+// TestToolInputNoDelta: a forced tool whose block ends with no
+// partial_json has for input what content_block_start gave, {} from the
+// API. Streamed, it is yielded once the stop_reason says how the answer
+// ended: whole at tool_use, without its closing brace at max_tokens or
+// when the stream ends before message_stop, so that a schema that
+// accepts {} never takes a cut answer for a whole one.
+func TestToolInputNoDelta(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		stop    string // the stop_reason; none: the stream ends before it
+		want    string
+		wantErr error
+	}{
+		{"tool_use", "tool_use", `{}`, nil},
+		{"max_tokens", "max_tokens", `{`, nil},
+		{"no message_stop", "", `{`, provider.ErrTruncated},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, _ := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				ev := func(typ, data string) { fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data) }
+				ev("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-test-1","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":1}}}`)
+				ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"solution","input":{}}}`)
+				ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}`)
+				ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
+				if tt.stop == "" {
+					return
+				}
+				ev("message_delta", fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q,"stop_sequence":null},"usage":{"output_tokens":3}}`, tt.stop))
+				ev("message_stop", `{"type":"message_stop"}`)
+			}), Config{ToolOutput: true})
+			got, err := provider.Collect(p.Generate(t.Context(), request(true, 1)))
+			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
+				t.Fatalf("error %v, want %v", err, tt.wantErr)
+			}
+			if len(got.Texts) != 1 || got.Texts[0] != tt.want || got.FinishReasons[0] != tt.stop {
+				t.Errorf("got %q finished %q, want %q finished %q", got.Texts, got.FinishReasons, tt.want, tt.stop)
+			}
+		})
 	}
 }
