@@ -34,7 +34,20 @@ var (
 	// ErrNotLoop reports Continue of a run that is not a loop's (a plan
 	// run has no conversation to go on with).
 	ErrNotLoop = errors.New("agent: not a loop run")
+	// ErrRefused marks an error of Resume or Continue that stopped it
+	// before it changed the run: the run is in its store as it was (a run
+	// another process holds, an unfinished one Continue was given, a
+	// message the turn's first request cannot use, ...). The error wraps
+	// it besides the reason, so errors.Is finds both.
+	ErrRefused = errors.New("agent: refused")
 )
+
+// refusal is an error of Resume or Continue that left the run as it was.
+type refusal struct{ err error }
+
+func (r refusal) Error() string        { return r.err.Error() }
+func (r refusal) Unwrap() error        { return r.err }
+func (r refusal) Is(target error) bool { return target == ErrRefused }
 
 // Idempotent marks an activity as safe to run twice with the same call,
 // so that Resume runs it again when a crash left it unfinished.
@@ -285,6 +298,9 @@ type resumed struct {
 	turnStep, turnTokens int
 	// turns counts the journal's ends: the turns that ended.
 	turns int
+	// written is set when the journal began writing the run: an error
+	// before is a refusal (ErrRefused).
+	written bool
 }
 
 // openJournal creates the run, held by this process, with the messages
@@ -314,6 +330,7 @@ func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msg
 				return nil, errorf("agent: run spec: %w", err)
 			}
 		}
+		rs.written = true // from here on, an error may leave the run changed
 		if err := cfg.Store.Save(ctx, j.lease.owner, run); err != nil {
 			return nil, errorf("agent: save run %s: %w", run.ID, err)
 		}
@@ -791,7 +808,7 @@ func reopen(ctx context.Context, cfg Config, id string, next bool, msgs []messag
 	return func(yield func(RunEvent, error) bool) {
 		cat, ok := cfg.Store.(store.Catalog)
 		if cfg.Store == nil || !ok {
-			yield(RunEvent{}, fmt.Errorf("%w: %s needs a store.Store that is also a store.Catalog", ErrNoStore, name))
+			yield(RunEvent{}, refusal{fmt.Errorf("%w: %s needs a store.Store that is also a store.Catalog", ErrNoStore, name)})
 			return
 		}
 		ctx = runContext(ctx, cfg)
@@ -799,7 +816,12 @@ func reopen(ctx context.Context, cfg Config, id string, next bool, msgs []messag
 		// holder.
 		l, err := acquire(ctx, &cfg, id)
 		if err != nil {
-			yield(RunEvent{}, errorf("agent: %s %s: %w", op, id, err))
+			err = errorf("agent: %s %s: %w", op, id, err)
+			if errors.Is(err, store.ErrLeased) || errors.Is(err, store.ErrNotFound) {
+				// Any other failure may have taken the run after all.
+				err = refusal{err}
+			}
+			yield(RunEvent{}, err)
 			return
 		}
 		// Renewed from now on, for the whole resumed run (the journal
@@ -820,7 +842,7 @@ func reopen(ctx context.Context, cfg Config, id string, next bool, msgs []messag
 			l.release()
 		}()
 		if err != nil {
-			yield(RunEvent{}, withLeaseCause(ctx, err))
+			yield(RunEvent{}, refusal{withLeaseCause(ctx, err)})
 			return
 		}
 		rs.lease, rs.run = l, run
@@ -848,18 +870,21 @@ func reopen(ctx context.Context, cfg Config, id string, next bool, msgs []messag
 			}
 		case kindLoop:
 			if cfg.Provider == nil { // a loop goes on by asking the model
-				yield(RunEvent{}, errorf("agent: resume %s: %w", id, ErrNoProvider))
+				yield(RunEvent{}, refusal{errorf("agent: resume %s: %w", id, ErrNoProvider)})
 				return
 			}
 			cfg.contextLen = spec.contextAt(rs.turns, len(rs.msgs))
 			events = resumeLoop(ctx, cfg, spec.Schema)
 		default:
-			yield(RunEvent{}, errorf("agent: resume %s: unknown kind of run %q", id, run.Kind))
+			yield(RunEvent{}, refusal{errorf("agent: resume %s: unknown kind of run %q", id, run.Kind)})
 			return
 		}
 		for ev, err := range events {
 			if err != nil && !rs.journaled { // the journal adds it itself
 				err = withLeaseCause(ctx, err)
+				if !rs.written {
+					err = refusal{err}
+				}
 			}
 			if !yield(ev, err) || err != nil {
 				return

@@ -262,10 +262,10 @@ func TestContinueErrors(t *testing.T) { forEachStore(t, testContinueErrors) }
 // model, and leaves the run as it was.
 func testContinueErrors(t *testing.T, st runStore) {
 	ctx := t.Context()
-	if _, err := agent.Continue(ctx, agent.Config{}, "x"); !errors.Is(err, agent.ErrNoStore) {
+	if _, err := agent.Continue(ctx, agent.Config{}, "x"); !errors.Is(err, agent.ErrNoStore) || !errors.Is(err, agent.ErrRefused) {
 		t.Errorf("no store: %v", err)
 	}
-	if _, err := agent.Continue(ctx, agent.Config{Store: st}, "x"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := agent.Continue(ctx, agent.Config{Store: st}, "x"); !errors.Is(err, store.ErrNotFound) || !errors.Is(err, agent.ErrRefused) {
 		t.Errorf("unknown run: %v", err)
 	}
 	reg := agent.NewRegistry()
@@ -310,8 +310,8 @@ func testContinueErrors(t *testing.T, st runStore) {
 			entries := len(journal(t, st, tt.id))
 			p := scripted.Solutions(`{"calls":[],"output":{}}`)
 			_, err = agent.Continue(ctx, agent.Config{Provider: p, Registry: reg, Store: st}, tt.id, message.Text("more"))
-			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.id) {
-				t.Errorf("continue: %v, want %v", err, tt.want)
+			if !errors.Is(err, tt.want) || !errors.Is(err, agent.ErrRefused) || !strings.Contains(err.Error(), tt.id) {
+				t.Errorf("continue: %v, want %v and agent.ErrRefused", err, tt.want)
 			}
 			if len(p.Requests()) != 0 {
 				t.Error("it called the model")
@@ -352,7 +352,7 @@ func testContinueErrors(t *testing.T, st runStore) {
 	entries := len(journal(t, st, "held"))
 	p := scripted.Solutions(`{"calls":[],"output":{}}`)
 	_, err = agent.Continue(ctx, agent.Config{Provider: p, Registry: reg, Store: st}, "held", message.Text("more"), message.Message{Type: "nope"})
-	if me, ok := errors.AsType[*agent.MessageError](err); !errors.Is(err, agent.ErrUnknownType) || !ok || me.Type != "nope" {
+	if me, ok := errors.AsType[*agent.MessageError](err); !errors.Is(err, agent.ErrUnknownType) || !errors.Is(err, agent.ErrRefused) || !ok || me.Type != "nope" {
 		t.Errorf("continue with a message of an unknown type: %v", err)
 	}
 	after, _ := st.Load(ctx, "held")
@@ -419,8 +419,8 @@ func testContinueRefused(t *testing.T, st runStore) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := scripted.New(chatTurn(2)...)
 			_, err := agent.Continue(ctx, agent.Config{Provider: p, Registry: reg, Clock: fixed, Store: st}, "chat", chatSaid(2), tt.bad)
-			if _, ok := errors.AsType[*agent.MessageError](err); err == nil || tt.want != nil && (!ok || !errors.Is(err, tt.want)) || !strings.Contains(err.Error(), tt.text) {
-				t.Errorf("continue: %v, want a *MessageError wrapping %v, saying %q", err, tt.want, tt.text)
+			if _, ok := errors.AsType[*agent.MessageError](err); err == nil || tt.want != nil && (!ok || !errors.Is(err, tt.want)) || !errors.Is(err, agent.ErrRefused) || !strings.Contains(err.Error(), tt.text) {
+				t.Errorf("continue: %v, want an agent.ErrRefused *MessageError wrapping %v, saying %q", err, tt.want, tt.text)
 			}
 			if len(p.Requests()) != 0 {
 				t.Error("it called the model")

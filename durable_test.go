@@ -645,11 +645,19 @@ func TestResumeLoopWithoutProvider(t *testing.T) {
 	before, _ := st.Load(context.Background(), "np")
 	entries := len(journal(t, st, "np"))
 	_, err := agent.Resume(context.Background(), agent.Config{Registry: reg, Store: st}, "np")
-	if !errors.Is(err, agent.ErrNoProvider) || err.Error() != "agent: resume np: no provider" {
+	if !errors.Is(err, agent.ErrNoProvider) || !errors.Is(err, agent.ErrRefused) || err.Error() != "agent: resume np: no provider" {
 		t.Fatalf("resume without a provider: %v", err)
 	}
 	after, err := st.Load(context.Background(), "np")
 	if err != nil || after.Lease.Owner != "" || after.Status != before.Status || len(journal(t, st, "np")) != entries {
 		t.Errorf("the run after a failed resume: %+v, %v", after, err)
+	}
+	// A resume that went on and failed is no refusal: it wrote the run.
+	_, err = agent.Resume(context.Background(), agent.Config{Provider: scripted.Solutions(), Registry: reg, Store: st}, "np")
+	if !errors.Is(err, scripted.ErrExhausted) || errors.Is(err, agent.ErrRefused) {
+		t.Errorf("a resume that failed after it began: %v", err)
+	}
+	if after, _ = st.Load(context.Background(), "np"); after.Status != store.Failed {
+		t.Errorf("the run after a resume that failed: %+v", after)
 	}
 }

@@ -112,7 +112,7 @@ func continueRun(ctx context.Context, env *Env, rf *runFlags, said []turnMessage
 		}
 		defer closeMCP()
 	}
-	return drive(ctx, env, rf, run.ID, agent.ContinueEvents(ctx, cfg, run.ID, msgs...), 0, asItWas(st, run))
+	return drive(ctx, env, rf, run.ID, agent.ContinueEvents(ctx, cfg, run.ID, msgs...), 0)
 }
 
 // readTurn reads the messages of --message and --messages, in order.

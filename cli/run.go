@@ -131,7 +131,7 @@ func runIdea(ctx context.Context, env *Env, rf *runFlags, pos []string, input, i
 	}
 	cfg.MCP = idea.MCP
 	events, total := chooseRun(ctx, cfg, idea.Schema, msgs)
-	return drive(ctx, env, rf, runID, events, total, nil)
+	return drive(ctx, env, rf, runID, events, total)
 }
 
 // offlinePlan returns the plan an Idea's context ends with, which runs
@@ -254,18 +254,7 @@ func resume(ctx context.Context, env *Env, rf *runFlags, pos []string) error {
 	if run.Kind == "plan" {
 		total = planSize(ctx, st, run)
 	}
-	return drive(ctx, env, rf, run.ID, agent.ResumeEvents(ctx, cfg, run.ID), total, asItWas(st, run))
-}
-
-// asItWas reports whether run is in st as it was loaded. A resume or a
-// continuation refuses some runs only once it tries to hold them (another
-// process holds the run, say), and gives them back as they were: such a
-// refusal has no summary, which would call the run failed.
-func asItWas(st store.Catalog, run store.Run) func(context.Context) bool {
-	return func(ctx context.Context) bool {
-		now, err := st.Load(ctx, run.ID)
-		return err == nil && now.Status == run.Status && now.Updated.Equal(run.Updated)
-	}
+	return drive(ctx, env, rf, run.ID, agent.ResumeEvents(ctx, cfg, run.ID), total)
 }
 
 // reopenConfig returns the configuration that resumes or continues run
@@ -380,21 +369,19 @@ type summary struct {
 	Seconds  float64         `json:"seconds"`
 }
 
-// drive consumes a run's events: progress, then a summary. asItWas, when
-// not nil, reports whether the run is as it was before the command: an
-// error before the first event then ends the command with no summary.
-func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.Seq2[agent.RunEvent, error], total int, asItWas func(context.Context) bool) error {
+// drive consumes a run's events: progress, then a summary. A resume or a
+// continuation that was refused (agent.ErrRefused: another process holds
+// the run, say) ends with no summary, which would call the run failed:
+// it is as it was.
+func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.Seq2[agent.RunEvent, error], total int) error {
 	start := platform.Now(ctx)
 	bar := newProgress(env.Stderr, rf.progress, total, rf.json)
 	s := summary{Run: id, Status: store.Done}
 	var res *agent.RunResult
 	var runErr error
-	started := false
 	for ev, err := range events {
 		if err != nil {
-			if !started && asItWas != nil && asItWas(ctx) {
-				// Nothing ran, and the run is as it was: a summary
-				// would call it failed.
+			if errors.Is(err, agent.ErrRefused) {
 				bar.done()
 				return err
 			}
@@ -404,7 +391,6 @@ func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.S
 			}
 			break
 		}
-		started = true
 		switch ev.Kind {
 		case agent.EventCallFinished:
 			s.Calls++
