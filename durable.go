@@ -23,7 +23,8 @@ import (
 var (
 	// ErrInterrupted marks a call that started before its run stopped and
 	// never settled: it may or may not have had its effect. Resume runs
-	// it again only when its activity is Idempotent.
+	// it again only when its activity is Idempotent, or when it is latent
+	// (a request to the model, with no effect outside the run).
 	ErrInterrupted = errors.New("agent: interrupted: the call started before the run stopped and did not finish; its activity is not idempotent, so it was not run again")
 	// ErrNoStore reports Resume or Continue without Config.Store.
 	ErrNoStore = errors.New("agent: no store")
@@ -748,7 +749,8 @@ func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, 
 // Resume continues a run of cfg.Store from its journal after a crash, a
 // Ctrl-C or a fork. Calls that settled are not run again: their messages
 // are in the log. A call that started and never settled runs again when
-// its activity is Idempotent and otherwise fails with ErrInterrupted. A
+// its activity is Idempotent or it is latent (it asks the model), and
+// otherwise fails with ErrInterrupted; so does a delegate's. A
 // plan run then runs its remaining calls; a loop run finishes the step it
 // was in and goes on with the loop. A run that already ended returns its
 // result as it is. cfg.Store must also be a store.Catalog, and a loop
@@ -990,7 +992,10 @@ func (rs *resumed) result(id string) (*RunResult, error) {
 }
 
 // interrupted returns ErrInterrupted for a call an earlier attempt of the
-// run started and never settled, unless its activity is idempotent.
+// run started and never settled, unless its activity is idempotent or it
+// has none: a latent call is a request to the model, which changes
+// nothing outside the run and is asked again as a cut step is. A
+// delegate's sub-run may call activities, so it is not run again.
 func (x *executor) interrupted(rs *resumed, id string, c *Call) error {
 	if rs == nil {
 		return nil
@@ -998,8 +1003,10 @@ func (x *executor) interrupted(rs *resumed, id string, c *Call) error {
 	if _, ok := rs.started[id]; !ok {
 		return nil
 	}
-	if a, _, err := c.resolveActivity(x.reg); err == nil && a != nil && isIdempotent(a) {
-		return nil
+	if c.delegate() == "" {
+		if a, _, err := c.resolveActivity(x.reg); err == nil && (a == nil || isIdempotent(a)) {
+			return nil
+		}
 	}
 	return &CallError{Kind: Runtime, Tool: c.Tool, Err: ErrInterrupted}
 }

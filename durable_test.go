@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/scripted"
 	"github.com/augceo/agent/store"
 )
@@ -559,6 +561,57 @@ func TestDurableCancelIsResumable(t *testing.T) {
 	}
 	if got := stateOf(t, res.Log); got != `{"receipt":"paid"}` || len(planErrors(res.Log)) != 0 {
 		t.Errorf("state %s, errors %q", got, planErrors(res.Log))
+	}
+}
+
+// TestDurableCutLatentIsAskedAgain cancels a plan run while the model
+// answers a call's own request: a latent call changes nothing outside the
+// run, so Resume asks the model again, where a delegate's sub-run, which
+// may have run activities, is reported interrupted.
+func TestDurableCutLatentIsAskedAgain(t *testing.T) {
+	for _, tt := range []struct {
+		name, tool, state string
+		errs              int
+	}{
+		{"latent", `{"type":"object","properties":{"q":{"type":"string"},"_output":{"type":"string"}}}`, `{"guess":"blue"}`, 0},
+		{"delegate", `{"type":"object","description":"You guess.","properties":{"q":{"type":"string"},"_output":{"type":"string"}},"_delegate":"anonymous"}`, ``, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := agent.NewRegistry()
+			reg.Tool("guess", json.RawMessage(tt.tool))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			// The first request is cut by Ctrl-C; the resumed run's is answered.
+			var asked atomic.Int64
+			answer := scripted.Solutions(`{"output":"blue"}`)
+			model := provider.Func(func(c context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+				if asked.Add(1) == 1 {
+					return func(yield func(*provider.Chunk, error) bool) {
+						cancel()
+						<-c.Done()
+						yield(nil, c.Err())
+					}
+				}
+				return answer.Generate(c, req)
+			})
+			plan := planOf(t, `[{"_tool":"guess","q":"the sky","_outputPath":"†state.guess"}]`)
+			st := store.NewMemory()
+			cfg := agent.Config{Provider: model, Registry: reg, Store: st, RunID: "g"}
+			if _, err := agent.ExecutePlan(ctx, cfg, plan, planCtx(t, `[{"type":"tool","tool":"guess"}]`)); !errors.Is(err, context.Canceled) {
+				t.Fatalf("first attempt: %v", err)
+			}
+			res, err := agent.Resume(context.Background(), cfg, "g")
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs := planErrors(res.Log)
+			if got := stateOf(t, res.Log); got != tt.state || len(errs) != tt.errs {
+				t.Errorf("state %s, errors %q; want %s and %d errors", got, errs, tt.state, tt.errs)
+			}
+			if tt.errs > 0 && !strings.Contains(errs[0], "interrupted") {
+				t.Errorf("error %q, want the call reported interrupted", errs[0])
+			}
+		})
 	}
 }
 

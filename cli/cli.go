@@ -51,7 +51,7 @@
 // Ctrl-C stops the run cleanly: what happened is in the store, and resume
 // continues it. Calls that finished are never run again; a call that
 // started and did not finish runs again only if its activity is
-// idempotent, and is reported otherwise.
+// idempotent or it is latent, and is reported otherwise.
 //
 // continue takes the next turn of the conversation a finished agent
 // loop run holds: the run's answer, then the messages of --message (user

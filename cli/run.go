@@ -202,7 +202,8 @@ var resumeCommand = &command{
 	doc: `
 Continues a run from its journal: calls that finished are never run again;
 a call that started and did not finish runs again only if its activity is
-idempotent, and is reported otherwise. The MCP servers of the run's Idea,
+idempotent or it is latent (the model answers it), and is reported
+otherwise. The MCP servers of the run's Idea,
 saved with the run, are started again for their tools. An agent loop calls
 the endpoint and model the run was made with (and says which on standard
 error) unless --model or --base-url say otherwise. A run held by another
