@@ -397,6 +397,11 @@ func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.S
 			s.Calls++
 			bar.step(ctx, s.Calls, s.Failed)
 		case agent.EventCallFailed:
+			if ctx.Err() != nil && (errors.Is(ev.Err, context.Canceled) || errors.Is(ev.Err, context.DeadlineExceeded)) {
+				// Cut short by Ctrl-C: the call did not end, and resume
+				// runs or reports it, as the journal has it.
+				continue
+			}
 			s.Calls++
 			s.Failed++
 			bar.step(ctx, s.Calls, s.Failed)

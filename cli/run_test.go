@@ -228,6 +228,30 @@ func TestRunInterruptedAndResumed(t *testing.T) {
 	}
 }
 
+// TestRunInterruptedCallsNotFailed interrupts a run while a call runs: the
+// call cut short did not fail, in the summary as in the journal, since
+// resume runs it again (or reports it).
+func TestRunInterruptedCallsNotFailed(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reg := agent.NewRegistry()
+	reg.Activity("wait", agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+		cancel() // Ctrl-C while the call runs
+		<-c.Done()
+		return nil, c.Err()
+	}))
+	idea := writeFile(t, "wait.json", `{"schema":{},"context":[{"type":"tool","tool":{"wait":{"type":"object"}}},
+		{"type":"plan","plan":[{"_tool":"wait","_outputPath":"†state.w"}]}]}`)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	code, out, errOut := acts(ctx, reg, "run", idea, "--store", db, "--id", "w", "--json")
+	if code != ExitInterrupted {
+		t.Fatalf("exit %d, %q", code, errOut)
+	}
+	if s := summaryOf(t, out); s.Status != "interrupted" || s.Calls != 0 || s.Failed != 0 {
+		t.Errorf("summary %+v, want no call ended", s)
+	}
+}
+
 func TestFork(t *testing.T) {
 	ctx := context.Background()
 	idea := writeFile(t, "batch.json", batch)
