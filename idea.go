@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/message"
 )
@@ -89,7 +90,8 @@ func ParseIdea(data []byte) (*Idea, error) {
 		if errors.As(err, &te) {
 			return nil, errorf("agent: idea must be a JSON object with schema and context, got %s", te.Value)
 		}
-		return nil, errorf("agent: idea: %w", err)
+		// An Idea is written by hand: a syntax error says where it is.
+		return nil, errorf("agent: idea: %w", jsonfast.WithPosition(data, err))
 	}
 	// A misspelt field would otherwise be dropped in silence: a
 	// "contxt" runs the Idea with no context at all.

@@ -26,6 +26,8 @@ func TestParseIdea(t *testing.T) {
 		`{"context":[]}`: `field "schema" is missing`,
 		`{"schema":{},"context":[{"type":"data","kind":"!"}]}`: "message 0",
 		`{"schema":{}`: "unexpected end",
+		// A syntax error says where it is, counting characters, not bytes.
+		"{\n  \"schema\": {},\n  \"context\": [{\"type\": \"text\", \"text\": \"Grüß\",}]\n}": `line 3, column 47: invalid character '}'`,
 		// A misspelt field is not dropped: the Idea would run without it.
 		`{"schema":{},"contxt":[{"type":"text","text":"hi"}]}`:             `unknown field "contxt" (known: schema, context,`,
 		`{"schema":{},"presets":{"P":{"messages":[],"maxTokns":5}}}`:       `presets["P"]: unknown field "maxTokns"`,

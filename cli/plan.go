@@ -10,6 +10,7 @@ import (
 	"io"
 
 	"github.com/augceo/agent"
+	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/message"
 )
 
@@ -92,12 +93,14 @@ func readPlan(data []byte) (plan []json.RawMessage, msgs []message.Message, hasC
 	data = bytes.TrimSpace(data)
 	if len(data) > 0 && data[0] == '[' {
 		if err := json.Unmarshal(data, &plan); err != nil {
-			return nil, nil, false, fmt.Errorf("plan: %w", err)
+			return nil, nil, false, fmt.Errorf("plan: %w", jsonfast.WithPosition(data, err))
 		}
 		return plan, nil, false, nil
 	}
 	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil || top == nil {
+	if err := json.Unmarshal(data, &top); errors.As(err, new(*json.SyntaxError)) {
+		return nil, nil, false, jsonfast.WithPosition(data, err)
+	} else if err != nil || top == nil {
 		return nil, nil, false, errors.New(`a plan file holds an array of calls, {"plan": [...], "context": [...]}, or an Idea with a plan message`)
 	}
 	if raw, ok := top["plan"]; ok {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/provider"
 )
 
@@ -75,7 +76,9 @@ func loadPrices(file string) (*prices, error) {
 
 func parsePrices(data []byte) (*prices, error) {
 	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil || top == nil {
+	if err := json.Unmarshal(data, &top); errors.As(err, new(*json.SyntaxError)) {
+		return nil, jsonfast.WithPosition(data, err)
+	} else if err != nil || top == nil {
 		return nil, errors.New(`a price list is a JSON object of model names to prices, e.g. {"gpt-5-mini": {"input": 0.25, "cachedInput": 0.025, "output": 2}}`)
 	}
 	l := &prices{exact: map[string]*price{}}

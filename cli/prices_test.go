@@ -66,6 +66,7 @@ func TestParsePricesErrors(t *testing.T) {
 	for _, tt := range []struct{ in, err string }{
 		{`[]`, "a price list is a JSON object"},
 		{`null`, "a price list is a JSON object"},
+		{"{\n  \"m\": {\"input\": 1,}\n}", `line 2, column 20: invalid character '}'`},
 		{`{"m": {"input": 1}}`, `model "m": "input" and "output" are required`},
 		{`{"m": {"input": 1, "output": 2, "cached_input": 1}}`, `model "m": json: unknown field "cached_input"`},
 		{`{"m": {"input": 1, "output": -2}}`, `model "m": "output" is negative`},

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/ref"
 )
 
@@ -21,7 +22,7 @@ func ParseContext(data []byte) ([]Message, error) {
 		if errors.As(err, &te) {
 			return nil, fmt.Errorf("message: context must be a JSON array of messages, got %s", te.Value)
 		}
-		return nil, fmt.Errorf("message: context: %w", err)
+		return nil, fmt.Errorf("message: context: %w", jsonfast.WithPosition(data, err))
 	}
 	msgs := make([]Message, len(raws))
 	for i, r := range raws {

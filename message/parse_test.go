@@ -70,7 +70,7 @@ func TestParseContextErrors(t *testing.T) {
 		text     string
 	}{
 		{"not an array", `{"type":"text"}`, -1, "", "message: context must be a JSON array of messages, got object"},
-		{"not json", `[{"type":`, -1, "", ""},
+		{"not json", `[{"type":`, -1, "", "message: context: line 1, column 9: unexpected end of JSON input"},
 		{"message not object", `[{"type":"text","text":"a"}, 3]`, 1, "", "message 1: message: invalid: a message must be a JSON object, got number"},
 		{"no type", `[{"text":"a"}]`, 0, "type", `message 0: field "type": message: invalid: missing (and no role)`},
 		{"type not string", `[{"type":1}]`, 0, "type", `message 0: field "type": message: invalid: must be a string, got number`},

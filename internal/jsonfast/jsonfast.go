@@ -3,7 +3,8 @@
 // decodes a value and [Unquote] a string literal, without the buffers
 // encoding/json's Decoder allocates per value, and keeping numbers exact.
 // Callers check validity first with [Valid], which is json.Valid without
-// its state machine. They run several times per call in the agent loop,
+// its state machine; [WithPosition] says where JSON that is not valid
+// breaks. They run several times per call in the agent loop,
 // which is why they are written by hand; each is fuzzed against
 // encoding/json.
 package jsonfast
