@@ -40,10 +40,10 @@
 // the repository describes them all.
 //
 // run runs an Idea ({schema, context}) durably in a store. When the
-// context ends with a plan whose calls all have code activities, the plan
-// runs with no model at all, once per instance when the inputs are
-// instanced; otherwise the agent loop runs with the model of --model (or
-// ACTS_MODEL). --input adds input messages: a JSON object is one input; a
+// context ends with a plan, the plan runs, once per instance when the
+// inputs are instanced: with no model at all when its calls all have code
+// activities, else its latent and delegate calls ask the model of --model
+// (or ACTS_MODEL). Otherwise the agent loop runs with that model. --input adds input messages: a JSON object is one input; a
 // JSON array, or a file of JSON lines, is one instanced input per element
 // (its _instance, or its position from 1). The store is a SQLite file
 // (the default: ACTS_STORE, else acts.db), "memory:", or a postgres://

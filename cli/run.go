@@ -52,9 +52,10 @@ var runCommand = &command{
 	summary:  "run an Idea durably in a store",
 	doc: `
 Runs an Idea ({"schema", "context"}) durably in a store. When the context
-ends with a plan whose calls all have code activities, the plan runs with
-no model, once per instance when the inputs are instanced; otherwise the
-agent loop runs with --model. --input adds inputs: a JSON object is one
+ends with a plan, the plan runs, once per instance when the inputs are
+instanced: with no model when its calls all have code activities, else
+its latent and delegate calls ask --model. Otherwise the agent loop runs
+with --model. --input adds inputs: a JSON object is one
 input; a JSON array, or a file of JSON lines, is one instanced input per
 element (its _instance, or its position from 1). The MCP servers the Idea
 lists ("mcp") run while the command does, and one tool message at the start
