@@ -26,6 +26,11 @@ var (
 	// it again only when its activity is Idempotent, or when it is latent
 	// (a request to the model, with no effect outside the run).
 	ErrInterrupted = errors.New("agent: interrupted: the call started before the run stopped and did not finish; its activity is not idempotent, so it was not run again")
+	// ErrMissingActivity reports a Resume or Continue whose registry
+	// lacks activities that the run's tools had when it was made: those
+	// tools would be latent, and the model would make up what the code
+	// computed. Register them, as the program that made the run did.
+	ErrMissingActivity = errors.New("agent: the registry lacks activities the run's tools had, so the model would make up their results")
 	// ErrNoStore reports Resume or Continue without Config.Store.
 	ErrNoStore = errors.New("agent: no store")
 	// ErrUnfinished reports Continue of a run that has not finished:
@@ -108,6 +113,10 @@ type RunSettings struct {
 	CompactAt       int     `json:"compactAt,omitempty"`
 	CacheKey        string  `json:"cacheKey,omitempty"`
 	Veto            float64 `json:"veto,omitempty"`
+	// Activities are the activities the run's tools had when it was made
+	// (those its tool messages offer, and its plan's), sorted. Resume and
+	// Continue fail with ErrMissingActivity when their registry lacks one.
+	Activities []string `json:"activities,omitempty"`
 	// MCP are the MCP servers of Config.MCP, as given (their Env
 	// entries included): a program that resumes the run connects them
 	// again and registers their tools (acts resume and acts continue
@@ -127,6 +136,55 @@ func settingsOf(cfg *Config) *RunSettings {
 		}
 	}
 	return s
+}
+
+// activitiesOf returns the activities the tools of a new run resolve to
+// in reg, sorted: the tools msgs offer and those plan calls.
+func activitiesOf(reg *Registry, msgs []message.Message, plan []json.RawMessage) []string {
+	var names []string
+	add := func(tool string, def json.RawMessage) {
+		if def == nil {
+			def, _ = reg.LookupTool(tool)
+		}
+		if a, name, err := reg.resolveActivity(tool, def); err == nil && a != nil && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	for i := range msgs {
+		if msgs[i].Type != message.TypeTool {
+			continue
+		}
+		tools, _ := msgs[i].OfferedTools()
+		for _, t := range tools {
+			add(t.Name, t.Def)
+		}
+	}
+	for _, c := range plan {
+		if m, err := message.ParseCallMeta(c); err == nil && m.Tool != "" {
+			add(m.Tool, nil)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// missingActivities returns an error naming the activities the run was
+// made with that reg lacks.
+func (s *RunSettings) missingActivities(reg *Registry) error {
+	if s == nil {
+		return nil
+	}
+	have := reg.ActivityNames()
+	var missing []string
+	for _, n := range s.Activities {
+		if !slices.Contains(have, n) {
+			missing = append(missing, n)
+		}
+	}
+	if missing == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrMissingActivity, strings.Join(missing, ", "))
 }
 
 // contexts are the Context of each of the run's turns, in order.
@@ -364,6 +422,7 @@ func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msg
 	}
 	j.lease = newLease(&cfg, id)
 	spec.Settings = settingsOf(&cfg)
+	spec.Settings.Activities = activitiesOf(cfg.registry(), msgs, spec.Plan)
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return nil, errorf("agent: run spec: %w", err)
@@ -834,6 +893,11 @@ func reopen(ctx context.Context, cfg Config, id string, next bool, msgs []messag
 		defer cancel(nil)
 		l.keep(ctx, cancel)
 		run, rs, spec, err := loadRun(ctx, cat, cfg.Store, id, op)
+		if err == nil && (next || !rs.ended) {
+			if err = spec.Settings.missingActivities(cfg.registry()); err != nil {
+				err = fmt.Errorf("agent: %s %s: %w", op, id, err)
+			}
+		}
 		if err == nil && next {
 			err = rs.next(run, msgs, cfg.Provider, cfg.registry())
 		}

@@ -474,3 +474,48 @@ func TestContinueSnapshot(t *testing.T) {
 		t.Errorf("log\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestContinueMissingActivity continues a run in a program that lacks the
+// code of the run's tool: the tool would be latent, and the model would
+// make up the results the code computed, so the turn fails, naming the
+// activity, and leaves the run as it was; with the code it goes on.
+func TestContinueMissingActivity(t *testing.T) {
+	lookup := func(reg *agent.Registry) {
+		if err := agent.Func(reg, "lookup", "Looks an order up", func(_ context.Context, p struct {
+			Order string `json:"order"`
+		}) (string, error) {
+			return "order " + p.Order + ": 25 EUR", nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := agent.NewRegistry()
+	lookup(reg)
+	offer, err := reg.Offer() // the definition travels in the journal
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.NewMemory()
+	cfg := agent.Config{Provider: scripted.Solutions(`{"calls":[],"output":"hello"}`), Registry: reg, Store: st, RunID: "c"}
+	if _, err := agent.Run(t.Context(), cfg, json.RawMessage(`{"type":"string"}`), []message.Message{offer, message.Text("hi")}); err != nil {
+		t.Fatal(err)
+	}
+	entries := len(journal(t, st, "c"))
+	p := scripted.Solutions(`{"calls":[{"_tool":"lookup","order":"7","_outputPath":"†state.o"}],"output":null}`, `{"calls":[],"output":"25 EUR"}`)
+	_, err = agent.Continue(t.Context(), agent.Config{Provider: p, Registry: agent.NewRegistry(), Store: st}, "c", message.Text("How much was order 7?"))
+	if !errors.Is(err, agent.ErrMissingActivity) || !errors.Is(err, agent.ErrRefused) || !strings.HasSuffix(err.Error(), ": lookup") {
+		t.Fatalf("continue without the tool's code: %v", err)
+	}
+	if run, _ := st.Load(t.Context(), "c"); run.Status != store.Done || run.Lease.Owner != "" || len(journal(t, st, "c")) != entries || len(p.Requests()) != 0 {
+		t.Errorf("the run after a refused turn: %s, held by %q, %d new entries, %d requests", run.Status, run.Lease.Owner, len(journal(t, st, "c"))-entries, len(p.Requests()))
+	}
+	reg = agent.NewRegistry()
+	lookup(reg)
+	res, err := agent.Continue(t.Context(), agent.Config{Provider: p, Registry: reg, Store: st}, "c", message.Text("How much was order 7?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stateOf(t, res.Log); got != `{"o":"order 7: 25 EUR"}` {
+		t.Errorf("state %s", got)
+	}
+}

@@ -520,7 +520,7 @@ func testDurableResumeFailsEarly(t *testing.T, st runStore) {
 
 	p := scripted.Solutions(`{"calls":[],"output":"†state.c"}`)
 	cfg = agent.Config{Provider: p, Registry: agent.NewRegistry(), Store: st}
-	if _, err := agent.Resume(t.Context(), cfg, "early"); !errors.Is(err, agent.ErrRefused) || !strings.Contains(err.Error(), "unknown tool") {
+	if _, err := agent.Resume(t.Context(), cfg, "early"); !errors.Is(err, agent.ErrMissingActivity) || !errors.Is(err, agent.ErrRefused) || !strings.HasSuffix(err.Error(), ": a, c") {
 		t.Fatalf("resume without the run's tools: %v", err)
 	}
 	after, err := st.Load(t.Context(), "early")
@@ -579,7 +579,7 @@ func testDurableResumePlanFailsEarly(t *testing.T, st runStore) {
 	entries := len(journal(t, st, "early"))
 
 	cfg = agent.Config{Registry: agent.NewRegistry(), Store: st}
-	if _, err := agent.Resume(t.Context(), cfg, "early"); !errors.Is(err, agent.ErrRefused) || !strings.Contains(err.Error(), "unknown tool") {
+	if _, err := agent.Resume(t.Context(), cfg, "early"); !errors.Is(err, agent.ErrMissingActivity) || !errors.Is(err, agent.ErrRefused) || !strings.HasSuffix(err.Error(), ": a, b, c") {
 		t.Fatalf("resume without the run's tools: %v", err)
 	}
 	after, err := st.Load(t.Context(), "early")
