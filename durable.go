@@ -895,7 +895,7 @@ func reopen(ctx context.Context, cfg Config, id string, next bool, msgs []messag
 		run, rs, spec, err := loadRun(ctx, cat, cfg.Store, id, op)
 		if err == nil && (next || !rs.ended) {
 			if err = spec.Settings.missingActivities(cfg.registry()); err != nil {
-				err = fmt.Errorf("agent: %s %s: %w", op, id, err)
+				err = errorf("agent: %s %s: %w", op, id, err)
 			}
 		}
 		if err == nil && next {
