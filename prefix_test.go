@@ -846,7 +846,7 @@ func TestPrefixErrorNamesCall(t *testing.T) {
 	if n := strings.Count(last, report); n != 1 {
 		t.Errorf("the last request holds the report %d times, want once (in the plan)", n)
 	}
-	if !strings.Contains(last, "## Error\nCall 2 of the plan above (send) failed: runtime error in send: mail server unavailable") {
+	if !strings.Contains(last, "## Error\nCall 2 of the plan above (send) failed: runtime error: mail server unavailable") {
 		t.Errorf("the send call's error does not name it by its place:\n%s", last)
 	}
 	if n := strings.Count(last, `The call {"_tool":"send","text":"hi"} failed`); n != 2 {

@@ -133,11 +133,15 @@ func errorText(m *message.Message, plan []string) string {
 	}
 	call := compact(m.Failed)
 	if i := slices.Index(plan, call); i >= 0 && !slices.Contains(plan[i+1:], call) {
-		name := ""
+		name, text := "", m.Error
 		if tool := planTool(m.Failed); tool != "" {
 			name = " (" + tool + ")"
+			// The name said, "runtime error in send: …" says it again.
+			if kind, rest, ok := strings.Cut(text, " error in "+tool+": "); ok && !strings.Contains(kind, " ") {
+				text = kind + " error: " + rest
+			}
 		}
-		return fmt.Sprintf("## Error\nCall %d of the plan above%s failed: %s", i+1, name, m.Error)
+		return fmt.Sprintf("## Error\nCall %d of the plan above%s failed: %s", i+1, name, text)
 	}
 	return fmt.Sprintf("## Error\nThe call %s failed: %s", call, m.Error)
 }
