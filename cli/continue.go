@@ -98,7 +98,7 @@ func continueRun(ctx context.Context, env *Env, rf *runFlags, said []turnMessage
 	case run.Status != store.Done:
 		return fmt.Errorf("continue %s: %w: it is %s; resume it first: acts resume %s", run.ID, agent.ErrUnfinished, run.Status, run.ID)
 	}
-	cfg, saved, err := rf.reopenConfig(ctx, env, st, run)
+	cfg, saved, err := rf.reopenConfig(ctx, env, st, run, true)
 	if err != nil {
 		return err
 	}

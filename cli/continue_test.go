@@ -324,3 +324,30 @@ func TestResumeHeld(t *testing.T) {
 		t.Errorf("the runs changed:\n%s\nwere:\n%s", after, before)
 	}
 }
+
+// TestResumeDoneNeedsNoModel: a done loop run made by a program whose
+// provider the CLI cannot rebuild resumes to its result without --model,
+// since nothing is asked; continuing it still needs one.
+func TestResumeDoneNeedsNoModel(t *testing.T) {
+	ctx := t.Context()
+	db := filepath.Join(t.TempDir(), "runs.db")
+	st, err := sqlite.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := agent.Config{Provider: scripted.Solutions(`{"output":"Paris"}`), Store: st, RunID: "done"}
+	_, err = agent.Run(ctx, cfg, json.RawMessage(`{"type":"string"}`), []message.Message{message.Text("The capital of France?")})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ACTS_MODEL", "")
+	reg := agent.NewRegistry()
+	code, out, errOut := acts(ctx, reg, "resume", "done", "--store", db)
+	if code != 0 || !strings.Contains(out, "Paris") || errOut != "" {
+		t.Errorf("resume of a done run: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, _, errOut := acts(ctx, reg, "continue", "done", "--message", "And of Spain?", "--store", db); code != 2 || !strings.Contains(errOut, "needs --model") {
+		t.Errorf("continue without a model: exit %d, stderr %q", code, errOut)
+	}
+}

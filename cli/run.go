@@ -236,11 +236,11 @@ func resume(ctx context.Context, env *Env, rf *runFlags, pos []string) error {
 	if err != nil {
 		return err // the store's error names the run
 	}
-	cfg, saved, err := rf.reopenConfig(ctx, env, st, run)
+	cfg, saved, err := rf.reopenConfig(ctx, env, st, run, false)
 	if err != nil {
 		return err
 	}
-	if cfg.Provider != nil {
+	if cfg.Provider != nil && run.Status != store.Done { // a done run asks nothing
 		sayEndpoint(env.Stderr, "resuming", run.ID, &cfg)
 	}
 	if saved != nil && run.Status != store.Done {
@@ -263,8 +263,9 @@ func resume(ctx context.Context, env *Env, rf *runFlags, pos []string) error {
 // of st, and the settings the run saved (nil for a run from before they
 // were): the run's own endpoint and model unless the flags say otherwise
 // (resumeEndpoint). An agent loop goes on by asking the model, so one
-// left without a provider is an error here, before anything starts.
-func (f *runFlags) reopenConfig(ctx context.Context, env *Env, st store.Store, run store.Run) (agent.Config, *agent.RunSettings, error) {
+// left without a provider is an error here, before anything starts,
+// unless it is done and only resumed: its result is in its journal.
+func (f *runFlags) reopenConfig(ctx context.Context, env *Env, st store.Store, run store.Run, next bool) (agent.Config, *agent.RunSettings, error) {
 	saved, err := agent.SavedSettings(run)
 	if err != nil {
 		return agent.Config{}, nil, err
@@ -274,7 +275,7 @@ func (f *runFlags) reopenConfig(ctx context.Context, env *Env, st store.Store, r
 	if err != nil {
 		return cfg, saved, err
 	}
-	if run.Kind == "loop" && cfg.Provider == nil {
+	if run.Kind == "loop" && cfg.Provider == nil && (next || run.Status != store.Done) {
 		if env.Providers == nil {
 			return cfg, saved, fmt.Errorf("run %s is an agent loop, and %w", run.ID, noProviders(model))
 		}
