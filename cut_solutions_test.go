@@ -306,3 +306,33 @@ func testCutSolutions(t *testing.T, newProvider func(url string) (provider.Provi
 		}
 	}
 }
+
+// TestRequestLostWhyAskedAgain: a solution cut, then asked again by a
+// call that fails before any of it arrives, is lost for both: its Lost
+// event's Err wraps the cut and the failure of the call that asked again.
+func TestRequestLostWhyAskedAgain(t *testing.T) {
+	failed := &provider.Error{Provider: "x", Status: 500, Err: errors.New("overloaded")}
+	p := scripted.New(
+		scripted.Response{Solutions: []string{`{"output":1}`, `{"output":`}, Err: errCut},
+		scripted.Response{Err: failed},
+	)
+	cfg := agent.Config{Provider: p, Registry: agent.NewRegistry(), N: 2, Logger: slog.New(slog.DiscardHandler)}
+	var lost *agent.InvalidError
+	for ev, err := range agent.Stream(context.Background(), cfg, json.RawMessage(`{"type":"integer"}`), []message.Message{message.Text("count")}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Lost != nil {
+			lost = ev.Lost
+		}
+	}
+	if lost == nil {
+		t.Fatal("no Lost event")
+	}
+	if !errors.Is(lost, provider.ErrTruncated) || !errors.Is(lost, failed) {
+		t.Errorf("lost: %v; want it to wrap the cut and the failure of the call that asked again", lost)
+	}
+	if got, want := lost.Error(), "; asked again: provider: x"; !strings.Contains(got, want) {
+		t.Errorf("lost: %s; want it to say %q", got, want)
+	}
+}

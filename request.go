@@ -732,6 +732,15 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, whole func
 				tries[i]++
 			}
 		}
+		if err != nil {
+			for _, i := range slots {
+				if (i >= len(answers) || answers[i] == nil) && why[i] != nil {
+					// Taken back, then not given by the call that asked
+					// again: lost for both.
+					why[i] = errorf("%w; asked again: %w", why[i], err)
+				}
+			}
+		}
 		if err != nil && !settle(err, slots, answers, whole) {
 			for _, i := range slots {
 				if i < len(answers) && answers[i] != nil {
