@@ -378,7 +378,8 @@ func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, err
 		case err == errStopped:
 			return
 		case err != nil && (n == 1 || ctx.Err() != nil):
-			// The one solution asked for: its own error, as it is.
+			// The one solution asked for, or a request cancelled: its
+			// own error, as it is; the others would only be left out too.
 			if inv, ok := err.(*InvalidError); ok {
 				inv.Usage = resp.Usage
 			}
