@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 
@@ -61,16 +60,13 @@ func testStoppedAnswers(t *testing.T, cases []stoppedAnswer,
 // stoppedRequest runs a request for out, with cfg's settings, against a
 // server answering with h, through the provider newProvider makes for
 // the server's URL. The server is closed, its handlers done, on return.
-func stoppedRequest(t *testing.T, h http.HandlerFunc, newProvider func(url string) (provider.Provider, error), cfg agent.Config, out json.RawMessage) (*agent.Response, error) {
+func stoppedRequest(t *testing.T, h http.HandlerFunc, newProvider func(url string) (provider.Provider, error), cfg agent.Config, out json.RawMessage) (resp *agent.Response, err error) {
 	t.Helper()
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	p, err := newProvider(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Provider, cfg.Registry = p, agent.NewRegistry()
-	return agent.Request(context.Background(), cfg, out, []message.Message{message.Text("count")})
+	withServer(t, h, newProvider, func(p provider.Provider) {
+		cfg.Provider, cfg.Registry = p, agent.NewRegistry()
+		resp, err = agent.Request(context.Background(), cfg, out, []message.Message{message.Text("count")})
+	})
+	return resp, err
 }
 
 // solutionOutputs returns the output of each solution of resp.
