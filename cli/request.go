@@ -83,6 +83,9 @@ func request(ctx context.Context, env *Env, cfg agent.Config, idea *agent.Idea, 
 			fmt.Fprint(env.Stderr, escapeText(ev.Thinking.Text))
 		case ev.Repair != nil:
 			fmt.Fprintf(env.Stderr, "repairing solution %d: %s\n", ev.Repair.Index, escapeLine(ev.Repair.Err.Error()))
+		case ev.Lost != nil:
+			// Those after it move down in the solutions printed.
+			fmt.Fprintf(env.Stderr, "solution %d left out: %s\n", ev.Lost.Index, escapeLine(ev.Lost.Err.Error()))
 		case ev.Response != nil:
 			resp = ev.Response
 		}

@@ -5,13 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/augceo/agent"
 	"github.com/augceo/agent/internal/openaitest"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider/scripted"
 )
 
 // fakeOpenAI speaks enough of the Chat Completions wire format to answer
@@ -104,5 +108,24 @@ func TestRequestCommandErrors(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr.String(), tt.code, tt.want)
 			}
 		})
+	}
+}
+
+// TestRequestLostSolution: a solution of several that is left out (it
+// stayed invalid) is said on standard error, by the index its events
+// had; the others are printed, moved down.
+func TestRequestLostSolution(t *testing.T) {
+	idea := &agent.Idea{Schema: json.RawMessage(`{"type":"integer"}`), Context: []message.Message{message.Text("count")}}
+	cfg := agent.Config{Provider: scripted.Solutions(`{"output":"one"}`, `{"output":2}`), Registry: agent.NewRegistry(), N: 2, MaxRepairs: -1,
+		Logger: slog.New(slog.DiscardHandler)}
+	var stdout, stderr bytes.Buffer
+	if err := request(context.Background(), &Env{Stdout: &stdout, Stderr: &stderr}, cfg, idea, "", nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := stderr.String(), "solution 0 left out: at /output: expected null or integer, got string\n"; got != want {
+		t.Errorf("stderr %q, want %q", got, want)
+	}
+	if got := stdout.String(); !strings.HasPrefix(got, "solution 0:\n{\n  \"output\": 2\n}\nusage:") {
+		t.Errorf("stdout %q, want solution 0 to be the second answer", got)
 	}
 }
