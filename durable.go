@@ -845,7 +845,8 @@ func ResumeEvents(ctx context.Context, cfg Config, id string) iter.Seq2[RunEvent
 // store.ErrNotFound; the run is then as it was. So it is when the
 // turn's first request cannot be prepared with msgs: it is prepared
 // before msgs are journaled, through the handlers the loop uses, and
-// its error is returned, saying which of msgs it is about (a type no
+// its error is returned, saying which of msgs it is about, or which
+// tool for a tool definition that does not compile (a type no
 // handler renders is a *MessageError wrapping ErrUnknownType, a tool
 // the registry lacks one wrapping ErrUnknownTool; the MessageError's
 // Index is the message's in the log). Journaled, such a message would
