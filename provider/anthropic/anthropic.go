@@ -299,6 +299,7 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 		pending = make([][]*provider.Chunk, n) // chunks of the solutions after cur
 		done    = make([]bool, n)              // whether pending[i] ends with Done
 		cur     int                            // the solution being yielded live
+		last    = -1                           // the solution of the last chunk yielded
 	)
 	// emit yields a chunk; the Done chunk of the last solution, which comes
 	// after every other, carries the usage of all n requests, and a model
@@ -308,6 +309,7 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 			u := total
 			chunk.Usage, chunk.Model = &u, model
 		}
+		last = chunk.Index
 		return yield(chunk, nil)
 	}
 	for cur < n {
@@ -327,13 +329,18 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 			}
 		}
 		if it.err != nil {
-			// What the other solutions received comes first, in order.
+			// What the other solutions received comes first, in order,
+			// then the usage of the requests that finished: their
+			// solutions may stand, and they were paid for.
 			for i := cur + 1; i < n; i++ {
 				for _, chunk := range pending[i] {
 					if !emit(chunk) {
 						return
 					}
 				}
+			}
+			if u := total; u != (provider.Usage{}) && last >= 0 && !yield(&provider.Chunk{Index: last, Usage: &u, Model: model}, nil) {
+				return
 			}
 			yield(nil, it.err)
 			return

@@ -180,6 +180,59 @@ func TestSeveralSolutionsStop(t *testing.T) {
 	}
 }
 
+// TestSeveralSolutionsFailedUsage: when one of several requests fails
+// after the others finished, the stream says the usage of those that
+// finished before its error: their solutions may stand, and were paid for.
+func TestSeveralSolutionsFailedUsage(t *testing.T) {
+	sols := []string{`{"output":"red"}`, `{"output":"green"}`, `{"output":"blue"}`}
+	per := provider.Usage{Input: 10, Output: 5, Thinking: 2, CacheRead: 3, CacheWrite: 1}
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			release := make(chan struct{})
+			f := &fakeServer{t: t, sc: providertest.Scenario{Solutions: sols, Usage: per}}
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get(indexHeader) == "2" { // fails once solutions 0 and 1 arrived whole
+					select {
+					case <-release:
+					case <-r.Context().Done():
+						return
+					}
+					writeError(w, http.StatusInternalServerError, 0)
+					return
+				}
+				f.ServeHTTP(w, r)
+			})
+			p, _ := newTestServer(t, h, Config{})
+			var usage provider.Usage
+			var err error
+			texts := make([]string, 3)
+			for c, e := range p.Generate(t.Context(), request(stream, 3)) {
+				if e != nil {
+					err = e
+					break
+				}
+				texts[c.Index] += c.Text
+				if c.Usage != nil {
+					usage.Add(*c.Usage)
+				}
+				if c.Index == 1 && c.Done {
+					close(release)
+				}
+			}
+			if pe, ok := errors.AsType[*provider.Error](err); !ok || pe.Status != http.StatusInternalServerError {
+				t.Fatalf("got error %v, want the 500", err)
+			}
+			if diff := cmp.Diff(texts[:2], sols[:2]); diff != "" {
+				t.Errorf("texts (-got +want):\n%s", diff)
+			}
+			want := provider.Usage{Input: 20, Output: 10, Thinking: 4, CacheRead: 6, CacheWrite: 2}
+			if usage != want {
+				t.Errorf("usage %+v, want that of the two requests that finished, %+v", usage, want)
+			}
+		})
+	}
+}
+
 // TestSeveralSolutionsStaggered: several solutions of a prompt long enough
 // to be cached are asked one request first, and the others once its
 // response began, when the API has made its cache entry available; a
