@@ -160,3 +160,45 @@ func TestOtherBadRequestNotRetried(t *testing.T) {
 		}
 	}
 }
+
+// TestCandidateRangeNotRemembered: a 400 about candidates other than the
+// models' refusal of several (a count above the model's maximum) is sent
+// again for one candidate, but the next request still asks for several.
+func TestCandidateRangeNotRemembered(t *testing.T) {
+	var sent []int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body wireRequest
+		b, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(b, &body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		n := body.config(t).CandidateCount
+		sent = append(sent, n)
+		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+		if n > 8 {
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error":{"code":400,"message":"* GenerateContentRequest.generation_config.candidate_count: must be between 1 and 8.\n","status":"INVALID_ARGUMENT"}}`)
+			return
+		}
+		var answer wireResponse
+		for i := range max(n, 1) {
+			answer.Candidates = append(answer.Candidates, wireCandidate{Content: wireContent{Role: "model",
+				Parts: []wirePart{{Text: fmt.Sprintf(`{"output":%d}`, i)}}}, FinishReason: "STOP", Index: i})
+		}
+		json.NewEncoder(w).Encode(answer)
+	}))
+	t.Cleanup(srv.Close)
+	p, err := New(Config{APIKey: testKey, BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{10, 3} {
+		if _, err := provider.Collect(p.Generate(context.Background(), &provider.Request{Model: "gemini-2.5-flash", N: n})); err != nil {
+			t.Fatalf("N=%d: %v", n, err)
+		}
+	}
+	if want := []int{10, 0, 3}; !slices.Equal(sent, want) {
+		t.Errorf("candidateCount of each request %v, want %v", sent, want)
+	}
+}

@@ -228,16 +228,24 @@ func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq
 // candidate can be specified"; the code, INVALID_ARGUMENT, is that of any
 // bad request, so the message tells, and any 400 that names candidates
 // while c asks for several is taken as one: one candidate is what a model
-// that takes several takes too.
+// that takes several takes too. Only those two refusals are remembered:
+// another (a count above the model's maximum, say) says nothing of a
+// smaller one.
 func (p *Provider) refusedCandidates(c *call, err error) bool {
 	if c.config.CandidateCount <= 1 {
 		return false
 	}
 	pe, ok := errors.AsType[*provider.Error](err)
-	if !ok || pe.Status != http.StatusBadRequest || pe.Err == nil || !strings.Contains(strings.ToLower(pe.Err.Error()), "candidate") {
+	if !ok || pe.Status != http.StatusBadRequest || pe.Err == nil {
 		return false
 	}
-	p.oneCandidate.Store(c.model, struct{}{})
+	msg := strings.ToLower(pe.Err.Error())
+	if !strings.Contains(msg, "candidate") {
+		return false
+	}
+	if strings.Contains(msg, "multiple candidates is not enabled") || strings.Contains(msg, "only one candidate") {
+		p.oneCandidate.Store(c.model, struct{}{})
+	}
 	c.config.CandidateCount = 0
 	return true
 }
