@@ -138,11 +138,23 @@ const prefix = "agent: "
 // errors.As see the wrapped errors as they were.
 func errorf(format string, args ...any) error {
 	for i, a := range args {
-		if err, ok := a.(error); ok && strings.HasPrefix(err.Error(), prefix) {
+		if err, ok := a.(error); ok && prefixed(err) {
 			args[i] = unprefixed{err}
 		}
 	}
 	return fmt.Errorf(format, args...)
+}
+
+// prefixed reports whether err's text starts with the package's prefix.
+// An Error method that panics (a typed nil, say) is left to fmt, which
+// reports it in the text rather than panicking.
+func prefixed(err error) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return strings.HasPrefix(err.Error(), prefix)
 }
 
 // unprefixed is an error of this package said inside another one.
