@@ -428,8 +428,11 @@ func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msg
 		return nil, errorf("agent: run spec: %w", err)
 	}
 	model := cfg.Model
-	if e := spec.Settings.Endpoint; e != nil && model != "" {
-		model = e.Provider + ":" + model
+	if e := spec.Settings.Endpoint; e != nil {
+		// A Config that names no model asks the adapter's default.
+		if model = cmp.Or(model, e.Model); model != "" {
+			model = e.Provider + ":" + model
+		}
 	}
 	j.run = store.Run{ID: id, Kind: kind, Idea: cfg.Origin, Model: model, Status: store.Running, Spec: b,
 		Created: now, Updated: now, Lease: j.lease.terms(ctx)}

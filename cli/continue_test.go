@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/internal/openaitest"
 	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider/openai"
 	"github.com/augceo/agent/provider/scripted"
 	"github.com/augceo/agent/store"
 	"github.com/augceo/agent/store/sqlite"
@@ -349,5 +352,60 @@ func TestResumeDoneNeedsNoModel(t *testing.T) {
 	}
 	if code, _, errOut := acts(ctx, reg, "continue", "done", "--message", "And of Spain?", "--store", db); code != 2 || !strings.Contains(errOut, "needs --model") {
 		t.Errorf("continue without a model: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestResumeAdapterModel: a run a Go program made through an adapter
+// whose own Config names the model (the agent Config none) resumes with
+// that model, without --model.
+func TestResumeAdapterModel(t *testing.T) {
+	ctx := t.Context()
+	var ready atomic.Bool
+	var models []string
+	var mu sync.Mutex
+	first, interrupt := context.WithCancel(ctx)
+	defer interrupt()
+	srv := openaitest.Server(t, func(body []byte) string {
+		var req struct{ Model string }
+		json.Unmarshal(body, &req)
+		mu.Lock()
+		models = append(models, req.Model)
+		mu.Unlock()
+		if !ready.Load() {
+			interrupt() // Ctrl-C while the model answers
+			return `not JSON`
+		}
+		return `{"output":"Paris"}`
+	})
+	t.Setenv("OPENAI_API_KEY", "k")
+	t.Setenv("ACTS_MODEL", "")
+	p, err := openai.New(openai.Config{Model: "m1", BaseURL: srv.URL + "/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "runs.db")
+	st, err := sqlite.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := agent.Config{Provider: p, Store: st, RunID: "r"}
+	_, err = agent.Run(first, cfg, json.RawMessage(`{"type":"string"}`), []message.Message{message.Text("The capital of France?")})
+	run, _ := st.Load(ctx, "r")
+	st.Close()
+	if err == nil || run.Status != store.Interrupted || run.Model != "openai:m1" {
+		t.Fatalf("the first attempt: %v; run %s, model %q", err, run.Status, run.Model)
+	}
+	ready.Store(true)
+	code, out, errOut := acts(ctx, agent.NewRegistry(), "resume", "r", "--store", db)
+	if code != 0 || !strings.Contains(out, "Paris") || !strings.Contains(errOut, "m1") {
+		t.Errorf("resume: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, m := range models {
+		if m != "m1" {
+			t.Errorf("models asked %q, want m1 each time", models)
+			break
+		}
 	}
 }

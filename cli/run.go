@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -316,8 +317,10 @@ func resumeEndpoint(run store.Run, saved *agent.RunSettings, rf *runFlags) (mode
 		return model, baseURL
 	}
 	e := saved.Endpoint
-	if !given && saved.Model != "" {
-		model = e.Provider + ":" + saved.Model
+	// The model the run asked for, or else the adapter's default it was
+	// made with (a run a Go program made names its model there).
+	if m := cmp.Or(saved.Model, e.Model); !given && m != "" {
+		model = e.Provider + ":" + m
 	}
 	if name, _, _ := strings.Cut(model, ":"); baseURL == "" && name == e.Provider {
 		baseURL = e.BaseURL
