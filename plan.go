@@ -21,14 +21,47 @@ type PlanError struct {
 	Problems []PlanProblem
 }
 
+// Error says each problem once: the same problem of a call in several
+// instances is said once, naming them ("call 0 (classify) instances 1, 2,
+// 3: …"), as a plan run over a thousand inputs without a model would
+// otherwise say the same a thousand times.
 func (e *PlanError) Error() string {
+	type said struct {
+		p         PlanProblem
+		instances []string // the instances it concerns, in order
+	}
+	var problems []*said
+	index := map[string]*said{} // by the problem's text without its instance
+	for _, p := range e.Problems {
+		if p.Instance == "" {
+			problems = append(problems, &said{p: p})
+			continue
+		}
+		key := p.text("")
+		s := index[key]
+		if s == nil {
+			s = &said{p: p}
+			problems = append(problems, s)
+			index[key] = s
+		}
+		s.instances = append(s.instances, p.Instance)
+	}
 	var b strings.Builder
 	b.WriteString("agent: invalid plan: ")
-	for i, p := range e.Problems {
+	for i, s := range problems {
 		if i > 0 {
 			b.WriteString("; ")
 		}
-		b.WriteString(p.Error())
+		label := ""
+		switch n := len(s.instances); {
+		case n == 1:
+			label = "instance " + s.instances[0]
+		case n > 1 && n <= 5:
+			label = "instances " + strings.Join(s.instances, ", ")
+		case n > 5:
+			label = "instances " + strings.Join(s.instances[:5], ", ") + " and " + strconv.Itoa(n-5) + " more"
+		}
+		b.WriteString(s.p.text(label))
 	}
 	return b.String()
 }
@@ -57,14 +90,23 @@ type PlanProblem struct {
 // Error returns "call 1 (confirmOrder) param /receipt ref †state.receipt: …".
 // The reference is left out where Err already quotes it.
 func (p PlanProblem) Error() string {
+	if p.Instance == "" {
+		return p.text("")
+	}
+	return p.text("instance " + p.Instance)
+}
+
+// text is the problem's text, with instances, when not "", naming the
+// instances it concerns.
+func (p PlanProblem) text(instances string) string {
 	var b strings.Builder
 	b.WriteString("call ")
 	b.WriteString(strconv.Itoa(p.Call))
 	if p.Tool != "" {
 		b.WriteString(" (" + p.Tool + ")")
 	}
-	if p.Instance != "" {
-		b.WriteString(" instance " + p.Instance)
+	if instances != "" {
+		b.WriteString(" " + instances)
 	}
 	if p.Param != "" {
 		b.WriteString(" param " + p.Param)

@@ -955,6 +955,8 @@ func TestExecutePlanInstances(t *testing.T) {
 func TestExecutePlanInstancesErrors(t *testing.T) {
 	msgs := planCtx(t, `[{"type":"tool","tool":{"t":{"type":"object"},"strict":{"type":"object","properties":{"v":{"type":"integer"}},"additionalProperties":false}}},
 		{"type":"state","_instance":"a","x":1},{"type":"state","_instance":"b","y":1}]`)
+	many := planCtx(t, `[{"type":"tool","tool":{"t":{"type":"object"}}},{"type":"state","_instance":"1"},{"type":"state","_instance":"2"},
+		{"type":"state","_instance":"3"},{"type":"state","_instance":"4"},{"type":"state","_instance":"5"},{"type":"state","_instance":"6"},{"type":"state","_instance":"7"}]`)
 	cfg := agent.Config{Registry: agent.NewRegistry()}
 	cfg.Registry.Activity("t", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) { return nil, nil }))
 	cfg.Registry.Activity("strict", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) { return nil, nil }))
@@ -971,20 +973,20 @@ func TestExecutePlanInstancesErrors(t *testing.T) {
 		{"a malformed template call is reported once", `[{"_tool":"t"},{"x":1}]`, msgs,
 			"agent: invalid plan: call 1: invalid call: the call has no _tool", agent.ErrInvalidCall},
 		{"a cycle names template calls", `[{"_tool":"t"},{"_tool":"t","v":"†state.q","_outputPath":"†state.q.r"}]`, msgs,
-			"agent: invalid plan: call 1 (t) instance a param /v ref †state.q: dependency cycle: 1 (t) → 1 (t); " +
-				"call 1 (t) instance b param /v ref †state.q: dependency cycle: 1 (t) → 1 (t)", agent.ErrCycle},
+			"agent: invalid plan: call 1 (t) instances a, b param /v ref †state.q: dependency cycle: 1 (t) → 1 (t)", agent.ErrCycle},
 		{"problems name the template call and the instance", `[{"_tool":"t","v":"†state.x"}]`, msgs,
 			"agent: invalid plan: call 0 (t) instance b param /v ref †state.x: unsatisfiable reference: no call writes it and the context has no value there", agent.ErrUnsatisfiable},
 		{"an instance without a value", `[{"_tool":"t","v":"†state.y"},{"_tool":"t","w":"†state.z","_outputPath":"†state.y"}]`, msgs,
-			"agent: invalid plan: call 1 (t) instance a param /w ref †state.z: unsatisfiable reference: no call writes it and the context has no value there; " +
-				"call 1 (t) instance b param /w ref †state.z: unsatisfiable reference: no call writes it and the context has no value there", agent.ErrUnsatisfiable},
+			"agent: invalid plan: call 1 (t) instances a, b param /w ref †state.z: unsatisfiable reference: no call writes it and the context has no value there", agent.ErrUnsatisfiable},
 		// A closed tool admits the meta-properties a call may carry
 		// (_instance among them), and still checks its own parameters.
 		{"literal parameters are checked with the _instance", `[{"_tool":"strict","v":1,"w":2}]`, msgs,
-			`agent: invalid plan: call 0 (strict) instance a: invalid call: at (root): property "w" is not allowed; ` +
-				`call 0 (strict) instance b: invalid call: at (root): property "w" is not allowed`, agent.ErrInvalidCall},
+			`agent: invalid plan: call 0 (strict) instances a, b: invalid call: at (root): property "w" is not allowed`, agent.ErrInvalidCall},
 		{"an unknown tool", `[{"_tool":"t"},{"_tool":"u"}]`, msgs,
-			`agent: invalid plan: call 1 (u) instance a: unknown tool "u" (tools: t, strict); call 1 (u) instance b: unknown tool "u" (tools: t, strict)`, agent.ErrUnknownTool},
+			`agent: invalid plan: call 1 (u) instances a, b: unknown tool "u" (tools: t, strict)`, agent.ErrUnknownTool},
+		// The same problem in many instances is said once, naming five.
+		{"many instances", `[{"_tool":"u"}]`, many,
+			`agent: invalid plan: call 0 (u) instances 1, 2, 3, 4, 5 and 2 more: unknown tool "u" (tools: t)`, agent.ErrUnknownTool},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			res, err := agent.ExecutePlanInstances(context.Background(), cfg, planOf(t, tt.plan), tt.context)

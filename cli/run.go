@@ -392,6 +392,10 @@ func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.S
 				return err
 			}
 			runErr = err
+			if errors.Is(err, agent.ErrNoProvider) && rf.model == "" {
+				// Latent or delegate calls of a plan, with no model named.
+				runErr = fmt.Errorf("%w (give --model provider:model, or set ACTS_MODEL)", err)
+			}
 			if le, ok := errors.AsType[*agent.LimitError](err); ok {
 				res = le.Result
 			}

@@ -173,6 +173,12 @@ func TestRunExitCodes(t *testing.T) {
 	if code, _, errOut := acts(ctx, reg, "run", noPlan, "--store", db); code != 2 || !strings.Contains(errOut, "needs --model") {
 		t.Errorf("no plan, no model: exit %d, %q", code, errOut)
 	}
+	latent := writeFile(t, "latent.json", `{"schema":{"type":"object"},"context":[{"type":"tool","tool":{"classify":{"type":"object","properties":{"_output":{"type":"string"}}}}},`+
+		`{"type":"plan","plan":[{"_tool":"classify","_outputPath":"†state.label"}]}]}`)
+	if code, _, errOut := acts(ctx, reg, "run", latent, "--store", "memory:", "--input", `[{"a":1},{"a":2}]`); code != 1 ||
+		!strings.Contains(errOut, "call 0 (classify) instances 1, 2: no provider") || !strings.Contains(errOut, "(give --model provider:model, or set ACTS_MODEL)") {
+		t.Errorf("a latent plan, no model: exit %d, %q", code, errOut)
+	}
 	for _, args := range [][]string{{"run"}, {"resume"}, {"log"}, {"fork", "x"}, {"runs", "x"}} {
 		if code, _, _ := acts(ctx, reg, append(args, "--store", db)...); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
