@@ -193,7 +193,9 @@ func TestRetryRules(t *testing.T) {
 		wantCalls int
 		wantWaits []time.Duration
 	}{
-		{"Retry-After is capped by Max", &provider.Error{Provider: "x", Status: 429, RetryAfter: time.Hour}, 2, []time.Duration{30 * time.Second}},
+		{"Retry-After past MaxAfter fails at once", &provider.Error{Provider: "x", Status: 429, RetryAfter: time.Hour}, 1, nil},
+		{"Retry-After longer than Max is waited for", &provider.Error{Provider: "x", Status: 429, RetryAfter: time.Minute}, 2, []time.Duration{time.Minute}},
+		{"Retry-After of MaxAfter is waited for", &provider.Error{Provider: "x", Status: 429, RetryAfter: provider.DefaultRetryMaxAfter}, 2, []time.Duration{provider.DefaultRetryMaxAfter}},
 		{"connect timeout", &provider.TimeoutError{Provider: "x", Phase: provider.PhaseConnect, After: time.Second}, 2, []time.Duration{500 * time.Millisecond}},
 		{"first-byte timeout", &provider.TimeoutError{Provider: "x", Phase: provider.PhaseFirstByte, After: time.Second}, 2, []time.Duration{500 * time.Millisecond}},
 		{"idle timeout is not retried", &provider.TimeoutError{Provider: "x", Phase: provider.PhaseIdle, After: time.Second}, 1, nil},

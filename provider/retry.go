@@ -8,14 +8,20 @@ import (
 )
 
 // RetryConfig bounds [Retry]. The zero value retries 3 times with backoff
-// from 500 ms doubling up to 30 s.
+// from 500 ms doubling up to 30 s, and waits up to 2 minutes when the
+// provider says how long.
 type RetryConfig struct {
 	// Attempts is the number of retries after the first try; 0 means
 	// DefaultRetryAttempts, negative means none.
 	Attempts int
 	// Base and Max bound the exponential backoff; 0 means the defaults.
-	// Max also caps a Retry-After sent by the provider.
 	Base, Max time.Duration
+	// MaxAfter is the longest wait the provider may ask for (Retry-After,
+	// OpenAI's x-ratelimit-reset-*: [Error.RetryAfter]) that is honoured;
+	// 0 means DefaultRetryMaxAfter. A longer one ends the stream with the
+	// error at once, rather than waiting less and failing again: the
+	// caller reads the wait in the *Error and decides.
+	MaxAfter time.Duration
 	// Sleep waits for d or until ctx is done; nil means a timer. Tests
 	// replace it, and a durable engine can route it through its own clock.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -26,6 +32,8 @@ const (
 	DefaultRetryAttempts = 3
 	DefaultRetryBase     = 500 * time.Millisecond
 	DefaultRetryMax      = 30 * time.Second
+	// A rate limit on tokens per minute asks for up to a minute.
+	DefaultRetryMaxAfter = 2 * time.Minute
 )
 
 // Retry returns a Provider that retries p on temporary errors: a
@@ -35,11 +43,13 @@ const (
 // marked [ErrNoAnswer] (connection refused or reset, closed before the
 // first byte). Errors after the first byte of the answer (a stream cut or
 // idle mid-way, [ErrTooLarge]) are not retried. It waits for the
-// provider's Retry-After when there is one and for an exponential backoff
-// otherwise, and never longer than RetryConfig.Max: a Retry-After of an
-// hour waits Max (30 s by default), then tries again. It only retries a
-// stream that has not yielded anything yet, so the caller never sees a
-// chunk twice.
+// provider's Retry-After when there is one, up to RetryConfig.MaxAfter
+// (2 minutes by default), and for an exponential backoff up to
+// RetryConfig.Max otherwise. A Retry-After longer than MaxAfter is not
+// waited for at all: the error ends the stream at once, since a retry
+// sent before the limit resets fails again, and the caller may prefer
+// to wait, or not. It only retries a stream that has not yielded anything
+// yet, so the caller never sees a chunk twice.
 func Retry(p Provider, cfg RetryConfig) Provider {
 	if cfg.Attempts == 0 {
 		cfg.Attempts = DefaultRetryAttempts
@@ -49,6 +59,9 @@ func Retry(p Provider, cfg RetryConfig) Provider {
 	}
 	if cfg.Max == 0 {
 		cfg.Max = DefaultRetryMax
+	}
+	if cfg.MaxAfter == 0 {
+		cfg.MaxAfter = DefaultRetryMaxAfter
 	}
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleep
@@ -73,13 +86,13 @@ func Retry(p Provider, cfg RetryConfig) Provider {
 					return
 				}
 				after, ok := retryable(failed)
-				if yielded || attempt >= cfg.Attempts || !ok {
+				if yielded || attempt >= cfg.Attempts || !ok || after > cfg.MaxAfter {
 					yield(nil, failed)
 					return
 				}
 				wait := min(backoff, cfg.Max)
 				if after > 0 {
-					wait = min(after, cfg.Max)
+					wait = after
 				}
 				if err := cfg.Sleep(ctx, wait); err != nil {
 					yield(nil, errors.Join(failed, err))

@@ -198,35 +198,60 @@ func breakOut(t *testing.T, w Wire) {
 	})
 }
 
-// retryAfterCapped checks that provider.Retry waits no longer than its
-// Max for a Retry-After of an hour, on the fake clock.
+// retryAfterCapped checks on the fake clock that provider.Retry waits the
+// whole Retry-After of a rate limit that resets in a minute, longer than
+// its backoff's Max, and returns at once the 429 of one that resets in an
+// hour, past its MaxAfter, rather than retrying before the reset.
 func retryAfterCapped(t *testing.T, w Wire) {
-	synctest.Test(t, func(t *testing.T) {
-		var calls atomic.Int32
-		h := func(rw http.ResponseWriter, r *http.Request) {
-			if calls.Add(1) == 1 {
-				rw.Header().Set("Content-Type", "application/json")
-				rw.Header().Set("Retry-After", "3600")
-				rw.WriteHeader(http.StatusTooManyRequests)
-				write(rw, w.RateLimit)
-				return
-			}
-			sse(rw)
-			write(rw, w.Start+w.Piece("ok")+w.End)
-		}
-		p := w.New(t, &http.Client{Transport: memhttp.Transport{Handler: http.HandlerFunc(h)}}, memURL, Limits{})
-		start := time.Now()
-		res, err := provider.Collect(provider.Retry(p, provider.RetryConfig{}).Generate(t.Context(), &provider.Request{Stream: true}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, want := time.Since(start), provider.DefaultRetryMax; got != want {
-			t.Errorf("waited %v, want %v", got, want)
-		}
-		if got := strings.Join(res.Texts, ""); got != "ok" || calls.Load() != 2 {
-			t.Errorf("text %q after %d calls, want \"ok\" after 2", got, calls.Load())
-		}
-	})
+	for _, tt := range []struct {
+		name       string
+		after      string
+		wantWait   time.Duration
+		wantCalls  int32
+		wantStatus int // of the error; 0 for none
+	}{
+		{"a minute", "60", time.Minute, 2, 0},
+		{"an hour", "3600", 0, 1, http.StatusTooManyRequests},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var calls atomic.Int32
+				h := func(rw http.ResponseWriter, r *http.Request) {
+					if calls.Add(1) == 1 {
+						rw.Header().Set("Content-Type", "application/json")
+						rw.Header().Set("Retry-After", tt.after)
+						rw.WriteHeader(http.StatusTooManyRequests)
+						write(rw, w.RateLimit)
+						return
+					}
+					sse(rw)
+					write(rw, w.Start+w.Piece("ok")+w.End)
+				}
+				p := w.New(t, &http.Client{Transport: memhttp.Transport{Handler: http.HandlerFunc(h)}}, memURL, Limits{})
+				start := time.Now()
+				res, err := provider.Collect(provider.Retry(p, provider.RetryConfig{}).Generate(t.Context(), &provider.Request{Stream: true}))
+				if got := time.Since(start); got != tt.wantWait {
+					t.Errorf("waited %v, want %v", got, tt.wantWait)
+				}
+				if got := calls.Load(); got != tt.wantCalls {
+					t.Errorf("%d calls, want %d", got, tt.wantCalls)
+				}
+				if tt.wantStatus == 0 {
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := strings.Join(res.Texts, ""); got != "ok" {
+						t.Errorf("text %q, want \"ok\"", got)
+					}
+					return
+				}
+				pe, ok := errors.AsType[*provider.Error](err)
+				if !ok || pe.Status != tt.wantStatus || pe.RetryAfter != time.Hour {
+					t.Errorf("error %v, want a %d that says to wait an hour", err, tt.wantStatus)
+				}
+			})
+		})
+	}
 }
 
 // retried wraps p in provider.Retry with a Sleep that only counts.
