@@ -12,7 +12,10 @@ import (
 // Generate returns a single-use stream of chunks: the text of each
 // solution arrives in order, chunks of different solutions (Request.N > 1)
 // may interleave, and the last chunk of the stream carries the usage of the
-// whole call. A non-streaming provider yields one chunk per solution. The
+// whole call. A stream that fails after the provider counted tokens yields
+// what it reported of them before its error, on a chunk that may carry
+// nothing else (see [Chunk.Usage]): a failed call may be billed all the
+// same. A non-streaming provider yields one chunk per solution. The
 // stream runs on the caller's goroutine; breaking out of it cancels the
 // underlying HTTP request. ctx cancellation ends the stream with ctx.Err().
 // Generate must not modify req, and may be called concurrently.
@@ -107,7 +110,13 @@ type Chunk struct {
 	// reported it.
 	Done         bool
 	FinishReason string
-	// Usage is set on the last chunk of the stream.
+	// Usage is set on the last chunk of the stream. A stream that fails
+	// sets it, when the provider had said any of it, on the last chunk
+	// before the error: the tokens counted until then (Anthropic's input
+	// tokens from message_start, Gemini's latest usageMetadata), since the
+	// provider may bill them. Such a chunk may carry Usage alone, with no
+	// Text, Thinking or Done: it belongs to no solution. A consumer sums
+	// the Usage of every chunk, as [Collect] does.
 	Usage *Usage
 	// Model is the model that answered, as the provider named it (often a
 	// dated version of the one asked for: "gpt-5-mini-2025-08-07"). It is
@@ -144,6 +153,12 @@ func (u Usage) CacheHitRate() float64 {
 		return 0
 	}
 	return float64(u.CacheRead) / float64(read)
+}
+
+// UsageOnly reports whether c carries nothing of a solution: no Text,
+// Thinking or Done, as a chunk that only says usage (see [Chunk.Usage]).
+func (c *Chunk) UsageOnly() bool {
+	return c.Text == "" && c.Thinking == "" && !c.Done
 }
 
 // Total returns every token read and generated.

@@ -48,8 +48,10 @@ const (
 // RetryConfig.Max otherwise. A Retry-After longer than MaxAfter is not
 // waited for at all: the error ends the stream at once, since a retry
 // sent before the limit resets fails again, and the caller may prefer
-// to wait, or not. It only retries a stream that has not yielded anything
-// yet, so the caller never sees a chunk twice.
+// to wait, or not. It only retries a stream that has not yielded any of
+// a solution yet, so the caller never sees a chunk twice; a chunk that
+// only says usage (see [Chunk.Usage]) passes through, so that what a
+// failed attempt used is counted.
 func Retry(p Provider, cfg RetryConfig) Provider {
 	if cfg.Attempts == 0 {
 		cfg.Attempts = DefaultRetryAttempts
@@ -77,7 +79,7 @@ func Retry(p Provider, cfg RetryConfig) Provider {
 						failed = err
 						break
 					}
-					yielded = true
+					yielded = yielded || !c.UsageOnly()
 					if !yield(c, nil) {
 						return
 					}

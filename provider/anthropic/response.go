@@ -111,6 +111,7 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 		defer events.Close()
 		var (
 			started    bool // whether an event arrived
+			counted    bool // whether message_start said the usage
 			usage      tokens
 			model      string // message_start's
 			stopReason string
@@ -123,13 +124,25 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 			err        error           // what ended the events
 			ev         event           // the event read last
 		)
+		// fail yields the usage counted so far, then err: the API bills
+		// the input of a request whose stream began (message_start), and
+		// the output until the failure (message_delta's, the last said).
+		fail := func(err error) {
+			if counted {
+				u := usage.usage()
+				if !yield(&provider.Chunk{Index: i, Usage: &u, Model: model}, nil) {
+					return
+				}
+			}
+			yield(nil, err)
+		}
 		piece := func(text, thinking string) bool {
 			if text == "" && thinking == "" {
 				return true
 			}
 			chunk := &provider.Chunk{Index: i, Text: text, Thinking: thinking}
 			if err := c.budget.Spend(chunk); err != nil {
-				yield(nil, err)
+				fail(err)
 				return false
 			}
 			return yield(chunk, nil)
@@ -144,7 +157,7 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 				return piece(s, "")
 			case toolBlock < 0 && s != "":
 				if err := c.budget.Spend(&provider.Chunk{Text: s}); err != nil {
-					yield(nil, err)
+					fail(err)
 					return false
 				}
 				held.WriteString(s)
@@ -194,6 +207,7 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 			case "message_start":
 				usage, model = tokens{}, ev.Message.Model
 				usage.merge(ev.Message.Usage)
+				counted = true
 			case "content_block_start":
 				b := ev.ContentBlock
 				ok := true
@@ -263,14 +277,14 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 			} else {
 				err = convertErr(ctx, err)
 			}
-			yield(nil, err)
+			fail(err)
 			return
 		}
 		if err := ctx.Err(); err != nil {
-			yield(nil, err)
+			fail(err)
 			return
 		}
-		yield(nil, fmt.Errorf("anthropic: %w: no message_stop", provider.ErrTruncated))
+		fail(fmt.Errorf("anthropic: %w: no message_stop", provider.ErrTruncated))
 	}
 }
 
@@ -280,16 +294,21 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 func gather(seq iter.Seq2[*provider.Chunk, error], i int) iter.Seq2[*provider.Chunk, error] {
 	return func(yield func(*provider.Chunk, error) bool) {
 		var text, thinking strings.Builder
+		var usage *provider.Usage // of a stream that failed (see fail in events)
+		var model string
 		done := false
 		for chunk, err := range seq {
 			if err != nil {
-				if !done && (text.Len() > 0 || thinking.Len() > 0) {
-					if !yield(&provider.Chunk{Index: i, Text: text.String(), Thinking: thinking.String()}, nil) {
+				if !done && (text.Len() > 0 || thinking.Len() > 0 || usage != nil) {
+					if !yield(&provider.Chunk{Index: i, Text: text.String(), Thinking: thinking.String(), Usage: usage, Model: model}, nil) {
 						return
 					}
 				}
 				yield(nil, err)
 				return
+			}
+			if !chunk.Done && chunk.Usage != nil {
+				usage, model = chunk.Usage, chunk.Model
 			}
 			text.WriteString(chunk.Text)
 			thinking.WriteString(chunk.Thinking)
