@@ -229,12 +229,22 @@ func solutionIndex(ctx context.Context) int {
 // returns only after every request stopped, so no goroutine outlives it,
 // whether the consumer breaks or a request fails.
 //
+// A request that fails does not stop those whose response began: they are
+// paid for, and a solution that arrives whole stands (see agent.Config.N),
+// so they stream to their end, and the error, the first one, ends the
+// stream after them. What the failed request's API counted comes before it
+// (see provider.Chunk.Usage). Those whose response has not begun are
+// cancelled, as is every other request of a call that is not streamed on
+// the wire, whose response is whole or nothing.
+//
 // With c.stagger, requests 1 to n-1 are sent once the response to request
 // 0 begins: the API makes a cache entry available only then, so requests
 // sent together would each write the prompt to the cache, at 1.25× the
-// input price, where the later ones now read it at 0.1×.
+// input price, where the later ones now read it at 0.1×. When request 0
+// fails before, the others are never sent.
 func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, error) bool) {
 	type item struct {
+		index int // the solution
 		chunk *provider.Chunk
 		err   error
 		stop  *StopError // with a Done chunk: the error that followed it
@@ -244,24 +254,58 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 	defer wg.Wait() // runs after cancel, which unblocks the workers
 	defer cancel()
 	items := make(chan item)
-	// first is closed once request 0's response began. When it fails
-	// before, its error ends the stream, and the others are never sent.
-	first := make(chan struct{})
+	// first is closed once request 0's response began, zero once request
+	// 0 ended.
+	first, zero := make(chan struct{}), make(chan struct{})
 	began := sync.OnceFunc(func() { close(first) })
+	// Each request has its own context, so that a failure cancels only
+	// those not begun.
+	var (
+		mu      sync.Mutex
+		begun   = make([]bool, n)
+		cancels = make([]context.CancelFunc, n)
+	)
+	// spare cancels the requests whose response has not begun.
+	spare := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for i, b := range begun {
+			if !b {
+				cancels[i]()
+			}
+		}
+	}
 	for i := range n {
+		rctx, rcancel := context.WithCancel(ctx)
+		cancels[i] = rcancel
 		wg.Go(func() {
+			defer rcancel()
+			if i == 0 {
+				defer close(zero)
+			}
 			if i > 0 && c.stagger {
 				select {
 				case <-first:
-				case <-ctx.Done():
+				case <-zero:
+					select {
+					case <-first:
+					default: // request 0 failed before its response began
+						return
+					}
+				case <-rctx.Done():
 					return
 				}
 			}
-			var onBegin func()
-			if i == 0 {
-				onBegin = began
+			onBegin := func() {
+				mu.Lock()
+				begun[i] = true
+				mu.Unlock()
+				if i == 0 {
+					began()
+				}
 			}
 			send := func(it item) bool {
+				it.index = i
 				select {
 				case items <- it:
 					return true
@@ -273,7 +317,7 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 			// *StopError that may follow it, so that both arrive
 			// together, before the stream may end.
 			var done item
-			for chunk, err := range c.solution(withIndex(ctx, i), i, onBegin) {
+			for chunk, err := range c.solution(withIndex(rctx, i), i, onBegin) {
 				if se, ok := err.(*StopError); ok && done.chunk != nil {
 					done.stop = se
 					break
@@ -291,15 +335,20 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 			}
 		})
 	}
+	go func() {
+		wg.Wait()
+		close(items)
+	}()
 	var (
-		total   provider.Usage
-		model   string                         // the model the last finished request named
-		stop    *StopError                     // the lowest solution the API stopped
-		stopped []int                          // every solution the API stopped
-		pending = make([][]*provider.Chunk, n) // chunks of the solutions after cur
-		done    = make([]bool, n)              // whether pending[i] ends with Done
-		cur     int                            // the solution being yielded live
-		last    = -1                           // the solution of the last chunk yielded
+		total    provider.Usage
+		model    string                         // the model the last finished request named
+		reported bool                           // whether total went out
+		failed   error                          // the first request's error
+		stop     *StopError                     // the lowest solution the API stopped
+		stopped  []int                          // every solution the API stopped
+		pending  = make([][]*provider.Chunk, n) // chunks of the solutions after cur
+		ended    = make([]bool, n)              // whether pending[i] ends its solution
+		cur      int                            // the solution being yielded live
 	)
 	// emit yields a chunk; the Done chunk of the last solution, which comes
 	// after every other, carries the usage of all n requests, and a model
@@ -308,17 +357,36 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 		if chunk.Done && chunk.Index == n-1 {
 			u := total
 			chunk.Usage, chunk.Model = &u, model
+			reported = true
 		}
-		last = chunk.Index
 		return yield(chunk, nil)
 	}
-	for cur < n {
+	// next gives the turn to the solutions after cur, which ended.
+	next := func() bool {
+		for cur++; cur < n; cur++ {
+			for _, c := range pending[cur] {
+				if !emit(c) {
+					return false
+				}
+			}
+			pending[cur] = nil
+			if !ended[cur] {
+				break
+			}
+		}
+		return true
+	}
+	for {
 		var it item
+		var ok bool
 		select {
-		case it = <-items:
+		case it, ok = <-items:
 		case <-ctx.Done():
 			yield(nil, ctx.Err())
 			return
+		}
+		if !ok {
+			break
 		}
 		if se := it.stop; se != nil {
 			stopped = append(stopped, se.Index)
@@ -329,21 +397,16 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 			}
 		}
 		if it.err != nil {
-			// What the other solutions received comes first, in order,
-			// then the usage of the requests that finished: their
-			// solutions may stand, and they were paid for.
-			for i := cur + 1; i < n; i++ {
-				for _, chunk := range pending[i] {
-					if !emit(chunk) {
-						return
-					}
-				}
+			// Those streaming go on; the error ends the stream after them.
+			if failed == nil {
+				failed = it.err
+				spare()
 			}
-			if u := total; u != (provider.Usage{}) && last >= 0 && !yield(&provider.Chunk{Index: last, Usage: &u, Model: model}, nil) {
+			ended[it.index] = true
+			if it.index == cur && !next() {
 				return
 			}
-			yield(nil, it.err)
-			return
+			continue
 		}
 		chunk := it.chunk
 		if chunk.Done {
@@ -355,26 +418,34 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 		}
 		if chunk.Index != cur {
 			pending[chunk.Index] = append(pending[chunk.Index], chunk)
-			done[chunk.Index] = chunk.Done
+			ended[chunk.Index] = chunk.Done
 			continue
 		}
 		if !emit(chunk) {
 			return
 		}
-		if !chunk.Done {
-			continue
+		if chunk.Done && !next() {
+			return
 		}
-		for cur++; cur < n; cur++ { // the next solutions' turn
-			for _, c := range pending[cur] {
-				if !emit(c) {
-					return
-				}
-			}
-			pending[cur] = nil
-			if !done[cur] {
-				break
+	}
+	// Every request ended: what is left of the solutions after one that
+	// never began comes in order.
+	for ; cur < n; cur++ {
+		for _, c := range pending[cur] {
+			if !emit(c) {
+				return
 			}
 		}
+	}
+	if !reported && (total != provider.Usage{}) {
+		// The last solution failed: the usage of those that ended.
+		if !yield(&provider.Chunk{Index: n - 1, Usage: &total, Model: model}, nil) {
+			return
+		}
+	}
+	if failed != nil {
+		yield(nil, failed)
+		return
 	}
 	if stop != nil {
 		stop.Others = stops.Others(stop.Index, stopped)

@@ -1,11 +1,14 @@
 package anthropic
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -90,5 +93,101 @@ func TestFailedStreamUsage(t *testing.T) {
 				t.Errorf("usage (-got +want):\n%s", diff)
 			}
 		})
+	}
+}
+
+// beganTransport closes began[i] once the adapter read the first event of
+// solution i's response and asks for more: the response began, as the
+// adapter sees it.
+type beganTransport struct {
+	base  http.RoundTripper
+	began []chan struct{}
+}
+
+func (t beganTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := t.base.RoundTrip(r)
+	if err != nil {
+		return res, err
+	}
+	i, _ := strconv.Atoi(r.Header.Get(indexHeader))
+	res.Body = &watchedBody{ReadCloser: res.Body, began: sync.OnceFunc(func() { close(t.began[i]) })}
+	return res, nil
+}
+
+type watchedBody struct {
+	io.ReadCloser
+	seen  []byte
+	began func()
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	// The decoder reads again only once it used what it had: with a
+	// whole event among it, the adapter handled that event.
+	if bytes.Contains(b.seen, []byte("\n\n")) {
+		b.began()
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.seen = append(b.seen, p[:n]...)
+	return n, err
+}
+
+// TestSeveralSolutionsOneCut: of N requests, one whose stream is cut does
+// not cancel the others, which were streaming: they arrive whole, and the
+// error ends the stream after them, with the usage of all three, the cut
+// one's input included.
+func TestSeveralSolutionsOneCut(t *testing.T) {
+	began := []chan struct{}{make(chan struct{}), make(chan struct{}), make(chan struct{})}
+	release := make(chan struct{}) // the consumer saw solution 0 fail
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i, _ := strconv.Atoi(r.Header.Get(indexHeader))
+		w.Header().Set("Content-Type", "text/event-stream")
+		if i == 0 {
+			writeSSE(w, startEvent(100, 1)+deltaEvent(`{"output":"r`))
+			// Cut once the others' responses began.
+			<-began[1]
+			<-began[2]
+			return
+		}
+		writeSSE(w, startEvent(100, 1)+deltaEvent(`{"output":`))
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			t.Errorf("request %d was cancelled", i)
+			return
+		case <-time.After(10 * time.Second):
+			t.Errorf("request %d: solution 0 did not fail", i)
+		}
+		writeSSE(w, deltaEvent(fmt.Sprintf(`"colour %d"}`, i))+endEvents(7))
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	hc := srv.Client()
+	hc.Transport = indexTransport{beganTransport{hc.Transport, began}}
+	p, err := New(Config{APIKey: testKey, BaseURL: srv.URL, Model: testModel, HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := make([]string, 3)
+	var usage provider.Usage
+	for c, err := range p.Generate(t.Context(), request(true, 3)) {
+		if err != nil {
+			if !errors.Is(err, provider.ErrTruncated) {
+				t.Errorf("error %v, want a cut", err)
+			}
+			break
+		}
+		texts[c.Index] += c.Text
+		if c.Usage != nil {
+			usage.Add(*c.Usage)
+			if c.Index == 0 && c.UsageOnly() {
+				close(release)
+			}
+		}
+	}
+	if diff := cmp.Diff(texts, []string{`{"output":"r`, `{"output":"colour 1"}`, `{"output":"colour 2"}`}); diff != "" {
+		t.Errorf("texts (-got +want):\n%s", diff)
+	}
+	if want := (provider.Usage{Input: 300, Output: 15}); usage != want {
+		t.Errorf("usage %+v, want %+v", usage, want)
 	}
 }
