@@ -275,7 +275,16 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 		held = nil
 		return yield(ch, nil)
 	}
+	// fail yields what was held back, with the latest usageMetadata when
+	// an event had one (the prompt's tokens, the candidates' so far),
+	// since a call that failed may be billed, then err.
 	fail := func(err error) {
+		if usage != nil {
+			if held == nil {
+				held = &provider.Chunk{}
+			}
+			held.Usage, held.Model = normalize(usage), model
+		}
 		if flush() {
 			yield(nil, err)
 		}

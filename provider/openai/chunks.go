@@ -117,6 +117,7 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 		filters  = map[int][]string{} // choice index → categories filtered
 		stopped  = map[int]bool{}     // choice index → finish_reason content_filter
 		u        wireUsage            // the last usage reported
+		counted  bool                 // whether any usage was reported
 		model    string               // the last model named
 		c        chunk                // the event read last
 		budget   = limit.NewBudget(p.cfg.Name, p.max)
@@ -134,8 +135,18 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 		}
 		return yield(c, nil)
 	}
-	// fail yields what was held back, then err.
+	// fail yields what was held back, with the usage when the server
+	// reported any (OpenAI only in the last chunk, with
+	// stream_options.include_usage; some compatible servers in every
+	// chunk), then err.
 	fail := func(err error) {
+		if counted {
+			total := usage(u)
+			if pending == nil {
+				pending = &provider.Chunk{}
+			}
+			pending.Usage, pending.Model = &total, model
+		}
 		if pending != nil && !yield(pending, nil) {
 			return
 		}
@@ -156,7 +167,7 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 			break
 		}
 		if c.Usage != nil {
-			u = *c.Usage
+			u, counted = *c.Usage, true
 		}
 		if c.Model != "" {
 			model = c.Model
