@@ -115,6 +115,47 @@ func (e *NoSolutionError) Unwrap() []error {
 	return errs
 }
 
+// UsageError is the error of a Request that failed after its provider
+// calls used tokens, which the provider may bill all the same: Usage sums
+// them, as far as the provider said (see provider.Chunk.Usage: a stream
+// cut before OpenAI's last chunk says none), failed calls and repairs
+// included. Its text is Err's. [UsageOf] reads the usage of any error of
+// a Request.
+type UsageError struct {
+	Err   error
+	Usage provider.Usage
+}
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// withUsage attaches u to err, the error of a Request, when it counts any
+// token.
+func withUsage(err error, u provider.Usage) error {
+	if u == (provider.Usage{}) {
+		return err
+	}
+	return &UsageError{Err: err, Usage: u}
+}
+
+// UsageOf returns the tokens that the Request or run whose error err is
+// used before it failed: those of a *UsageError, *InvalidError or
+// *NoSolutionError it wraps, the outermost; zero for any other error.
+func UsageOf(err error) provider.Usage {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		switch e := e.(type) {
+		case *UsageError:
+			return e.Usage
+		case *InvalidError:
+			return e.Usage
+		case *NoSolutionError:
+			return e.Usage
+		}
+	}
+	return provider.Usage{}
+}
+
 // MessageError reports a context message a handler could not use.
 type MessageError struct {
 	Index int    // position in the context

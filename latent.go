@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider"
 )
 
 // latent produces a call's result with the model: the value the model
@@ -59,6 +60,9 @@ func (x *executor) latent(ctx context.Context, c *Call) (*Result, *Response, err
 	cfg := *x.cfg
 	cfg.CallbackPath, cfg.N = "", 1
 	resp, err := Request(ctx, cfg, out, ctxMsgs)
+	if u := UsageOf(err); resp == nil && u != (provider.Usage{}) {
+		resp = &Response{Usage: u} // the run counts what a failed request used
+	}
 	if err != nil {
 		return nil, resp, &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("latent execution: %w", err)}
 	}

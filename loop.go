@@ -441,6 +441,12 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 			return ok
 		}
 		if err != nil {
+			// A failed request may be billed all the same: its usage
+			// counts towards the budget, and is journaled, first.
+			if u := UsageOf(err); u != (provider.Usage{}) {
+				r.usage.Add(u)
+				r.emit(RunEvent{Kind: EventUsage, Step: step, Usage: &u})
+			}
 			// The step says where in a long run the model failed.
 			r.fail(errorf("agent: step %d: %w", step, err))
 			ok = false

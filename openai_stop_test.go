@@ -81,8 +81,8 @@ func TestOpenAIStoppedSolution(t *testing.T) {
 				}, newOpenAI, agent.Config{N: 3, Stream: stream}, out)
 				var got string
 				if err != nil {
-					if _, ok := errors.AsType[provider.SolutionError](err); ok {
-						got = fmt.Sprintf("%T", errors.Unwrap(err))
+					if se, ok := errors.AsType[provider.SolutionError](err); ok {
+						got = fmt.Sprintf("%T", se)
 					} else {
 						got = err.Error()
 					}

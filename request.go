@@ -352,7 +352,7 @@ func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, err
 	given, err := generate(ctx, cfg, req, whole, resp, yield)
 	if err != nil {
 		if err != errStopped {
-			yield(Event{}, err)
+			yield(Event{}, withUsage(err, resp.Usage))
 		}
 		return
 	}
@@ -382,6 +382,8 @@ func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, err
 			// own error, as it is; the others would only be left out too.
 			if inv, ok := err.(*InvalidError); ok {
 				inv.Usage = resp.Usage
+			} else {
+				err = withUsage(err, resp.Usage)
 			}
 			yield(Event{}, err)
 			return
@@ -877,6 +879,14 @@ func readChunk(cfg *Config, n int, slots []int, answers *[]*answer, resp *Respon
 	}
 	if c.Index < 0 || c.Index >= max(n, 1) {
 		return errorf("agent: provider: chunk for solution %d of %d", c.Index, n)
+	}
+	if c.UsageOnly() {
+		// What a failed call used (see provider.Chunk.Usage): no
+		// solution of its own.
+		if c.Usage != nil {
+			resp.Usage.Add(*c.Usage)
+		}
+		return nil
 	}
 	i := c.Index
 	if slots != nil {
