@@ -119,7 +119,8 @@
 // An error response becomes a *[provider.Error] with Provider "anthropic",
 // the HTTP status, Code the error's type ("rate_limit_error",
 // "overloaded_error", …), Err its message, and RetryAfter from the
-// retry-after header. An error event inside a stream, sent after a 200
+// retry-after header, or, for a 429 without one, from the
+// anthropic-ratelimit-*-reset of the limits used up. An error event inside a stream, sent after a 200
 // status, becomes one too, with the status that goes with its type (529 for
 // overloaded_error, 500 for an unknown type). A stream that ends without
 // message_stop, or whose connection breaks, yields the text received so far

@@ -159,8 +159,37 @@ func apiError(ae *sdk.Error) *provider.Error {
 	pe.Err = errors.New(msg)
 	if ae.Response != nil {
 		pe.RetryAfter = retryAfter(ae.Response.Header)
+		if pe.RetryAfter == 0 && pe.Status == http.StatusTooManyRequests {
+			pe.RetryAfter = rateLimitReset(ae.Response.Header)
+		}
 	}
 	return pe
 }
 
 func retryAfter(h http.Header) time.Duration { return provider.RetryAfter(h) }
+
+// rateLimits are the limits the API reports in anthropic-ratelimit-*
+// headers.
+var rateLimits = []string{"requests", "tokens", "input-tokens", "output-tokens"}
+
+// rateLimitReset reads, for a 429 without Retry-After, when the limits
+// used up reset: the latest anthropic-ratelimit-*-reset (an RFC 3339
+// time) of those whose remaining is 0, taken relative to the response's
+// Date header, so that no local clock is read. It is 0 when none says.
+func rateLimitReset(h http.Header) time.Duration {
+	date, err := http.ParseTime(h.Get("Date"))
+	if err != nil {
+		return 0
+	}
+	var wait time.Duration
+	for _, limit := range rateLimits {
+		if strings.TrimSpace(h.Get("Anthropic-Ratelimit-"+limit+"-Remaining")) != "0" {
+			continue
+		}
+		reset, err := time.Parse(time.RFC3339, strings.TrimSpace(h.Get("Anthropic-Ratelimit-"+limit+"-Reset")))
+		if err == nil && reset.Sub(date) > wait {
+			wait = reset.Sub(date)
+		}
+	}
+	return wait
+}

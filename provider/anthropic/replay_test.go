@@ -139,6 +139,22 @@ func TestReplayErrors(t *testing.T) {
 				Err: errors.New("This request would exceed your organization's rate limit of 50,000 input tokens per minute. For details, refer to: https://docs.claude.com/en/api/rate-limits.")},
 		},
 		{
+			name: "rate limit reset",
+			handler: func(t *testing.T) http.Handler {
+				return replay(t, "error_rate_limit.json", http.StatusTooManyRequests, http.Header{
+					"Date": {date.Format(http.TimeFormat)},
+					// The input tokens reset in a minute; the requests
+					// left are not used up, so their reset is no wait.
+					"Anthropic-Ratelimit-Input-Tokens-Remaining": {"0"},
+					"Anthropic-Ratelimit-Input-Tokens-Reset":     {date.Add(time.Minute).UTC().Format(time.RFC3339)},
+					"Anthropic-Ratelimit-Requests-Remaining":     {"12"},
+					"Anthropic-Ratelimit-Requests-Reset":         {date.Add(5 * time.Minute).UTC().Format(time.RFC3339)},
+				})
+			},
+			wantErr: &provider.Error{Status: 429, Code: "rate_limit_error", RetryAfter: time.Minute,
+				Err: errors.New("This request would exceed your organization's rate limit of 50,000 input tokens per minute. For details, refer to: https://docs.claude.com/en/api/rate-limits.")},
+		},
+		{
 			name: "overloaded",
 			handler: func(t *testing.T) http.Handler {
 				return replay(t, "error_overloaded.json", 529, nil)
