@@ -1,12 +1,18 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +22,7 @@ import (
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/anthropic"
 	"github.com/augceo/agent/store"
 )
 
@@ -157,4 +164,116 @@ func TestFailedStepBudget(t *testing.T) {
 	if !errors.Is(err, agent.ErrTokenBudget) || calls.Load() != 1 {
 		t.Errorf("resume ended with %v after %d requests; want the budget after 1", err, calls.Load())
 	}
+}
+
+// seqTransport numbers the requests it sends (X-Seq, from 1) and closes
+// began[seq] once the adapter handled the first event of that response
+// and reads on, and eof[seq] once it read the body to its end.
+type seqTransport struct {
+	base       http.RoundTripper
+	n          atomic.Int32
+	began, eof []chan struct{}
+}
+
+func (t *seqTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	seq := int(t.n.Add(1))
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Seq", strconv.Itoa(seq))
+	res, err := t.base.RoundTrip(r)
+	if err != nil || seq >= len(t.began) {
+		return res, err
+	}
+	res.Body = &seqBody{ReadCloser: res.Body, began: sync.OnceFunc(func() { close(t.began[seq]) }), eof: sync.OnceFunc(func() { close(t.eof[seq]) })}
+	return res, nil
+}
+
+type seqBody struct {
+	io.ReadCloser
+	seen       []byte
+	began, eof func()
+}
+
+func (b *seqBody) Read(p []byte) (int, error) {
+	// The decoder reads again only once it used what it had: with a
+	// whole event among it, the adapter handled that event.
+	if bytes.Contains(b.seen, []byte("\n\n")) {
+		b.began()
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.seen = append(b.seen, p[:n]...)
+	if err != nil {
+		b.eof()
+	}
+	return n, err
+}
+
+// TestAnthropicCutSolutionKeepsOthers: of three solutions (three requests
+// on Anthropic), the one whose stream is cut does not cancel the two
+// streaming: they arrive whole and stand, and only the cut one is asked
+// again, so no answer is paid twice. Response.Usage counts every request,
+// the cut one's input included.
+func TestAnthropicCutSolutionKeepsOthers(t *testing.T) {
+	chans := func() []chan struct{} {
+		return []chan struct{}{make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})}
+	}
+	tr := &seqTransport{began: chans(), eof: chans()}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seq, _ := strconv.Atoi(r.Header.Get("X-Seq"))
+		switch seq {
+		case 1:
+			anthropicStart(w, `{\"output\":\"ze`)
+			w.(http.Flusher).Flush()
+			<-tr.began[2]
+			<-tr.began[3]
+			return // cut
+		case 2, 3:
+			anthropicStart(w, `{\"output\":`)
+			w.(http.Flusher).Flush()
+			select {
+			case <-tr.eof[1]:
+			case <-r.Context().Done():
+				t.Errorf("request %d was cancelled", seq)
+				return
+			}
+			anthropicEnd(w, fmt.Sprintf(`\"answer %d\"}`, seq))
+		default:
+			writeAnthropic(w, true, `{\"output\":\"again\"}`, "end_turn")
+		}
+	}))
+	defer srv.Close()
+	hc := srv.Client()
+	tr.base = hc.Transport
+	hc.Transport = tr
+	p, err := anthropic.New(anthropic.Config{APIKey: "test-key", BaseURL: srv.URL, Model: "claude-test", HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := agent.Config{Provider: p, N: 3, Stream: true, Logger: slog.New(slog.DiscardHandler)}
+	resp, err := agent.Request(t.Context(), cfg, json.RawMessage(`{"type":"string"}`), []message.Message{message.Text("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outs []string
+	for _, s := range resp.Solutions {
+		outs = append(outs, string(s.Output))
+	}
+	slices.Sort(outs)
+	if diff := cmp.Diff(outs, []string{`"again"`, `"answer 2"`, `"answer 3"`}); diff != "" {
+		t.Errorf("outputs (-got +want):\n%s", diff)
+	}
+	if n := tr.n.Load(); n != 4 {
+		t.Errorf("%d requests, want 4", n)
+	}
+	if diff := cmp.Diff(resp.Usage, provider.Usage{Input: 36, Output: 16}); diff != "" {
+		t.Errorf("usage (-got +want):\n%s", diff)
+	}
+}
+
+// anthropicEnd ends a stream anthropicStart began with text, escaped for
+// a JSON string.
+func anthropicEnd(w http.ResponseWriter, text string) {
+	fmt.Fprintf(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"%s\"}}\n\n", text)
+	fmt.Fprint(w, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
+	fmt.Fprint(w, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":5}}\n\n")
+	fmt.Fprint(w, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
 }
