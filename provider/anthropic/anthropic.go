@@ -382,6 +382,11 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 		select {
 		case it, ok = <-items:
 		case <-ctx.Done():
+			// The usage of the requests that ended and was not said yet
+			// goes with the error; that of those cut by it is lost.
+			if !reported && (total != provider.Usage{}) && !yield(&provider.Chunk{Index: n - 1, Usage: &total, Model: model}, nil) {
+				return
+			}
 			yield(nil, ctx.Err())
 			return
 		}
