@@ -111,8 +111,8 @@ type Chunk struct {
 	Done         bool
 	FinishReason string
 	// Usage is set on the last chunk of the stream. A stream that fails
-	// sets it, when the provider had said any of it, on the last chunk
-	// before the error: the tokens counted until then (Anthropic's input
+	// sets it, when the provider had said any of it, on a chunk before
+	// the error: the tokens counted until then (Anthropic's input
 	// tokens from message_start, Gemini's latest usageMetadata), since the
 	// provider may bill them. Such a chunk may carry Usage alone, with no
 	// Text, Thinking or Done: it belongs to no solution. A consumer sums

@@ -63,11 +63,12 @@
 // Their chunks reach the caller on its own goroutine solution by solution,
 // in Index order: solution 0 streams live while the chunks of the others
 // wait in a buffer until their turn, so the order never depends on which
-// request was faster. Only the last chunk of the stream carries usage: the
-// sum over the N requests. Breaking out of the stream, or an error in any
-// request, cancels the others, and the stream returns only after all of
-// them stopped. The first error ends the stream, after whatever text the
-// solutions had received.
+// request was faster. The last chunk of the stream carries usage: the
+// sum over the N requests. Breaking out of the stream cancels them all,
+// and the stream returns only after all of them stopped. An error in one
+// request cancels only those whose response has not begun: those
+// streaming are paid for, and go on to their end. The first error ends the
+// stream, after the text of every solution.
 //
 // # Thinking and max_tokens
 //
@@ -94,7 +95,9 @@
 // thinking, so Thinking is output_tokens_details.thinking_tokens and Output
 // is output_tokens less it; when the API does not break thinking out,
 // Thinking is 0 and Output is all of output_tokens. In a stream, the counts
-// of message_start are updated by the cumulative ones of message_delta.
+// of message_start are updated by the cumulative ones of message_delta; a
+// stream that fails after message_start yields those counts on a chunk
+// before its error, since the API bills a request whose stream began.
 //
 // Chunk.FinishReason is the API's stop_reason as sent: "end_turn",
 // "max_tokens", "stop_sequence", "tool_use", "refusal", …

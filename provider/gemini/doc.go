@@ -80,7 +80,8 @@
 // or the end arrives, so that the last chunk can carry the usage, which the
 // API completes in its final event. A stream that ends while a candidate
 // has no finishReason (or that breaks) yields the text received so far,
-// then an error wrapping provider.ErrTruncated. A prompt the API blocks
+// with the latest usageMetadata when an event had one, then an error
+// wrapping provider.ErrTruncated. A prompt the API blocks
 // (promptFeedback.blockReason, no candidates) is a *[BlockedError], which
 // wraps [ErrNoCandidates]. A candidate stopped for any reason but STOP,
 // MAX_TOKENS and CONTINUATION (a safety or recitation filter, LANGUAGE,

@@ -46,7 +46,9 @@
 // usage on the last. A stream yields each content delta as it arrives,
 // tagged with its choice index, and a Done chunk with the finish_reason of
 // each choice; the last Done chunk is held until the stream ends so that it
-// carries the usage (which OpenAI sends after every finish_reason).
+// carries the usage (which OpenAI sends after every finish_reason). A
+// stream cut before that usage says none (a compatible server that sends
+// it in every chunk has the last one yielded before the error).
 //
 // OpenAI does not expose its models' reasoning, but compatible servers do:
 // reasoning_content (DeepSeek, older vLLM) or reasoning (Ollama, newer
