@@ -139,9 +139,10 @@ func withUsage(err error, u provider.Usage) error {
 	return &UsageError{Err: err, Usage: u}
 }
 
-// UsageOf returns the tokens that the Request or run whose error err is
-// used before it failed: those of a *UsageError, *InvalidError or
-// *NoSolutionError it wraps, the outermost; zero for any other error.
+// UsageOf returns the tokens that the Request whose error err is (or
+// wraps: a run's step, a Plan) used before it failed: those of the
+// outermost *UsageError, *InvalidError or *NoSolutionError in err; zero
+// for any other error.
 func UsageOf(err error) provider.Usage {
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		switch e := e.(type) {
