@@ -111,10 +111,12 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 				return false
 			}
 			if c != nil {
-				if !chunked && req.Stream {
+				// A chunk that only says a failed stream's usage is no
+				// piece of the answer.
+				if !chunked && req.Stream && !c.UsageOnly() {
 					first = platform.Now(ctx).Sub(start)
 				}
-				chunked = true
+				chunked = chunked || !c.UsageOnly()
 				if c.Model != "" {
 					answered = c.Model
 				}
