@@ -262,7 +262,8 @@ type Element struct {
 // Request runs one LLM invocation: it renders the context through the
 // registry's handlers, composes the output schema around schema, asks the
 // provider and validates every solution, re-asking with the errors when
-// one is invalid.
+// one is invalid. An error after the provider counted tokens says them
+// ([UsageOf]): a failed call may be billed.
 func Request(ctx context.Context, cfg Config, schema json.RawMessage, context []message.Message) (*Response, error) {
 	var resp *Response
 	for ev, err := range Stream(ctx, cfg, schema, context) {
