@@ -143,26 +143,41 @@ func TestFailedStepUsage(t *testing.T) {
 
 // TestFailedStepBudget: the tokens of a failed step count towards the
 // token budget of the run that goes on: a resume with a budget they
-// reach stops before asking the model again.
+// reach stops before asking the model again. Anthropic says them in
+// message_start (9 + 1), Gemini in the usageMetadata of its events.
 func TestFailedStepBudget(t *testing.T) {
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		anthropicStart(w, `{\"calls\":[],\"output\":\"x`) // and the stream ends
-	}))
-	defer srv.Close()
-	p, err := newAnthropic(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := store.NewMemory()
-	out := json.RawMessage(`{"type":"string"}`)
-	if _, err := agent.Run(t.Context(), agent.Config{Provider: p, Store: st, RunID: "b"}, out, []message.Message{message.Text("hi")}); !errors.Is(err, provider.ErrTruncated) {
-		t.Fatalf("run ended with %v, want a cut", err)
-	}
-	_, err = agent.Resume(t.Context(), agent.Config{Provider: p, Store: st, TokenBudget: 10}, "b")
-	if !errors.Is(err, agent.ErrTokenBudget) || calls.Load() != 1 {
-		t.Errorf("resume ended with %v after %d requests; want the budget after 1", err, calls.Load())
+	for _, tt := range []struct {
+		name        string
+		newProvider func(url string) (provider.Provider, error)
+		cut         func(w http.ResponseWriter) // a stream that ends early
+	}{
+		{"anthropic", newAnthropic, func(w http.ResponseWriter) { anthropicStart(w, `{\"calls\":[],\"output\":\"x`) }},
+		{"gemini", newGemini, func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, `data: {"candidates":[{"content":{"parts":[{"text":"{\"output\":\"x"}],"role":"model"},"index":0}],"usageMetadata":{"promptTokenCount":8,"candidatesTokenCount":2,"totalTokenCount":10},"modelVersion":"gemini-test"}`+"\r\n\r\n")
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls.Add(1)
+				tt.cut(w)
+			}))
+			defer srv.Close()
+			p, err := tt.newProvider(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := store.NewMemory()
+			out := json.RawMessage(`{"type":"string"}`)
+			if _, err := agent.Run(t.Context(), agent.Config{Provider: p, Store: st, RunID: "b"}, out, []message.Message{message.Text("hi")}); !errors.Is(err, provider.ErrTruncated) {
+				t.Fatalf("run ended with %v, want a cut", err)
+			}
+			_, err = agent.Resume(t.Context(), agent.Config{Provider: p, Store: st, TokenBudget: 10}, "b")
+			if !errors.Is(err, agent.ErrTokenBudget) || calls.Load() != 1 {
+				t.Errorf("resume ended with %v after %d requests; want the budget after 1", err, calls.Load())
+			}
+		})
 	}
 }
 
