@@ -37,7 +37,7 @@ func (m *model) answer(body []byte) string {
 			{"_tool":"draft_reply","message":"†input.message","category":"†state.class.category","facts":"refund of 25 EUR issued","_outputPath":"†state.draft"}],
 			"output":null}`
 	}
-	if strings.Contains(s, "rejected error in refund") {
+	if strings.Contains(s, "(refund) failed: rejected error") {
 		return `{"calls":[],"output":{"reply":"Sorry, we cannot refund this order.","refunded":false}}`
 	}
 	return `{"calls":[],"output":{"reply":"Sorry about the double charge: your 25 EUR are on their way back.","refunded":true}}`
