@@ -109,6 +109,9 @@ func (l *lease) keep(ctx context.Context, cancel context.CancelCauseFunc) {
 				return
 			case <-t.C:
 			}
+			// writing before silent: a write given up sets silent before
+			// it clears writing (see write), so one of them says so.
+			w := l.writing.Load()
 			if l.silent.Load() != nil {
 				// A write got no answer: the run is stopping, and its
 				// lease lapses for another process to take the run over.
@@ -116,7 +119,7 @@ func (l *lease) keep(ctx context.Context, cancel context.CancelCauseFunc) {
 			}
 			now := platform.Now(ctx).UTC()
 			var err error
-			if w := l.writing.Load(); w != 0 && w == pending {
+			if w != 0 && w == pending {
 				// The store has not answered a write for a whole period:
 				// holding the run on for it would only delay whoever
 				// takes it over once the write is given up.
@@ -204,10 +207,15 @@ func (l *lease) write(ctx context.Context, f func(context.Context) error) error 
 	defer cancel()
 	l.writing.Store(l.writes.Add(1))
 	err := f(wctx)
-	l.writing.Store(0)
-	if err != nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
+	silent := err != nil && errors.Is(wctx.Err(), context.DeadlineExceeded)
+	if silent {
+		// Said before the write is done with, so that keep, ticking at
+		// this very moment, sees one or the other and does not renew.
 		d, _ := wctx.Deadline()
 		l.silent.CompareAndSwap(nil, &d)
+	}
+	l.writing.Store(0)
+	if silent {
 		return fmt.Errorf("%w within the run's lease (%v): %w", errNoAnswer, l.ttl, err)
 	}
 	return err
