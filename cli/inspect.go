@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	neturl "net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -44,6 +45,38 @@ func defaultStore() string {
 // otherwise: a command that reads runs from a misspelt path says so
 // rather than list none and leave an empty database behind.
 func openStore(ctx context.Context, url string, create bool) (runStore, error) {
+	st, err := openStoreAt(ctx, url, create)
+	if err != nil {
+		return nil, err
+	}
+	return namedStore{st, storeName(url)}, nil
+}
+
+// namedStore says which store a run was not found in: a store picked by
+// ACTS_STORE or the working directory is not always the one meant.
+type namedStore struct {
+	runStore
+	name string
+}
+
+func (s namedStore) Load(ctx context.Context, id string) (store.Run, error) {
+	run, err := s.runStore.Load(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		err = fmt.Errorf("%w in %s", err, s.name)
+	}
+	return run, err
+}
+
+// storeName is how errors name the store of --store url: a PostgreSQL
+// URL without its password.
+func storeName(url string) string {
+	if u, err := neturl.Parse(url); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return url
+}
+
+func openStoreAt(ctx context.Context, url string, create bool) (runStore, error) {
 	switch {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
 		return postgres.Open(ctx, url)

@@ -184,7 +184,7 @@ func TestRunExitCodes(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}
 	}
-	if code, _, errOut := acts(ctx, reg, "resume", "nobody", "--store", db); code != 1 || !strings.Contains(errOut, "not found") {
+	if code, _, errOut := acts(ctx, reg, "resume", "nobody", "--store", db); code != 1 || !strings.Contains(errOut, "run not found in "+db) {
 		t.Errorf("resume of an unknown run: %d %q", code, errOut)
 	}
 	if code, _, errOut := acts(ctx, reg, "run", idea, "--input", "{nope", "--store", db); code != 1 || !strings.Contains(errOut, "--input: line 1: not valid JSON") {
@@ -534,6 +534,19 @@ func TestRunMemoryStore(t *testing.T) {
 		}
 		if fail && (code != ExitCallsFailed || !strings.Contains(errOut, "calls failed")) {
 			t.Errorf("failing calls: exit %d, stderr %q", code, errOut)
+		}
+	}
+}
+
+func TestStoreName(t *testing.T) {
+	for url, want := range map[string]string{
+		"acts.db":                            "acts.db",
+		"memory:":                            "memory:",
+		"postgres://app:secret@db:5432/acts": "postgres://app:xxxxx@db:5432/acts",
+		"postgresql://app@db/acts?sslmode=disable": "postgresql://app@db/acts?sslmode=disable",
+	} {
+		if got := storeName(url); got != want {
+			t.Errorf("storeName(%q) = %q, want %q", url, got, want)
 		}
 	}
 }
