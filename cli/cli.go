@@ -43,8 +43,9 @@
 // context ends with a plan, the plan runs, once per instance when the
 // inputs are instanced: with no model at all when its calls all have code
 // activities, else its latent and delegate calls ask the model of --model
-// (or ACTS_MODEL). Otherwise the agent loop runs with that model. --input adds input messages: a JSON object is one input; a
-// JSON array, or a file of JSON lines, is one instanced input per element
+// (or ACTS_MODEL). Otherwise the agent loop runs with that model. --input
+// adds input messages: a JSON object is one input; a JSON array, or a
+// file of JSON lines, is one instanced input per element
 // (its _instance, or its position from 1). The store is a SQLite file
 // (the default: ACTS_STORE, else acts.db), "memory:", or a postgres://
 // URL. A progress bar goes to standard error when it is a terminal.
