@@ -1014,14 +1014,19 @@ func (rs *resumed) next(run store.Run, msgs []message.Message, p provider.Provid
 		}
 	}
 	for i := range msgs {
-		// One at a time, so that an error names the message given; with
-		// the log before it, so that its index is the message's in the
-		// log. The log's own presets were expanded when it was journaled.
+		// One at a time, so that an error names the message given, its
+		// index the message's in the log. A preset expands on its own:
+		// the log's were expanded when it was journaled, and going over
+		// it again for each message would grow with the conversation.
 		rs.given = append(rs.given, len(rs.msgs))
-		var err error
-		if rs.msgs, err = ExpandPresets(reg, nil, append(rs.msgs, msgs[i])); err != nil {
+		expanded, err := ExpandPresets(reg, nil, msgs[i:i+1])
+		if err != nil {
+			if me, ok := errors.AsType[*MessageError](err); ok {
+				me.Index += len(rs.msgs)
+			}
 			return rs.refused(run.ID, err)
 		}
+		rs.msgs = append(rs.msgs, expanded...)
 	}
 	rs.ended, rs.end = false, nil
 	return nil

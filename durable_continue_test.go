@@ -519,3 +519,38 @@ func TestContinueMissingActivity(t *testing.T) {
 		t.Errorf("state %s", got)
 	}
 }
+
+// TestContinuePresets: a preset given to Continue expands where it
+// stands, in a run whose log holds presets already (expanded when they
+// were journaled, and not again); a preset inside it that no registry
+// holds is refused, naming the turn's message it came in.
+func TestContinuePresets(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Preset("Terse", agent.Preset{Messages: []message.Message{message.Text("Answer in one word.")}})
+	reg.Preset("Broken", agent.Preset{Messages: []message.Message{{Type: message.TypePreset, Extra: json.RawMessage(`{"preset":"ghost"}`)}}})
+	preset := func(name string) message.Message {
+		return message.Message{Type: message.TypePreset, Extra: json.RawMessage(`{"preset":"` + name + `"}`)}
+	}
+	st := store.NewMemory()
+	cfg := agent.Config{Provider: scripted.Solutions(`{"output":"Paris"}`), Registry: reg, Store: st, RunID: "p"}
+	if _, err := agent.Run(t.Context(), cfg, json.RawMessage(`{"type":"string"}`), []message.Message{preset("Terse"), message.Text("France?")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := agent.Continue(t.Context(), agent.Config{Provider: scripted.Solutions(), Registry: reg, Store: st}, "p", message.Text("Spain?"), preset("Broken"))
+	if !errors.Is(err, agent.ErrUnknownPreset) || !errors.Is(err, agent.ErrRefused) || !strings.Contains(err.Error(), "the turn's message 2: ") {
+		t.Fatalf("a preset naming an unknown one: %v", err)
+	}
+	res, err := agent.Continue(t.Context(), agent.Config{Provider: scripted.Solutions(`{"output":"Madrid"}`), Registry: reg, Store: st}, "p", preset("Terse"), message.Text("Spain?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range res.Log.Messages() {
+		got = append(got, string(m.Type)+":"+m.Text)
+	}
+	want := []string{"preset:", "text:Answer in one word.", "text:France?", "text:\"Paris\"", "preset:", "text:Answer in one word.", "text:Spain?"}
+	if !slices.Equal(got, want) {
+		t.Errorf("log %q, want %q", got, want)
+	}
+	journalHolds(t, st, "p", res.Log)
+}
