@@ -181,7 +181,7 @@ func (l *lease) take(ctx context.Context, f func(context.Context) error) error {
 	defer cancel()
 	err := f(wctx)
 	if err != nil && ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("%w within the run's lease (%v): %w", errNoAnswer, l.ttl, err)
+		return l.noAnswer(err)
 	}
 	return err
 }
@@ -216,7 +216,12 @@ func (l *lease) write(ctx context.Context, f func(context.Context) error) error 
 	}
 	l.writing.Store(0)
 	if silent {
-		return fmt.Errorf("%w within the run's lease (%v): %w", errNoAnswer, l.ttl, err)
+		return l.noAnswer(err)
 	}
 	return err
+}
+
+// noAnswer is err, of a write the store did not answer within the lease.
+func (l *lease) noAnswer(err error) error {
+	return fmt.Errorf("%w within the run's lease (%v): %w", errNoAnswer, l.ttl, err)
 }
