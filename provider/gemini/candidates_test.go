@@ -18,22 +18,33 @@ import (
 	"github.com/augceo/agent/provider"
 )
 
-// oneCandidateServer is a Gemini API whose models named in refuse answer
-// candidateCount above 1 as Gemini 3 models do (testdata/
-// error_400_candidates.json), and otherwise answer one candidate per
-// candidateCount, whole or streamed. It records the candidateCount of each
-// request, by model.
+// oneCandidateServer is a Gemini API that answers a request with
+// refuse's 400 body when it gives one (see refusing), and otherwise one
+// candidate per candidateCount, whole or streamed. It records the
+// candidateCount of each request, by model.
 type oneCandidateServer struct {
 	mu   sync.Mutex
 	sent map[string][]int
 }
 
-func newOneCandidateServer(t *testing.T, refuse ...string) (*oneCandidateServer, *Provider) {
+// refusing refuses candidateCount above 1 for models as Gemini 3 models
+// do (testdata/error_400_candidates.json).
+func refusing(t *testing.T, models ...string) func(model string, n int) []byte {
 	t.Helper()
 	refusal, err := os.ReadFile(filepath.Join("testdata", "error_400_candidates.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return func(model string, n int) []byte {
+		if n > 1 && slices.Contains(models, model) {
+			return refusal
+		}
+		return nil
+	}
+}
+
+func newOneCandidateServer(t *testing.T, refuse func(model string, n int) []byte) (*oneCandidateServer, *Provider) {
+	t.Helper()
 	s := &oneCandidateServer{sent: map[string][]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		model, method, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/v1beta/models/"), ":")
@@ -47,7 +58,7 @@ func newOneCandidateServer(t *testing.T, refuse ...string) (*oneCandidateServer,
 		s.mu.Lock()
 		s.sent[model] = append(s.sent[model], n)
 		s.mu.Unlock()
-		if n > 1 && slices.Contains(refuse, model) {
+		if refusal := refuse(model, n); refusal != nil {
 			w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 			w.WriteHeader(http.StatusBadRequest)
 			w.Write(refusal)
@@ -88,7 +99,7 @@ func (s *oneCandidateServer) counts(model string) []int {
 func TestRefusedCandidateCount(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
-			s, p := newOneCandidateServer(t, "gemini-3-pro-preview")
+			s, p := newOneCandidateServer(t, refusing(t, "gemini-3-pro-preview"))
 			ask := func(model string, n int) int {
 				t.Helper()
 				r, err := provider.Collect(p.Generate(context.Background(), &provider.Request{Model: model, N: n, Stream: stream}))
@@ -165,40 +176,18 @@ func TestOtherBadRequestNotRetried(t *testing.T) {
 // models' refusal of several (a count above the model's maximum) is sent
 // again for one candidate, but the next request still asks for several.
 func TestCandidateRangeNotRemembered(t *testing.T) {
-	var sent []int
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body wireRequest
-		b, _ := io.ReadAll(r.Body)
-		if err := json.Unmarshal(b, &body); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		n := body.config(t).CandidateCount
-		sent = append(sent, n)
-		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	s, p := newOneCandidateServer(t, func(_ string, n int) []byte {
 		if n > 8 {
-			w.WriteHeader(http.StatusBadRequest)
-			io.WriteString(w, `{"error":{"code":400,"message":"* GenerateContentRequest.generation_config.candidate_count: must be between 1 and 8.\n","status":"INVALID_ARGUMENT"}}`)
-			return
+			return []byte(`{"error":{"code":400,"message":"* GenerateContentRequest.generation_config.candidate_count: must be between 1 and 8.\n","status":"INVALID_ARGUMENT"}}`)
 		}
-		var answer wireResponse
-		for i := range max(n, 1) {
-			answer.Candidates = append(answer.Candidates, wireCandidate{Content: wireContent{Role: "model",
-				Parts: []wirePart{{Text: fmt.Sprintf(`{"output":%d}`, i)}}}, FinishReason: "STOP", Index: i})
-		}
-		json.NewEncoder(w).Encode(answer)
-	}))
-	t.Cleanup(srv.Close)
-	p, err := New(Config{APIKey: testKey, BaseURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+		return nil
+	})
 	for _, n := range []int{10, 3} {
 		if _, err := provider.Collect(p.Generate(context.Background(), &provider.Request{Model: "gemini-2.5-flash", N: n})); err != nil {
 			t.Fatalf("N=%d: %v", n, err)
 		}
 	}
-	if want := []int{10, 0, 3}; !slices.Equal(sent, want) {
-		t.Errorf("candidateCount of each request %v, want %v", sent, want)
+	if got, want := s.counts("gemini-2.5-flash"), []int{10, 0, 3}; !slices.Equal(got, want) {
+		t.Errorf("candidateCount of each request %v, want %v", got, want)
 	}
 }
