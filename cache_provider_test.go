@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/internal/strict"
@@ -16,6 +17,7 @@ import (
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/anthropic"
 	"github.com/augceo/agent/provider/gemini"
+	"github.com/augceo/agent/provider/scripted"
 	"github.com/augceo/agent/store"
 )
 
@@ -337,5 +339,91 @@ func TestAnthropicCacheLateSystem(t *testing.T) {
 	}
 	if !strings.Contains(string(reqs[2].Body), `"messages":[`) || !strings.Contains(string(reqs[2].Body), `\u003csystem\u003e\nFrom now on, answer in French.\n\u003c/system\u003e`) {
 		t.Error("the late system message is not sent in place, as a tagged user block")
+	}
+}
+
+// TestAnthropicCacheRetention: a conversation whose user answers the
+// first turn 20 minutes later. With the default retention the cache
+// entries are gone by then, and the second turn writes the whole
+// conversation again; with provider.CacheLong, saved with the run, the
+// second turn reads all that the first turn's last request wrote. -v logs
+// each request's tokens and the input cost at Claude Sonnet's prices.
+func TestAnthropicCacheRetention(t *testing.T) {
+	answers := append(longSteps(1), `{"calls":[],"output":{"done":true}}`)
+	schema := json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}},"required":["done"]}`)
+	msgs := cacheContext()
+	msgs[0].Text = strings.Repeat(systemPrompt, 4) // past the shortest prefix cached
+	cost := map[provider.CacheRetention]float64{}
+	for _, retention := range []provider.CacheRetention{provider.CacheDefault, provider.CacheLong} {
+		p, srv, _ := anthropicCached(t, answers)
+		reg, _ := cacheAgent(1)
+		st := store.NewMemory()
+		cfg := agent.Config{Provider: p, Registry: reg, MaxSteps: 3, Clock: fixed, Store: st, RunID: "r", Concurrency: 1, CacheRetention: retention}
+		first, err := agent.Run(context.Background(), cfg, schema, msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Advance(20 * time.Minute)
+		// The retention is the run's: Continue's Config leaves it out.
+		second, err := agent.Continue(context.Background(), agent.Config{Provider: p, Registry: reg, Clock: fixed, Store: st}, "r", message.Text("Once more, please."))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs := srv.Requests()
+		if len(reqs) != 3 {
+			t.Fatalf("%s: %d requests reached the API, want 3", retention, len(reqs))
+		}
+		var u strict.Cache
+		for i, r := range reqs {
+			t.Logf("%q, request %d: %+v", retention, i+1, r.Cache)
+			u.Input, u.Read, u.Write, u.WriteHour = u.Input+r.Cache.Input, u.Read+r.Cache.Read, u.Write+r.Cache.Write, u.WriteHour+r.Cache.WriteHour
+			if long := strings.Contains(string(r.Body), `"ttl":"1h"`); long != (retention == provider.CacheLong) {
+				t.Errorf("%q, request %d: 1h breakpoints %v", retention, i+1, long)
+			}
+		}
+		// $3 per million input tokens; writes 1.25× (5 minutes) or 2× (an
+		// hour), reads 0.1×.
+		cost[retention] = 3e-6 * (float64(u.Input) + 1.25*float64(u.Write-u.WriteHour) + 2*float64(u.WriteHour) + 0.1*float64(u.Read))
+		t.Logf("%q: input cost $%.5f", retention, cost[retention])
+		prev, r := reqs[1].Cache, reqs[2].Cache
+		switch retention {
+		case provider.CacheLong:
+			if r.Read < prev.Read+prev.Write {
+				t.Errorf("20 minutes on, the second turn read %d tokens; the first turn's last request wrote up to %d", r.Read, prev.Read+prev.Write)
+			}
+			total := first.Usage
+			total.Add(second.Usage)
+			if total.CacheWriteLong == 0 || total.CacheWriteLong != total.CacheWrite {
+				t.Errorf("usage %+v: want every cache write counted as long", total)
+			}
+		default:
+			if r.Read != 0 {
+				t.Errorf("20 minutes on, the second turn read %d tokens from 5-minute entries", r.Read)
+			}
+			if first.Usage.CacheWriteLong != 0 {
+				t.Errorf("usage %+v: no long cache writes were asked for", first.Usage)
+			}
+		}
+	}
+	if cost[provider.CacheLong] >= cost[provider.CacheDefault] {
+		t.Errorf("input cost with a long retention $%.5f, with the default $%.5f", cost[provider.CacheLong], cost[provider.CacheDefault])
+	}
+}
+
+// TestCacheRetentionUnknown: a retention that is not one of provider's
+// fails a Request and a run before the provider is asked.
+func TestCacheRetentionUnknown(t *testing.T) {
+	p := scripted.Solutions(`{"calls":[],"output":{"done":true}}`)
+	cfg := agent.Config{Provider: p, CacheRetention: "1h"}
+	schema := json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}}}`)
+	_, err := agent.Request(context.Background(), cfg, schema, cacheContext())
+	if !errors.Is(err, provider.ErrCacheRetention) || !strings.Contains(err.Error(), `unknown cache retention "1h"`) {
+		t.Errorf("request: %v", err)
+	}
+	if _, err := agent.Run(context.Background(), cfg, schema, cacheContext()); !errors.Is(err, provider.ErrCacheRetention) {
+		t.Errorf("run: %v", err)
+	}
+	if n := len(p.Requests()); n != 0 {
+		t.Errorf("%d requests sent", n)
 	}
 }

@@ -105,14 +105,15 @@ type RunSettings struct {
 	// without them would end a long run at DefaultMaxSteps, drop its
 	// token budget, or render and route its context differently from
 	// the requests before, which the prompt cache then misses.
-	MaxSteps        int     `json:"maxSteps,omitempty"`
-	MaxCallsPerStep int     `json:"maxCallsPerStep,omitempty"`
-	MaxRepairs      int     `json:"maxRepairs,omitempty"`
-	MaxDepth        int     `json:"maxDepth,omitempty"`
-	TokenBudget     int     `json:"tokenBudget,omitempty"`
-	CompactAt       int     `json:"compactAt,omitempty"`
-	CacheKey        string  `json:"cacheKey,omitempty"`
-	Veto            float64 `json:"veto,omitempty"`
+	MaxSteps        int                     `json:"maxSteps,omitempty"`
+	MaxCallsPerStep int                     `json:"maxCallsPerStep,omitempty"`
+	MaxRepairs      int                     `json:"maxRepairs,omitempty"`
+	MaxDepth        int                     `json:"maxDepth,omitempty"`
+	TokenBudget     int                     `json:"tokenBudget,omitempty"`
+	CompactAt       int                     `json:"compactAt,omitempty"`
+	CacheKey        string                  `json:"cacheKey,omitempty"`
+	CacheRetention  provider.CacheRetention `json:"cacheRetention,omitempty"`
+	Veto            float64                 `json:"veto,omitempty"`
 	// Activities are the activities the run's tools had when it was made
 	// (those its tool messages offer, and its plan's), sorted. Resume and
 	// Continue fail with ErrMissingActivity when their registry lacks one.
@@ -129,7 +130,7 @@ type RunSettings struct {
 func settingsOf(cfg *Config) *RunSettings {
 	s := &RunSettings{Model: cfg.Model, Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens, Thinking: cfg.Thinking, Rendering: cfg.Rendering,
 		MaxSteps: cfg.MaxSteps, MaxCallsPerStep: cfg.MaxCallsPerStep, MaxRepairs: cfg.MaxRepairs, MaxDepth: cfg.MaxDepth,
-		TokenBudget: cfg.TokenBudget, CompactAt: cfg.CompactAt, CacheKey: cfg.CacheKey, Veto: cfg.Veto, MCP: cfg.MCP}
+		TokenBudget: cfg.TokenBudget, CompactAt: cfg.CompactAt, CacheKey: cfg.CacheKey, CacheRetention: cfg.CacheRetention, Veto: cfg.Veto, MCP: cfg.MCP}
 	if d, ok := cfg.Provider.(provider.Describer); ok {
 		if e := d.Endpoint(); e.Provider != "" {
 			s.Endpoint = &e
@@ -250,6 +251,9 @@ func (s *RunSettings) apply(cfg *Config) {
 	}
 	if cfg.CacheKey == "" {
 		cfg.CacheKey = s.CacheKey
+	}
+	if cfg.CacheRetention == "" {
+		cfg.CacheRetention = s.CacheRetention
 	}
 	if cfg.Veto == 0 {
 		cfg.Veto = s.Veto

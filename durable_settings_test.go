@@ -28,11 +28,11 @@ func TestResumeKeepsRunLimits(t *testing.T) {
 	out := json.RawMessage(`{"type":"object"}`)
 	st := store.NewMemory()
 
-	t.Run("steps and cache key", func(t *testing.T) {
+	t.Run("steps and cache key and retention", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		cfg := agent.Config{Provider: cutAt(steps-2, cancel, answers...), Registry: reg, Store: st, RunID: "long",
-			MaxSteps: steps, CacheKey: "orders", CompactAt: -1, MaxRepairs: -1}
+			MaxSteps: steps, CacheKey: "orders", CacheRetention: provider.CacheLong, CompactAt: -1, MaxRepairs: -1}
 		if _, err := agent.Run(ctx, cfg, out, msgs); !errors.Is(err, context.Canceled) {
 			t.Fatalf("cut run: %v", err)
 		}
@@ -41,13 +41,13 @@ func TestResumeKeepsRunLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 		saved, err := agent.SavedSettings(run)
-		if err != nil || saved.MaxSteps != steps || saved.CacheKey != "orders" || saved.CompactAt != -1 || saved.MaxRepairs != -1 {
+		if err != nil || saved.MaxSteps != steps || saved.CacheKey != "orders" || saved.CacheRetention != provider.CacheLong || saved.CompactAt != -1 || saved.MaxRepairs != -1 {
 			t.Fatalf("saved settings %+v, %v", saved, err)
 		}
 		var keys []string
 		rest := answers[steps-3:]
 		p := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
-			keys = append(keys, req.CacheKey)
+			keys = append(keys, req.CacheKey+" "+string(req.CacheRetention))
 			a := rest[0]
 			rest = rest[1:]
 			return func(yield func(*provider.Chunk, error) bool) { yield(&provider.Chunk{Text: a, Done: true}, nil) }
@@ -60,8 +60,8 @@ func TestResumeKeepsRunLimits(t *testing.T) {
 			t.Errorf("resumed run: %d steps, %d requests; want %d and 3", res.Steps, len(keys), steps)
 		}
 		for _, k := range keys {
-			if k != "orders" {
-				t.Errorf("a resumed request's cache key is %q, want the run's", k)
+			if k != "orders long" {
+				t.Errorf("a resumed request's cache key and retention are %q, want the run's", k)
 			}
 		}
 	})

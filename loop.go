@@ -168,8 +168,11 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 		yield(RunEvent{}, err)
 		return
 	}
-	if err := cfg.Rendering.Check(); err != nil {
-		yield(RunEvent{}, errorf("agent: %w", err))
+	if err := cfg.check(); err != nil {
+		if continued {
+			err = rs.refused(cfg.RunID, err)
+		}
+		yield(RunEvent{}, err)
 		return
 	}
 	if rs == nil || continued { // a resume has it from the run's spec

@@ -141,6 +141,12 @@ type Config struct {
 	// the run's first message and composed schema, so runs of one agent
 	// share it.
 	CacheKey string
+	// CacheRetention is how long the provider should keep the run's
+	// prefix in its prompt cache (provider.CacheRetention): empty is the
+	// provider's default, a few minutes; provider.CacheLong keeps it
+	// across longer pauses (a conversation's user taking time to answer),
+	// at a higher price per cache write on Anthropic.
+	CacheRetention provider.CacheRetention
 	// Veto is how the advisors' tally (017) acts on the calls of a step:
 	// a call is refused when its tool's share of the votes is below Veto
 	// times the share of the advisors' favourite (see advisor.go). 0
@@ -423,8 +429,8 @@ func prepare(ctx context.Context, cfg Config, userSchema json.RawMessage, log *m
 // their errors stand). With anyCalls, solutions are validated with calls
 // as any objects (see Build.compose): a loop checks each call on its own.
 func prepareBuild(ctx context.Context, cfg Config, userSchema json.RawMessage, log *message.Log, toolsOnly, anyCalls bool) (*prepared, error) {
-	if err := cfg.Rendering.Check(); err != nil {
-		return nil, errorf("agent: %w", err)
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	llm := llmSettings(cfg)
 	b := &Build{Log: log, Registry: cfg.registry(), LLM: &llm, toolsOnly: toolsOnly, shown: map[message.Identity]bool{},
@@ -625,6 +631,17 @@ func (b *Build) handle(ctx context.Context, i int, m *message.Message) error {
 
 // llmSettings returns the request settings cfg gives, before handlers
 // change them.
+// check reports the settings of cfg that are not among the known ones.
+func (cfg *Config) check() error {
+	if err := cfg.Rendering.Check(); err != nil {
+		return errorf("agent: %w", err)
+	}
+	if err := cfg.CacheRetention.Check(); err != nil {
+		return errorf("agent: %w", err)
+	}
+	return nil
+}
+
 func llmSettings(cfg Config) provider.Request {
 	n := cfg.N
 	if n <= 0 {
@@ -633,6 +650,7 @@ func llmSettings(cfg Config) provider.Request {
 	return provider.Request{
 		Model: cfg.Model, N: n, Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens,
 		Thinking: cfg.Thinking, Stream: cfg.Stream || cfg.CallbackPath != "",
+		CacheRetention: cfg.CacheRetention,
 	}
 }
 

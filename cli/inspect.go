@@ -422,8 +422,12 @@ func trace(ctx context.Context, w io.Writer, st runStore, run store.Run, pl *pri
 		bw.printf("answer: %s\n", indentJSON(answer))
 	}
 	u := usage.Of(run)
-	bw.printf("usage: %d input tokens, %d read from the cache and %d written to it (hit rate %.0f%%), %d output tokens (%d thinking)",
-		u.Input, u.CacheRead, u.CacheWrite, 100*u.CacheHitRate(), u.Output, u.Thinking)
+	long := ""
+	if u.CacheWriteLong > 0 {
+		long = fmt.Sprintf(", %d of them to last an hour", u.CacheWriteLong)
+	}
+	bw.printf("usage: %d input tokens, %d read from the cache and %d written to it%s (hit rate %.0f%%), %d output tokens (%d thinking)",
+		u.Input, u.CacheRead, u.CacheWrite, long, 100*u.CacheHitRate(), u.Output, u.Thinking)
 	if c := pl.costText(run.Model, u); c != "" {
 		bw.printf("; %s", escapeLine(c))
 	}

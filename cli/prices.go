@@ -17,14 +17,16 @@ import (
 // A price is what a model's tokens cost, in US dollars per million
 // tokens, one price per field of provider.Usage. Input and Output are
 // required. CachedInput (tokens read from the prompt cache) and CacheWrite
-// (tokens written to it) default to Input, and Thinking to Output: a
-// provider that charges less says so.
+// (tokens written to it) default to Input, CacheWriteLong (those written
+// for a long retention, Anthropic's hour) to CacheWrite, and Thinking to
+// Output: a provider that charges otherwise says so.
 type price struct {
-	Input       *float64 `json:"input"`
-	CachedInput *float64 `json:"cachedInput"`
-	CacheWrite  *float64 `json:"cacheWrite"`
-	Output      *float64 `json:"output"`
-	Thinking    *float64 `json:"thinking"`
+	Input          *float64 `json:"input"`
+	CachedInput    *float64 `json:"cachedInput"`
+	CacheWrite     *float64 `json:"cacheWrite"`
+	CacheWriteLong *float64 `json:"cacheWriteLong"`
+	Output         *float64 `json:"output"`
+	Thinking       *float64 `json:"thinking"`
 }
 
 // cost is what u costs at p, in US dollars.
@@ -35,9 +37,11 @@ func (p *price) cost(u provider.Usage) float64 {
 		}
 		return *def
 	}
+	write := or(p.CacheWrite, p.Input)
 	return (float64(u.Input)**p.Input +
 		float64(u.CacheRead)*or(p.CachedInput, p.Input) +
-		float64(u.CacheWrite)*or(p.CacheWrite, p.Input) +
+		float64(u.CacheWrite-u.CacheWriteLong)*write +
+		float64(u.CacheWriteLong)*or(p.CacheWriteLong, &write) +
 		float64(u.Output)**p.Output +
 		float64(u.Thinking)*or(p.Thinking, p.Output)) / 1e6
 }
@@ -112,7 +116,7 @@ func parsePrice(name string, raw json.RawMessage) (*price, error) {
 	if p.Input == nil || p.Output == nil {
 		return nil, errors.New(`"input" and "output" are required`)
 	}
-	for field, v := range map[string]*float64{"input": p.Input, "cachedInput": p.CachedInput, "cacheWrite": p.CacheWrite, "output": p.Output, "thinking": p.Thinking} {
+	for field, v := range map[string]*float64{"input": p.Input, "cachedInput": p.CachedInput, "cacheWrite": p.CacheWrite, "cacheWriteLong": p.CacheWriteLong, "output": p.Output, "thinking": p.Thinking} {
 		if v != nil && *v < 0 {
 			return nil, fmt.Errorf("%q is negative", field)
 		}

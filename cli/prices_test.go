@@ -19,6 +19,7 @@ const priceList = `{
 	"gpt-5*": {"input": 1.25, "output": 10, "thinking": 5},
 	"gpt-5-nano*": {"input": 0.05, "output": 0.4},
 	"claude-*": {"input": 3, "cachedInput": 0.3, "cacheWrite": 3.75, "output": 15},
+	"claude-opus*": {"input": 5, "cachedInput": 0.5, "cacheWrite": 6.25, "cacheWriteLong": 10, "output": 25},
 	"ollama:*": {"input": 0, "output": 0}
 }`
 
@@ -52,6 +53,17 @@ func TestPrices(t *testing.T) {
 			t.Errorf("cost(%q) = %v, %v; want %v, %v", tt.model, c, ok, tt.cost, tt.ok)
 		}
 	}
+	// Writes for a long retention cost cacheWriteLong, else cacheWrite.
+	long := provider.Usage{Input: 1_000_000, CacheWrite: 3_000_000, CacheWriteLong: 2_000_000}
+	for model, want := range map[string]float64{
+		"claude-opus-4-5":   5 + 1*6.25 + 2*10,
+		"claude-sonnet-4-5": 3 + 3*3.75,
+		"gpt-5-nano":        0.05 + 3*0.05,
+	} {
+		if c, _ := l.cost(model, long); math.Abs(c-want) > 1e-9 {
+			t.Errorf("cost(%q) of long cache writes = %v, want %v", model, c, want)
+		}
+	}
 	// Nothing used costs nothing, priced or not; no list prices nothing.
 	if c, ok := l.cost("gemini:x", provider.Usage{}); !ok || c != 0 {
 		t.Errorf("no usage: %v, %v", c, ok)
@@ -70,6 +82,7 @@ func TestParsePricesErrors(t *testing.T) {
 		{`{"m": {"input": 1}}`, `model "m": "input" and "output" are required`},
 		{`{"m": {"input": 1, "output": 2, "cached_input": 1}}`, `model "m": json: unknown field "cached_input"`},
 		{`{"m": {"input": 1, "output": -2}}`, `model "m": "output" is negative`},
+		{`{"m": {"input": 1, "output": 2, "cacheWriteLong": -1}}`, `model "m": "cacheWriteLong" is negative`},
 		{`{"m": {"input": "1", "output": 2}}`, `model "m": json: cannot unmarshal string`},
 		{`{"gpt-*-mini": {"input": 1, "output": 2}}`, `model "gpt-*-mini": "*" may only end a name`},
 	} {

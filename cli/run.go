@@ -30,6 +30,7 @@ import (
 type runFlags struct {
 	fs                                         *flag.FlagSet
 	model, baseURL, store, progress, rendering string
+	cacheRetention                             string
 	concurrency                                int
 	json                                       bool
 	lease                                      time.Duration
@@ -45,6 +46,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, "print one JSON object for scripts")
 	fs.DurationVar(&f.lease, "lease", agent.DefaultLeaseTTL, "the lease's `DURATION`: how long the run stays held by this process without renewing it; after a crash, a resume waits this long")
 	fs.StringVar(&f.rendering, "rendering", "", "how data reaches the model (`MODE`): cached (each message rendered once, so requests share their prefix with the prompt cache) or snapshot (each identity's merged value); default: the Idea's, else cached")
+	fs.StringVar(&f.cacheRetention, "cache-retention", "", "how long the provider keeps the run's prefix in its prompt cache (`MODE`): long keeps it across pauses of more than five minutes (Anthropic: an hour, each cache write at 2× the input price instead of 1.25×); default: the run's, else the provider's")
 }
 
 var runCommand = &command{
@@ -173,6 +175,9 @@ func (f *runFlags) check() error {
 	if err := agent.Rendering(f.rendering).Check(); err != nil {
 		return fmt.Errorf("%w: --rendering: %w", errUsage, err)
 	}
+	if err := provider.CacheRetention(f.cacheRetention).Check(); err != nil {
+		return fmt.Errorf("%w: --cache-retention: %w", errUsage, err)
+	}
 	switch f.progress {
 	case "auto", "always", "never":
 	default:
@@ -185,7 +190,8 @@ func (f *runFlags) check() error {
 // With no Env.Providers, a model the command line did not name is left
 // out: the run fails later only if it needs one.
 func (f *runFlags) config(ctx context.Context, env *Env, st store.Store, id, model, baseURL string) (agent.Config, error) {
-	cfg := agent.Config{Registry: env.Registry, Store: st, RunID: id, Concurrency: f.concurrency, Rendering: agent.Rendering(f.rendering), LeaseTTL: f.lease}
+	cfg := agent.Config{Registry: env.Registry, Store: st, RunID: id, Concurrency: f.concurrency, Rendering: agent.Rendering(f.rendering), LeaseTTL: f.lease,
+		CacheRetention: provider.CacheRetention(f.cacheRetention)}
 	if model == "" || env.Providers == nil && !isSet(f.fs, "model") {
 		return cfg, nil
 	}

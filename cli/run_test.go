@@ -18,6 +18,8 @@ import (
 	"github.com/augceo/agent/internal/openaitest"
 	"github.com/augceo/agent/internal/pgtest"
 	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/store/sqlite"
 )
 
 // batch is an Idea whose plan doubles each input's n and then labels it:
@@ -342,12 +344,42 @@ func TestRunRenderingFlag(t *testing.T) {
 	}
 }
 
+func TestRunCacheRetentionFlag(t *testing.T) {
+	// --cache-retention is saved with the run, which its resumes and
+	// continues then keep; an unknown one is a usage error.
+	srv := openaitest.Server(t, func([]byte) string { return `{"calls":[],"output":{"capital":"Paris"}}` })
+	t.Setenv("OPENAI_API_KEY", "test")
+	idea := writeIdea(t)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	code, _, errOut := acts(context.Background(), agent.NewRegistry(), "run", idea, "--model", "openai:gpt-test", "--store", db, "--cache-retention", "forever")
+	if code != 2 || !strings.Contains(errOut, `--cache-retention: unknown cache retention "forever"`) {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+	code, _, errOut = acts(context.Background(), agent.NewRegistry(), "run", idea, "--model", "openai:gpt-test", "--base-url", srv.URL, "--store", db, "--id", "r", "--cache-retention", "long")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	st, err := sqlite.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	run, err := st.Load(t.Context(), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved, err := agent.SavedSettings(run); err != nil || saved == nil || saved.CacheRetention != provider.CacheLong {
+		t.Errorf("saved settings %+v, %v; want the long retention", saved, err)
+	}
+}
+
 func TestRunChecksBeforeSaving(t *testing.T) {
 	// A command that fails its checks leaves no run behind.
 	idea := writeIdea(t)
 	db := filepath.Join(t.TempDir(), "runs.db")
 	for _, args := range [][]string{
 		{"--model", "openai:gpt-test", "--rendering", "fancy"},
+		{"--model", "openai:gpt-test", "--cache-retention", "1h"},
 		{"--lease", "0s", "--model", "openai:gpt-test"},
 		{}, // a loop with no model
 		{"--model", "nonsense"},

@@ -99,3 +99,29 @@ func TestRunsCorrupt(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// TestLogLongCacheWrites: log says how many of the tokens written to the
+// cache were for an hour, and prices them at cacheWriteLong.
+func TestLogLongCacheWrites(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "runs.db")
+	st, err := sqlite.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	err = st.Create(t.Context(), store.Run{ID: "h", Kind: "loop", Model: "anthropic:claude-x", Status: store.Done, Created: now, Updated: now},
+		store.Entry{Type: store.EntryUsage, Data: json.RawMessage(`{"input":1000000,"output":0,"cacheWrite":3000000,"cacheWriteLong":2000000}`), Time: now})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prices := filepath.Join(t.TempDir(), "prices.json")
+	if err := os.WriteFile(prices, []byte(`{"claude-*": {"input": 3, "cacheWrite": 3.75, "cacheWriteLong": 6, "output": 15}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, out, errOut := acts(t.Context(), agent.NewRegistry(), "log", "h", "--store", db, "--prices", prices)
+	// 3 + 1 × 3.75 + 2 × 6 dollars.
+	if want := "3000000 written to it, 2000000 of them to last an hour (hit rate 0%), 0 output tokens (0 thinking); cost $18.7500\n"; !strings.Contains(out, want) {
+		t.Errorf("log:\n%s%s\nwant %q", out, errOut, want)
+	}
+}

@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"iter"
 	"strings"
 )
@@ -75,6 +77,45 @@ type Request struct {
 	// providers that route requests to their prompt cache by a key
 	// (OpenAI's prompt_cache_key); empty sends none.
 	CacheKey string
+	// CacheRetention is how long the provider should keep the request's
+	// prefix in its prompt cache; empty is the provider's default.
+	CacheRetention CacheRetention
+}
+
+// CacheRetention is how long a provider keeps what a request wrote to its
+// prompt cache. A cache entry read again is kept again, so a run whose
+// requests follow each other within minutes keeps its prefix cached with
+// the default; a longer retention pays off where requests come further
+// apart: a conversation whose user takes time to answer, a run waiting
+// on a slow activity or a confirmation.
+type CacheRetention string
+
+const (
+	// CacheDefault is the provider's default: about five minutes
+	// (Anthropic's 5-minute entries, OpenAI's in-memory cache).
+	CacheDefault CacheRetention = ""
+	// CacheLong asks for the longest retention the provider offers.
+	// Anthropic writes entries that last an hour, at twice the input
+	// price where a 5-minute entry costs 1.25 times (reads cost the
+	// same); Usage.CacheWriteLong counts them. OpenAI keeps the prefix up
+	// to 24 hours (prompt_cache_retention "24h"), at no extra charge, on
+	// the models that offer it. Gemini's implicit cache has no such
+	// setting, and ignores it.
+	CacheLong CacheRetention = "long"
+)
+
+// ErrCacheRetention reports a CacheRetention that is not one of the
+// above.
+var ErrCacheRetention = errors.New("unknown cache retention")
+
+// Check reports whether r is a known retention, with an error wrapping
+// ErrCacheRetention if not.
+func (r CacheRetention) Check() error {
+	switch r {
+	case CacheDefault, CacheLong:
+		return nil
+	}
+	return fmt.Errorf("%w %q (use %q, or leave it empty for the provider's default)", ErrCacheRetention, string(r), CacheLong)
 }
 
 // Message is one rendered message.
@@ -134,6 +175,9 @@ type Usage struct {
 	Thinking   int `json:"thinking,omitempty"`
 	CacheRead  int `json:"cacheRead,omitempty"`
 	CacheWrite int `json:"cacheWrite,omitempty"`
+	// CacheWriteLong is the part of CacheWrite written for a long
+	// retention (CacheLong), which Anthropic bills higher.
+	CacheWriteLong int `json:"cacheWriteLong,omitempty"`
 }
 
 // Add adds u2 to u.
@@ -143,6 +187,7 @@ func (u *Usage) Add(u2 Usage) {
 	u.Thinking += u2.Thinking
 	u.CacheRead += u2.CacheRead
 	u.CacheWrite += u2.CacheWrite
+	u.CacheWriteLong += u2.CacheWriteLong
 }
 
 // CacheHitRate returns the share of the input read from the prompt

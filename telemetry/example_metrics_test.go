@@ -53,7 +53,7 @@ func ExampleNewWithConfig() {
 		}
 	}
 	// Unordered output:
-	// run: {Input:20 Output:6 Thinking:4 CacheRead:80 CacheWrite:0}
+	// run: {Input:20 Output:6 Thinking:4 CacheRead:80 CacheWrite:0 CacheWriteLong:0}
 	// gen_ai.client.token.usage input: 100 in 1 request(s)
 	// gen_ai.client.token.usage output: 10 in 1 request(s)
 }

@@ -501,7 +501,7 @@ func TestEventsUnchanged(t *testing.T) {
 			}
 			cfg, msgs = twoSteps()
 			res, err := tt.t.Run(context.Background(), cfg, anyOutput, msgs)
-			if err != nil || render(agent.RunEvent{Result: res}, nil) != " 0 result 2 {\"done\":true} {Input:110 Output:25 Thinking:5 CacheRead:50 CacheWrite:10}" {
+			if err != nil || render(agent.RunEvent{Result: res}, nil) != " 0 result 2 {\"done\":true} {Input:110 Output:25 Thinking:5 CacheRead:50 CacheWrite:10 CacheWriteLong:0}" {
 				t.Errorf("Run = %s, %v", render(agent.RunEvent{Result: res}, nil), err)
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // The prompt cache of Anthropic's Messages API, as its documentation
@@ -16,6 +17,11 @@ import (
 // neither read nor written. A change to the model or the output format
 // starts a new cache; one to the tool choice or the thinking settings
 // keeps the entries of the tools and the system, not the messages'.
+//
+// An entry lasts the ttl of the breakpoint that wrote it (5 minutes, or
+// "1h"), and each read keeps it that long again; a breakpoint may not
+// follow one whose ttl is shorter. The server's clock only moves by
+// [Server.Advance].
 const (
 	// AnthropicMaxBreakpoints is the most blocks with cache_control a
 	// request may have.
@@ -30,20 +36,30 @@ const (
 
 // Cache is what a request read from and wrote to the provider's prompt
 // cache, in tokens (estimated as a token per four bytes of the blocks).
+// WriteHour is the part of Write in entries that last an hour.
 type Cache struct {
-	Input, Read, Write int
+	Input, Read, Write, WriteHour int
 }
 
 // anthropicCache is the entries written by a server's requests: the hashes
-// of the prefixes that end at a breakpoint.
-type anthropicCache map[[32]byte]bool
+// of the prefixes that end at a breakpoint, and when each expires, on the
+// server's clock.
+type anthropicCache map[[32]byte]entry
+
+type entry struct {
+	expires time.Duration
+	ttl     time.Duration
+}
 
 // cacheBlock is one block of a request's prefix.
 type cacheBlock struct {
-	hash       [32]byte // of the prefix up to and including this block
-	tokens     int      // of the prefix up to and including this block
-	breakpoint bool
+	hash   [32]byte      // of the prefix up to and including this block
+	tokens int           // of the prefix up to and including this block
+	ttl    time.Duration // a breakpoint's; 0 for a block without cache_control
 }
+
+// breakpoint reports whether b has cache_control.
+func (b cacheBlock) breakpoint() bool { return b.ttl > 0 }
 
 // anthropicBlocks returns the blocks of a Messages API request body.
 func anthropicBlocks(body []byte) ([]cacheBlock, error) {
@@ -73,14 +89,20 @@ func anthropicBlocks(body []byte) ([]cacheBlock, error) {
 		if err := json.Unmarshal(raw, &block); err != nil {
 			return err
 		}
-		_, bp := block["cache_control"]
+		var b cacheBlock
+		if cc, ok := block["cache_control"]; ok {
+			ttl, err := cacheTTL(cc)
+			if err != nil {
+				return err
+			}
+			b.ttl = ttl
+		}
 		delete(block, "cache_control")
 		key, _ := json.Marshal(block) // keys sorted: the same block, the same key
 		fmt.Fprintf(h, "%s:%d:%s", role, len(key), key)
 		tokens += (len(key) + 3) / 4
-		var b cacheBlock
 		copy(b.hash[:], h.Sum(nil))
-		b.tokens, b.breakpoint = tokens, bp
+		b.tokens = tokens
 		blocks = append(blocks, b)
 		return nil
 	}
@@ -126,31 +148,75 @@ func anthropicBlocks(body []byte) ([]cacheBlock, error) {
 			}
 		}
 	}
+	// The API refuses an entry meant to outlive one before it.
+	var shorter time.Duration
+	for _, b := range blocks {
+		if !b.breakpoint() {
+			continue
+		}
+		if shorter > 0 && b.ttl > shorter {
+			return nil, fmt.Errorf("a ttl='%s' cache_control block must not come after a ttl='%s' cache_control block", ttlName(b.ttl), ttlName(shorter))
+		}
+		shorter = b.ttl
+	}
 	return blocks, nil
+}
+
+// cacheTTL returns the lifetime a cache_control asks for.
+func cacheTTL(cc any) (time.Duration, error) {
+	m, ok := cc.(map[string]any)
+	if !ok || m["type"] != "ephemeral" {
+		return 0, fmt.Errorf("cache_control: Input should be an object with type 'ephemeral'")
+	}
+	for k := range m {
+		if k != "type" && k != "ttl" {
+			return 0, fmt.Errorf("cache_control.%s: Extra inputs are not permitted", k)
+		}
+	}
+	switch ttl, ok := m["ttl"]; {
+	case !ok || ttl == "5m":
+		return 5 * time.Minute, nil
+	case ttl == "1h":
+		return time.Hour, nil
+	}
+	return 0, fmt.Errorf("cache_control.ttl: Input should be '5m' or '1h'")
+}
+
+func ttlName(d time.Duration) string {
+	if d == time.Hour {
+		return "1h"
+	}
+	return "5m"
 }
 
 // breakpoints returns the indexes of the blocks with cache_control.
 func breakpoints(blocks []cacheBlock) []int {
 	var bps []int
 	for i, b := range blocks {
-		if b.breakpoint {
+		if b.breakpoint() {
 			bps = append(bps, i)
 		}
 	}
 	return bps
 }
 
-// read returns the last of blocks that an entry of the cache ends at, as
-// the API looks for one at each breakpoint; -1 for none.
-func (c anthropicCache) read(blocks []cacheBlock) int {
+// read returns the last of blocks that an entry of the cache ends at,
+// as the API looks for one at each breakpoint at time now; -1 for none.
+// The entry read is kept for its ttl again.
+func (c anthropicCache) read(blocks []cacheBlock, now time.Duration) int {
 	read := -1
 	for _, bp := range breakpoints(blocks) {
 		for j := bp; j >= 0 && j >= bp-AnthropicCacheLookback; j-- {
-			if c[blocks[j].hash] {
+			if e, ok := c[blocks[j].hash]; ok && e.expires > now {
 				read = max(read, j)
 				break
 			}
 		}
+	}
+	if read >= 0 {
+		e := c[blocks[read].hash]
+		e.expires = now + e.ttl
+		c[blocks[read].hash] = e
 	}
 	return read
 }
@@ -159,7 +225,7 @@ func (c anthropicCache) read(blocks []cacheBlock) int {
 // read blocks up to read, and returns its input tokens as the API bills
 // them. The API makes the entries available once the response begins: a
 // request that arrived before then did not find them.
-func (c anthropicCache) write(blocks []cacheBlock, read int) Cache {
+func (c anthropicCache) write(blocks []cacheBlock, read int, now time.Duration) Cache {
 	total := 0
 	if n := len(blocks); n > 0 {
 		total = blocks[n-1].tokens
@@ -170,11 +236,18 @@ func (c anthropicCache) write(blocks []cacheBlock, read int) Cache {
 	}
 	written := u.Read
 	for _, bp := range breakpoints(blocks) {
-		if blocks[bp].tokens >= AnthropicMinCacheTokens {
-			c[blocks[bp].hash] = true
-			if bp > read {
-				written = blocks[bp].tokens
+		b := blocks[bp]
+		if b.tokens < AnthropicMinCacheTokens {
+			continue
+		}
+		c[b.hash] = entry{expires: now + b.ttl, ttl: b.ttl}
+		if bp > read && b.tokens > written {
+			// The tokens since the entry before are written to last
+			// as long as this one.
+			if b.ttl == time.Hour {
+				u.WriteHour += b.tokens - written
 			}
+			written = b.tokens
 		}
 	}
 	u.Write = written - u.Read

@@ -9,24 +9,37 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // cacheBody is a Messages API body: a system block of about sysTokens
 // tokens with a breakpoint, then one user message of n text blocks, with
 // breakpoints on the blocks at the indexes in bps.
 func cacheBody(format string, sysTokens, n int, bps ...int) []byte {
+	return cacheBodyTTL(format, sysTokens, n, "", "", bps...)
+}
+
+// cacheBodyTTL is cacheBody whose system breakpoint has the ttl sysTTL and
+// the others ttl ("" for none).
+func cacheBodyTTL(format string, sysTokens, n int, sysTTL, ttl string, bps ...int) []byte {
 	type block struct {
 		Type         string `json:"type"`
 		Text         string `json:"text"`
 		CacheControl any    `json:"cache_control,omitempty"`
 	}
-	eph := map[string]string{"type": "ephemeral"}
+	cc := func(ttl string) map[string]string {
+		if ttl == "" {
+			return map[string]string{"type": "ephemeral"}
+		}
+		return map[string]string{"type": "ephemeral", "ttl": ttl}
+	}
+	eph := cc(sysTTL)
 	content := make([]block, n)
 	for i := range content {
 		content[i] = block{Type: "text", Text: fmt.Sprintf("## Data update: ¶state\nset †state.k%d: %d", i, i*i)}
 	}
 	for _, i := range bps {
-		content[i].CacheControl = eph
+		content[i].CacheControl = cc(ttl)
 	}
 	body, _ := json.Marshal(map[string]any{
 		"model":         "claude-test",
@@ -45,7 +58,65 @@ func useBody(t *testing.T, c anthropicCache, body []byte) Cache {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c.write(blocks, c.read(blocks))
+	return c.write(blocks, c.read(blocks, 0), 0)
+}
+
+// TestAnthropicCacheTTL: an entry lasts its breakpoint's ttl from its
+// last use, and an hour's entries are billed apart.
+func TestAnthropicCacheTTL(t *testing.T) {
+	const format = `{"type":"object"}`
+	at := func(c anthropicCache, body []byte, now time.Duration) Cache {
+		t.Helper()
+		blocks, err := anthropicBlocks(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.write(blocks, c.read(blocks, now), now)
+	}
+	short := anthropicCache{}
+	body := cacheBody(format, 2000, 5, 4)
+	first := at(short, body, 0)
+	if first.Write == 0 || first.WriteHour != 0 {
+		t.Fatalf("5-minute entries: %+v, want written, none for an hour", first)
+	}
+	// Read at 4 minutes, the entry lives on to 8: read again at 7.
+	for _, now := range []time.Duration{4 * time.Minute, 7 * time.Minute} {
+		if u := at(short, body, now); u.Read != first.Write {
+			t.Errorf("at %v: %+v, want the %d tokens read", now, u, first.Write)
+		}
+	}
+	if u := at(short, body, 13*time.Minute); u.Read != 0 || u.Write != first.Write {
+		t.Errorf("6 minutes after the last use: %+v, want it all written again", u)
+	}
+	long := anthropicCache{}
+	hour := cacheBodyTTL(format, 2000, 5, "1h", "1h", 4)
+	if u := at(long, hour, 0); u.Write != first.Write || u.WriteHour != u.Write {
+		t.Errorf("hour entries: %+v, want %d written, all for an hour", u, first.Write)
+	}
+	if u := at(long, hour, 50*time.Minute); u.Read != first.Write {
+		t.Errorf("50 minutes on: %+v, want the %d tokens read", u, first.Write)
+	}
+	if u := at(long, hour, 111*time.Minute); u.Read != 0 {
+		t.Errorf("61 minutes after the last use: %+v, want nothing read", u)
+	}
+	// The system's entry for an hour, the messages' for 5 minutes.
+	mixed := anthropicCache{}
+	both := cacheBodyTTL(format, 2000, 5, "1h", "", 4)
+	u := at(mixed, both, 0)
+	if u.WriteHour == 0 || u.WriteHour >= u.Write {
+		t.Errorf("an hour's system, 5 minutes' messages: %+v, want part written for an hour", u)
+	}
+	if u2 := at(mixed, both, 30*time.Minute); u2.Read != u.WriteHour {
+		t.Errorf("30 minutes on: %+v, want the system's %d tokens read", u2, u.WriteHour)
+	}
+	for _, tt := range []struct{ sys, msgs, want string }{
+		{"", "1h", "a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block"},
+		{"2h", "", "system: cache_control.ttl: Input should be '5m' or '1h'"},
+	} {
+		if _, err := anthropicBlocks(cacheBodyTTL(format, 2000, 5, tt.sys, tt.msgs, 4)); err == nil || err.Error() != tt.want {
+			t.Errorf("system ttl %q, messages %q: %v, want %q", tt.sys, tt.msgs, err, tt.want)
+		}
+	}
 }
 
 // TestAnthropicCache follows a conversation through the cache model: what

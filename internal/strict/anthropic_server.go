@@ -65,7 +65,7 @@ func serveAnthropic(s *Server, w http.ResponseWriter, r *http.Request, body []by
 		return
 	}
 	s.mu.Lock()
-	read := s.cache.read(blocks) // what the cache holds as the request arrives
+	read := s.cache.read(blocks, s.now) // what the cache holds as the request arrives
 	s.mu.Unlock()
 	if len(in.System) > 0 {
 		req.Messages = append(req.Messages, Message{Role: "system", Text: contentText(in.System)})
@@ -143,10 +143,10 @@ func serveAnthropic(s *Server, w http.ResponseWriter, r *http.Request, body []by
 		stop = "tool_use"
 	}
 	s.mu.Lock()
-	req.Cache = s.cache.write(blocks, read)
+	req.Cache = s.cache.write(blocks, read, s.now)
 	s.mu.Unlock()
-	usage := fmt.Sprintf(`{"input_tokens":%d,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d,"output_tokens":%%d,"service_tier":"standard"}`,
-		req.Cache.Input, req.Cache.Write, req.Cache.Read)
+	usage := fmt.Sprintf(`{"input_tokens":%d,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d,"cache_creation":{"ephemeral_5m_input_tokens":%d,"ephemeral_1h_input_tokens":%d},"output_tokens":%%d,"service_tier":"standard"}`,
+		req.Cache.Input, req.Cache.Write, req.Cache.Read, req.Cache.Write-req.Cache.WriteHour, req.Cache.WriteHour)
 	if !in.Stream {
 		block := fmt.Sprintf(`{"type":"text","text":%s}`, js(text))
 		if tool != "" {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -80,6 +81,15 @@ type Server struct {
 	rejected  []error
 	tolerated []error
 	cache     anthropicCache
+	now       time.Duration // the clock of the cache, moved by Advance
+}
+
+// Advance moves the clock of the server's prompt cache by d: entries
+// older than their lifetime are gone.
+func (s *Server) Advance(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now += d
 }
 
 // Tolerate lets requests whose violations are all of the given rules

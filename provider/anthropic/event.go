@@ -47,6 +47,9 @@ type wireUsage struct {
 	OutputTokensDetails      *struct {
 		ThinkingTokens *int64 `json:"thinking_tokens"`
 	} `json:"output_tokens_details"`
+	CacheCreation *struct { // cache_creation_input_tokens by the entries' lifetime
+		Ephemeral1hInputTokens *int64 `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"`
 }
 
 // decodeEvent decodes the data of one event of a stream into *e, which it

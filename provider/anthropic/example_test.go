@@ -76,7 +76,7 @@ func Example() {
 	// solution 0: {"output":
 	// solution 0: "Paris"}
 	// done: end_turn
-	// usage: {Input:25 Output:6 Thinking:0 CacheRead:100 CacheWrite:0}
+	// usage: {Input:25 Output:6 Thinking:0 CacheRead:100 CacheWrite:0 CacheWriteLong:0}
 }
 
 // An error response becomes a *provider.Error that provider.Retry

@@ -65,8 +65,9 @@ type requestBody struct {
 	ToolChoice *toolChoice `json:"tool_choice,omitzero"`
 	// tools goes here
 
-	schema string // the adapted schema
-	tool   string // in tool mode, the forced tool, whose input_schema is schema
+	schema string        // the adapted schema
+	tool   string        // in tool mode, the forced tool, whose input_schema is schema
+	cache  *cacheControl // the forced tool's breakpoint
 }
 
 type message struct {
@@ -81,11 +82,29 @@ type textBlock struct {
 }
 
 type cacheControl struct {
+	TTL  string `json:"ttl,omitzero"`
 	Type string `json:"type"`
 }
 
-// ephemeral is the only cache_control the adapter sends.
-var ephemeral = &cacheControl{Type: "ephemeral"}
+// The cache_control the adapter sends: the API's default entry, which
+// lasts five minutes, and, for provider.CacheLong, one that lasts an
+// hour. A request marks every breakpoint alike: the API refuses a
+// longer-lived one after a shorter-lived one.
+var (
+	ephemeral     = &cacheControl{Type: "ephemeral"}
+	ephemeralHour = &cacheControl{TTL: "1h", Type: "ephemeral"}
+)
+
+// cacheControlOf returns the cache_control of a request with retention r.
+func cacheControlOf(r provider.CacheRetention) (*cacheControl, error) {
+	if err := r.Check(); err != nil {
+		return nil, fmt.Errorf("anthropic: %w", err)
+	}
+	if r == provider.CacheLong {
+		return ephemeralHour, nil
+	}
+	return ephemeral, nil
+}
 
 type thinking struct {
 	BudgetTokens int64  `json:"budget_tokens,omitzero"`
@@ -109,11 +128,15 @@ func (p *Provider) newCall(req *provider.Request) (*call, error) {
 	if maxTokens == 0 {
 		maxTokens = p.maxTokens
 	}
-	system, messages, err := convertMessages(req.Messages)
+	cc, err := cacheControlOf(req.CacheRetention)
 	if err != nil {
 		return nil, err
 	}
-	b.System, b.Messages = system, messages
+	system, messages, err := convertMessages(req.Messages, cc)
+	if err != nil {
+		return nil, err
+	}
+	b.System, b.Messages, b.cache = system, messages, cc
 	if req.Temperature != nil {
 		t := *req.Temperature
 		b.Temperature = &t
@@ -233,7 +256,13 @@ func (b *requestBody) marshal() ([]byte, error) {
 		name, _ := json.Marshal(b.tool) // a string always encodes
 		buf.WriteString(`,"name":`)
 		buf.Write(name)
-		buf.WriteString(`,"cache_control":{"type":"ephemeral"}}]`)
+		cache, err := json.Marshal(b.cache)
+		if err != nil {
+			return nil, err
+		}
+		buf.WriteString(`,"cache_control":`)
+		buf.Write(cache)
+		buf.WriteString(`}]`)
 	}
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
@@ -256,7 +285,9 @@ func (b *requestBody) marshal() ([]byte, error) {
 // to 20 blocks from a later one, and a step whose calls wrote more than
 // that would otherwise miss the cache and write the whole conversation
 // again.
-func convertMessages(msgs []provider.Message) ([]textBlock, []message, error) {
+//
+// Each breakpoint gets cc.
+func convertMessages(msgs []provider.Message, cc *cacheControl) ([]textBlock, []message, error) {
 	last, before := -1, -1 // the indexes in msgs of the last two Stable messages
 	for i, m := range msgs {
 		if m.Stable {
@@ -268,7 +299,7 @@ func convertMessages(msgs []provider.Message) ([]textBlock, []message, error) {
 	for i, m := range msgs {
 		block := textBlock{Text: m.Text, Type: "text"}
 		if i == last || i == before {
-			block.CacheControl = ephemeral
+			block.CacheControl = cc
 		}
 		role := m.Role
 		switch role {
@@ -292,7 +323,7 @@ func convertMessages(msgs []provider.Message) ([]textBlock, []message, error) {
 	if n := len(system); n > 0 {
 		// A Stable system message's breakpoint is either this one or one
 		// the messages do not have: at most four in all either way.
-		system[n-1].CacheControl = ephemeral
+		system[n-1].CacheControl = cc
 	}
 	return system, out, nil
 }

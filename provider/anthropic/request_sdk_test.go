@@ -34,7 +34,11 @@ func sdkParams(p *Provider, req *provider.Request) (sdk.MessageNewParams, error)
 	if maxTokens == 0 {
 		maxTokens = p.maxTokens
 	}
-	system, messages, err := sdkMessages(req.Messages)
+	cc := sdk.NewCacheControlEphemeralParam()
+	if req.CacheRetention == provider.CacheLong {
+		cc.TTL = sdk.CacheControlEphemeralTTLTTL1h
+	}
+	system, messages, err := sdkMessages(req.Messages, cc)
 	if err != nil {
 		return params, err
 	}
@@ -64,7 +68,7 @@ func sdkParams(p *Provider, req *provider.Request) (sdk.MessageNewParams, error)
 			params.Tools = []sdk.ToolUnionParam{{OfTool: &sdk.ToolParam{
 				Name:         tool,
 				InputSchema:  param.Override[sdk.ToolInputSchemaParam](adapted),
-				CacheControl: sdk.NewCacheControlEphemeralParam(),
+				CacheControl: cc,
 			}}}
 			if req.Thinking > 0 {
 				params.ToolChoice = sdk.ToolChoiceUnionParam{OfAuto: &sdk.ToolChoiceAutoParam{}}
@@ -81,7 +85,7 @@ func sdkParams(p *Provider, req *provider.Request) (sdk.MessageNewParams, error)
 }
 
 // sdkMessages is what convertMessages did with the SDK's types.
-func sdkMessages(msgs []provider.Message) ([]sdk.TextBlockParam, []sdk.MessageParam, error) {
+func sdkMessages(msgs []provider.Message, cc sdk.CacheControlEphemeralParam) ([]sdk.TextBlockParam, []sdk.MessageParam, error) {
 	last, before := -1, -1
 	for i, m := range msgs {
 		if m.Stable {
@@ -102,7 +106,7 @@ func sdkMessages(msgs []provider.Message) ([]sdk.TextBlockParam, []sdk.MessagePa
 			}
 			block := sdk.TextBlockParam{Text: m.Text}
 			if stable(i) {
-				block.CacheControl = sdk.NewCacheControlEphemeralParam()
+				block.CacheControl = cc
 			}
 			system = append(system, block)
 			continue
@@ -115,7 +119,7 @@ func sdkMessages(msgs []provider.Message) ([]sdk.TextBlockParam, []sdk.MessagePa
 		}
 		block := sdk.NewTextBlock(text)
 		if stable(i) {
-			block.OfText.CacheControl = sdk.NewCacheControlEphemeralParam()
+			block.OfText.CacheControl = cc
 		}
 		if n := len(out); n > 0 && out[n-1].Role == role {
 			out[n-1].Content = append(out[n-1].Content, block)
@@ -124,7 +128,7 @@ func sdkMessages(msgs []provider.Message) ([]sdk.TextBlockParam, []sdk.MessagePa
 		out = append(out, sdk.MessageParam{Role: role, Content: []sdk.ContentBlockParamUnion{block}})
 	}
 	if n := len(system); n > 0 {
-		system[n-1].CacheControl = sdk.NewCacheControlEphemeralParam()
+		system[n-1].CacheControl = cc
 	}
 	return system, out, nil
 }
@@ -191,6 +195,9 @@ func TestRequestBodySDK(t *testing.T) {
 		{name: "tool", cfg: Config{ToolOutput: true}, req: provider.Request{Messages: msgs, Schema: html, SchemaName: "a<b>", Stream: true}},
 		{name: "tool, thinking", cfg: Config{ToolOutput: true}, req: provider.Request{Messages: msgs, Schema: schema, Thinking: 2000, Stream: true}},
 		{name: "thinking off", req: provider.Request{Messages: msgs, Thinking: -1, Temperature: ptr(0.0), Stream: true}},
+		{name: "long cache", req: provider.Request{Messages: msgs, Schema: schema, Stream: true, CacheRetention: provider.CacheLong}},
+		{name: "tool, long cache", cfg: Config{ToolOutput: true}, req: provider.Request{Messages: msgs, Schema: html, Stream: true, CacheRetention: provider.CacheLong}},
+		{name: "unknown cache retention", req: provider.Request{Messages: msgs, CacheRetention: "forever"}, unsent: true},
 		{name: "free text", req: provider.Request{Messages: msgs[1:2], Model: "m<&>", Stream: true}},
 		{name: "no messages", req: provider.Request{Stream: true}},
 		{name: "temperature NaN", req: provider.Request{Messages: msgs, Temperature: ptr(math.NaN())}, unsent: true},

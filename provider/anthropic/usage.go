@@ -9,15 +9,17 @@ import (
 // tokens is the usage as the API counts it.
 type tokens struct {
 	input, output, thinking, cacheRead, cacheWrite int64
+	cacheWriteHour                                 int64 // of cacheWrite, the entries that last an hour
 }
 
 func usageOf(u sdk.Usage) tokens {
 	return tokens{
-		input:      u.InputTokens,
-		output:     u.OutputTokens,
-		thinking:   u.OutputTokensDetails.ThinkingTokens,
-		cacheRead:  u.CacheReadInputTokens,
-		cacheWrite: u.CacheCreationInputTokens,
+		input:          u.InputTokens,
+		output:         u.OutputTokens,
+		thinking:       u.OutputTokensDetails.ThinkingTokens,
+		cacheRead:      u.CacheReadInputTokens,
+		cacheWrite:     u.CacheCreationInputTokens,
+		cacheWriteHour: u.CacheCreation.Ephemeral1hInputTokens,
 	}
 }
 
@@ -36,6 +38,9 @@ func (t *tokens) merge(u wireUsage) {
 	}
 	set(&t.cacheRead, u.CacheReadInputTokens)
 	set(&t.cacheWrite, u.CacheCreationInputTokens)
+	if u.CacheCreation != nil {
+		set(&t.cacheWriteHour, u.CacheCreation.Ephemeral1hInputTokens)
+	}
 }
 
 // usage normalises t: input_tokens already excludes the cache, and
@@ -43,10 +48,11 @@ func (t *tokens) merge(u wireUsage) {
 // output_tokens_details.thinking_tokens breaks out.
 func (t tokens) usage() provider.Usage {
 	return provider.Usage{
-		Input:      int(t.input),
-		Output:     int(max(t.output-t.thinking, 0)),
-		Thinking:   int(t.thinking),
-		CacheRead:  int(t.cacheRead),
-		CacheWrite: int(t.cacheWrite),
+		Input:          int(t.input),
+		Output:         int(max(t.output-t.thinking, 0)),
+		Thinking:       int(t.thinking),
+		CacheRead:      int(t.cacheRead),
+		CacheWrite:     int(t.cacheWrite),
+		CacheWriteLong: int(min(t.cacheWriteHour, t.cacheWrite)),
 	}
 }

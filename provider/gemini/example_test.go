@@ -61,5 +61,5 @@ func Example() {
 	// text: {"output":
 	// text: "Paris"}
 	// done: stop
-	// usage: {Input:10 Output:5 Thinking:12 CacheRead:20 CacheWrite:0}
+	// usage: {Input:10 Output:5 Thinking:12 CacheRead:20 CacheWrite:0 CacheWriteLong:0}
 }

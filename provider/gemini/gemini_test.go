@@ -540,6 +540,7 @@ func TestRequestErrors(t *testing.T) {
 		want error
 	}{
 		{"no model", Config{}, provider.Request{}, ErrNoModel},
+		{"unknown cache retention", Config{Model: "m"}, provider.Request{CacheRetention: "1d"}, provider.ErrCacheRetention},
 		{"unknown role", Config{Model: "m"}, provider.Request{Messages: []provider.Message{{Role: "tool", Text: "x"}}}, nil},
 		{"invalid schema", Config{Model: "m"}, provider.Request{Schema: json.RawMessage(`{"type":`)}, nil},
 		{"invalid schema, ResponseSchema", Config{Model: "m", ResponseSchema: true}, provider.Request{Schema: json.RawMessage(`{"type":`)}, nil},

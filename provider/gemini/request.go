@@ -35,6 +35,11 @@ func (p *Provider) newCall(req *provider.Request) (*call, error) {
 	if c.model == "" {
 		return nil, ErrNoModel
 	}
+	// Implicit caching has no retention to ask for: provider.CacheLong
+	// changes nothing.
+	if err := req.CacheRetention.Check(); err != nil {
+		return nil, fmt.Errorf("gemini: %w", err)
+	}
 	var system *genai.Content
 	for i, m := range req.Messages {
 		var role string

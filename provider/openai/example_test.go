@@ -69,5 +69,5 @@ func Example() {
 	// text: {"output":
 	// text: "Paris"}
 	// finish: stop
-	// usage: {Input:24 Output:19 Thinking:0 CacheRead:0 CacheWrite:0}
+	// usage: {Input:24 Output:19 Thinking:0 CacheRead:0 CacheWrite:0 CacheWriteLong:0}
 }

@@ -61,6 +61,13 @@ func (p *Provider) request(req *provider.Request) (*requestBody, error) {
 	if b.Model == "" {
 		return nil, fmt.Errorf("%w: set Request.Model or Config.Model", ErrNoModel)
 	}
+	// Nothing is sent for provider.CacheLong: GPT-5.5 keeps prefixes for
+	// 24 hours, and so do earlier models for organisations without zero
+	// data retention; GPT-5.6 and later refuse prompt_cache_retention,
+	// and earlier ones the prompt_cache_options that replace it.
+	if err := req.CacheRetention.Check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", p.cfg.Name, err)
+	}
 	msgs := req.Messages
 	if req.Schema != nil {
 		if p.cfg.JSONMode {

@@ -28,6 +28,9 @@ func sdkParams(p *Provider, req *provider.Request) (openai.ChatCompletionNewPara
 	if params.Model == "" {
 		return params, fmt.Errorf("%w: set Request.Model or Config.Model", ErrNoModel)
 	}
+	if err := req.CacheRetention.Check(); err != nil {
+		return params, fmt.Errorf("%s: %w", p.cfg.Name, err)
+	}
 	msgs := req.Messages
 	if req.Schema != nil {
 		if p.cfg.JSONMode {
@@ -141,6 +144,9 @@ func TestRequestBodySDK(t *testing.T) {
 		{name: "JSON mode", cfg: Config{Model: "llama3.1", JSONMode: true, LegacyMaxTokens: true},
 			req: provider.Request{Messages: conversation(), Schema: []byte(testSchema), MaxTokens: 500, Stream: true}},
 		{name: "JSON mode, no system", cfg: Config{Model: "m", JSONMode: true}, req: provider.Request{Messages: conversation()[1:], Schema: []byte(html)}},
+		// Nothing goes out for a long retention (see Provider.request).
+		{name: "long cache", cfg: Config{Model: "gpt-5-mini"}, req: provider.Request{Messages: conversation(), CacheKey: "k", CacheRetention: provider.CacheLong}},
+		{name: "unknown cache retention", cfg: Config{Model: "m"}, req: provider.Request{Messages: conversation(), CacheRetention: "1d"}, unsent: true},
 		{name: "NoPromptCacheKey", cfg: Config{Model: "m", NoPromptCacheKey: true}, req: provider.Request{Messages: conversation(), CacheKey: "k"}},
 		{name: "escapes", cfg: Config{Model: "m<&>"}, req: provider.Request{
 			Messages: []provider.Message{
