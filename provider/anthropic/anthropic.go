@@ -264,6 +264,7 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 		mu      sync.Mutex
 		begun   = make([]bool, n)
 		cancels = make([]context.CancelFunc, n)
+		unsaid  provider.Usage // what requests counted that could not be sent, the caller gone
 	)
 	// spare cancels the requests whose response has not begun.
 	spare := func() {
@@ -316,8 +317,22 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 			// The Done chunk, the solution's last, waits for the
 			// *StopError that may follow it, so that both arrive
 			// together, before the stream may end.
+			//
+			// Once the caller is gone (cancelled, or stopped reading), the
+			// request is read to its end, which comes at once, its context
+			// being cancelled too: the tokens it was billed come with the
+			// cancellation's error (see below).
 			var done item
+			gone := false
 			for chunk, err := range c.solution(withIndex(rctx, i), i, onBegin) {
+				if gone {
+					if chunk != nil && chunk.Usage != nil {
+						mu.Lock()
+						unsaid.Add(*chunk.Usage)
+						mu.Unlock()
+					}
+					continue
+				}
 				if se, ok := err.(*StopError); ok && done.chunk != nil {
 					done.stop = se
 					break
@@ -326,12 +341,23 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 					done.chunk = chunk
 					continue
 				}
-				if !send(item{chunk: chunk, err: err}) || err != nil {
+				if !send(item{chunk: chunk, err: err}) {
+					gone = true
+					if chunk != nil && chunk.Usage != nil {
+						mu.Lock()
+						unsaid.Add(*chunk.Usage)
+						mu.Unlock()
+					}
+					continue
+				}
+				if err != nil {
 					return
 				}
 			}
-			if done.chunk != nil {
-				send(done)
+			if done.chunk != nil && !send(done) && done.chunk.Usage != nil {
+				mu.Lock()
+				unsaid.Add(*done.chunk.Usage)
+				mu.Unlock()
 			}
 		})
 	}
@@ -382,9 +408,24 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 		select {
 		case it, ok = <-items:
 		case <-ctx.Done():
-			// The usage of the requests that ended and was not said yet
-			// goes with the error; that of those cut by it is lost.
-			if !reported && (total != provider.Usage{}) && !yield(&provider.Chunk{Index: n - 1, Usage: &total, Model: model}, nil) {
+			// What the requests were billed and was not said yet goes
+			// with the error: the usage of those that ended, of those cut
+			// by it (once they stopped), and any said by a chunk still
+			// waiting for its turn.
+			cancel()
+			wg.Wait()
+			u := unsaid
+			if !reported {
+				u.Add(total)
+			}
+			for _, cs := range pending {
+				for _, c := range cs {
+					if c.UsageOnly() && c.Usage != nil {
+						u.Add(*c.Usage)
+					}
+				}
+			}
+			if (u != provider.Usage{}) && !yield(&provider.Chunk{Index: n - 1, Usage: &u, Model: model}, nil) {
 				return
 			}
 			yield(nil, ctx.Err())

@@ -191,3 +191,49 @@ func TestSeveralSolutionsOneCut(t *testing.T) {
 		t.Errorf("usage %+v, want %+v", usage, want)
 	}
 }
+
+// TestSeveralSolutionsCancelled: the caller cancels N requests that are
+// all streaming. Each was billed the input its message_start counted, so
+// the usage before the error counts all three, not only those that ended.
+func TestSeveralSolutionsCancelled(t *testing.T) {
+	began := []chan struct{}{make(chan struct{}), make(chan struct{}), make(chan struct{})}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		writeSSE(w, startEvent(100, 1)+deltaEvent(`{"output":`))
+		<-r.Context().Done() // streams until the caller goes
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	hc := srv.Client()
+	hc.Transport = indexTransport{beganTransport{hc.Transport, began}}
+	p, err := New(Config{APIKey: testKey, BaseURL: srv.URL, Model: testModel, HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		// Each request read its message_start: the caller goes.
+		for _, b := range began {
+			<-b
+		}
+		cancel()
+	}()
+	var usage provider.Usage
+	var last error
+	for c, err := range p.Generate(ctx, request(true, 3)) {
+		if err != nil {
+			last = err
+			break
+		}
+		if c.Usage != nil {
+			usage.Add(*c.Usage)
+		}
+	}
+	if !errors.Is(last, context.Canceled) {
+		t.Errorf("error %v, want the cancellation", last)
+	}
+	if want := (provider.Usage{Input: 300, Output: 3}); usage != want {
+		t.Errorf("usage %+v, want %+v", usage, want)
+	}
+}
