@@ -163,6 +163,12 @@ type Chunk struct {
 	// dated version of the one asked for: "gpt-5-mini-2025-08-07"). It is
 	// set with Usage, on the last chunk, when the response said it.
 	Model string
+	// ResponseID is the provider's id of the response (OpenAI's chat
+	// completion id, Anthropic's message id, Gemini's responseId), set
+	// with Model, when the response said it. Where the adapter makes one
+	// request per solution (Anthropic with N > 1), it is that of the
+	// request that ended last, as Model is.
+	ResponseID string
 }
 
 // Usage counts tokens, normalised across providers: Input excludes cached

@@ -368,6 +368,7 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 	var (
 		total    provider.Usage
 		model    string                         // the model the last finished request named
+		id       string                         // and its response id
 		reported bool                           // whether total went out
 		failed   error                          // the first request's error
 		stop     *StopError                     // the lowest solution the API stopped
@@ -382,7 +383,7 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 	emit := func(chunk *provider.Chunk) bool {
 		if chunk.Done && chunk.Index == n-1 {
 			u := total
-			chunk.Usage, chunk.Model = &u, model
+			chunk.Usage, chunk.Model, chunk.ResponseID = &u, model, id
 			reported = true
 		}
 		return yield(chunk, nil)
@@ -425,7 +426,7 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 					}
 				}
 			}
-			if (u != provider.Usage{}) && !yield(&provider.Chunk{Index: n - 1, Usage: &u, Model: model}, nil) {
+			if (u != provider.Usage{}) && !yield(&provider.Chunk{Index: n - 1, Usage: &u, Model: model, ResponseID: id}, nil) {
 				return
 			}
 			yield(nil, ctx.Err())
@@ -459,8 +460,8 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 			if chunk.Usage != nil {
 				total.Add(*chunk.Usage)
 			}
-			model = cmp.Or(chunk.Model, model)
-			chunk.Usage, chunk.Model = nil, ""
+			model, id = cmp.Or(chunk.Model, model), cmp.Or(chunk.ResponseID, id)
+			chunk.Usage, chunk.Model, chunk.ResponseID = nil, "", ""
 		}
 		if chunk.Index != cur {
 			pending[chunk.Index] = append(pending[chunk.Index], chunk)
@@ -485,7 +486,7 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 	}
 	if !reported && (total != provider.Usage{}) {
 		// The last solution failed: the usage of those that ended.
-		if !yield(&provider.Chunk{Index: n - 1, Usage: &total, Model: model}, nil) {
+		if !yield(&provider.Chunk{Index: n - 1, Usage: &total, Model: model, ResponseID: id}, nil) {
 			return
 		}
 	}

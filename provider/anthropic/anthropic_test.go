@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -98,8 +99,8 @@ func TestSeveralSolutions(t *testing.T) {
 			texts := make([]string, 3)
 			for i, c := range chunks {
 				texts[c.Index] += c.Text
-				if last := i == len(chunks)-1; (c.Usage != nil) != last || (c.Model != "") != last {
-					t.Errorf("chunk %d of %d has usage %v and model %q: want them on the last chunk only", i, len(chunks), c.Usage, c.Model)
+				if last := i == len(chunks)-1; (c.Usage != nil) != last || (c.Model != "") != last || (c.ResponseID != "") != last {
+					t.Errorf("chunk %d of %d has usage %v, model %q and response %q: want them on the last chunk only", i, len(chunks), c.Usage, c.Model, c.ResponseID)
 				}
 				if i > 0 && c.Index < chunks[i-1].Index {
 					t.Errorf("chunk %d is of solution %d, after one of solution %d: want them in order", i, c.Index, chunks[i-1].Index)
@@ -117,6 +118,12 @@ func TestSeveralSolutions(t *testing.T) {
 			}
 			if got := chunks[len(chunks)-1].Model; got != testModel {
 				t.Errorf("model %q, want %q", got, testModel)
+			}
+			// The response of the request that ended last, which the
+			// requests running concurrently leave open.
+			ids := []string{messageID(0), messageID(1), messageID(2)}
+			if got := chunks[len(chunks)-1].ResponseID; !slices.Contains(ids, got) {
+				t.Errorf("response id %q, want one of %q", got, ids)
 			}
 			if got := len(f.requests()); got != 3 {
 				t.Errorf("the server got %d requests, want 3", got)
@@ -499,5 +506,44 @@ func TestToolChoiceAuto(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestResponseID checks that the message's id goes on the last chunk, with
+// the model, whether the answer is streamed or whole, and on the usage
+// that a stream cut after message_start says before its error.
+func TestResponseID(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		stream  bool
+		cut     bool // the stream ends after half of the text
+		wantErr error
+	}{
+		{name: "plain"},
+		{name: "stream", stream: true},
+		{name: "stream cut", stream: true, cut: true, wantErr: provider.ErrTruncated},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeServer{t: t, sc: providertest.Scenario{Solutions: []string{`{"output":"red"}`}, Usage: provider.Usage{Input: 10, Output: 5}, Truncate: tt.cut}}
+			p, _ := newTestServer(t, f, Config{})
+			var last *provider.Chunk
+			var err error
+			for c, e := range p.Generate(t.Context(), request(tt.stream, 1)) {
+				if e != nil {
+					err = e
+					break
+				}
+				if last != nil && last.ResponseID != "" {
+					t.Errorf("chunk %+v after the one with the response id", c)
+				}
+				last = c
+			}
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("error %v, want %v", err, tt.wantErr)
+			}
+			if last == nil || last.ResponseID != messageID(0) || last.Usage == nil {
+				t.Fatalf("last chunk %+v, want the usage and response id %q", last, messageID(0))
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ type event struct {
 	Type    string `json:"type"`
 	Index   int64  `json:"index"`
 	Message struct {
+		ID    string    `json:"id"`
 		Model string    `json:"model"`
 		Usage wireUsage `json:"usage"`
 	} `json:"message"` // message_start
@@ -84,7 +85,7 @@ func sdkEvent(data []byte, e *event) error {
 		return err
 	}
 	e.Type, e.Index = u.Type, u.Index
-	e.Message.Model = string(u.Message.Model)
+	e.Message.ID, e.Message.Model = u.Message.ID, string(u.Message.Model)
 	e.Message.Usage = wireUsage{
 		InputTokens:              &u.Message.Usage.InputTokens,
 		OutputTokens:             &u.Message.Usage.OutputTokens,

@@ -15,6 +15,7 @@ import (
 type eventView struct {
 	Type                                          string
 	Index                                         int64
+	MessageID                                     string
 	Start                                         tokens
 	BlockType, BlockText, BlockThinking, ToolName string
 	ToolInput                                     string
@@ -35,12 +36,12 @@ func viewOf(e event) eventView {
 		}
 	}
 	b, d := e.ContentBlock, e.Delta
-	return eventView{e.Type, e.Index, start, b.Type, b.Text, b.Thinking, b.Name, input,
+	return eventView{e.Type, e.Index, e.Message.ID, start, b.Type, b.Text, b.Thinking, b.Name, input,
 		d.Type, d.Text, d.Thinking, d.PartialJSON, d.StopReason,
 		d.StopDetails.Category, d.StopDetails.Explanation, e.Usage}
 }
 
-var eventKeys = []string{"type", "index", "message", "usage", "input_tokens", "output_tokens",
+var eventKeys = []string{"type", "index", "message", "id", "usage", "input_tokens", "output_tokens",
 	"cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens_details", "thinking_tokens",
 	"content_block", "text", "thinking", "name", "input", "delta", "partial_json", "stop_reason",
 	"stop_details", "category", "explanation"}

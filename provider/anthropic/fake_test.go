@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -159,6 +160,7 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ans := answer{
+		id:       messageID(i),
 		model:    req.Model,
 		text:     sc.Solutions[i],
 		thinking: sc.Thinking,
@@ -231,6 +233,7 @@ func writeError(w http.ResponseWriter, status int, retryAfter float64) {
 
 // answer is one response of the fake server.
 type answer struct {
+	id                    string // the message's; empty: testMessageID
 	model, text, thinking string
 	usage                 provider.Usage
 	tool, preface         string
@@ -242,6 +245,11 @@ const (
 	testToolID    = "toolu_01T1x1fJ34qAmk2tNTrN7Up6"
 	testSignature = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"
 )
+
+// messageID is the id of the fake server's message for solution i.
+func messageID(i int) string {
+	return testMessageID + strconv.Itoa(i)
+}
 
 // apiUsage encodes u in the API's fields: output_tokens includes thinking.
 func (a answer) apiUsage() string {
@@ -271,7 +279,7 @@ func (a answer) message() string {
 		blocks = append(blocks, fmt.Sprintf(`{"type":"text","text":%s}`, js(a.text)))
 	}
 	return fmt.Sprintf(`{"id":%s,"type":"message","role":"assistant","model":%s,"content":[%s],"stop_reason":%s,"stop_sequence":null,"usage":%s}`,
-		js(testMessageID), js(a.model), strings.Join(blocks, ","), js(a.stopReason()), a.apiUsage())
+		js(cmp.Or(a.id, testMessageID)), js(a.model), strings.Join(blocks, ","), js(a.stopReason()), a.apiUsage())
 }
 
 // events is the SSE stream, one string per event.
@@ -283,7 +291,7 @@ func (a answer) events() []string {
 	start := a
 	start.usage.Output, start.usage.Thinking = 1, 0
 	add("message_start", `{"type":"message_start","message":{"id":%s,"type":"message","role":"assistant","model":%s,"content":[],"stop_reason":null,"stop_sequence":null,"usage":%s}}`,
-		js(testMessageID), js(a.model), start.apiUsage())
+		js(cmp.Or(a.id, testMessageID)), js(a.model), start.apiUsage())
 	index := 0
 	if a.thinking != "" {
 		add("content_block_start", `{"type":"content_block_start","index":%d,"content_block":{"type":"thinking","thinking":"","signature":""}}`, index)

@@ -66,7 +66,7 @@ func (c *call) message(ctx context.Context, i int) iter.Seq2[*provider.Chunk, er
 			}
 		}
 		u := usageOf(msg.Usage).usage()
-		chunk.Usage, chunk.Model = &u, string(msg.Model)
+		chunk.Usage, chunk.Model, chunk.ResponseID = &u, string(msg.Model), msg.ID
 		if !yield(chunk, nil) {
 			return
 		}
@@ -114,6 +114,7 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 			counted    bool // whether message_start said the usage
 			usage      tokens
 			model      string // message_start's
+			id         string // message_start's
 			stopReason string
 			stop       *StopError      // what the stop_reason and stop_details say
 			toolBlock  = int64(-1)     // index of the forced tool's content block
@@ -130,7 +131,7 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 		fail := func(err error) {
 			if counted {
 				u := usage.usage()
-				if !yield(&provider.Chunk{Index: i, Usage: &u, Model: model}, nil) {
+				if !yield(&provider.Chunk{Index: i, Usage: &u, Model: model, ResponseID: id}, nil) {
 					return
 				}
 			}
@@ -205,7 +206,7 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 			started = true
 			switch ev.Type {
 			case "message_start":
-				usage, model = tokens{}, ev.Message.Model
+				usage, model, id = tokens{}, ev.Message.Model, ev.Message.ID
 				usage.merge(ev.Message.Usage)
 				counted = true
 			case "content_block_start":
@@ -259,7 +260,7 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 					return
 				}
 				u := usage.usage()
-				if yield(&provider.Chunk{Index: i, Done: true, FinishReason: stopReason, Usage: &u, Model: model}, nil) && stop != nil {
+				if yield(&provider.Chunk{Index: i, Done: true, FinishReason: stopReason, Usage: &u, Model: model, ResponseID: id}, nil) && stop != nil {
 					yield(nil, stop)
 				}
 				return
@@ -295,12 +296,12 @@ func gather(seq iter.Seq2[*provider.Chunk, error], i int) iter.Seq2[*provider.Ch
 	return func(yield func(*provider.Chunk, error) bool) {
 		var text, thinking strings.Builder
 		var usage *provider.Usage // of a stream that failed (see fail in events)
-		var model string
+		var model, id string
 		done := false
 		for chunk, err := range seq {
 			if err != nil {
 				if !done && (text.Len() > 0 || thinking.Len() > 0 || usage != nil) {
-					if !yield(&provider.Chunk{Index: i, Text: text.String(), Thinking: thinking.String(), Usage: usage, Model: model}, nil) {
+					if !yield(&provider.Chunk{Index: i, Text: text.String(), Thinking: thinking.String(), Usage: usage, Model: model, ResponseID: id}, nil) {
 						return
 					}
 				}
@@ -308,7 +309,7 @@ func gather(seq iter.Seq2[*provider.Chunk, error], i int) iter.Seq2[*provider.Ch
 				return
 			}
 			if !chunk.Done && chunk.Usage != nil {
-				usage, model = chunk.Usage, chunk.Model
+				usage, model, id = chunk.Usage, chunk.Model, chunk.ResponseID
 			}
 			text.WriteString(chunk.Text)
 			thinking.WriteString(chunk.Thinking)

@@ -261,6 +261,7 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 		held     *provider.Chunk
 		usage    *genai.GenerateContentResponseUsageMetadata
 		model    string // the modelVersion the events said
+		id       string // the responseId the events said
 		block    *BlockedError
 		stop     *FinishError // the lowest candidate stopped abnormally
 		finished = map[int]bool{}
@@ -283,7 +284,7 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 			if held == nil {
 				held = &provider.Chunk{}
 			}
-			held.Usage, held.Model = normalize(usage), model
+			held.Usage, held.Model, held.ResponseID = normalize(usage), model, id
 		}
 		if flush() {
 			yield(nil, err)
@@ -311,6 +312,9 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 		}
 		if resp.ModelVersion != "" {
 			model = resp.ModelVersion
+		}
+		if resp.ResponseID != "" {
+			id = resp.ResponseID
 		}
 		if b := blocked(resp.PromptFeedback); b != nil {
 			block = b
@@ -370,7 +374,7 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 	if held == nil { // cannot happen: the last candidate to finish is held
 		held = &provider.Chunk{Index: order[len(order)-1]}
 	}
-	held.Usage, held.Model = normalize(usage), model
+	held.Usage, held.Model, held.ResponseID = normalize(usage), model, id
 	if flush() && stop != nil {
 		yield(nil, stop)
 	}

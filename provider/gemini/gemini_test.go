@@ -599,18 +599,19 @@ func TestReplay(t *testing.T) {
 		stream bool
 		want   *provider.Result
 		model  string // the modelVersion, on the last chunk
+		id     string // the responseId, on the last chunk
 	}{
 		{
 			name: "whole answer with thoughts and cached tokens", file: "generate_content.json", status: 200,
 			want: &provider.Result{Texts: []string{recordedSolution}, Thinking: []string{recordedThinking}, FinishReasons: []string{"stop"},
 				Usage: provider.Usage{Input: 24, Output: 37, Thinking: 48, CacheRead: 128}},
-			model: "gemini-2.5-flash",
+			model: "gemini-2.5-flash", id: "k2ZvaOTxD9-Uz7IPuMqo6Qo",
 		},
 		{
 			name: "stream with thoughts and cached tokens", file: "stream_thinking.sse", status: 200, stream: true,
 			want: &provider.Result{Texts: []string{recordedSolution}, Thinking: []string{recordedThinking}, FinishReasons: []string{"stop"},
 				Usage: provider.Usage{Input: 24, Output: 37, Thinking: 48, CacheRead: 128}},
-			model: "gemini-2.5-flash",
+			model: "gemini-2.5-flash", id: "k2ZvaOTxD9-Uz7IPuMqo6Qo",
 		},
 		{
 			// Gemini 3: thought signatures on answer parts, one alone in an
@@ -620,13 +621,13 @@ func TestReplay(t *testing.T) {
 			name: "stream with thought signatures and tool-use tokens", file: "stream_signature.sse", status: 200, stream: true,
 			want: &provider.Result{Texts: []string{`{"output":"Paris","calls":[]}`}, Thinking: []string{"**Weighing the lookup**\n\nA search adds the population."},
 				FinishReasons: []string{"stop"}, Usage: provider.Usage{Input: 216, Output: 10, Thinking: 30, CacheRead: 1024}},
-			model: "gemini-3-flash-preview",
+			model: "gemini-3-flash-preview", id: "gB9waIuXC5-oz7IPy-6M4QE",
 		},
 		{
 			name: "two candidates finishing apart", file: "stream_two_candidates.sse", status: 200, stream: true,
 			want: &provider.Result{Texts: []string{`{"output":"Paris"}`, `{"output":"Paris, France"}`}, Thinking: []string{"", ""},
 				FinishReasons: []string{"stop", "length"}, Usage: provider.Usage{Input: 40, Output: 16}},
-			model: "gemini-2.5-flash",
+			model: "gemini-2.5-flash", id: "k2ZvaOTxD9-Uz7IPuMqo6Qo",
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -642,6 +643,9 @@ func TestReplay(t *testing.T) {
 			checkChunks(t, chunks)
 			if got := chunks[len(chunks)-1].Model; got != tt.model {
 				t.Errorf("model %q, want %q", got, tt.model)
+			}
+			if got := chunks[len(chunks)-1].ResponseID; got != tt.id {
+				t.Errorf("response id %q, want %q", got, tt.id)
 			}
 		})
 	}
@@ -697,8 +701,8 @@ func checkChunks(t *testing.T, chunks []*provider.Chunk) {
 		if (c.Usage != nil) != (i == len(chunks)-1) {
 			t.Errorf("chunk %d/%d has usage %v", i, len(chunks), c.Usage)
 		}
-		if c.Model != "" && i != len(chunks)-1 {
-			t.Errorf("chunk %d/%d names the model %q", i, len(chunks), c.Model)
+		if (c.Model != "" || c.ResponseID != "") && i != len(chunks)-1 {
+			t.Errorf("chunk %d/%d names the model %q or the response %q", i, len(chunks), c.Model, c.ResponseID)
 		}
 	}
 }

@@ -35,7 +35,7 @@ func answer(resp *genai.GenerateContentResponse) (chunks []*provider.Chunk, stop
 		return nil, nil, ErrNoCandidates
 	}
 	last := chunks[len(chunks)-1]
-	last.Usage, last.Model = normalize(resp.UsageMetadata), resp.ModelVersion
+	last.Usage, last.Model, last.ResponseID = normalize(resp.UsageMetadata), resp.ModelVersion, resp.ResponseID
 	return chunks, stop, nil
 }
 

@@ -80,7 +80,7 @@ func (p *Provider) complete(ctx context.Context, body []byte, yield func(*provid
 		}
 		if i == len(choices)-1 {
 			u := usage(usageOf(cc.Usage))
-			chunk.Usage, chunk.Model = &u, cc.Model
+			chunk.Usage, chunk.Model, chunk.ResponseID = &u, cc.Model, cc.ID
 		}
 		if !yield(chunk, nil) {
 			return
@@ -93,7 +93,8 @@ func (p *Provider) complete(ctx context.Context, body []byte, yield func(*provid
 
 // stream makes a streaming request and yields its deltas. The last Done
 // chunk is held back until the stream ends, so that the usage, which
-// arrives after every finish_reason, rides on it, with the model.
+// arrives after every finish_reason, rides on it, with the model and the
+// response id.
 //
 // The SDK sends the request, and its SSE decoder splits the body into
 // events, but each event is decoded by decodeChunk, not by the SDK's
@@ -119,6 +120,7 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 		u        wireUsage            // the last usage reported
 		counted  bool                 // whether any usage was reported
 		model    string               // the last model named
+		id       string               // the last response id said
 		c        chunk                // the event read last
 		budget   = limit.NewBudget(p.cfg.Name, p.max)
 	)
@@ -145,7 +147,7 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 			if pending == nil {
 				pending = &provider.Chunk{}
 			}
-			pending.Usage, pending.Model = &total, model
+			pending.Usage, pending.Model, pending.ResponseID = &total, model, id
 		}
 		if pending != nil && !yield(pending, nil) {
 			return
@@ -171,6 +173,9 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 		}
 		if c.Model != "" {
 			model = c.Model
+		}
+		if c.ID != "" {
+			id = c.ID
 		}
 		for _, ch := range c.Choices {
 			i := int(ch.Index)
@@ -240,7 +245,7 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 	if pending == nil {
 		pending = &provider.Chunk{}
 	}
-	pending.Usage, pending.Model = &total, model
+	pending.Usage, pending.Model, pending.ResponseID = &total, model, id
 	if !yield(pending, nil) {
 		return
 	}

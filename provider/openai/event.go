@@ -10,6 +10,7 @@ import (
 
 // chunk is what the adapter reads of a chat.completion.chunk event.
 type chunk struct {
+	ID      string        `json:"id"`
 	Model   string        `json:"model"`
 	Choices []chunkChoice `json:"choices"`
 	Usage   *wireUsage    `json:"usage"` // nil when absent or null
@@ -82,7 +83,7 @@ func sdkChunk(ev ssestream.Event, c *chunk) error {
 		return s.Err()
 	}
 	cc := s.Current()
-	c.Model = cc.Model
+	c.ID, c.Model = cc.ID, cc.Model
 	c.Choices = make([]chunkChoice, len(cc.Choices))
 	if cc.JSON.Usage.Valid() {
 		u := usageOf(cc.Usage)

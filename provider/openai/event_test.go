@@ -11,6 +11,7 @@ import (
 
 // chunkView is what the stream reads of a chunk.
 type chunkView struct {
+	ID      string
 	Choices []choiceView
 	Usage   *wireUsage
 }
@@ -22,7 +23,7 @@ type choiceView struct {
 }
 
 func viewOf(c chunk) chunkView {
-	v := chunkView{Usage: c.Usage}
+	v := chunkView{ID: c.ID, Usage: c.Usage}
 	for _, ch := range c.Choices {
 		v.Choices = append(v.Choices, choiceView{ch.Index, ch.Delta.Content, ch.Delta.Refusal,
 			firstNonEmpty(ch.Delta.ReasoningContent, ch.Delta.Reasoning), ch.FinishReason, filtered(ch.ContentFilterResults)})
@@ -30,7 +31,7 @@ func viewOf(c chunk) chunkView {
 	return v
 }
 
-var chunkKeys = []string{"choices", "index", "delta", "content", "refusal", "reasoning_content", "reasoning",
+var chunkKeys = []string{"id", "choices", "index", "delta", "content", "refusal", "reasoning_content", "reasoning",
 	"finish_reason", "usage", "prompt_tokens", "completion_tokens", "prompt_tokens_details", "cached_tokens",
 	"cache_write_tokens", "completion_tokens_details", "reasoning_tokens", "error", "content_filter_results", "filtered"}
 

@@ -31,21 +31,21 @@ func TestReplayFiltered(t *testing.T) {
 		{
 			name: "OpenAI, whole", file: "content_filter.http",
 			want: gathered{Texts: []string{`{"output":{"steps":["Mix the`}, Thinking: []string{""},
-				FinishReasons: []string{"content_filter"}, Usage: &provider.Usage{Input: 58, Output: 9}, Model: "gpt-4o-2024-08-06"},
+				FinishReasons: []string{"content_filter"}, Usage: &provider.Usage{Input: 58, Output: 9}, Model: "gpt-4o-2024-08-06", ResponseID: "chatcmpl-E8lMn4OpQ6rS8tU0vW2xY4zA6bC8d"},
 			wantErr: &FilterError{Index: 0},
 			text:    "openai: solution 0 stopped by the content filter",
 		},
 		{
 			name: "Azure, streamed", file: "azure_stream_filtered.http", stream: true,
 			want: gathered{Texts: []string{`{"output":{"steps":["Mix the`}, Thinking: []string{""},
-				FinishReasons: []string{"content_filter"}, Usage: &provider.Usage{Input: 58, Output: 9}, Model: "gpt-4o-2024-11-20"},
+				FinishReasons: []string{"content_filter"}, Usage: &provider.Usage{Input: 58, Output: 9}, Model: "gpt-4o-2024-11-20", ResponseID: "chatcmpl-AzF1lTeR3dStReAm5aMpLe01"},
 			wantErr: &FilterError{Index: 0, Categories: []string{"violence"}},
 			text:    "openai: solution 0 stopped by the content filter (violence)",
 		},
 		{
 			name: "Azure, whole, one choice of two", file: "azure_filtered_n2.http",
 			want: gathered{Texts: []string{`{"output":"It was the best of times, it was the worst`, `{"output":"A novel of London and Paris."}`},
-				Thinking: []string{"", ""}, FinishReasons: []string{"content_filter", "stop"}, Usage: &provider.Usage{Input: 40, Output: 24}, Model: "gpt-4o-2024-11-20"},
+				Thinking: []string{"", ""}, FinishReasons: []string{"content_filter", "stop"}, Usage: &provider.Usage{Input: 40, Output: 24}, Model: "gpt-4o-2024-11-20", ResponseID: "chatcmpl-AzF2lTeR3dStReAm5aMpLe02"},
 			wantErr: &FilterError{Index: 0, Categories: []string{"protected_material_text"}},
 			text:    "openai: solution 0 stopped by the content filter (protected_material_text)",
 		},
@@ -54,7 +54,7 @@ func TestReplayFiltered(t *testing.T) {
 			// when Azure filters asynchronously.
 			name: "Azure, streamed, one choice of two", file: "stream_n2_filtered.http", stream: true,
 			want: gathered{Texts: []string{`{"output":"It was the best of times`, `{"output":"A novel."}`},
-				Thinking: []string{"", ""}, FinishReasons: []string{"content_filter", "stop"}, Usage: &provider.Usage{Input: 40, Output: 14}, Model: "gpt-4o-2024-11-20"},
+				Thinking: []string{"", ""}, FinishReasons: []string{"content_filter", "stop"}, Usage: &provider.Usage{Input: 40, Output: 14}, Model: "gpt-4o-2024-11-20", ResponseID: "chatcmpl-AzF3"},
 			wantErr: &FilterError{Index: 0, Categories: []string{"protected_material_text"}},
 			text:    "openai: solution 0 stopped by the content filter (protected_material_text)",
 		},

@@ -21,6 +21,7 @@ type gathered struct {
 	Texts, Thinking, FinishReasons []string
 	Usage                          *provider.Usage
 	Model                          string // the model the usage's chunk names
+	ResponseID                     string // the response id the usage's chunk says
 }
 
 // gather drains seq like provider.Collect, which cannot take interleaved
@@ -58,10 +59,10 @@ func gather(t *testing.T, seq iter.Seq2[*provider.Chunk, error]) (gathered, erro
 			done[c.Index] = true
 			g.FinishReasons[c.Index] = c.FinishReason
 		}
-		if c.Model != "" && c.Usage == nil {
-			t.Errorf("chunk %+v names a model without the usage", c)
+		if (c.Model != "" || c.ResponseID != "") && c.Usage == nil {
+			t.Errorf("chunk %+v names a model or a response without the usage", c)
 		}
-		g.Usage, g.Model = c.Usage, c.Model
+		g.Usage, g.Model, g.ResponseID = c.Usage, c.Model, c.ResponseID
 	}
 	return g, err
 }
@@ -106,45 +107,45 @@ func TestReplay(t *testing.T) {
 		{
 			name: "plain", file: "completion.http",
 			want: gathered{Texts: []string{paris}, Thinking: []string{""}, FinishReasons: []string{"stop"},
-				Usage: &provider.Usage{Input: 93, Output: 18, Thinking: 128, CacheRead: 1024}, Model: "gpt-5-mini-2025-08-07"},
+				Usage: &provider.Usage{Input: 93, Output: 18, Thinking: 128, CacheRead: 1024}, Model: "gpt-5-mini-2025-08-07", ResponseID: "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG"},
 		},
 		{
 			name: "plain two choices", file: "completion_n2.http",
 			want: gathered{Texts: []string{`{"output":1}`, `{"output":2}`}, Thinking: []string{"", ""},
-				FinishReasons: []string{"stop", "length"}, Usage: &provider.Usage{Input: 52, Output: 12}, Model: "gpt-4o-2024-08-06"},
+				FinishReasons: []string{"stop", "length"}, Usage: &provider.Usage{Input: 52, Output: 12}, Model: "gpt-4o-2024-08-06", ResponseID: "chatcmpl-C1xYz8QeR2sT4uV6wX8yZ0aB2cD4e"},
 		},
 		{
 			name: "plain DeepSeek reasoning_content", file: "deepseek_reasoning.http",
 			want: gathered{Texts: []string{`{"output":{"answer":"Paris"}}`},
 				Thinking:      []string{"The user asks for the capital of France. That is Paris."},
-				FinishReasons: []string{"stop"}, Usage: &provider.Usage{Input: 32, Output: 12, Thinking: 45, CacheRead: 64}, Model: "deepseek-reasoner"},
+				FinishReasons: []string{"stop"}, Usage: &provider.Usage{Input: 32, Output: 12, Thinking: 45, CacheRead: 64}, Model: "deepseek-reasoner", ResponseID: "930c60df-bf64-41c9-a88e-3ec75f81e00e"},
 		},
 		{
 			name: "stream", file: "stream.http", stream: true,
 			want: gathered{Texts: []string{paris}, Thinking: []string{""}, FinishReasons: []string{"stop"},
-				Usage: &provider.Usage{Input: 93, Output: 18, Thinking: 128, CacheRead: 1024}, Model: "gpt-5-mini-2025-08-07"},
+				Usage: &provider.Usage{Input: 93, Output: 18, Thinking: 128, CacheRead: 1024}, Model: "gpt-5-mini-2025-08-07", ResponseID: "chatcmpl-C3aBcDeFgHiJkLmNoPqRsTuVwXyZ1"},
 		},
 		{
 			name: "stream two interleaved choices", file: "stream_n2.http", stream: true,
 			want: gathered{Texts: []string{`{"output":1}`, `{"output":2}`}, Thinking: []string{"", ""},
-				FinishReasons: []string{"stop", "stop"}, Usage: &provider.Usage{Input: 52, Output: 12}, Model: "gpt-4o-2024-08-06"},
+				FinishReasons: []string{"stop", "stop"}, Usage: &provider.Usage{Input: 52, Output: 12}, Model: "gpt-4o-2024-08-06", ResponseID: "chatcmpl-C4bCdEfGhIjKlMnOpQrStUvWxYz2"},
 		},
 		{
 			name: "stream vLLM reasoning_content", file: "stream_vllm_reasoning.http", stream: true,
 			want: gathered{Texts: []string{`{"output":"Paris"}`}, Thinking: []string{"The capital of France is Paris."},
-				FinishReasons: []string{"stop"}, Usage: &provider.Usage{Input: 31, Output: 21}, Model: "Qwen/Qwen3-8B"},
+				FinishReasons: []string{"stop"}, Usage: &provider.Usage{Input: 31, Output: 21}, Model: "Qwen/Qwen3-8B", ResponseID: "chatcmpl-6f0a2b3c4d5e4f60a1b2c3d4e5f60718"},
 		},
 		{
 			// ik_llama.cpp (and llama-server before it sent [DONE]) ends the
 			// stream after the finish_reason, whose chunk has the usage.
 			name: "stream without [DONE]", file: "stream_no_done.http", stream: true,
 			want: gathered{Texts: []string{`{"output":"Paris"}`}, Thinking: []string{""}, FinishReasons: []string{"stop"},
-				Usage: &provider.Usage{Input: 26, Output: 7}, Model: "qwen3-8b"},
+				Usage: &provider.Usage{Input: 26, Output: 7}, Model: "qwen3-8b", ResponseID: "chatcmpl-Qm3xT9bYk2Lw8RfZ"},
 		},
 		{
 			name: "stream Ollama reasoning", file: "stream_ollama.http", stream: true,
 			want: gathered{Texts: []string{`{"output": "Paris"}`}, Thinking: []string{"Okay, Paris."},
-				FinishReasons: []string{"stop"}, Usage: &provider.Usage{Input: 24, Output: 19}, Model: "qwen3:8b"},
+				FinishReasons: []string{"stop"}, Usage: &provider.Usage{Input: 24, Output: 19}, Model: "qwen3:8b", ResponseID: "chatcmpl-812"},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
