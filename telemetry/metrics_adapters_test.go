@@ -35,6 +35,7 @@ func TestModelsOfAdapters(t *testing.T) {
 		start         func(t *testing.T) (provider.Provider, string)
 		provider      string
 		asked, answer string
+		id            string // the response's, which only the span says
 	}{
 		{"openai", func(t *testing.T) (provider.Provider, string) {
 			srv := strict.NewOpenAI(t, answer)
@@ -43,7 +44,7 @@ func TestModelsOfAdapters(t *testing.T) {
 				t.Fatal(err)
 			}
 			return p, srv.URL
-		}, "openai", "gpt-5-mini", "gpt-strict"},
+		}, "openai", "gpt-5-mini", "gpt-strict", "chatcmpl-strict"},
 		{"anthropic", func(t *testing.T) (provider.Provider, string) {
 			srv := strict.NewAnthropic(t, answer)
 			p, err := anthropicapi.New(anthropicapi.Config{APIKey: "sk-ant-test", BaseURL: srv.URL})
@@ -51,7 +52,7 @@ func TestModelsOfAdapters(t *testing.T) {
 				t.Fatal(err)
 			}
 			return p, srv.URL
-		}, "anthropic", anthropicapi.DefaultModel, anthropicapi.DefaultModel}, // the fake answers with the model asked for
+		}, "anthropic", anthropicapi.DefaultModel, anthropicapi.DefaultModel, "msg_strict"}, // the fake answers with the model asked for
 		{"gemini", func(t *testing.T) (provider.Provider, string) {
 			srv := strict.NewGemini(t, answer)
 			p, err := gemini.New(gemini.Config{APIKey: "test-key", BaseURL: srv.URL, Model: "gemini-2.5-flash"})
@@ -59,7 +60,7 @@ func TestModelsOfAdapters(t *testing.T) {
 				t.Fatal(err)
 			}
 			return p, srv.URL
-		}, "gcp.gemini", "gemini-2.5-flash", "gemini-strict"},
+		}, "gcp.gemini", "gemini-2.5-flash", "gemini-strict", "strict"},
 	} {
 		for _, stream := range []bool{false, true} {
 			name := tt.name
@@ -80,6 +81,7 @@ func TestModelsOfAdapters(t *testing.T) {
 				}
 				checkAttrs(t, spans[0], map[string]any{
 					"gen_ai.request.model": tt.asked, "gen_ai.response.model": tt.answer, "gen_ai.request.stream": stream,
+					"gen_ai.response.id": tt.id,
 				})
 				if _, timed := attrs(spans[0])["gen_ai.response.time_to_first_chunk"]; timed != stream {
 					t.Errorf("the span has a time to the first chunk: %v", timed)

@@ -18,9 +18,10 @@ import (
 // parent is the open step of the traced run its context belongs to (see
 // Events), else the run, else the span in its context. The span holds the
 // request's settings and model (the adapter's default, from its
-// Endpoint, when the request names none), the model that answered, the
-// finish reason of each solution, the usage, the time to the first chunk
-// of a stream, and an error that ends the stream. When t measures
+// Endpoint, when the request names none), the model that answered and
+// the id of its response, the finish reason of each solution, the usage,
+// the time to the first chunk of a stream, and an error that ends the
+// stream. When t measures
 // requests, each Generate also records its usage, duration and time to
 // the first chunk (see the package's Metrics). The result is a
 // provider.Describer with p's Endpoint when p is one, so that durable
@@ -93,6 +94,7 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 			usage    provider.Usage
 			counted  bool
 			answered string        // the model the response named
+			id       string        // the response's id, when the provider said it
 			first    time.Duration // from the request to the first chunk of a stream
 			chunked  bool          // whether a chunk came
 			failed   error
@@ -120,6 +122,9 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 				if c.Model != "" {
 					answered = c.Model
 				}
+				if c.ResponseID != "" {
+					id = c.ResponseID
+				}
 				if c.Done && c.Index >= 0 && c.Index < n {
 					for len(reasons) <= c.Index {
 						reasons = append(reasons, "")
@@ -142,6 +147,9 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 		}
 		if answered != "" {
 			span.SetAttributes(semconv.GenAIResponseModel(answered))
+		}
+		if id != "" {
+			span.SetAttributes(semconv.GenAIResponseID(id))
 		}
 		streamed := req.Stream && chunked
 		if streamed {
