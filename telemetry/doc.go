@@ -47,8 +47,10 @@
 // input with the cached tokens, output with the reasoning.
 // gen_ai.client.operation.duration (s) records its duration, measured
 // with the context's clock (the Config's Clock in a run), with error.type
-// when it failed, and gen_ai.client.operation.time_to_first_chunk (s)
-// the time to the first chunk of a streamed request. All use the bucket
+// when it failed, gen_ai.client.operation.time_to_first_chunk (s) the
+// time to the first chunk of a streamed request, and
+// gen_ai.client.operation.time_per_output_chunk (s) the time from each
+// chunk after it to the chunk before. All use the bucket
 // boundaries the conventions recommend, and the attributes
 // gen_ai.operation.name (chat), gen_ai.provider.name, server.address and
 // server.port (from the provider's Endpoint), gen_ai.request.model (the

@@ -16,8 +16,9 @@ import (
 
 // The explicit bucket boundaries the GenAI conventions recommend for
 // gen_ai.client.token.usage ({token}), and for
-// gen_ai.client.operation.duration and
-// gen_ai.client.operation.time_to_first_chunk (s).
+// gen_ai.client.operation.duration,
+// gen_ai.client.operation.time_to_first_chunk and
+// gen_ai.client.operation.time_per_output_chunk (s).
 var (
 	tokenBuckets    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
 	durationBuckets = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
@@ -28,6 +29,7 @@ type metrics struct {
 	tokens   genaiconv.ClientTokenUsage
 	duration genaiconv.ClientOperationDuration
 	first    genaiconv.ClientOperationTimeToFirstChunk
+	chunk    genaiconv.ClientOperationTimePerOutputChunk
 }
 
 // newMetrics makes the instruments with a meter of mp.
@@ -45,23 +47,30 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %s: %w", first.Name(), err)
 	}
-	return &metrics{tokens: tokens, duration: duration, first: first}, nil
+	chunk, err := genaiconv.NewClientOperationTimePerOutputChunk(meter, metric.WithExplicitBucketBoundaries(durationBuckets...))
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %s: %w", chunk.Name(), err)
+	}
+	return &metrics{tokens: tokens, duration: duration, first: first, chunk: chunk}, nil
 }
 
 // measured is what a request's measurements record.
 type measured struct {
 	usage    *provider.Usage // nil: the provider reported none
 	duration time.Duration
-	first    *time.Duration // to the first chunk of a stream; nil: not streamed, or no chunk came
-	failed   error          // what ended the stream, if anything
+	first    *time.Duration  // to the first chunk of a stream; nil: not streamed, or no chunk came
+	gaps     []time.Duration // from each chunk of a stream after the first to the chunk before it
+	failed   error           // what ended the stream, if anything
 }
 
 // record records a request's values with the attributes attrs that say
 // what it asked, where, and which model answered: its usage if counted,
-// its duration, with the error.type of failed when not nil, and the time
-// to its first chunk, which the conventions measure for streams only. A
-// request's values are recorded once, however many solutions it asked
-// for or retries it made.
+// its duration, with the error.type of failed when not nil, the time to
+// its first chunk and the time per chunk after it, which the conventions
+// measure for streams only. A request's values are recorded once,
+// however many solutions it asked for or retries it made; the time per
+// chunk once per chunk, at the end too, when the model that answered is
+// known.
 func (m *metrics) record(ctx context.Context, attrs []attribute.KeyValue, v measured) {
 	set := func(more ...attribute.KeyValue) attribute.Set { return attribute.NewSet(slices.Concat(attrs, more)...) }
 	if v.usage != nil {
@@ -69,8 +78,14 @@ func (m *metrics) record(ctx context.Context, attrs []attribute.KeyValue, v meas
 		m.tokens.RecordSet(ctx, int64(in), set(semconv.GenAITokenTypeInput))
 		m.tokens.RecordSet(ctx, int64(out), set(semconv.GenAITokenTypeOutput))
 	}
-	if v.first != nil {
-		m.first.RecordSet(ctx, v.first.Seconds(), set())
+	if v.first != nil || len(v.gaps) > 0 {
+		plain := set()
+		if v.first != nil {
+			m.first.RecordSet(ctx, v.first.Seconds(), plain)
+		}
+		for _, gap := range v.gaps {
+			m.chunk.RecordSet(ctx, gap.Seconds(), plain)
+		}
 	}
 	if v.failed != nil {
 		m.duration.RecordSet(ctx, v.duration.Seconds(), set(semconv.ErrorTypeKey.String(errorType(v.failed))))

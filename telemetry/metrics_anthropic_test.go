@@ -57,6 +57,8 @@ func TestMetricsAnthropicCache(t *testing.T) {
 	attrs := "gen_ai.operation.name=chat gen_ai.provider.name=anthropic gen_ai.request.model=claude-test gen_ai.response.model=claude-test server.address=" + base.Hostname() + " server.port=" + base.Port()
 	want := []point{
 		{"gen_ai.client.operation.duration", attrs, 2, 0},
+		// The fake streams the two answers in 10 chunks: 8 after a first.
+		{"gen_ai.client.operation.time_per_output_chunk", attrs, 8, 0},
 		{"gen_ai.client.operation.time_to_first_chunk", attrs, 2, 0},
 		{"gen_ai.client.token.usage", with(attrs, "gen_ai.token.type=input"), 2, in},
 		{"gen_ai.client.token.usage", with(attrs, "gen_ai.token.type=output"), 2, out},

@@ -22,8 +22,8 @@ import (
 // the id of its response, the finish reason of each solution, the usage,
 // the time to the first chunk of a stream, and an error that ends the
 // stream. When t measures
-// requests, each Generate also records its usage, duration and time to
-// the first chunk (see the package's Metrics). The result is a
+// requests, each Generate also records its usage, duration, time to the
+// first chunk and time per chunk after it (see the package's Metrics). The result is a
 // provider.Describer with p's Endpoint when p is one, so that durable
 // runs save where their requests go. A Tracer that is off returns p, as
 // it does a p traced already. Generate may be called concurrently, as
@@ -82,8 +82,9 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 		ctx, span := p.tracer.Start(parent, spanName("chat", model), trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithAttributes(p.requestAttrs(req)...))
 		defer span.End()
-		// The clock is read only for what is recorded: the duration when
-		// measuring, the first chunk of a stream for the span too.
+		// The clock is read only for what is recorded: the duration and
+		// each chunk of a stream when measuring, the first chunk of a
+		// stream for the span too.
 		var start time.Time
 		if p.t.metrics != nil || req.Stream {
 			start = platform.Now(ctx)
@@ -93,10 +94,12 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 			reasons  []string
 			usage    provider.Usage
 			counted  bool
-			answered string        // the model the response named
-			id       string        // the response's id, when the provider said it
-			first    time.Duration // from the request to the first chunk of a stream
-			chunked  bool          // whether a chunk came
+			answered string          // the model the response named
+			id       string          // the response's id, when the provider said it
+			first    time.Duration   // from the request to the first chunk of a stream
+			chunked  bool            // whether a chunk came
+			last     time.Time       // when the chunk before came, in a stream measured
+			gaps     []time.Duration // from each chunk after the first to the one before
 			failed   error
 			stopped  bool
 		)
@@ -115,8 +118,14 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 			if c != nil {
 				// A chunk that only says a failed stream's usage is no
 				// piece of the answer.
-				if !chunked && req.Stream && !c.UsageOnly() {
-					first = platform.Now(ctx).Sub(start)
+				if req.Stream && !c.UsageOnly() && (!chunked || p.t.metrics != nil) {
+					now := platform.Now(ctx)
+					if !chunked {
+						first = now.Sub(start)
+					} else {
+						gaps = append(gaps, now.Sub(last))
+					}
+					last = now
 				}
 				chunked = chunked || !c.UsageOnly()
 				if c.Model != "" {
@@ -162,7 +171,7 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 			setError(span, failed)
 		}
 		if m := p.t.metrics; m != nil {
-			rec := measured{duration: platform.Now(ctx).Sub(start), failed: failed}
+			rec := measured{duration: platform.Now(ctx).Sub(start), failed: failed, gaps: gaps}
 			if counted {
 				rec.usage = &usage
 			}

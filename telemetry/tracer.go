@@ -34,8 +34,9 @@ type Config struct {
 	// step logs on. Nil: no spans, nor step logs.
 	TracerProvider trace.TracerProvider
 	// MeterProvider makes the instruments that measure requests:
-	// gen_ai.client.token.usage, gen_ai.client.operation.duration and
-	// gen_ai.client.operation.time_to_first_chunk. Nil: no metrics, and
+	// gen_ai.client.token.usage, gen_ai.client.operation.duration,
+	// gen_ai.client.operation.time_to_first_chunk and
+	// gen_ai.client.operation.time_per_output_chunk. Nil: no metrics, and
 	// nothing spent on them.
 	MeterProvider metric.MeterProvider
 }
