@@ -204,7 +204,9 @@ func (p *traced) requestAttrs(req *provider.Request) []attribute.KeyValue {
 	} else {
 		attrs = append(attrs, semconv.GenAIOutputTypeText)
 	}
-	attrs = append(attrs, semconv.GenAIRequestStream(req.Stream))
+	if req.Stream { // the conventions: set if and only if streaming
+		attrs = append(attrs, semconv.GenAIRequestStream(true))
+	}
 	if req.N > 1 {
 		attrs = append(attrs, semconv.GenAIRequestChoiceCount(req.N))
 	}
