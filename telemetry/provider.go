@@ -199,10 +199,10 @@ func (p *traced) requested(req *provider.Request) string {
 // requestAttrs returns the attributes of a request's span.
 func (p *traced) requestAttrs(req *provider.Request) []attribute.KeyValue {
 	attrs := p.metricAttrs(req, 5) // then the request's settings
+	// The conventions ask for the output type when the request asks for
+	// a format: a schema. Free text asks for none.
 	if req.Schema != nil {
 		attrs = append(attrs, semconv.GenAIOutputTypeJSON)
-	} else {
-		attrs = append(attrs, semconv.GenAIOutputTypeText)
 	}
 	if req.Stream { // the conventions: set if and only if streaming
 		attrs = append(attrs, semconv.GenAIRequestStream(true))

@@ -14,7 +14,9 @@ import (
 func TestRequestSettings(t *testing.T) {
 	// The span of a request says the settings the conventions ask for
 	// under their conditions: gen_ai.request.stream if and only if the
-	// request streams (unset means it does not).
+	// request streams (unset means it does not), gen_ai.output.type if
+	// the request asks for a format (a schema: json; free text asks for
+	// none).
 	schema := json.RawMessage(`{"type":"object"}`)
 	temp := 0.5
 	for _, tt := range []struct {
@@ -22,12 +24,13 @@ func TestRequestSettings(t *testing.T) {
 		req  provider.Request
 		want map[string]any // the attributes below; absent: not set
 	}{
-		{"plain", provider.Request{Model: "m", Schema: schema}, map[string]any{}},
-		{"stream", provider.Request{Model: "m", Schema: schema, Stream: true}, map[string]any{"gen_ai.request.stream": true}},
+		{"plain", provider.Request{Model: "m", Schema: schema}, map[string]any{"gen_ai.output.type": "json"}},
+		{"free text", provider.Request{Model: "m"}, map[string]any{}},
+		{"stream", provider.Request{Model: "m", Schema: schema, Stream: true}, map[string]any{"gen_ai.output.type": "json", "gen_ai.request.stream": true}},
 		{"settings", provider.Request{Model: "m", Schema: schema, N: 3, Temperature: &temp, MaxTokens: 100}, map[string]any{
-			"gen_ai.request.choice.count": int64(3), "gen_ai.request.temperature": 0.5, "gen_ai.request.max_tokens": int64(100),
+			"gen_ai.output.type": "json", "gen_ai.request.choice.count": int64(3), "gen_ai.request.temperature": 0.5, "gen_ai.request.max_tokens": int64(100),
 		}},
-		{"one choice", provider.Request{Model: "m", Schema: schema, N: 1}, map[string]any{}},
+		{"one choice", provider.Request{Model: "m", Schema: schema, N: 1}, map[string]any{"gen_ai.output.type": "json"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr, rec := recording()
@@ -41,7 +44,7 @@ func TestRequestSettings(t *testing.T) {
 			got := map[string]any{}
 			for k, v := range attrs(rec.Ended()[0]) {
 				switch k {
-				case "gen_ai.request.stream", "gen_ai.request.choice.count", "gen_ai.request.temperature", "gen_ai.request.max_tokens":
+				case "gen_ai.output.type", "gen_ai.request.stream", "gen_ai.request.choice.count", "gen_ai.request.temperature", "gen_ai.request.max_tokens":
 					got[k] = v
 				}
 			}
