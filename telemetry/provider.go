@@ -91,7 +91,8 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 		}
 		n := max(req.N, 1)
 		var (
-			reasons  []string
+			reasons  []string // of the solutions that came; "" until done
+			done     []bool
 			usage    provider.Usage
 			counted  bool
 			answered string          // the model the response named
@@ -134,11 +135,13 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 				if c.ResponseID != "" {
 					id = c.ResponseID
 				}
-				if c.Done && c.Index >= 0 && c.Index < n {
+				if c.Index >= 0 && c.Index < n && !c.UsageOnly() {
 					for len(reasons) <= c.Index {
-						reasons = append(reasons, "")
+						reasons, done = append(reasons, ""), append(done, false)
 					}
-					reasons[c.Index] = c.FinishReason
+					if c.Done {
+						reasons[c.Index], done[c.Index] = c.FinishReason, true
+					}
 				}
 				if c.Usage != nil {
 					usage.Add(*c.Usage)
@@ -151,7 +154,7 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 			}
 			return true
 		})
-		if len(reasons) > 0 {
+		if reasons := finishReasons(reasons, done, n, stopped); len(reasons) > 0 {
 			span.SetAttributes(semconv.GenAIResponseFinishReasons(reasons...))
 		}
 		if answered != "" {
@@ -185,6 +188,23 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 			m.record(ctx, attrs, rec)
 		}
 	}
+}
+
+// finishReasons returns the gen_ai.response.finish_reasons of a request
+// for n solutions, given the reasons of those that came and whether each
+// finished: a stream that failed or was stopped owes all n, one that
+// ended well those the provider sent. A solution that did not finish
+// has "error", as the conventions ask, rather than no reason.
+func finishReasons(reasons []string, done []bool, n int, stopped bool) []string {
+	for stopped && len(reasons) < n {
+		reasons, done = append(reasons, ""), append(done, false)
+	}
+	for i := range reasons {
+		if !done[i] {
+			reasons[i] = "error"
+		}
+	}
+	return reasons
 }
 
 // requested returns the model req asks for: its own, else the

@@ -3,6 +3,8 @@ package telemetry_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"iter"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -50,6 +52,59 @@ func TestRequestSettings(t *testing.T) {
 			}
 			if d := cmp.Diff(got, tt.want); d != "" {
 				t.Errorf("attributes (-got +want):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestFinishReasons(t *testing.T) {
+	// gen_ai.response.finish_reasons has the reason of each solution in
+	// order, and, as the conventions ask, "error" for one that did not
+	// finish: cut by a failure, or by the consumer stopping the stream.
+	// A failed or stopped request has a reason for each of the N it asked
+	// for; one that ended well, for those the provider sent.
+	broken := errors.New("connection reset")
+	chunk := func(i int, reason string) *provider.Chunk {
+		return &provider.Chunk{Index: i, Text: "1", Done: reason != "", FinishReason: reason}
+	}
+	for _, tt := range []struct {
+		name   string
+		n      int
+		chunks []*provider.Chunk
+		err    error // after the chunks
+		stop   int   // the consumer stops after this many chunks; 0: never
+		want   []string
+	}{
+		{"finished", 2, []*provider.Chunk{chunk(1, "length"), chunk(0, "stop")}, nil, 0, []string{"stop", "length"}},
+		{"fewer than asked", 3, []*provider.Chunk{chunk(0, "stop")}, nil, 0, []string{"stop"}},
+		{"one cut by a failure", 2, []*provider.Chunk{chunk(0, ""), chunk(1, "length")}, broken, 0, []string{"error", "length"}},
+		{"failed before any chunk", 2, nil, broken, 0, []string{"error", "error"}},
+		{"failed after the usage", 1, []*provider.Chunk{chunk(0, ""), {Usage: &provider.Usage{Input: 1}}}, broken, 0, []string{"error"}},
+		{"stopped", 2, []*provider.Chunk{chunk(0, "stop"), chunk(1, "")}, nil, 2, []string{"stop", "error"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, rec := recording()
+			p := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+				return func(yield func(*provider.Chunk, error) bool) {
+					for _, c := range tt.chunks {
+						if !yield(c, nil) {
+							return
+						}
+					}
+					if tt.err != nil {
+						yield(nil, tt.err)
+					}
+				}
+			})
+			got := 0
+			for range tr.Provider(p).Generate(context.Background(), &provider.Request{Model: "m", N: tt.n, Stream: true}) {
+				if got++; got == tt.stop {
+					break
+				}
+			}
+			reasons, _ := attrs(rec.Ended()[0])["gen_ai.response.finish_reasons"].([]string)
+			if d := cmp.Diff(reasons, tt.want); d != "" {
+				t.Errorf("finish reasons (-got +want):\n%s", d)
 			}
 		})
 	}
