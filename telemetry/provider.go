@@ -75,12 +75,12 @@ func (p described) Endpoint() provider.Endpoint { return p.d.Endpoint() }
 func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
 	return func(yield func(*provider.Chunk, error) bool) {
 		model := p.requested(req)
-		parent := ctx
+		parent, conv := ctx, ""
 		if r := stateOf(ctx); r != nil {
-			parent = r.request(ctx, model)
+			parent, conv = r.request(ctx, model)
 		}
 		ctx, span := p.tracer.Start(parent, spanName("chat", model), trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithAttributes(p.requestAttrs(req)...))
+			trace.WithAttributes(p.requestAttrs(req, conv)...))
 		defer span.End()
 		// The clock is read only for what is recorded: the duration and
 		// each chunk of a stream when measuring, the first chunk of a
@@ -216,9 +216,13 @@ func (p *traced) requested(req *provider.Request) string {
 	return p.model
 }
 
-// requestAttrs returns the attributes of a request's span.
-func (p *traced) requestAttrs(req *provider.Request) []attribute.KeyValue {
-	attrs := p.metricAttrs(req, 5) // then the request's settings
+// requestAttrs returns the attributes of a request's span, of the
+// conversation conv when not empty.
+func (p *traced) requestAttrs(req *provider.Request, conv string) []attribute.KeyValue {
+	attrs := p.metricAttrs(req, 6) // then the request's settings
+	if conv != "" {
+		attrs = append(attrs, semconv.GenAIConversationID(conv))
+	}
 	// The conventions ask for the output type when the request asks for
 	// a format: a schema. Free text asks for none.
 	if req.Schema != nil {

@@ -46,6 +46,7 @@ type runState struct {
 	clock  context.Context // its Now is the Config's Clock
 	logger *slog.Logger
 	model  string              // the Config's
+	id     string              // the run's, when known upfront: the conversation of its requests
 	outer  *platform.CallScope // the call the run runs for, if any: its own calls' Outer
 	usage  provider.Usage      // of the requests of this attempt: its EventUsage
 
@@ -101,7 +102,7 @@ func (t *Tracer) events(ctx context.Context, cfg agent.Config, id string, start 
 		if id != "" {
 			attrs = append(attrs, semconv.GenAIConversationID(id))
 		}
-		r := &runState{t: t, clock: platform.WithClock(ctx, cfg.Clock), logger: cfg.Logger, model: cfg.Model, outer: platform.CallOf(ctx), calls: map[string]*callState{}}
+		r := &runState{t: t, clock: platform.WithClock(ctx, cfg.Clock), logger: cfg.Logger, model: cfg.Model, id: id, outer: platform.CallOf(ctx), calls: map[string]*callState{}}
 		if r.logger == nil {
 			r.logger = slog.Default()
 		}
@@ -158,12 +159,13 @@ func (r *runState) callContext(ctx context.Context) context.Context {
 // request returns ctx with the parent of a request for model: the call
 // ctx runs for (a latent call's, a delegate's), else the open step, which
 // takes the model of its first request, else the run. The run takes the
-// model of its first request that is not a call's.
-func (r *runState) request(ctx context.Context, model string) context.Context {
+// model of its first request that is not a call's. conv is the
+// request's conversation: the run's id, when known upfront.
+func (r *runState) request(ctx context.Context, model string) (parent context.Context, conv string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if cs := r.callOf(ctx); cs != nil {
-		return trace.ContextWithSpan(ctx, cs.span)
+		return trace.ContextWithSpan(ctx, cs.span), r.id
 	}
 	if r.asked == "" {
 		r.asked = model
@@ -172,9 +174,9 @@ func (r *runState) request(ctx context.Context, model string) context.Context {
 		if s.model == "" {
 			s.model = model
 		}
-		return trace.ContextWithSpan(ctx, s.span)
+		return trace.ContextWithSpan(ctx, s.span), r.id
 	}
-	return trace.ContextWithSpan(ctx, r.span)
+	return trace.ContextWithSpan(ctx, r.span), r.id
 }
 
 // observe takes an event of the run before the consumer sees it.

@@ -234,6 +234,9 @@ func TestRunSpans(t *testing.T) {
 	if parentOf(chats[0]) != idOf(steps[0]) || parentOf(chats[1]) != idOf(steps[1]) {
 		t.Error("a request is not a child of its step")
 	}
+	if id, ok := attrs(chats[0])["gen_ai.conversation.id"]; ok {
+		t.Errorf("a request of a run with no id has the conversation %v", id)
+	}
 	if a := attrs(chats[1]); a["gen_ai.usage.cache_read.input_tokens"] != nil || a["gen_ai.usage.input_tokens"] != int64(10) {
 		t.Errorf("second request's usage: %v", a)
 	}
@@ -550,7 +553,8 @@ func TestProviderDescriber(t *testing.T) {
 
 func TestDurable(t *testing.T) {
 	// A durable run saves the traced provider's Endpoint; a resume is a
-	// run span of its own, named by the run's id. A resume whose Config
+	// run span of its own, named by the run's id, as are the requests of
+	// both: the run's id is their conversation. A resume whose Config
 	// names no model asks for the model the run saved, not the
 	// provider's default, and its run span says so.
 	tr, rec := recording()
@@ -596,6 +600,9 @@ invoke_agent
 	}
 	for _, s := range find(spans, "invoke_agent") {
 		checkAttrs(t, s, map[string]any{"gen_ai.conversation.id": "r1", "gen_ai.request.model": "claude-test"})
+	}
+	for _, s := range find(spans, "chat claude-test") {
+		checkAttrs(t, s, map[string]any{"gen_ai.conversation.id": "r1"})
 	}
 }
 
