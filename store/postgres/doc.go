@@ -38,7 +38,7 @@
 // Append keep an id of their own in the run's row (runs.last_write) and do
 // nothing when the row holds it already, then return nil as the first
 // did; Acquire sent again renews the lease it took. Load, and Entries
-// until it yielded an entry, are sent again alike. A query the server
+// and Runs until they yielded an entry or a run, are sent again alike. A query the server
 // refused on a sound connection, or whose ctx is done, is not sent again.
 //
 // # Schema

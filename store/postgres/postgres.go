@@ -510,36 +510,45 @@ func (s *Store) Load(ctx context.Context, id string) (store.Run, error) {
 	return run, nil
 }
 
-// Runs walks every run, most recently created first, then by id.
+// Runs walks every run, most recently created first, then by id, in one
+// statement, sent again, as send does, when its connection broke before
+// it yielded a run. Breaking out of the loop releases its connection.
 func (s *Store) Runs(ctx context.Context) iter.Seq2[store.Run, error] {
 	return func(yield func(store.Run, error) bool) {
-		rows, err := s.pool.Query(ctx, `SELECT `+runColumns+` FROM runs ORDER BY created DESC, id`)
+		err := s.onConn(ctx, func(c *pgxpool.Conn) (bool, error) {
+			n, err := readRuns(ctx, c, yield)
+			return n == 0, err
+		})
 		if err != nil {
-			yield(store.Run{}, fmt.Errorf("runs: %w", err))
-			return
-		}
-		defer rows.Close()
-		for rows.Next() {
-			if err := ctx.Err(); err != nil {
-				yield(store.Run{}, fmt.Errorf("runs: %w", err))
-				return
-			}
-			run, err := scanRun(rows)
-			if err != nil {
-				// One run it cannot read does not hide the others.
-				if !yield(store.Run{}, fmt.Errorf("runs: %w", err)) {
-					return
-				}
-				continue
-			}
-			if !yield(run, nil) {
-				return
-			}
-		}
-		if err := rows.Err(); err != nil {
 			yield(store.Run{}, fmt.Errorf("runs: %w", err))
 		}
 	}
+}
+
+// readRuns is Runs on connection c. It returns how many runs (or errors
+// reading one) it yielded, or -1 if yield returned false.
+func readRuns(ctx context.Context, c *pgxpool.Conn, yield func(store.Run, error) bool) (int, error) {
+	rows, err := c.Query(ctx, `SELECT `+runColumns+` FROM runs ORDER BY created DESC, id`)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		run, err := scanRun(rows)
+		if err != nil {
+			// One run it cannot read does not hide the others.
+			err = fmt.Errorf("runs: %w", err)
+		}
+		if !yield(run, err) {
+			return -1, nil
+		}
+		n++
+	}
+	return n, rows.Err()
 }
 
 // runColumns are the columns of table runs, in the order of runValues.

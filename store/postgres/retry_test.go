@@ -53,9 +53,9 @@ func journalOf(t *testing.T, s *postgres.Store, id string) []string {
 
 // TestWritesAfterConnectionsEnded: the server ended every connection of
 // the store's pool while it sat idle (pg_terminate_backend, as a restart
-// does). Each kind of write that follows, and a read, sent on a
-// connection the server ended, is sent again on another and succeeds,
-// and the journal holds each Append's entries once.
+// does). Each kind of write that follows, and each read (Entries, Load,
+// Runs), sent on a connection the server ended, is sent again on another
+// and succeeds, and the journal holds each Append's entries once.
 func TestWritesAfterConnectionsEnded(t *testing.T) {
 	app := "acts_" + strings.ToLower(rand.Text()[:10])
 	u := withParams(t, pgtest.Schema(t), "application_name", app, "pool_max_conns", "3")
@@ -110,6 +110,17 @@ func TestWritesAfterConnectionsEnded(t *testing.T) {
 	end(t)
 	if run, err := s.Load(ctx, "r"); err != nil || run.Status != store.Done || run.Lease.Owner != "" {
 		t.Errorf("run %+v, %v", run, err)
+	}
+	end(t)
+	var runs []string
+	for run, err := range s.Runs(ctx) {
+		if err != nil {
+			t.Fatalf("runs after the server ended the connections: %v", err)
+		}
+		runs = append(runs, run.ID+" "+string(run.Status))
+	}
+	if want := []string{"r done"}; strings.Join(runs, "\n") != strings.Join(want, "\n") {
+		t.Errorf("runs %q, want %q", runs, want)
 	}
 }
 
