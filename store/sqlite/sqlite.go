@@ -9,7 +9,8 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
+	modernc "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/augceo/agent/store"
 	"github.com/augceo/agent/store/internal/columns"
@@ -95,7 +96,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %q: want the name of a database file", path)
 	}
 	common := fmt.Sprintf("?_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", BusyTimeout.Milliseconds())
-	write, err := sql.Open("sqlite", path+common+"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+	write, err := sql.Open("sqlite", path+common+"&_pragma=synchronous(NORMAL)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -118,9 +119,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
-// init creates or migrates the tables, in one transaction, and prepares
-// the statements of the writes.
+// init puts the database in WAL mode, creates or migrates the tables, in
+// one transaction, and prepares the statements of the writes.
 func (s *Store) init(ctx context.Context) error {
+	if err := walMode(ctx, s.write); err != nil {
+		return err
+	}
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -158,6 +162,35 @@ func (s *Store) init(ctx context.Context) error {
 	}
 	return nil
 }
+
+// walMode puts the database of db in WAL mode, which the file keeps. The
+// switch of a file not yet in WAL mode fails with SQLITE_BUSY at once,
+// without waiting for the busy timeout, while another connection holds
+// the file's write lock, as another process opening a new file does
+// while it makes the switch: so the switch is tried again every
+// walRetry, until BusyTimeout.
+func walMode(ctx context.Context, db *sql.DB) error {
+	ctx, cancel := context.WithTimeout(ctx, BusyTimeout)
+	defer cancel()
+	for {
+		var mode string
+		err := db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode)
+		if e, ok := errors.AsType[*modernc.Error](err); !ok || e.Code()&0xff != sqlite3.SQLITE_BUSY {
+			if err == nil && mode != "wal" {
+				err = fmt.Errorf("journal mode is %s, not wal", mode)
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("switch to WAL mode: %w", err)
+		case <-time.After(walRetry):
+		}
+	}
+}
+
+// walRetry is how long walMode waits before it tries again.
+const walRetry = 5 * time.Millisecond
 
 // Close closes the database. Calls after Close fail.
 func (s *Store) Close() error {

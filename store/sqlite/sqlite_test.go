@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"bufio"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -262,5 +263,43 @@ func BenchmarkAppend(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestOpenWhileAnotherCreates opens a new database file while another
+// process, creating it, holds its write lock before the file is in WAL
+// mode (as Open does while it switches the file to WAL): Open waits for
+// the lock rather than fail with SQLITE_BUSY, which SQLite returns for
+// that switch without waiting the busy timeout.
+func TestOpenWhileAnotherCreates(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runs.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan error, 1)
+	time.AfterFunc(200*time.Millisecond, func() {
+		_, err := db.ExecContext(context.Background(), "ROLLBACK")
+		released <- err
+	})
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatalf("Open while another process held the write lock: %v", err)
+	}
+	defer s.Close()
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(t.Context(), run, journal...); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	var mode string
+	if err := db.QueryRowContext(t.Context(), "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal mode %q, %v; want wal", mode, err)
 	}
 }
