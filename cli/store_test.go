@@ -70,7 +70,7 @@ func TestLogCorrupt(t *testing.T) {
 }
 
 // TestRunsCorrupt: runs lists every run it can read, those after one it
-// cannot as well, then names that one.
+// cannot as well, then names that one and its file.
 func TestRunsCorrupt(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "runs.db")
 	st, err := sqlite.Open(t.Context(), db)
@@ -95,7 +95,7 @@ func TestRunsCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := acts(t.Context(), agent.NewRegistry(), "runs", "--store", db)
-	if code != 1 || !strings.Contains(out, "new") || !strings.Contains(out, "oldest") || errOut != "acts: runs: run old: usage: unexpected end of JSON input\n" {
+	if code != 1 || !strings.Contains(out, "new") || !strings.Contains(out, "oldest") || errOut != "acts: runs: "+db+": run old: usage: unexpected end of JSON input\n" {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

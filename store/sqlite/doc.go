@@ -22,7 +22,11 @@
 // CONFLICT (id) DO NOTHING, no row inserted being ErrExists) and its
 // entries; Save, Acquire and Append read the run's lease, check it and
 // write, with no other writer in between, in this process or another. A
-// writer waits up to [BusyTimeout] for the lock.
+// writer waits up to [BusyTimeout] for the lock. Open switches a new file
+// to WAL mode, a switch SQLite fails at once while another process holds
+// the write lock, so Open tries it again until BusyTimeout. An error of
+// the database names the file; one about a run (not found, held by
+// another) does not.
 //
 // The database runs in WAL mode with synchronous=NORMAL: a write that
 // returned survives the process being killed (SIGKILL, a panic, an OOM

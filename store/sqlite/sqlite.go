@@ -23,6 +23,7 @@ import (
 // Other processes may open the same file; their writes wait up to
 // [BusyTimeout] for the lock.
 type Store struct {
+	path  string  // the database file, as Open was given it, for errors
 	write *sql.DB // one connection: SQLite has one writer at a time
 	read  *sql.DB
 
@@ -104,7 +105,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	write.SetMaxIdleConns(1)
 	write.SetConnMaxLifetime(0)
 	write.SetConnMaxIdleTime(0)
-	s := &Store{write: write}
+	s := &Store{path: path, write: write}
 	if err := s.init(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -234,7 +235,7 @@ func (s *Store) Create(ctx context.Context, run store.Run, entries ...store.Entr
 		}
 		return s.insertEntries(ctx, tx, run.ID, 0, entries, times)
 	})
-	return columns.Wrap(err, "create", run.ID)
+	return s.wrap(err, "create", run.ID)
 }
 
 // Save replaces the metadata of a run for owner, in one transaction that
@@ -258,7 +259,7 @@ UPDATE runs SET kind = ?2, idea = ?3, model = ?4, status = ?5, error = ?6, usage
 WHERE id = ?1`, cols...)
 		return err
 	})
-	return columns.Wrap(err, "save", run.ID)
+	return s.wrap(err, "save", run.ID)
 }
 
 // Acquire leases a run to lease.Owner, in one transaction; see
@@ -279,7 +280,7 @@ func (s *Store) Acquire(ctx context.Context, id string, lease store.Lease, now t
 		_, err = tx.ExecContext(ctx, `UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE id = ?`, lease.Owner, expires, id)
 		return err
 	})
-	return columns.Wrap(err, "acquire", id)
+	return s.wrap(err, "acquire", id)
 }
 
 // Append adds entries to the end of a run's journal for owner in one
@@ -307,7 +308,7 @@ func (s *Store) Append(ctx context.Context, id, owner string, entries ...store.E
 		}
 		return s.insertEntries(ctx, tx, id, last, entries, times)
 	})
-	return columns.Wrap(err, "append to", id)
+	return s.wrap(err, "append to", id)
 }
 
 // inTx runs f in a transaction on the writer, BEGIN IMMEDIATE, and
@@ -345,7 +346,7 @@ func (s *Store) Entries(ctx context.Context, id string, after int64) iter.Seq2[s
 	return func(yield func(store.Entry, error) bool) {
 		n, err := s.entries(ctx, id, after, yield)
 		if err != nil {
-			yield(store.Entry{}, fmt.Errorf("entries of run %s: %w", id, err))
+			yield(store.Entry{}, s.wrap(err, "entries of", id))
 			return
 		}
 		if n > 0 {
@@ -354,7 +355,7 @@ func (s *Store) Entries(ctx context.Context, id string, after int64) iter.Seq2[s
 		// No entries: a run with none after after, or no run.
 		var exists bool
 		if err := s.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?)`, id).Scan(&exists); err != nil {
-			yield(store.Entry{}, fmt.Errorf("entries of run %s: %w", id, err))
+			yield(store.Entry{}, s.wrap(err, "entries of", id))
 		} else if !exists {
 			yield(store.Entry{}, fmt.Errorf("entries of run %s: %w", id, store.ErrNotFound))
 		}
@@ -399,7 +400,7 @@ func (s *Store) entries(ctx context.Context, id string, after int64, yield func(
 func (s *Store) Load(ctx context.Context, id string) (store.Run, error) {
 	run, err := scanRun(s.read.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
 	if err != nil {
-		return store.Run{}, fmt.Errorf("load run %s: %w", id, notFound(err))
+		return store.Run{}, s.wrap(notFound(err), "load", id)
 	}
 	return run, nil
 }
@@ -409,19 +410,19 @@ func (s *Store) Runs(ctx context.Context) iter.Seq2[store.Run, error] {
 	return func(yield func(store.Run, error) bool) {
 		rows, err := s.read.QueryContext(ctx, `SELECT `+runColumns+` FROM runs ORDER BY created DESC, id`)
 		if err != nil {
-			yield(store.Run{}, fmt.Errorf("runs: %w", err))
+			yield(store.Run{}, fmt.Errorf("runs: %s: %w", s.path, err))
 			return
 		}
 		defer rows.Close()
 		for rows.Next() {
 			if err := ctx.Err(); err != nil {
-				yield(store.Run{}, fmt.Errorf("runs: %w", err))
+				yield(store.Run{}, fmt.Errorf("runs: %s: %w", s.path, err))
 				return
 			}
 			run, err := scanRun(rows)
 			if err != nil {
 				// One run it cannot read does not hide the others.
-				if !yield(store.Run{}, fmt.Errorf("runs: %w", err)) {
+				if !yield(store.Run{}, fmt.Errorf("runs: %s: %w", s.path, err)) {
 					return
 				}
 				continue
@@ -431,9 +432,19 @@ func (s *Store) Runs(ctx context.Context) iter.Seq2[store.Run, error] {
 			}
 		}
 		if err := rows.Err(); err != nil {
-			yield(store.Run{}, fmt.Errorf("runs: %w", err))
+			yield(store.Run{}, fmt.Errorf("runs: %s: %w", s.path, err))
 		}
 	}
+}
+
+// wrap is columns.Wrap naming the database file in an error of the
+// database, not in one of the store's own about the run (ErrNotFound,
+// ErrExists, a *LeaseError).
+func (s *Store) wrap(err error, what, id string) error {
+	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrExists) && !errors.Is(err, store.ErrLeased) {
+		err = fmt.Errorf("%s: %w", s.path, err)
+	}
+	return columns.Wrap(err, what, id)
 }
 
 // runColumns are the columns of table runs, in the order of runValues.

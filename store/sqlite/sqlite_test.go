@@ -303,3 +303,52 @@ func TestOpenWhileAnotherCreates(t *testing.T) {
 		t.Errorf("journal mode %q, %v; want wal", mode, err)
 	}
 }
+
+// TestErrorsNameFile: an error of the database names its file, as two
+// processes may use different files; one about the run does not.
+func TestErrorsNameFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runs.db")
+	s := open(t, path)
+	if err := s.Create(t.Context(), run, journal[:1]...); err != nil {
+		t.Fatal(err)
+	}
+	unknown, held := s.Append(t.Context(), "nope", ""), s.Append(t.Context(), run.ID, "other")
+	// Another process holds the write lock longer than the write waits.
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	locked := s.Append(ctx, run.ID, run.Lease.Owner, journal[1:]...)
+	if _, err := db.ExecContext(t.Context(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	execSQL(t, path, `CREATE TRIGGER refuse BEFORE INSERT ON entries BEGIN SELECT RAISE(ABORT, 'the journal is closed'); END`)
+	refused := s.Append(t.Context(), run.ID, run.Lease.Owner, journal[1:]...)
+	execSQL(t, path, `DROP TRIGGER refuse; ALTER TABLE entries RENAME TO gone`)
+	var read error
+	for _, err := range s.Entries(t.Context(), run.ID, 0) {
+		read = err
+	}
+	for _, tt := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"write lock held", locked, "append to run r: " + path + ": context deadline exceeded"},
+		{"write refused", refused, "append to run r: " + path + ": constraint failed: the journal is closed"},
+		{"read failed", read, "entries of run r: " + path + ": SQL logic error: no such table: entries"},
+		{"unknown run", unknown, "append to run nope: store: run not found"},
+		{"run held", held, "store: run r is held by host/1"},
+	} {
+		if tt.err == nil || !strings.HasPrefix(tt.err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want it to begin %q", tt.name, tt.err, tt.want)
+		}
+	}
+}
