@@ -329,3 +329,49 @@ CREATE TRIGGER refuse BEFORE INSERT ON entries FOR EACH STATEMENT EXECUTE FUNCTI
 		t.Errorf("after the resume: %+v, %v", run, err)
 	}
 }
+
+// BenchmarkPostgresRoundTrips runs manyStepsRun (4 steps, 9 calls)
+// against PostgreSQL through a proxy that counts the round trips to the
+// server, and reports them per step: in all, and those that were pgx's
+// pings of a connection idle for more than a second, or prepared a
+// statement; and the store's writes per step. With wait=1.1s the model
+// takes 1.1 s to answer, as a real one does, so the connections sit
+// idle between steps.
+//
+//	ACTS_TEST_POSTGRES=postgres://… go test -run '^$' -bench PostgresRoundTrips -benchtime 3x .
+func BenchmarkPostgresRoundTrips(b *testing.B) {
+	reg, _, schema, newReplay := manyStepsRun()
+	_, msgs := tenTools()
+	for _, wait := range []time.Duration{0, 1100 * time.Millisecond} {
+		b.Run(fmt.Sprint("wait=", wait), func(b *testing.B) {
+			url, count := pgtest.Proxy(b, pgtest.Schema(b))
+			pg, err := postgres.Open(b.Context(), url)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pg.Close()
+			st := &countingStore{Store: pg}
+			before := count.RoundTrips.Load()
+			beforePings, beforePrepares := count.Pings.Load(), count.Prepares.Load()
+			steps, runs := 0, 0
+			for b.Loop() {
+				runs++
+				answers := newReplay().provider()
+				p := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+					time.Sleep(wait)
+					return answers.Generate(ctx, req)
+				})
+				res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, Store: st, RunID: fmt.Sprint("r", runs)}, schema, msgs)
+				if err != nil {
+					b.Fatal(err)
+				}
+				steps += res.Steps
+			}
+			n := float64(steps)
+			b.ReportMetric(float64(count.RoundTrips.Load()-before)/n, "roundtrips/step")
+			b.ReportMetric(float64(count.Pings.Load()-beforePings)/n, "pings/step")
+			b.ReportMetric(float64(count.Prepares.Load()-beforePrepares)/n, "prepares/step")
+			b.ReportMetric(float64(st.tx.Load())/n, "writes/step")
+		})
+	}
+}
