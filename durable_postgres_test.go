@@ -176,9 +176,7 @@ func terminate(t *testing.T, app string) int {
 // connections (pg_terminate_backend, as a restart or a failover does)
 // while a run's calls work. The journal writes that follow, sent on
 // those connections, are sent again on new ones: the run goes on and
-// ends done, and its journal holds each entry once. (Connections idle
-// for more than a second are pinged before use, so a restart between
-// writes that far apart goes unnoticed; these are used again at once.)
+// ends done, and its journal holds each entry once.
 func TestPostgresConnectionsTerminated(t *testing.T) {
 	app := "acts_" + strings.ToLower(rand.Text()[:10])
 	st, err := postgres.Open(t.Context(), pgtest.Schema(t)+"&application_name="+app)

@@ -38,7 +38,11 @@
 // Append keep an id of their own in the run's row (runs.last_write) and do
 // nothing when the row holds it already, then return nil as the first
 // did; Acquire sent again renews the lease it took. Load, and Entries
-// and Runs until they yielded an entry or a run, are sent again alike. A query the server
+// and Runs until they yielded an entry or a run, are sent again alike.
+// So the store does not ping a connection idle for more than a second
+// before it uses it, as pgxpool does by default, unless the URL sets
+// pool_ping_timeout: that ping was a round trip more for the first write
+// of each step of a run. A query the server
 // refused on a sound connection, or whose ctx is done, is not sent again.
 //
 // # Schema

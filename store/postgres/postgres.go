@@ -117,6 +117,15 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
+	if cfg.PingTimeout == 0 {
+		// pgxpool pings a connection idle for more than a second before
+		// it hands it out: a round trip more for the first write of each
+		// step, which follows the model's answer. A query sent on a
+		// connection that broke is sent again on another (see send), so
+		// the ping finds nothing the query does not. pool_ping_timeout in
+		// the URL keeps the pings, bounded.
+		cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)

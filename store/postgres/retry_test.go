@@ -277,3 +277,49 @@ CREATE TRIGGER refuse BEFORE INSERT ON entries FOR EACH STATEMENT EXECUTE FUNCTI
 		t.Errorf("the Append was sent %d times (%v)", tries, err)
 	}
 }
+
+// TestWriteAfterIdleOneRoundTrip: a write on a connection idle for more
+// than a second (a run's first write after the model answered) is one
+// round trip to the server. pgxpool would ping the connection first; a
+// write on one that broke is sent again anyway (see
+// TestWritesAfterConnectionsEnded). With pool_ping_timeout set in the
+// URL, the ping stays.
+func TestWriteAfterIdleOneRoundTrip(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		params    []string
+		roundTrip int64 // per write after the connection sat idle
+	}{
+		{"default", []string{"pool_max_conns", "1"}, 1},
+		{"pool_ping_timeout", []string{"pool_max_conns", "1", "pool_ping_timeout", "5s"}, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			u, count := pgtest.Proxy(t, pgtest.Schema(t))
+			s := open(t, withParams(t, u, tt.params...).String())
+			ctx := t.Context()
+			now := time.Date(2025, 3, 14, 15, 9, 26, 0, time.UTC)
+			lease := store.Lease{Owner: "me", Expires: now.Add(time.Minute)}
+			entry := store.Entry{Type: store.EntryStarted, Call: "a", Data: json.RawMessage(`{}`), Time: now}
+			if err := s.Create(ctx, store.Run{ID: "r", Lease: lease}, entry); err != nil {
+				t.Fatal(err)
+			}
+			for _, write := range []func() error{
+				func() error { return s.Append(ctx, "r", "me", entry) },
+				func() error { return s.Acquire(ctx, "r", lease, now) },
+			} {
+				// Each statement is prepared on its first use on a connection.
+				if err := write(); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(1100 * time.Millisecond) // pgxpool pings after a second
+				before, pings := count.RoundTrips.Load(), count.Pings.Load()
+				if err := write(); err != nil {
+					t.Fatal(err)
+				}
+				if n, p := count.RoundTrips.Load()-before, count.Pings.Load()-pings; n != tt.roundTrip || p != tt.roundTrip-1 {
+					t.Errorf("a write after the connection sat idle made %d round trips, %d of them pings; want %d", n, p, tt.roundTrip)
+				}
+			}
+		})
+	}
+}
