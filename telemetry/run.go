@@ -242,10 +242,14 @@ func (r *runState) endStep() {
 	s.span.SetAttributes(stepCallsKey.Int(s.calls), stepFailedKey.Int(s.failed))
 	s.span.End()
 	u := s.usage
+	tokens := []any{"input", u.Input, "output", u.Output, "thinking", u.Thinking, "cache_read", u.CacheRead, "cache_write", u.CacheWrite}
+	if u.CacheWriteLong > 0 { // only runs that ask for a long cache retention have them
+		tokens = append(tokens, "cache_write_long", u.CacheWriteLong)
+	}
 	attrs := []slog.Attr{
 		slog.Int("step", s.n),
 		slog.String("model", model),
-		slog.Group("tokens", "input", u.Input, "output", u.Output, "thinking", u.Thinking, "cache_read", u.CacheRead, "cache_write", u.CacheWrite),
+		slog.Group("tokens", tokens...),
 		slog.Int("calls", s.calls),
 		slog.Int("failed", s.failed),
 		slog.Duration("duration", platform.Now(r.clock).Sub(s.start)),

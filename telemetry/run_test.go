@@ -166,7 +166,7 @@ func twoSteps() (agent.Config, []message.Message) {
 	model := scripted.New(
 		scripted.Response{Solutions: []string{`{"calls":[{"_tool":"lookup","id":"c1","_outputPath":"†state.customer"},
 			{"_tool":"charge","amount":5,"_outputPath":"†state.receipt"}],"output":null}`},
-			Usage: provider.Usage{Input: 100, Output: 20, Thinking: 5, CacheRead: 50, CacheWrite: 10}},
+			Usage: provider.Usage{Input: 100, Output: 20, Thinking: 5, CacheRead: 50, CacheWrite: 10, CacheWriteLong: 4}},
 		scripted.Response{Solutions: []string{`{"calls":[],"output":{"done":true}}`}, Usage: provider.Usage{Input: 10, Output: 5}},
 	)
 	cfg := agent.Config{Provider: described{model, anthropic}, Registry: reg, Model: "claude-test", Clock: fixed,
@@ -504,7 +504,7 @@ func TestEventsUnchanged(t *testing.T) {
 			}
 			cfg, msgs = twoSteps()
 			res, err := tt.t.Run(context.Background(), cfg, anyOutput, msgs)
-			if err != nil || render(agent.RunEvent{Result: res}, nil) != " 0 result 2 {\"done\":true} {Input:110 Output:25 Thinking:5 CacheRead:50 CacheWrite:10 CacheWriteLong:0}" {
+			if err != nil || render(agent.RunEvent{Result: res}, nil) != " 0 result 2 {\"done\":true} {Input:110 Output:25 Thinking:5 CacheRead:50 CacheWrite:10 CacheWriteLong:4}" {
 				t.Errorf("Run = %s, %v", render(agent.RunEvent{Result: res}, nil), err)
 			}
 		})
@@ -789,7 +789,7 @@ func TestStepLog(t *testing.T) {
 		t    *telemetry.Tracer
 		want string
 	}{
-		{"no-op provider", telemetry.New(noop.NewTracerProvider()), `{"level":"INFO","msg":"step","step":1,"model":"claude-test","tokens":{"input":100,"output":20,"thinking":5,"cache_read":50,"cache_write":10},"calls":2,"failed":1,"duration":0}
+		{"no-op provider", telemetry.New(noop.NewTracerProvider()), `{"level":"INFO","msg":"step","step":1,"model":"claude-test","tokens":{"input":100,"output":20,"thinking":5,"cache_read":50,"cache_write":10,"cache_write_long":4},"calls":2,"failed":1,"duration":0}
 {"level":"INFO","msg":"step","step":2,"model":"claude-test","tokens":{"input":10,"output":5,"thinking":0,"cache_read":0,"cache_write":0},"calls":0,"failed":0,"duration":0}
 `},
 		{"off", telemetry.New(nil), ""},
