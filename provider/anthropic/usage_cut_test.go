@@ -99,6 +99,20 @@ func TestFailedStreamUsage(t *testing.T) {
 // beganTransport closes began[i] once the adapter read the first event of
 // solution i's response and asks for more: the response began, as the
 // adapter sees it.
+// watchedProvider returns a provider whose requests h answers, each
+// closing began[its index] once its response began.
+func watchedProvider(t *testing.T, h http.Handler, began []chan struct{}) *Provider {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	hc := srv.Client()
+	hc.Transport = indexTransport{beganTransport{hc.Transport, began}}
+	p, err := New(Config{APIKey: testKey, BaseURL: srv.URL, Model: testModel, HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 type beganTransport struct {
 	base  http.RoundTripper
 	began []chan struct{}
@@ -159,14 +173,7 @@ func TestSeveralSolutionsOneCut(t *testing.T) {
 		}
 		writeSSE(w, deltaEvent(fmt.Sprintf(`"colour %d"}`, i))+endEvents(7))
 	})
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	hc := srv.Client()
-	hc.Transport = indexTransport{beganTransport{hc.Transport, began}}
-	p, err := New(Config{APIKey: testKey, BaseURL: srv.URL, Model: testModel, HTTPClient: hc})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := watchedProvider(t, h, began)
 	texts := make([]string, 3)
 	var usage provider.Usage
 	for c, err := range p.Generate(t.Context(), request(true, 3)) {
@@ -202,14 +209,7 @@ func TestSeveralSolutionsCancelled(t *testing.T) {
 		writeSSE(w, startEvent(100, 1)+deltaEvent(`{"output":`))
 		<-r.Context().Done() // streams until the caller goes
 	})
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	hc := srv.Client()
-	hc.Transport = indexTransport{beganTransport{hc.Transport, began}}
-	p, err := New(Config{APIKey: testKey, BaseURL: srv.URL, Model: testModel, HTTPClient: hc})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := watchedProvider(t, h, began)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	go func() {
