@@ -102,7 +102,6 @@ func continueRun(ctx context.Context, env *Env, rf *runFlags, said []turnMessage
 	if err != nil {
 		return err
 	}
-	sayEndpoint(env.Stderr, "continuing", run.ID, &cfg)
 	if saved != nil {
 		// The turn's calls may use the tools of the Idea's MCP servers,
 		// which the run's context offers.
@@ -112,7 +111,8 @@ func continueRun(ctx context.Context, env *Env, rf *runFlags, said []turnMessage
 		}
 		defer closeMCP()
 	}
-	return drive(ctx, env, rf, run.ID, agent.ContinueEvents(ctx, cfg, run.ID, msgs...), 0)
+	events := sayFirst(agent.ContinueEvents(ctx, cfg, run.ID, msgs...), func() { sayEndpoint(env.Stderr, "continuing", run.ID, &cfg) })
+	return drive(ctx, env, rf, run.ID, events, 0)
 }
 
 // readTurn reads the messages of --message and --messages, in order.

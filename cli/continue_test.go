@@ -293,9 +293,10 @@ func TestReadTurn(t *testing.T) {
 	}
 }
 
-// TestResumeHeld: a resume of a run another process holds fails naming
-// the holder, prints no summary (which would call the run failed), and
-// leaves the run as it was.
+// TestResumeHeld: a resume of a run another process holds (an
+// interrupted one, which it is resuming, say) fails naming the holder,
+// does not say it is resuming, prints no summary (which would call the
+// run failed), and leaves the run as it was.
 func TestResumeHeld(t *testing.T) {
 	srv := openaitest.Server(t, func([]byte) string { return `{"output":{"capital":"Paris"}}` })
 	idea := writeFile(t, "chat.json", chatIdea)
@@ -311,6 +312,13 @@ func TestResumeHeld(t *testing.T) {
 	}
 	until := time.Now().Add(time.Hour)
 	err = st.Acquire(ctx, "held", store.Lease{Owner: "other-host", Expires: until}, time.Now())
+	if err == nil {
+		var run store.Run
+		if run, err = st.Load(ctx, "held"); err == nil {
+			run.Status = store.Interrupted
+			err = st.Save(ctx, "other-host", run)
+		}
+	}
 	st.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -319,6 +327,9 @@ func TestResumeHeld(t *testing.T) {
 	code, out, errOut := acts(ctx, reg, "resume", "held", "--store", db)
 	if want := "run held is held by other-host"; code != 1 || !strings.Contains(errOut, want) {
 		t.Errorf("exit %d, stderr %q; want 1, %q", code, errOut, want)
+	}
+	if strings.Contains(errOut, "resuming") {
+		t.Errorf("stderr %q: says it is resuming a run it did not get", errOut)
 	}
 	if out != "" {
 		t.Errorf("stdout %q: a summary of a resume that did not start", out)

@@ -239,8 +239,8 @@ func TestResumeMCPServerFails(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, `mcp: server "echo": connect: `) || !strings.Contains(errOut, "(stderr: the server is down)") {
 		t.Errorf("resume with the server down: exit %d, stderr %q", code, errOut)
 	}
-	if !strings.HasPrefix(errOut, "resuming run r: model m\n") { // a test double has no name nor URL to say
-		t.Errorf("stderr %q, want it to start with the resume's line", errOut)
+	if strings.Contains(errOut, "resuming") { // the run was not resumed
+		t.Errorf("stderr %q: says it is resuming", errOut)
 	}
 	if n := len(p.Requests()); n != 0 {
 		t.Errorf("the model was asked %d times with the server down", n)

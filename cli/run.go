@@ -214,7 +214,7 @@ idempotent or it is latent (the model answers it), and is reported
 otherwise. The MCP servers of the run's Idea,
 saved with the run, are started again for their tools. An agent loop calls
 the endpoint and model the run was made with (and says which on standard
-error) unless --model or --base-url say otherwise. A run held by another
+error, once it holds the run) unless --model or --base-url say otherwise. A run held by another
 process fails, naming the holder; after a crash its lease expires and
 resume takes over. Exit statuses and the summary are those of run.`,
 	setup: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
@@ -247,9 +247,6 @@ func resume(ctx context.Context, env *Env, rf *runFlags, pos []string) error {
 	if err != nil {
 		return err
 	}
-	if cfg.Provider != nil && run.Status != store.Done { // a done run asks nothing
-		sayEndpoint(env.Stderr, "resuming", run.ID, &cfg)
-	}
 	if saved != nil && run.Status != store.Done {
 		// The run's context offers the tools of its Idea's MCP servers,
 		// with their definitions: its calls need their activities again.
@@ -263,7 +260,29 @@ func resume(ctx context.Context, env *Env, rf *runFlags, pos []string) error {
 	if run.Kind == "plan" {
 		total = planSize(ctx, st, run)
 	}
-	return drive(ctx, env, rf, run.ID, agent.ResumeEvents(ctx, cfg, run.ID), total)
+	events := agent.ResumeEvents(ctx, cfg, run.ID)
+	if cfg.Provider != nil && run.Status != store.Done { // a done run asks nothing
+		events = sayFirst(events, func() { sayEndpoint(env.Stderr, "resuming", run.ID, &cfg) })
+	}
+	return drive(ctx, env, rf, run.ID, events, total)
+}
+
+// sayFirst calls say before the first event of a resume or continuation,
+// once it holds the run: not before one that was refused (another
+// process holds the run, say), which is as it was.
+func sayFirst(events iter.Seq2[agent.RunEvent, error], say func()) iter.Seq2[agent.RunEvent, error] {
+	return func(yield func(agent.RunEvent, error) bool) {
+		first := true
+		for ev, err := range events {
+			if first && !errors.Is(err, agent.ErrRefused) {
+				say()
+			}
+			first = false
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
 }
 
 // reopenConfig returns the configuration that resumes or continues run
