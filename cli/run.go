@@ -388,16 +388,21 @@ func planSize(ctx context.Context, st store.Store, run store.Run) int {
 
 // summary is what run and resume print at the end (--json).
 type summary struct {
-	Run      string          `json:"run"`
-	Status   store.Status    `json:"status"`
-	Calls    int             `json:"calls"`
-	Failed   int             `json:"failed"`
-	Messages int             `json:"messages"`
+	Run    string       `json:"run"`
+	Status store.Status `json:"status"`
+	Calls  int          `json:"calls"`
+	Failed int          `json:"failed"`
+	// Messages is the length of the run's log, left out when the run
+	// ended with none to count (it failed before it went anywhere).
+	Messages int             `json:"messages,omitempty"`
 	Steps    int             `json:"steps,omitempty"`
 	Usage    provider.Usage  `json:"usage"`
 	Output   json.RawMessage `json:"output,omitempty"`
 	Error    string          `json:"error,omitempty"`
 	Seconds  float64         `json:"seconds"`
+	// ran is set once a request or a call started: a run that failed
+	// before either is said to have, rather than counted.
+	ran bool
 }
 
 // drive consumes a run's events: progress, then a summary. A resume or a
@@ -427,6 +432,8 @@ func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.S
 			break
 		}
 		switch ev.Kind {
+		case agent.EventStep, agent.EventCallQueued, agent.EventCallStarted:
+			s.ran = true
 		case agent.EventCallFinished:
 			s.Calls++
 			bar.step(ctx, s.Calls, s.Failed)
@@ -438,6 +445,7 @@ func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.S
 			}
 			s.Calls++
 			s.Failed++
+			s.ran = true
 			bar.step(ctx, s.Calls, s.Failed)
 		case agent.EventDone:
 			res = ev.Result
@@ -490,16 +498,26 @@ func printSummary(w io.Writer, s *summary, rf *runFlags) error {
 		return err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "run %s: %s in %.2fs\n", escapeLine(s.Run), s.Status, s.Seconds)
-	fmt.Fprintf(&b, "  calls: %d ok, %d failed\n", s.Calls-s.Failed, s.Failed)
-	fmt.Fprintf(&b, "  messages: %d", s.Messages)
-	if s.Steps > 0 {
-		fmt.Fprintf(&b, ", steps: %d", s.Steps)
+	fmt.Fprintf(&b, "run %s: %s in %.2fs", escapeLine(s.Run), s.Status, s.Seconds)
+	if !s.ran && s.Status != store.Done {
+		// An invalid plan, a call with no model: nothing to count.
+		b.WriteString(", before any call or request\n")
+	} else {
+		fmt.Fprintf(&b, "\n  calls: %d ok, %d failed\n", s.Calls-s.Failed, s.Failed)
+		var counts []string
+		if s.Messages > 0 {
+			counts = append(counts, fmt.Sprintf("messages: %d", s.Messages))
+		}
+		if s.Steps > 0 {
+			counts = append(counts, fmt.Sprintf("steps: %d", s.Steps))
+		}
+		if t := s.Usage.Total(); t > 0 {
+			counts = append(counts, fmt.Sprintf("tokens: %d", t))
+		}
+		if len(counts) > 0 {
+			fmt.Fprintf(&b, "  %s\n", strings.Join(counts, ", "))
+		}
 	}
-	if t := s.Usage.Total(); t > 0 {
-		fmt.Fprintf(&b, ", tokens: %d", t)
-	}
-	b.WriteString("\n")
 	if s.Output != nil {
 		fmt.Fprintf(&b, "  output: %s\n", escapeJSON(string(s.Output)))
 	}

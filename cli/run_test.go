@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -580,5 +582,43 @@ func TestStoreName(t *testing.T) {
 		if got := storeName(url); got != want {
 			t.Errorf("storeName(%q) = %q, want %q", url, got, want)
 		}
+	}
+}
+
+// TestRunFailedBeforeAnything: a run that fails before any call or
+// request (a plan that does not validate, a latent call with no model)
+// says so, and its summary has no counts of what never happened.
+func TestRunFailedBeforeAnything(t *testing.T) {
+	t.Setenv("ACTS_MODEL", "")
+	unknown := writeFile(t, "unknown.json", `{"schema":{},"context":[{"type":"plan","plan":[{"_tool":"nope","_outputPath":"†state.x"}]}]}`)
+	latent := writeFile(t, "latent.json", `{"schema":{"type":"object"},"context":[{"type":"tool","tool":{"classify":{"type":"object","properties":{"_output":{"type":"string"}}}}},`+
+		`{"type":"plan","plan":[{"_tool":"classify","_outputPath":"†state.label"}]}]}`)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	for _, tt := range []struct {
+		name, idea, err string
+	}{
+		{"invalid plan", unknown, `unknown tool "nope"`},
+		{"no model", latent, "no provider"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			id := strings.ReplaceAll(tt.name, " ", "-")
+			code, out, errOut := acts(t.Context(), agent.NewRegistry(), "run", tt.idea, "--store", db, "--id", id)
+			if code != 1 || !strings.Contains(errOut, tt.err) {
+				t.Errorf("exit %d, stderr %q; want 1, %q", code, errOut, tt.err)
+			}
+			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+			if len(lines) != 2 || !regexp.MustCompile(`^run `+id+`: failed in [0-9.]+s, before any call or request$`).MatchString(lines[0]) ||
+				lines[1] != "  trace: acts log "+id+" --store "+db {
+				t.Errorf("summary:\n%s", out)
+			}
+			code, out, _ = acts(t.Context(), agent.NewRegistry(), "run", tt.idea, "--store", db, "--id", id+"-json", "--json")
+			var s map[string]any
+			if err := json.Unmarshal([]byte(out), &s); code != 1 || err != nil {
+				t.Fatalf("--json: exit %d, %q: %v", code, out, err)
+			}
+			if _, ok := s["messages"]; ok || s["status"] != "failed" || !strings.Contains(fmt.Sprint(s["error"]), tt.err) {
+				t.Errorf("--json summary %s", out)
+			}
+		})
 	}
 }
