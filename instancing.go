@@ -40,6 +40,25 @@ func PlanInstancesEvents(ctx context.Context, cfg Config, plan []json.RawMessage
 	return planEvents(ctx, cfg, plan, &instancing{ids: ids, bases: bases}, context)
 }
 
+// ValidatePlanInstances is [ValidatePlan] for plan as a template run
+// once per instance of the context, as [ExecutePlanInstances] checks it
+// before it runs: each instance's copy of a call reads that instance's
+// data, falling back to global data, and sees the outputs of its own
+// instance's calls. Problems name the template call and the instances
+// that have them. A template call that has an _instance is a
+// *PlanError; a context with no instance is ErrNoInstances.
+func ValidatePlanInstances(ctx context.Context, cfg Config, plan []json.RawMessage, context []message.Message) error {
+	ids := InstanceIDs(context)
+	if len(ids) == 0 {
+		return ErrNoInstances
+	}
+	calls, err := InstancePlan(plan, ids)
+	if err != nil {
+		return err
+	}
+	return validatePlan(ctx, cfg, calls, len(plan), context)
+}
+
 // InstanceIDs returns the instances of the data messages of msgs, in
 // order of first appearance.
 func InstanceIDs(msgs []message.Message) []string {

@@ -217,6 +217,12 @@ func CheckPlan(plan []json.RawMessage) error {
 // context itself (a malformed message, an unknown tool message) are
 // returned as they are.
 func ValidatePlan(ctx context.Context, cfg Config, plan []json.RawMessage, context []message.Message) error {
+	return validatePlan(ctx, cfg, plan, 0, context)
+}
+
+// validatePlan validates calls against context; with a stride, calls are
+// a template's copies (see ValidatePlanInstances).
+func validatePlan(ctx context.Context, cfg Config, calls []json.RawMessage, stride int, context []message.Message) error {
 	log, err := message.NewLog(context...)
 	if err != nil {
 		return errorf("agent: context: %w", err)
@@ -225,9 +231,9 @@ func ValidatePlan(ctx context.Context, cfg Config, plan []json.RawMessage, conte
 	if err != nil {
 		return err
 	}
-	g := analyse(plan)
+	g := analyse(calls)
 	g.validate(x, log)
-	return g.err(0)
+	return g.err(stride)
 }
 
 // ExecutePlan runs a plan against a context without asking the model to

@@ -996,7 +996,32 @@ func TestExecutePlanInstancesErrors(t *testing.T) {
 			if res != nil {
 				t.Errorf("result %+v", res)
 			}
+			// Validation alone finds what the run finds first.
+			err = agent.ValidatePlanInstances(context.Background(), cfg, planOf(t, tt.plan), tt.context)
+			if err == nil || err.Error() != tt.want || !errors.Is(err, tt.is) {
+				t.Errorf("ValidatePlanInstances: got  %v\nwant %s", err, tt.want)
+			}
 		})
+	}
+}
+
+// TestValidatePlanInstances: a template plan that reads instanced data
+// is valid per instance, while ValidatePlan, which sees no instance,
+// finds nothing there; an instance that lacks the data is named.
+func TestValidatePlanInstances(t *testing.T) {
+	cfg := agent.Config{Registry: agent.NewRegistry()}
+	plan := planOf(t, `[{"_tool":"t","v":"†input.n","_outputPath":"†state.d"},{"_tool":"t","v":"†state.d"}]`)
+	full := planCtx(t, `[{"type":"tool","tool":{"t":{"type":"object"}}},{"type":"input","_instance":"1","n":1},{"type":"input","_instance":"2","n":2}]`)
+	if err := agent.ValidatePlanInstances(context.Background(), cfg, plan, full); err != nil {
+		t.Errorf("instances with their inputs: %v", err)
+	}
+	if err := agent.ValidatePlan(context.Background(), cfg, plan, full); !errors.Is(err, agent.ErrUnsatisfiable) {
+		t.Errorf("ValidatePlan of the template: %v, want it unsatisfiable with no instance", err)
+	}
+	lacking := planCtx(t, `[{"type":"tool","tool":{"t":{"type":"object"}}},{"type":"input","_instance":"1","n":1},{"type":"state","_instance":"2","m":2}]`)
+	want := "agent: invalid plan: call 0 (t) instance 2 param /v ref †input.n: unsatisfiable reference: no call writes it and the context has no value there"
+	if err := agent.ValidatePlanInstances(context.Background(), cfg, plan, lacking); err == nil || err.Error() != want {
+		t.Errorf("an instance without its input:\ngot  %v\nwant %s", err, want)
 	}
 }
 
