@@ -30,7 +30,7 @@
 //	acts log RUN [flags]
 //	acts fork RUN --at N [flags]
 //	acts request IDEA.json [flags]
-//	acts plan validate [--structure] FILE
+//	acts plan validate [--structure] [--input JSON|@FILE] FILE
 //	acts plan graph FILE
 //	acts resolve [--instance ID] CONTEXT.json EXPR
 //	acts mcp serve [--tool NAME]... [--idea NAME=FILE]... [--model provider:model] [--base-url URL]
@@ -71,7 +71,9 @@
 // (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY).
 //
 // plan validate checks a plan (an array of calls, {"plan", "context"} or
-// an Idea whose context holds a plan message) before anything runs; plan
+// an Idea whose context holds a plan message) before anything runs, with
+// the inputs of --input as run takes them, once per instance when they
+// are instanced; plan
 // graph prints it as a Mermaid graph. resolve prints the value of a
 // reference expression (†kind.path, with || and &&) against a context
 // file; with --instance it resolves as a call of that instance would.

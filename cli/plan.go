@@ -16,7 +16,7 @@ import (
 
 var planCommand = &command{
 	name:     "plan",
-	synopsis: []string{"plan validate [--structure] FILE", "plan graph FILE"},
+	synopsis: []string{"plan validate [--structure] [--input JSON|@FILE] FILE", "plan graph FILE"},
 	summary:  "check a plan before it runs, or draw it as a Mermaid graph",
 	doc: `
 FILE ("-" for standard input) holds an array of calls, an object
@@ -24,25 +24,42 @@ FILE ("-" for standard input) holds an array of calls, an object
 last plan message is the plan. validate prints "ok: N calls", or lists
 every problem (unknown tools, cycles, references nothing can satisfy) and
 exits 1; with no context in the file, or with --structure, only what the
-plan says on its own is checked (no tools, no context). graph prints the
-plan as a Mermaid flowchart.`,
+plan says on its own is checked (no tools, no context). --input adds
+inputs to the context as acts run does; when the context has instanced
+data, the plan is checked once per instance, as acts run runs it, and
+validate prints "ok: N calls, M instances". graph prints the plan as a
+Mermaid flowchart.`,
 	setup: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		structure := fs.Bool("structure", false, "validate: check the plan alone, without tools or context")
+		input := fs.String("input", "", "validate: the inputs, as acts run takes them: `JSON` or @FILE, @- for standard input (arrays and JSON lines are instanced)")
 		return func(ctx context.Context, env *Env, pos []string) error {
-			return planCmd(ctx, env.Stdin, env.Stdout, pos, *structure)
+			return planCmd(ctx, env.Stdin, env.Stdout, pos, *structure, *input)
 		}
 	},
 }
 
 // planCmd checks a plan or draws it (012):
 //
-//	acts plan validate [--structure] FILE
+//	acts plan validate [--structure] [--input JSON|@FILE] FILE
 //	acts plan graph FILE
-func planCmd(ctx context.Context, stdin io.Reader, stdout io.Writer, pos []string, structure bool) error {
+func planCmd(ctx context.Context, stdin io.Reader, stdout io.Writer, pos []string, structure bool, input string) error {
 	if len(pos) != 2 || (pos[0] != "validate" && pos[0] != "graph") {
 		return fmt.Errorf("%w: plan takes validate or graph, and FILE", errUsage)
 	}
 	file := pos[1]
+	switch {
+	case input == "":
+	case pos[0] != "validate":
+		return fmt.Errorf("%w: --input is for plan validate", errUsage)
+	case structure:
+		return fmt.Errorf("%w: --input and --structure: the plan alone reads no input", errUsage)
+	case file == "-" && input == "@-":
+		return fmt.Errorf("%w: FILE - and --input @- both read standard input", errUsage)
+	}
+	inputs, err := readInput(stdin, input)
+	if err != nil {
+		return err
+	}
 	data, err := readFile(stdin, file)
 	if err != nil {
 		return err
@@ -50,6 +67,9 @@ func planCmd(ctx context.Context, stdin io.Reader, stdout io.Writer, pos []strin
 	plan, msgs, hasContext, err := readPlan(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
+	}
+	if input != "" {
+		msgs, hasContext = append(msgs, inputs...), true
 	}
 	if pos[0] == "graph" {
 		g, err := agent.PlanGraph(plan)
@@ -60,11 +80,20 @@ func planCmd(ctx context.Context, stdin io.Reader, stdout io.Writer, pos []strin
 		return err
 	}
 	only := ""
-	if structure || !hasContext {
+	cfg := agent.Config{Registry: agent.NewRegistry()}
+	switch ids := agent.InstanceIDs(msgs); {
+	case structure || !hasContext:
 		err = agent.CheckPlan(plan)
 		only = " (structure only)"
-	} else {
-		err = agent.ValidatePlan(ctx, agent.Config{Registry: agent.NewRegistry()}, plan, msgs)
+	case len(ids) > 0 && !instanced(plan):
+		// A template run once per instance, as acts run runs it.
+		err = agent.ValidatePlanInstances(ctx, cfg, plan, msgs)
+		only = fmt.Sprintf(", %d instances", len(ids))
+		if len(ids) == 1 {
+			only = ", 1 instance"
+		}
+	default:
+		err = agent.ValidatePlan(ctx, cfg, plan, msgs)
 	}
 	if pe, ok := errors.AsType[*agent.PlanError](err); ok {
 		for _, p := range pe.Problems {

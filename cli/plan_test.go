@@ -25,6 +25,12 @@ func TestPlanCommand(t *testing.T) {
 	noPlan := write("noplan.json", `{"schema":{},"context":[{"type":"input","x":1}]}`)
 	cycle := write("cycle.json", `[{"_tool":"a","x":"†state.a","_outputPath":"†state.a"}]`)
 	const data = "../testdata/plan/"
+	const orders, ordersInput = "../examples/orders/orders.json", "../examples/orders/orders.jsonl"
+	ordersData, err := os.ReadFile(ordersInput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ordersLines := strings.Join(strings.SplitAfterN(string(ordersData), "\n", 4)[:3], "")
 	for _, tt := range []struct {
 		name    string
 		args    []string
@@ -65,6 +71,24 @@ func TestPlanCommand(t *testing.T) {
 				"    s0 --> c0\n    c0 -->|state.receipt| c1\n",
 		},
 		{name: "graph of a malformed plan", args: []string{"graph", "-"}, stdin: `[{"x":1}]`, err: "-: agent: invalid plan: call 0: invalid call: the call has no _tool"},
+		// A template plan that reads instanced inputs is valid per
+		// instance, as acts run runs it, and not without its inputs.
+		{name: "instanced inputs", args: []string{"validate", orders, "--input", "@" + ordersInput}, stdout: "ok: 3 calls, 1200 instances\n"},
+		{name: "inputs on standard input", args: []string{"validate", orders, "--input", "@-"}, stdin: ordersLines, stdout: "ok: 3 calls, 3 instances\n"},
+		{name: "one input", args: []string{"validate", orders, "--input", `{"items":[],"country":"DE","card":"c","address":"a"}`}, stdout: "ok: 3 calls\n"},
+		{name: "an instance lacks an input", args: []string{"validate", orders, "--input", `[{"items":[],"country":"DE","card":"c","address":"a"},{"items":[],"country":"FR","card":"c"}]`},
+			stdout: "call 2 (ship) instance 2 param /address ref †input.address: unsatisfiable reference: no call writes it and the context has no value there\n",
+			err:    orders + ": invalid plan (1 problem)"},
+		{name: "no inputs", args: []string{"validate", orders},
+			stdout: "call 0 (price) param /country ref †input.country: unsatisfiable reference: no call writes it and the context has no value there\n" +
+				"call 0 (price) param /items ref †input.items: unsatisfiable reference: no call writes it and the context has no value there\n" +
+				"call 1 (charge) param /card ref †input.card: unsatisfiable reference: no call writes it and the context has no value there\n" +
+				"call 2 (ship) param /address ref †input.address: unsatisfiable reference: no call writes it and the context has no value there\n",
+			err: orders + ": invalid plan (4 problems)"},
+		{name: "bad input", args: []string{"validate", orders, "--input", "{nope"}, err: "--input: line 1: not valid JSON"},
+		{name: "input with structure", args: []string{"validate", orders, "--input", "{}", "--structure"}, err: "usage: --input and --structure: the plan alone reads no input", isUsage: true},
+		{name: "input of graph", args: []string{"graph", orders, "--input", "{}"}, err: "usage: --input is for plan validate", isUsage: true},
+		{name: "standard input twice", args: []string{"validate", "-", "--input", "@-"}, err: "usage: FILE - and --input @- both read standard input", isUsage: true},
 		{name: "no subcommand", args: []string{data + "payment.json"}, err: "usage: plan takes validate or graph, and FILE", isUsage: true},
 		{name: "unknown subcommand", args: []string{"run", data + "payment.json"}, err: "usage: plan takes validate or graph, and FILE", isUsage: true},
 		{name: "unknown flag", args: []string{"validate", "--fast", data + "payment.json"}, err: "usage: flag provided but not defined: -fast", isUsage: true},
