@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/internal/jsonfast"
@@ -33,7 +32,7 @@ Mermaid flowchart.`,
 		structure := fs.Bool("structure", false, "validate: check the plan alone, without tools or context")
 		input := fs.String("input", "", "validate: the inputs, as acts run takes them: `JSON` or @FILE, @- for standard input (arrays and JSON lines are instanced)")
 		return func(ctx context.Context, env *Env, pos []string) error {
-			return planCmd(ctx, env.Stdin, env.Stdout, pos, *structure, *input)
+			return planCmd(ctx, env, pos, *structure, *input)
 		}
 	},
 }
@@ -42,7 +41,8 @@ Mermaid flowchart.`,
 //
 //	acts plan validate [--structure] [--input JSON|@FILE] FILE
 //	acts plan graph FILE
-func planCmd(ctx context.Context, stdin io.Reader, stdout io.Writer, pos []string, structure bool, input string) error {
+func planCmd(ctx context.Context, env *Env, pos []string, structure bool, input string) error {
+	stdin, stdout := env.Stdin, env.Stdout
 	if len(pos) != 2 || (pos[0] != "validate" && pos[0] != "graph") {
 		return fmt.Errorf("%w: plan takes validate or graph, and FILE", errUsage)
 	}
@@ -64,7 +64,7 @@ func planCmd(ctx context.Context, stdin io.Reader, stdout io.Writer, pos []strin
 	if err != nil {
 		return err
 	}
-	plan, msgs, hasContext, err := readPlan(data)
+	plan, msgs, hasContext, err := readPlan(env.Registry, data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
@@ -80,7 +80,8 @@ func planCmd(ctx context.Context, stdin io.Reader, stdout io.Writer, pos []strin
 		return err
 	}
 	only := ""
-	cfg := agent.Config{Registry: agent.NewRegistry()}
+	// The program's registry, as acts run has it: tools offered by name.
+	cfg := agent.Config{Registry: env.Registry}
 	switch ids := agent.InstanceIDs(msgs); {
 	case structure || !hasContext:
 		err = agent.CheckPlan(plan)
@@ -117,8 +118,9 @@ func planCmd(ctx context.Context, stdin io.Reader, stdout io.Writer, pos []strin
 
 // readPlan reads a plan file: an array of calls, {plan, context}, or an
 // Idea whose context holds a plan message. hasContext reports whether the
-// file gives a context to validate against.
-func readPlan(data []byte) (plan []json.RawMessage, msgs []message.Message, hasContext bool, err error) {
+// file gives a context to validate against; its presets are expanded, as
+// acts run expands them, from the Idea's and reg's.
+func readPlan(reg *agent.Registry, data []byte) (plan []json.RawMessage, msgs []message.Message, hasContext bool, err error) {
 	data = bytes.TrimSpace(data)
 	if len(data) > 0 && data[0] == '[' {
 		if err := json.Unmarshal(data, &plan); err != nil {
@@ -144,15 +146,22 @@ func readPlan(data []byte) (plan []json.RawMessage, msgs []message.Message, hasC
 		if err != nil {
 			return nil, nil, false, fmt.Errorf("context: %w", err)
 		}
+		if msgs, err = agent.ExpandPresets(reg, nil, msgs); err != nil {
+			return nil, nil, false, fmt.Errorf("context: %w", err)
+		}
 		return plan, msgs, true, nil
 	}
 	idea, err := agent.ParseIdea(data)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	plan, _, ok := agent.LastPlan(idea.Context)
+	msgs, err = agent.ExpandPresets(reg, idea.Presets, idea.Context)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	plan, _, ok := agent.LastPlan(msgs)
 	if !ok {
 		return nil, nil, false, errors.New("the idea's context has no plan message")
 	}
-	return plan, idea.Context, true, nil
+	return plan, msgs, true, nil
 }

@@ -3,11 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/augceo/agent"
 )
 
 func TestPlanCommand(t *testing.T) {
@@ -107,6 +110,36 @@ func TestPlanCommand(t *testing.T) {
 			}
 			if errors.Is(err, errUsage) != tt.isUsage {
 				t.Errorf("usage error: %v, want %v", errors.Is(err, errUsage), tt.isUsage)
+			}
+		})
+	}
+}
+
+// TestPlanValidateAsRun: plan validate checks a plan as acts run would
+// run it: with the program's registry (a tool offered by name) and the
+// Idea's presets expanded.
+func TestPlanValidateAsRun(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("charge", json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`))
+	reg.Activity("charge", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) { return agent.Value("ok") }))
+	byName := writeFile(t, "byname.json", `{"schema":{"type":"object"},"context":[{"type":"tool","tool":"charge"},{"type":"input","amount":5},
+		{"type":"plan","plan":[{"_tool":"charge","amount":"†input.amount","_outputPath":"†state.receipt"}]}]}`)
+	preset := writeFile(t, "preset.json", `{"schema":{"type":"object"},
+		"presets":{"tools":{"messages":[{"type":"tool","tool":{"t":{"type":"object","properties":{"x":{}}}}}]}},
+		"context":[{"type":"preset","preset":"tools"},{"type":"input","x":1},{"type":"plan","plan":[{"_tool":"t","x":"†input.x","_output":{"ok":true}}]}]}`)
+	for _, tt := range []struct {
+		name, idea string
+	}{
+		{"a registered tool offered by name", byName},
+		{"a preset of the Idea", preset},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := acts(t.Context(), reg, "plan", "validate", tt.idea)
+			if code != 0 || out != "ok: 1 call\n" {
+				t.Errorf("plan validate: exit %d, %q, %q", code, out, errOut)
+			}
+			if code, out, errOut := acts(t.Context(), reg, "run", tt.idea, "--store", "memory:", "--json"); code != 0 {
+				t.Errorf("run: exit %d, %q, %q", code, out, errOut)
 			}
 		})
 	}
