@@ -578,21 +578,30 @@ func readInput(stdin io.Reader, spec string) ([]message.Message, error) {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 	}
+	if len(elems) == 0 {
+		// Else a plan would fail later, its inputs unsatisfiable.
+		return nil, fmt.Errorf("%s: no inputs", name)
+	}
 	msgs := make([]message.Message, 0, len(elems))
 	whereOf := map[string]string{} // instance id → the input that has it
 	for i, e := range elems {
 		inst := strconv.Itoa(i + 1)
+		if k := jsonKind(e); k != "an object" {
+			return nil, fmt.Errorf("%s: %s: an instanced input must be a JSON object, not %s", name, where[i], k)
+		}
 		var meta struct {
-			Instance *string `json:"_instance"`
+			Instance json.RawMessage `json:"_instance"`
 		}
 		if err := json.Unmarshal(e, &meta); err != nil {
-			return nil, fmt.Errorf("%s: input %d: %w", name, i+1, err)
+			return nil, fmt.Errorf("%s: %s: %w", name, where[i], err)
 		}
 		if meta.Instance != nil {
-			inst = *meta.Instance
+			if json.Unmarshal(meta.Instance, &inst) != nil {
+				return nil, fmt.Errorf("%s: %s: _instance must be a string, not %s", name, where[i], jsonKind(meta.Instance))
+			}
 			o, err := ojson.Parse(e)
 			if err != nil {
-				return nil, fmt.Errorf("%s: input %d: %w", name, i+1, err)
+				return nil, fmt.Errorf("%s: %s: %w", name, where[i], err)
 			}
 			o.Delete("_instance")
 			e = o.Bytes()
@@ -605,6 +614,25 @@ func readInput(stdin io.Reader, spec string) ([]message.Message, error) {
 		msgs = append(msgs, message.Message{Type: message.TypeData, Kind: "input", Instance: inst, Data: e})
 	}
 	return msgs, nil
+}
+
+// jsonKind names the kind of a JSON value, for errors.
+func jsonKind(v json.RawMessage) string {
+	switch v = bytes.TrimSpace(v); {
+	case len(v) == 0:
+		return "nothing"
+	case v[0] == '{':
+		return "an object"
+	case v[0] == '[':
+		return "an array"
+	case v[0] == '"':
+		return "a string"
+	case string(v) == "null":
+		return "null"
+	case string(v) == "true" || string(v) == "false":
+		return "a boolean"
+	}
+	return "a number"
 }
 
 // progress draws a progress bar on a terminal.

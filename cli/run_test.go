@@ -466,6 +466,7 @@ func must[T any](v T, err error) T {
 func TestReadInput(t *testing.T) {
 	jsonl := writeFile(t, "in.jsonl", "{\"a\":1}\n\n{\"_instance\":\"k\",\"a\":2}\n")
 	one := writeFile(t, "one.jsonl", `{"a":1}`)
+	empty := writeFile(t, "empty.jsonl", "\n")
 	for _, tt := range []struct {
 		spec string
 		want []string // instance=data
@@ -480,7 +481,11 @@ func TestReadInput(t *testing.T) {
 		{`{"a":1}` + "\n" + `{"a":2}`, []string{`1={"a":1}`, `2={"a":2}`}, ""},
 		{`[1,`, nil, "--input: unexpected end of JSON input"},
 		{`{"a":1}` + "\nnope", nil, "--input: line 2: not valid JSON"},
-		{`[{"_instance":3}]`, nil, "input 1"},
+		{`[{"_instance":3}]`, nil, "--input: element 1: _instance must be a string, not a number"},
+		{"{\"a\":1}\n[2]", nil, "--input: line 2: an instanced input must be a JSON object, not an array"},
+		{`[{"a":1},"b"]`, nil, `--input: element 2: an instanced input must be a JSON object, not a string`},
+		{`[]`, nil, "--input: no inputs"},
+		{"@" + empty, nil, empty + ": no inputs"},
 		{`[{"_instance":"2","a":1},{"a":2}]`, nil, `--input: element 1 and element 2 are both instance "2"`},
 		{"{\"_instance\":\"k\",\"a\":1}\n\n{\"_instance\":\"k\",\"a\":2}", nil, `--input: line 1 and line 3 are both instance "k"`},
 		{"@/nonexistent/x.json", nil, "--input @/nonexistent/x.json: open /nonexistent/x.json: no such file"},
