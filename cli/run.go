@@ -31,7 +31,7 @@ type runFlags struct {
 	fs                                         *flag.FlagSet
 	model, baseURL, store, progress, rendering string
 	cacheRetention                             string
-	concurrency                                int
+	concurrency, maxSteps                      int
 	json                                       bool
 	lease                                      time.Duration
 }
@@ -43,6 +43,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.store, "store", defaultStore(), "where runs are kept: a SQLite file, memory:, or a postgres:// `URL`; ACTS_STORE sets the default")
 	fs.StringVar(&f.progress, "progress", "auto", "the progress bar on standard error (`MODE`): auto (when it is a terminal and --json is not given), always, never")
 	fs.IntVar(&f.concurrency, "concurrency", 0, "run at most `N` calls at once (0: the agent's default)")
+	fs.IntVar(&f.maxSteps, "max-steps", 0, fmt.Sprintf("end an agent loop after `N` steps (requests); 0: the run's saved limit on resume, else %d. A run that hit it is resumed with a higher one", agent.DefaultMaxSteps))
 	fs.BoolVar(&f.json, "json", false, "print one JSON object for scripts")
 	fs.DurationVar(&f.lease, "lease", agent.DefaultLeaseTTL, "the lease's `DURATION`: how long the run stays held by this process without renewing it; after a crash, a resume waits this long")
 	fs.StringVar(&f.rendering, "rendering", "", "how data reaches the model (`MODE`): cached (each message rendered once, so requests share their prefix with the prompt cache) or snapshot (each identity's merged value); default: the Idea's, else cached")
@@ -172,6 +173,9 @@ func (f *runFlags) check() error {
 	if f.lease <= 0 {
 		return fmt.Errorf("%w: --lease must be positive, got %s", errUsage, f.lease)
 	}
+	if f.maxSteps < 0 {
+		return fmt.Errorf("%w: --max-steps must be positive, got %d", errUsage, f.maxSteps)
+	}
 	if err := agent.Rendering(f.rendering).Check(); err != nil {
 		return fmt.Errorf("%w: --rendering: %w", errUsage, err)
 	}
@@ -190,7 +194,7 @@ func (f *runFlags) check() error {
 // With no Env.Providers, a model the command line did not name is left
 // out: the run fails later only if it needs one.
 func (f *runFlags) config(ctx context.Context, env *Env, st store.Store, id, model, baseURL string) (agent.Config, error) {
-	cfg := agent.Config{Registry: env.Registry, Store: st, RunID: id, Concurrency: f.concurrency, Rendering: agent.Rendering(f.rendering), LeaseTTL: f.lease,
+	cfg := agent.Config{Registry: env.Registry, Store: st, RunID: id, Concurrency: f.concurrency, Rendering: agent.Rendering(f.rendering), LeaseTTL: f.lease, MaxSteps: f.maxSteps,
 		CacheRetention: provider.CacheRetention(f.cacheRetention)}
 	if model == "" || env.Providers == nil && !isSet(f.fs, "model") {
 		return cfg, nil
@@ -425,6 +429,15 @@ func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.S
 			if errors.Is(err, agent.ErrNoProvider) && rf.model == "" {
 				// Latent or delegate calls of a plan, with no model named.
 				runErr = fmt.Errorf("%w (give --model provider:model, or set ACTS_MODEL)", err)
+			}
+			if errors.Is(err, agent.ErrMaxSteps) {
+				// The run's limit is saved with it: resumed as it is, it
+				// would stop again at once.
+				if rf.store == "memory:" {
+					runErr = fmt.Errorf("%w; --max-steps N raises the limit", err)
+				} else {
+					runErr = fmt.Errorf("%w; acts resume %s --max-steps N goes on with a higher limit", err, id)
+				}
 			}
 			if le, ok := errors.AsType[*agent.LimitError](err); ok {
 				res = le.Result

@@ -627,3 +627,42 @@ func TestRunFailedBeforeAnything(t *testing.T) {
 		})
 	}
 }
+
+// TestRunMaxSteps: --max-steps limits a loop run's steps, and a run that
+// hit the limit is resumed with a higher one, which the error says how
+// to give; without it the resume stops where the run did.
+func TestRunMaxSteps(t *testing.T) {
+	var requests atomic.Int64
+	srv := openaitest.Server(t, func([]byte) string {
+		if requests.Add(1) <= 3 {
+			return `{"calls":[{"_tool":"note","_output":"noted"}],"output":null}`
+		}
+		return `{"calls":[],"output":{"capital":"Paris"}}`
+	})
+	idea := writeFile(t, "notes.json", `{"schema":{"type":"object","properties":{"capital":{"type":"string"}},"required":["capital"]},
+		"context":[{"type":"tool","tool":{"note":{"type":"object","properties":{"_output":{"type":"string"}}}}},{"type":"text","text":"France?"}]}`)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	ctx := t.Context()
+	reg := agent.NewRegistry()
+	code, out, errOut := acts(ctx, reg, "run", idea, "--model", "local:m1", "--base-url", srv.URL+"/v1", "--store", db, "--id", "r", "--max-steps", "2", "--json")
+	if want := "acts: agent: too many steps (2); acts resume r --max-steps N goes on with a higher limit\n"; code != 1 || errOut != want {
+		t.Errorf("run: exit %d, stderr %q; want 1, %q", code, errOut, want)
+	}
+	if s := summaryOf(t, out); s.Steps != 2 || s.Status != "failed" {
+		t.Errorf("run: summary %+v", s)
+	}
+	// The run's limit is saved: a resume without the flag keeps it.
+	if code, _, errOut := acts(ctx, reg, "resume", "r", "--store", db); code != 1 || !strings.Contains(errOut, "too many steps (2)") {
+		t.Errorf("resume: exit %d, stderr %q", code, errOut)
+	}
+	if n := requests.Load(); n != 2 {
+		t.Errorf("%d requests, want 2", n)
+	}
+	code, out, errOut = acts(ctx, reg, "resume", "r", "--store", db, "--max-steps", "5", "--json")
+	if s := summaryOf(t, out); code != 0 || s.Status != "done" || s.Steps != 4 || string(s.Output) != `{"capital":"Paris"}` {
+		t.Errorf("resume --max-steps 5: exit %d, %+v, stderr %q", code, s, errOut)
+	}
+	if code, _, errOut := acts(ctx, reg, "run", idea, "--store", db, "--max-steps", "-1", "--model", "local:m1", "--base-url", srv.URL+"/v1"); code != 2 || !strings.Contains(errOut, "--max-steps must be positive, got -1") {
+		t.Errorf("--max-steps -1: exit %d, stderr %q", code, errOut)
+	}
+}
