@@ -32,7 +32,7 @@
 //	acts request IDEA.json [flags]
 //	acts plan validate [--structure] [--input JSON|@FILE] FILE
 //	acts plan graph FILE
-//	acts resolve [--instance ID] CONTEXT.json EXPR
+//	acts resolve [--instance ID] [--input JSON|@FILE] CONTEXT.json EXPR
 //	acts mcp serve [--tool NAME]... [--idea NAME=FILE]... [--model provider:model] [--base-url URL]
 //
 // "acts help COMMAND" and "acts COMMAND --help" print a command's
@@ -76,7 +76,8 @@
 // are instanced; plan
 // graph prints it as a Mermaid graph. resolve prints the value of a
 // reference expression (†kind.path, with || and &&) against a context
-// file; with --instance it resolves as a call of that instance would.
+// file or an Idea, with the inputs of --input; with --instance it
+// resolves as a call of that instance would.
 //
 // Text that runs, users and models wrote is printed with its control
 // characters escaped (\x1b, \u009b, \n in a one-line field), so that a

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -76,4 +78,39 @@ func execute(ctx context.Context, c *command, env *Env, args []string) error {
 		return err
 	}
 	return run(ctx, env, pos)
+}
+
+// TestResolveIdea: resolve reads an Idea's context, its presets
+// expanded, with the inputs of --input as acts run adds them, so a
+// reference is resolved as a call of the run would resolve it.
+func TestResolveIdea(t *testing.T) {
+	const orders, ordersInput = "../examples/orders/orders.json", "@../examples/orders/orders.jsonl"
+	dir := t.TempDir()
+	preset := filepath.Join(dir, "preset.json")
+	if err := os.WriteFile(preset, []byte(`{"schema":{},"presets":{"rates":{"messages":[{"type":"data","kind":"config","data":{"rate":0.2}}]}},
+		"context":[{"type":"preset","preset":"rates"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"the Idea's data", []string{orders, "†config.shipping"}, 0, "4.9\n", ""},
+		{"an instance's input", []string{orders, "†input.country", "--input", ordersInput, "--instance", "order-0003"}, 0, "\"GB\"\n", ""},
+		{"one input", []string{orders, "†input.country", "--input", `{"country":"FR"}`}, 0, "\"FR\"\n", ""},
+		{"no such input", []string{orders, "†input.country"}, 1, "", "acts: ref \"†input.country\" at offset 0: not found: unknown kind \"input\"\n"},
+		{"a preset", []string{preset, "†config.rate"}, 0, "0.2\n", ""},
+		{"not an Idea", []string{"-", "†state.x"}, 1, "", "acts: -: agent: idea: "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), append([]string{"resolve"}, tt.args...), strings.NewReader(`{"contxt":[]}`), &stdout, &stderr)
+			if code != tt.code || stdout.String() != tt.stdout || !strings.HasPrefix(stderr.String(), tt.stderr) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want %d, %q, %q", code, stdout.String(), stderr.String(), tt.code, tt.stdout, tt.stderr)
+			}
+		})
+	}
 }
