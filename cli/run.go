@@ -404,8 +404,8 @@ type summary struct {
 	Output   json.RawMessage `json:"output,omitempty"`
 	Error    string          `json:"error,omitempty"`
 	Seconds  float64         `json:"seconds"`
-	// ran is set once a request or a call started: a run that failed
-	// before either is said to have, rather than counted.
+	// ran is set once a call started or a request was made: a run that
+	// failed before either is said to have, rather than counted.
 	ran bool
 }
 
@@ -445,7 +445,7 @@ func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.S
 			break
 		}
 		switch ev.Kind {
-		case agent.EventStep, agent.EventCallQueued, agent.EventCallStarted:
+		case agent.EventCallQueued, agent.EventCallStarted:
 			s.ran = true
 		case agent.EventCallFinished:
 			s.Calls++
@@ -468,6 +468,7 @@ func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.S
 	s.Seconds = platform.Now(ctx).Sub(start).Seconds()
 	if res != nil {
 		s.Messages, s.Usage, s.Steps = res.Log.Len(), res.Usage, res.Steps
+		s.ran = s.ran || res.Steps > 0 // Steps counts the requests made
 		if res.Solution != nil {
 			s.Output = res.Solution.Output
 		}
