@@ -34,7 +34,7 @@ func (r *Registry) Offer(names ...string) (message.Message, error) {
 	for _, n := range names {
 		def, ok := r.tools[strings.TrimPrefix(n, "Tool.")]
 		if !ok {
-			return message.Message{}, fmt.Errorf("%w %q (registered: %s)", ErrUnknownTool, n, strings.Join(slices.Sorted(maps.Keys(r.tools)), ", "))
+			return message.Message{}, fmt.Errorf("%w %q (%s)", ErrUnknownTool, n, r.registeredTools())
 		}
 		tools.Set(strings.TrimPrefix(n, "Tool."), def)
 	}

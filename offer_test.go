@@ -44,6 +44,14 @@ func TestOffer(t *testing.T) {
 	if _, err := agent.NewRegistry().Offer(); !errors.Is(err, agent.ErrUnknownTool) {
 		t.Errorf("empty registry: %v", err)
 	}
+	// An empty list of registered tools says there are none.
+	const none = `agent: unknown tool "nope" (no tool is registered)`
+	if _, err := agent.NewRegistry().Offer("nope"); err == nil || err.Error() != none {
+		t.Errorf("Offer of an empty registry: %v, want %s", err, none)
+	}
+	if _, err := agent.NewRegistry().LookupTool("nope"); err == nil || err.Error() != none {
+		t.Errorf("LookupTool of an empty registry: %v, want %s", err, none)
+	}
 	if got, want := reg.ToolNames(), []string{"forecast", "summarize"}; !cmp.Equal(got, want) {
 		t.Errorf("ToolNames() = %q, want %q", got, want)
 	}

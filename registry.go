@@ -127,9 +127,19 @@ func (r *Registry) LookupTool(name string) (json.RawMessage, error) {
 	defer r.mu.RUnlock()
 	s, ok := r.tools[strings.TrimPrefix(name, "Tool.")]
 	if !ok {
-		return nil, fmt.Errorf("%w %q (registered: %s)", ErrUnknownTool, name, strings.Join(slices.Sorted(maps.Keys(r.tools)), ", "))
+		return nil, fmt.Errorf("%w %q (%s)", ErrUnknownTool, name, r.registeredTools())
 	}
 	return bytes.Clone(s), nil
+}
+
+// registeredTools lists the registered tools for an error, or says there
+// are none, so that an empty list does not read as a cut-off message. The
+// caller holds r.mu.
+func (r *Registry) registeredTools() string {
+	if len(r.tools) == 0 {
+		return "no tool is registered"
+	}
+	return "registered: " + strings.Join(slices.Sorted(maps.Keys(r.tools)), ", ")
 }
 
 // ToolNames returns the names of the registered tools, sorted.
