@@ -417,7 +417,7 @@ func trace(ctx context.Context, w io.Writer, st runStore, run store.Run, pl *pri
 			bw.printf("       call %s never started: %s\n", escapeLine(e.Call), describeCall(log, e.Data))
 		}
 	}
-	bw.printf("%d messages, %d calls started, %d failed\n", n, calls, failed)
+	bw.printf("%s, %s started, %d failed\n", count(n, "message"), count(calls, "call"), failed)
 	if answer != nil {
 		bw.printf("answer: %s\n", indentJSON(answer))
 	}
@@ -459,7 +459,7 @@ func describe(m *message.Message) string {
 	case message.TypePlan:
 		var calls []json.RawMessage
 		_ = json.Unmarshal(m.Plan, &calls)
-		return fmt.Sprintf("plan of %d calls", len(calls))
+		return "plan of " + count(len(calls), "call")
 	case message.TypeError:
 		return "error: " + clip(m.Error, 200)
 	case message.TypeCompaction:
@@ -527,4 +527,12 @@ func runUsage(ctx context.Context, st runStore, run store.Run) (provider.Usage, 
 		}
 	}
 	return u.Of(run), nil
+}
+
+// count is n things, in the singular for one.
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

@@ -50,7 +50,18 @@ func TestLogNeverStarted(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	if !strings.Contains(out, "call 1.1 started: slow") || !strings.Contains(out, `call 1.0 never started: put {"_tool":"put","v":"†state.s"`) ||
-		!strings.Contains(out, "1 calls started") {
+		!strings.Contains(out, "1 call started") {
 		t.Errorf("log:\n%s", out)
+	}
+}
+
+func TestCount(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		want string
+	}{{0, "0 calls"}, {1, "1 call"}, {2, "2 calls"}} {
+		if got := count(tt.n, "call"); got != tt.want {
+			t.Errorf("count(%d) = %q, want %q", tt.n, got, tt.want)
+		}
 	}
 }
