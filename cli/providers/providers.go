@@ -8,6 +8,7 @@ package providers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -28,6 +29,24 @@ import (
 // (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY),
 // Ollama's address from OLLAMA_HOST. New does no I/O; ctx is unused.
 func New(_ context.Context, name, model, baseURL string) (provider.Provider, error) {
+	p, err := build(name, model, baseURL)
+	if errors.Is(err, provider.ErrNoKey) {
+		// The adapters name their Config field, which a user of acts
+		// cannot set: say the variable.
+		vars := map[string]string{
+			"openai":    "OPENAI_API_KEY (a server that needs none: --base-url URL)",
+			"anthropic": "ANTHROPIC_API_KEY",
+			"gemini":    "GEMINI_API_KEY or GOOGLE_API_KEY",
+			"google":    "GEMINI_API_KEY or GOOGLE_API_KEY",
+		}
+		if v, ok := vars[name]; ok {
+			return nil, fmt.Errorf("%w: %s:%s needs %s", provider.ErrNoKey, name, model, v)
+		}
+	}
+	return p, err
+}
+
+func build(name, model, baseURL string) (provider.Provider, error) {
 	switch name {
 	case "openai":
 		return openai.New(openai.Config{Model: model, BaseURL: baseURL})

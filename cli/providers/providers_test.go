@@ -63,9 +63,20 @@ func TestNew(t *testing.T) {
 	if !errors.Is(err, cli.ErrUnknownProvider) || !strings.Contains(err.Error(), `unknown provider "acme" (openai, anthropic, gemini, ollama, or any name with --base-url`) {
 		t.Errorf("unknown provider: %v", err)
 	}
+	// A missing key is named as a user of acts sets it, not as a Go
+	// program's Config field.
 	t.Setenv("ANTHROPIC_API_KEY", "")
-	if _, err := providers.New(context.Background(), "anthropic", "m", ""); !errors.Is(err, provider.ErrNoKey) {
-		t.Errorf("no key: %v", err)
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("GEMINI_API_KEY", "")
+	t.Setenv("GOOGLE_API_KEY", "")
+	for _, tt := range []struct{ name, want string }{
+		{"anthropic", "provider: no API key: anthropic:m needs ANTHROPIC_API_KEY"},
+		{"openai", "provider: no API key: openai:m needs OPENAI_API_KEY (a server that needs none: --base-url URL)"},
+		{"gemini", "provider: no API key: gemini:m needs GEMINI_API_KEY or GOOGLE_API_KEY"},
+	} {
+		if _, err := providers.New(context.Background(), tt.name, "m", ""); !errors.Is(err, provider.ErrNoKey) || err.Error() != tt.want {
+			t.Errorf("%s, no key: %v, want %s", tt.name, err, tt.want)
+		}
 	}
 }
 
