@@ -90,7 +90,13 @@ func (r *Registry) handler(typ message.Type) (Handler, error) {
 	defer r.mu.RUnlock()
 	h, ok := r.handlers[typ]
 	if !ok {
-		return nil, fmt.Errorf("%w %q (register one with Registry.Handle)", ErrUnknownType, typ)
+		// The types there are, so that a typo ("txt") shows.
+		types := make([]string, 0, len(r.handlers))
+		for t := range r.handlers {
+			types = append(types, string(t))
+		}
+		slices.Sort(types)
+		return nil, fmt.Errorf("%w %q (types: %s; register one with Registry.Handle)", ErrUnknownType, typ, strings.Join(types, ", "))
 	}
 	return h, nil
 }

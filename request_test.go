@@ -325,7 +325,7 @@ func TestRequestErrors(t *testing.T) {
 	}{
 		{"no provider", agent.Config{}, `[]`, agent.ErrNoProvider, ""},
 		{"unknown type", agent.Config{Provider: scripted.Solutions()}, `[{"type":"text","text":"a"},{"type":"widget","widget":"x"}]`, agent.ErrUnknownType,
-			`agent: message 1 (widget): no handler for message type "widget" (register one with Registry.Handle)`},
+			`agent: message 1 (widget): no handler for message type "widget" (types: advisor, compaction, data, error, meta, plan, preset, text, tool; register one with Registry.Handle)`},
 		{"unknown tool", agent.Config{Provider: scripted.Solutions()}, `[{"type":"tool","tool":"Tool.nope"}]`, agent.ErrUnknownTool, ""},
 		{"provider error", agent.Config{Provider: scripted.New(scripted.Response{Err: &provider.Error{Provider: "x", Status: 500}})}, `[]`, nil, "agent: provider: x: 500 Internal Server Error"},
 	} {
