@@ -402,8 +402,11 @@ type summary struct {
 	Steps    int             `json:"steps,omitempty"`
 	Usage    provider.Usage  `json:"usage"`
 	Output   json.RawMessage `json:"output,omitempty"`
-	Error    string          `json:"error,omitempty"`
-	Seconds  float64         `json:"seconds"`
+	// Plan holds the calls the model planned in a lazy run, which ran
+	// none of them: they are its result.
+	Plan    []json.RawMessage `json:"plan,omitempty"`
+	Error   string            `json:"error,omitempty"`
+	Seconds float64           `json:"seconds"`
 	// ran is set once a call started or a request was made: a run that
 	// failed before either is said to have, rather than counted.
 	ran bool
@@ -472,6 +475,7 @@ func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.S
 		if res.Solution != nil {
 			s.Output = res.Solution.Output
 		}
+		s.Plan = res.Plan
 	}
 	code := 0
 	switch {
@@ -534,6 +538,17 @@ func printSummary(w io.Writer, s *summary, rf *runFlags) error {
 	}
 	if s.Output != nil {
 		fmt.Fprintf(&b, "  output: %s\n", escapeJSON(string(s.Output)))
+	}
+	if s.Plan != nil {
+		fmt.Fprintf(&b, "  plan (not run): %s\n", count(len(s.Plan), "call"))
+		for i, c := range s.Plan {
+			var one bytes.Buffer // a call on one line, however the model wrote it
+			if json.Compact(&one, c) != nil {
+				one.Reset()
+				one.Write(c)
+			}
+			fmt.Fprintf(&b, "    %d: %s\n", i, escapeLine(escapeJSON(one.String())))
+		}
 	}
 	if rf.store == "memory:" {
 		// Gone with the command: no later command can read it.

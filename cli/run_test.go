@@ -675,3 +675,30 @@ func TestRunMaxSteps(t *testing.T) {
 		t.Errorf("--max-steps -1: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestRunLazyPlan: a run of an Idea whose context ends with a lazy plan
+// asks the model to plan and runs nothing; the summary shows the calls
+// planned, which are the run's result.
+func TestRunLazyPlan(t *testing.T) {
+	const call = `{"_tool":"classify","text":"†input.text","_outputPath":"†state.cls"}`
+	srv := openaitest.Server(t, func([]byte) string { return `{"calls":[` + call + `],"output":null}` })
+	idea := writeFile(t, "lazy.json", `{"schema":{"type":"object"},"context":[
+		{"type":"tool","tool":{"classify":{"type":"object","properties":{"text":{"type":"string"},"_output":{"type":"string"}}}}},
+		{"type":"input","text":"hello"},{"type":"plan","mode":"lazy","plan":[]}]}`)
+	args := []string{"run", idea, "--model", "local:m1", "--base-url", srv.URL + "/v1", "--store", "memory:"}
+	code, out, errOut := acts(t.Context(), agent.NewRegistry(), append(args, "--json")...)
+	var s struct {
+		Calls int               `json:"calls"`
+		Plan  []json.RawMessage `json:"plan"`
+	}
+	if err := json.Unmarshal([]byte(out), &s); code != 0 || err != nil {
+		t.Fatalf("exit %d, %q, %v: %s", code, out, err, errOut)
+	}
+	if len(s.Plan) != 1 || string(s.Plan[0]) != call || s.Calls != 0 {
+		t.Errorf("--json summary %s: want the plan %s and no call run", out, call)
+	}
+	code, out, errOut = acts(t.Context(), agent.NewRegistry(), args...)
+	if want := "  plan (not run): 1 call\n    0: " + call + "\n"; code != 0 || !strings.Contains(out, want) {
+		t.Errorf("exit %d, summary:\n%s\nwant it to hold:\n%s(stderr %q)", code, out, want, errOut)
+	}
+}
