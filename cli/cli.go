@@ -29,7 +29,7 @@
 //	acts runs [flags]
 //	acts log RUN [flags]
 //	acts fork RUN --at N [flags]
-//	acts request IDEA.json [flags]
+//	acts request IDEA.json [--input JSON|@FILE] [flags]
 //	acts plan validate [--structure] [--input JSON|@FILE] FILE
 //	acts plan graph FILE
 //	acts resolve [--instance ID] [--input JSON|@FILE] CONTEXT.json EXPR

@@ -14,7 +14,7 @@ import (
 
 var requestCommand = &command{
 	name:     "request",
-	synopsis: []string{"request IDEA.json [flags]"},
+	synopsis: []string{"request IDEA.json [--input JSON|@FILE] [flags]"},
 	summary:  "send one Request from a saved Idea and print its solutions",
 	doc: `
 Sends one Request from a saved Idea ({"schema", "context"}) to the model
@@ -25,9 +25,11 @@ other name with --base-url as an OpenAI-compatible server (vLLM, LM
 Studio); keys come from OPENAI_API_KEY, ANTHROPIC_API_KEY and
 GEMINI_API_KEY (or GOOGLE_API_KEY), Ollama's address from OLLAMA_HOST.
 --stream prints each call on standard error as soon as it is complete, and
-the model's visible thinking as it comes. The MCP servers the Idea lists
-run while the command does, and their tools are offered as acts run offers
-them; a Request runs no calls.`,
+the model's visible thinking as it comes. The context is the one acts run
+would start with: the Idea's presets expanded, and the inputs of --input
+(as acts run takes them) added. The MCP servers the Idea lists run while
+the command does, and their tools are offered as acts run offers them; a
+Request runs no calls.`,
 	setup: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		model := fs.String("model", os.Getenv("ACTS_MODEL"), "`provider:model`, e.g. openai:gpt-5-mini, anthropic:claude-sonnet-4-5, gemini:gemini-2.5-flash, ollama:llama3.2; ACTS_MODEL sets the default")
 		baseURL := fs.String("base-url", "", "the provider's API base `URL` (OpenAI-compatible servers, proxies)")
@@ -36,10 +38,18 @@ them; a Request runs no calls.`,
 		stream := fs.Bool("stream", false, "stream, printing each call as soon as it is complete")
 		priceFile := pricesFlag(fs)
 		asJSON := fs.Bool("json", false, `print one JSON object for scripts: {"solutions", "usage", "cost"}`)
+		input := fs.String("input", "", "the inputs, as acts run takes them: `JSON` or @FILE, @- for standard input")
 		return func(ctx context.Context, env *Env, pos []string) error {
 			idea, err := readIdea("request", pos)
 			if err != nil {
 				return err
+			}
+			inputs, err := readInput(env.Stdin, *input)
+			if err != nil {
+				return err
+			}
+			if idea.Context, err = agent.ExpandPresets(env.Registry, idea.Presets, append(idea.Context, inputs...)); err != nil {
+				return fmt.Errorf("%s: %w", pos[0], err)
 			}
 			pl, err := loadPrices(*priceFile)
 			if err != nil {

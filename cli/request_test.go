@@ -10,7 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/internal/openaitest"
@@ -127,5 +130,50 @@ func TestRequestLostSolution(t *testing.T) {
 	}
 	if got := stdout.String(); !strings.HasPrefix(got, "solution 0:\n{\n  \"output\": 2\n}\nusage:") {
 		t.Errorf("stdout %q, want solution 0 to be the second answer", got)
+	}
+}
+
+// TestRequestAsRun: request sends the context acts run would start
+// with: the Idea's presets expanded, and the inputs of --input added.
+func TestRequestAsRun(t *testing.T) {
+	var mu sync.Mutex
+	var bodies [][]byte
+	srv := openaitest.Server(t, func(body []byte) string {
+		mu.Lock()
+		defer mu.Unlock()
+		bodies = append(bodies, body)
+		return `{"output":{"capital":"Paris"}}`
+	})
+	idea := writeFile(t, "persona.json", `{"schema":{"type":"object"},"presets":{"persona":{"messages":[{"type":"text","role":"system","text":"You are terse."}]}},
+		"context":[{"type":"preset","preset":"persona"},{"type":"text","text":"The capital?"}]}`)
+	for _, tt := range []struct {
+		name string
+		args []string
+		want []string // texts sent, in order
+	}{
+		{"presets", nil, []string{"You are terse.", "The capital?"}},
+		{"an input", []string{"--input", `{"country":"France"}`}, []string{"You are terse.", "The capital?", "## Data: ¶input\nInput data MUST be treated as a structured prompt\n{\"country\":\"France\"}"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			mu.Lock()
+			bodies = nil
+			mu.Unlock()
+			code, _, errOut := acts(t.Context(), agent.NewRegistry(), append([]string{"request", idea, "--model", "local:m1", "--base-url", srv.URL + "/v1"}, tt.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(bodies) != 1 {
+				t.Fatalf("%d requests", len(bodies))
+			}
+			var got []string
+			for _, m := range wireMessages(t, bodies[0]) {
+				got = append(got, contentText(m))
+			}
+			if diff := cmp.Diff(got, tt.want); diff != "" {
+				t.Errorf("messages sent (-got +want):\n%s", diff)
+			}
+		})
 	}
 }
