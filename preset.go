@@ -71,6 +71,9 @@ func (r *Registry) lookupPreset(name string, local map[string]Preset) (Preset, e
 		names = append(names, n)
 	}
 	slices.Sort(names)
+	if len(names) == 0 {
+		return Preset{}, fmt.Errorf("%w %q (no preset is registered)", ErrUnknownPreset, name)
+	}
 	return Preset{}, fmt.Errorf("%w %q (presets: %s)", ErrUnknownPreset, name, strings.Join(names, ", "))
 }
 

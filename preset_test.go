@@ -74,6 +74,11 @@ func TestPresetErrors(t *testing.T) {
 			}
 		})
 	}
+	// With none, the error says there is none, not an empty list.
+	_, err := agent.ExpandPresets(agent.NewRegistry(), nil, ctxOf(t, `[{"type":"preset","preset":"Nope"}]`))
+	if want := `agent: message 0 (preset): unknown preset "Nope" (no preset is registered)`; err == nil || err.Error() != want {
+		t.Errorf("no presets: got %v\nwant %s", err, want)
+	}
 }
 
 // TestIdeaPresets saves presets in an Idea file: its context names them,
