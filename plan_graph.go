@@ -529,8 +529,8 @@ func (g *planGraph) satisfiable(n *planNode, param string, x ref.Ref, src ref.So
 }
 
 // executable adds the problems that stop a valid plan from running: a
-// tool naming an activity that is not registered, and a latent call that
-// needs the model when there is no provider.
+// tool naming an activity that is not registered, and a latent call or a
+// delegate's that needs the model when there is no provider.
 func (g *planGraph) executable(x *executor) {
 	for _, n := range g.nodes {
 		sh := x.build.shape(n.call.Tool)
@@ -541,6 +541,10 @@ func (g *planGraph) executable(x *executor) {
 		switch {
 		case err != nil:
 			g.add(n, PlanProblem{Err: err})
+		case sh.delegate != "" && x.cfg.Provider == nil:
+			// A delegate runs before an activity or an inline _output
+			// would be looked at (see executor.invoke).
+			g.add(n, PlanProblem{Err: fmt.Errorf("%w: the tool is a delegate, whose sub-run asks the model", ErrNoProvider)})
 		case a == nil && x.cfg.Provider == nil:
 			var inline struct {
 				Output json.RawMessage `json:"_output"`

@@ -792,6 +792,19 @@ func TestExecutePlanLatent(t *testing.T) {
 			t.Error(err)
 		}
 	})
+	// A delegate's sub-run asks the model, an inline _output or not:
+	// without a provider the plan does not start, and says why.
+	t.Run("a delegate needs a provider", func(t *testing.T) {
+		const delegate = `[{"type":"tool","tool":{"stylist":{"type":"object","description":"Pick an outfit.",
+			"properties":{"sky":{"type":"string"},"_output":{"type":"string"}},"_delegate":"anonymous"}}}]`
+		for _, plan := range []string{`[{"_tool":"stylist","sky":"snow"}]`, `[{"_tool":"stylist","sky":"snow","_output":"A parka."}]`} {
+			_, err := agent.ExecutePlan(context.Background(), agent.Config{Registry: agent.NewRegistry()}, planOf(t, plan), planCtx(t, delegate))
+			want := "agent: invalid plan: call 0 (stylist): no provider: the tool is a delegate, whose sub-run asks the model"
+			if err == nil || err.Error() != want || !errors.Is(err, agent.ErrNoProvider) {
+				t.Errorf("%s:\ngot  %v\nwant %s", plan, err, want)
+			}
+		}
+	})
 	t.Run("an inline _output needs no provider", func(t *testing.T) {
 		plan := planOf(t, `[{"_tool":"summarize","text":"†input.text","_output":"Short.","_outputPath":"†state.summary"}]`)
 		res, err := agent.ExecutePlan(context.Background(), agent.Config{Registry: agent.NewRegistry()}, plan, planCtx(t, tools))
