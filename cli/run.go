@@ -173,6 +173,9 @@ func (f *runFlags) check() error {
 	if f.lease <= 0 {
 		return fmt.Errorf("%w: --lease must be positive, got %s", errUsage, f.lease)
 	}
+	if f.concurrency < 0 {
+		return fmt.Errorf("%w: --concurrency must be 0 (the default) or more, got %d", errUsage, f.concurrency)
+	}
 	if f.maxSteps < 0 {
 		return fmt.Errorf("%w: --max-steps must be positive, got %d", errUsage, f.maxSteps)
 	}

@@ -702,3 +702,24 @@ func TestRunLazyPlan(t *testing.T) {
 		t.Errorf("exit %d, summary:\n%s\nwant it to hold:\n%s(stderr %q)", code, out, want, errOut)
 	}
 }
+
+// TestRunFlagChecks: a flag value that means nothing is a usage error,
+// not a default taken silently.
+func TestRunFlagChecks(t *testing.T) {
+	idea := writeIdea(t)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--concurrency", "-1"}, "--concurrency must be 0 (the default) or more, got -1"},
+		{[]string{"--max-steps", "-2"}, "--max-steps must be positive, got -2"},
+		{[]string{"--lease", "0s"}, "--lease must be positive, got 0s"},
+	} {
+		for _, cmd := range [][]string{{"run", idea}, {"resume", "r"}, {"continue", "r", "--message", "hi"}} {
+			code, _, errOut := acts(t.Context(), agent.NewRegistry(), append(append(cmd, "--store", "memory:", "--model", "openai:m"), tt.args...)...)
+			if code != 2 || !strings.Contains(errOut, tt.want) {
+				t.Errorf("%s %q: exit %d, stderr %q; want 2, %q", cmd[0], tt.args, code, errOut, tt.want)
+			}
+		}
+	}
+}
