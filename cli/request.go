@@ -44,6 +44,9 @@ Request runs no calls.`,
 			if err != nil {
 				return err
 			}
+			if *n < 1 {
+				return fmt.Errorf("%w: --n must be 1 or more, got %d", errUsage, *n)
+			}
 			inputs, err := readInput(env.Stdin, *input)
 			if err != nil {
 				return err

@@ -102,6 +102,7 @@ func TestRequestCommandErrors(t *testing.T) {
 		{"no model", []string{"request", idea, "--model", ""}, 2, "--model must be provider:model"},
 		{"unknown provider", []string{"request", idea, "--model", "acme:x"}, 2, `unknown provider "acme"`},
 		{"missing idea", []string{"request", "nope.json", "--model", "openai:x"}, 1, "no such file"},
+		{"no solutions", []string{"request", idea, "--model", "vllm:m", "--base-url", "http://127.0.0.1:1/v1", "--n", "0"}, 2, "--n must be 1 or more, got 0"},
 		{"provider error", []string{"request", idea, "--model", "vllm:m", "--base-url", "http://127.0.0.1:1/v1"}, 1, "agent: provider:"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
