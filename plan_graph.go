@@ -433,8 +433,11 @@ func (g *planGraph) checkTools(x *executor) {
 	schemas := map[string]*schema.Schema{}
 	for _, n := range g.nodes {
 		if x.build.shape(n.call.Tool) == nil {
-			tools := x.build.Tools()
-			g.add(n, PlanProblem{Err: fmt.Errorf("%w %q (tools: %s)", ErrUnknownTool, n.call.Tool, strings.Join(tools, ", "))})
+			known := "no tool is defined" // not an empty list, which reads as cut off
+			if tools := x.build.Tools(); len(tools) > 0 {
+				known = "tools: " + strings.Join(tools, ", ")
+			}
+			g.add(n, PlanProblem{Err: fmt.Errorf("%w %q (%s)", ErrUnknownTool, n.call.Tool, known)})
 			continue
 		}
 		if err := literalCheck(x, n, schemas); err != nil {

@@ -22,12 +22,12 @@ FILE ("-" for standard input) holds an array of calls, an object
 {"plan": [...], "context": [...]}, or an Idea ({schema, context}) whose
 last plan message is the plan. validate prints "ok: N calls", or lists
 every problem (unknown tools, cycles, references nothing can satisfy) and
-exits 1; with no context in the file, or with --structure, only what the
-plan says on its own is checked (no tools, no context). --input adds
-inputs to the context as acts run does; when the context has instanced
-data, the plan is checked once per instance, as acts run runs it, and
-validate prints "ok: N calls, M instances". graph prints the plan as a
-Mermaid flowchart.`,
+exits 1; with no context in the file and no --input, or with --structure,
+only what the plan says on its own is checked (no tools, no context).
+--input adds inputs to the context as acts run does; when the context
+has instanced data, the plan is checked once per instance, as acts run
+runs it, and validate prints "ok: N calls, M instances". graph prints
+the plan as a Mermaid flowchart.`,
 	setup: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		structure := fs.Bool("structure", false, "validate: check the plan alone, without tools or context")
 		input := fs.String("input", "", "validate: the inputs, as acts run takes them: `JSON` or @FILE, @- for standard input (arrays and JSON lines are instanced)")

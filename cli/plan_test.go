@@ -88,6 +88,9 @@ func TestPlanCommand(t *testing.T) {
 				"call 1 (charge) param /card ref †input.card: unsatisfiable reference: no call writes it and the context has no value there\n" +
 				"call 2 (ship) param /address ref †input.address: unsatisfiable reference: no call writes it and the context has no value there\n",
 			err: orders + ": invalid plan (4 problems)"},
+		// The inputs are the context: no tool message defines the tools.
+		{name: "calls and an input", args: []string{"validate", "-", "--input", `{"x":1}`}, stdin: `[{"_tool":"a"}]`,
+			stdout: "call 0 (a): unknown tool \"a\" (no tool is defined)\n", err: "-: invalid plan (1 problem)"},
 		{name: "bad input", args: []string{"validate", orders, "--input", "{nope"}, err: "--input: line 1: not valid JSON"},
 		{name: "input with structure", args: []string{"validate", orders, "--input", "{}", "--structure"}, err: "usage: --input and --structure: the plan alone reads no input", isUsage: true},
 		{name: "input of graph", args: []string{"graph", orders, "--input", "{}"}, err: "usage: --input is for plan validate", isUsage: true},
