@@ -40,7 +40,8 @@
 // the repository describes them all.
 //
 // run runs an Idea ({schema, context}) durably in a store. When the
-// context ends with a plan, the plan runs, once per instance when the
+// context has a plan message, its last plan runs (messages after it
+// included: it need not end the context), once per instance when the
 // inputs are instanced: with no model at all when its calls all have code
 // activities, else its latent and delegate calls ask the model of --model
 // (or ACTS_MODEL). Otherwise the agent loop runs with that model. --input

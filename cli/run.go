@@ -56,8 +56,8 @@ var runCommand = &command{
 	summary:  "run an Idea durably in a store",
 	doc: `
 Runs an Idea ({"schema", "context"}) durably in a store. When the context
-ends with a plan, the plan runs, once per instance when the inputs are
-instanced: with no model when its calls all have code activities, else
+has a plan message, its last plan runs, wherever it stands, once per
+instance when the inputs are instanced: with no model when its calls all have code activities, else
 its latent and delegate calls ask --model. Otherwise the agent loop runs
 with --model. --input adds inputs: a JSON object is one
 input; a JSON array, or a file of JSON lines, is one instanced input per

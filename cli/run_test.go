@@ -723,3 +723,17 @@ func TestRunFlagChecks(t *testing.T) {
 		}
 	}
 }
+
+// TestRunPlanNotLast: an Idea's last plan runs even when messages follow
+// it, as the documentation says; the run is a plan run, not a loop.
+func TestRunPlanNotLast(t *testing.T) {
+	reg, calls := batchEnv(false, nil)
+	idea := writeFile(t, "after.json", `{"schema":{"type":"object"},"context":[
+		{"type":"tool","tool":{"double":{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}}},
+		{"type":"plan","plan":[{"_tool":"double","n":"†input.n","_outputPath":"†state.doubled"}]},
+		{"type":"text","text":"And then?"}]}`)
+	code, out, errOut := acts(t.Context(), reg, "run", idea, "--input", `{"n":2}`, "--store", "memory:", "--json")
+	if s := summaryOf(t, out); code != 0 || s.Status != "done" || s.Calls != 1 || calls.Load() != 1 {
+		t.Errorf("exit %d, summary %+v, %d calls, stderr %q", code, s, calls.Load(), errOut)
+	}
+}
