@@ -57,11 +57,11 @@ var runCommand = &command{
 	doc: `
 Runs an Idea ({"schema", "context"}) durably in a store. When the context
 has a plan message, its last plan runs, wherever it stands, once per
-instance when the inputs are instanced: with no model when its calls all have code activities, else
-its latent and delegate calls ask --model. Otherwise the agent loop runs
-with --model. --input adds inputs: a JSON object is one
-input; a JSON array, or a file of JSON lines, is one instanced input per
-element (its _instance, or its position from 1). The MCP servers the Idea
+instance when the inputs are instanced: with no model when its calls all
+have code activities, else its latent and delegate calls ask --model.
+Otherwise the agent loop runs with --model. --input adds inputs: a JSON
+object is one input; a JSON array, or a file of JSON lines, is one
+instanced input per element (its _instance, or its position from 1). The MCP servers the Idea
 lists ("mcp") run while the command does, and one tool message at the start
 of the context offers their tools, unless the context offers some of them
 itself. No run is created for a command that fails its checks. Ctrl-C stops
@@ -221,9 +221,9 @@ idempotent or it is latent (the model answers it), and is reported
 otherwise. The MCP servers of the run's Idea,
 saved with the run, are started again for their tools. An agent loop calls
 the endpoint and model the run was made with (and says which on standard
-error, once it holds the run) unless --model or --base-url say otherwise. A run held by another
-process fails, naming the holder; after a crash its lease expires and
-resume takes over. Exit statuses and the summary are those of run.`,
+error, once it holds the run) unless --model or --base-url say otherwise.
+A run held by another process fails, naming the holder; after a crash its
+lease expires and resume takes over. Exit statuses and the summary are those of run.`,
 	setup: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		var rf runFlags
 		rf.register(fs)
