@@ -80,6 +80,9 @@ func openStoreAt(ctx context.Context, url string, create bool) (runStore, error)
 	switch {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
 		return postgres.Open(ctx, url)
+	case url == "memory:" && !create:
+		// A fresh memory store would list no runs and find none.
+		return nil, fmt.Errorf("%w: --store memory: keeps no run after the command that made it: name the store the run was made in", errUsage)
 	case url == "memory:":
 		return memoryStore{store.NewMemory()}, nil
 	}

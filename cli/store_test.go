@@ -30,6 +30,9 @@ func TestStoreURL(t *testing.T) {
 		{"log of no file", []string{"log", "r", "--store", "sqlite:" + missing}, 1, "acts: store " + missing + " does not exist (--store, or ACTS_STORE, names a SQLite file)\n"},
 		{"resume of no file", []string{"resume", "r", "--store", missing}, 1, "acts: store " + missing + " does not exist (--store, or ACTS_STORE, names a SQLite file)\n"},
 		{"fork of no file", []string{"fork", "r", "--at", "0", "--store", missing}, 1, "acts: store " + missing + " does not exist (--store, or ACTS_STORE, names a SQLite file)\n"},
+		// memory: holds the runs of the command that made them only.
+		{"runs of memory", []string{"runs", "--store", "memory:"}, 2, "acts: usage: --store memory: keeps no run after the command that made it: name the store the run was made in\n"},
+		{"resume of memory", []string{"resume", "r", "--store", "memory:"}, 2, "acts: usage: --store memory: keeps no run after the command that made it: name the store the run was made in\n"},
 		{"another scheme", []string{"runs", "--store", "mysql://u@h/db"}, 2, `acts: usage: --store "mysql://u@h/db": unknown scheme "mysql": want a SQLite file, sqlite:PATH, memory: or a postgres:// URL` + "\n"},
 		{"a misspelt scheme", []string{"log", "r", "--store", "postgress://u@h/db"}, 2, `acts: usage: --store "postgress://u@h/db": unknown scheme "postgress": want a SQLite file, sqlite:PATH, memory: or a postgres:// URL` + "\n"},
 	} {
