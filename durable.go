@@ -43,12 +43,15 @@ var (
 	// ErrRefused marks an error of Resume or Continue that stopped it
 	// before it changed the run: the run is in its store as it was (a run
 	// another process holds, an unfinished one Continue was given, a
-	// message the turn's first request cannot use, ...). The error wraps
-	// it besides the reason, so errors.Is finds both.
+	// message the turn's first request cannot use, ...); and an error
+	// of a durable Run that stopped it before the run was created (its
+	// first request cannot be made). The error wraps it besides the
+	// reason, so errors.Is finds both.
 	ErrRefused = errors.New("agent: refused")
 )
 
-// refusal is an error of Resume or Continue that left the run as it was.
+// refusal is an error of Resume or Continue that left the run as it was,
+// or of Run that created none.
 type refusal struct{ err error }
 
 func (r refusal) Error() string        { return r.err.Error() }

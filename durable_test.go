@@ -714,3 +714,34 @@ func TestResumeLoopWithoutProvider(t *testing.T) {
 		t.Errorf("the run after a resume that failed: %+v", after)
 	}
 }
+
+// TestDurableRunRefusedBeforeCreated: a loop whose first request cannot be
+// made (its context offers a tool the registry lacks) fails before the
+// run is created: no failed run is left that every resume would fail the
+// same way.
+func TestDurableRunRefusedBeforeCreated(t *testing.T) {
+	st := store.NewMemory()
+	p := scripted.Solutions(`{"calls":[],"output":{"done":true}}`)
+	msgs := []message.Message{message.Text("Go."), {Type: message.TypeTool, Tool: json.RawMessage(`"ghost"`)}}
+	cfg := agent.Config{Provider: p, Registry: agent.NewRegistry(), Store: st, RunID: "r"}
+	_, err := agent.Run(context.Background(), cfg, json.RawMessage(`{"type":"object"}`), msgs)
+	if !errors.Is(err, agent.ErrUnknownTool) || !errors.Is(err, agent.ErrRefused) {
+		t.Fatalf("run: %v, want the unknown tool, refused", err)
+	}
+	if _, err := st.Load(context.Background(), "r"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("load: %v, want no run", err)
+	}
+	if n := len(p.Requests()); n != 0 {
+		t.Errorf("%d requests sent", n)
+	}
+	// The same context with the tool registered runs, and its first
+	// request is the one prepared before the run was created.
+	cfg.Registry.Tool("ghost", json.RawMessage(`{"type":"object"}`))
+	res, err := agent.Run(context.Background(), cfg, json.RawMessage(`{"type":"object"}`), msgs)
+	if err != nil || res.Steps != 1 {
+		t.Fatalf("run: %+v, %v", res, err)
+	}
+	if run, err := st.Load(context.Background(), "r"); err != nil || run.Status != store.Done {
+		t.Errorf("run %+v, %v", run, err)
+	}
+}

@@ -179,15 +179,21 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 		cfg.contextLen = log.Len()
 	}
 	r := &run{cfg: cfg, schema: schema, log: log, steps: first - 1}
-	if continued {
-		// The turn's first request is prepared before the journal takes
-		// the turn's messages, and goes on as the first step's request
-		// (see prepareNext): a message the handlers refuse fails Continue
-		// with the run as it was, where journaled it would fail this
-		// request and every resume's after it.
+	if continued || rs == nil && cfg.Store != nil {
+		// The first request is prepared before the journal takes the
+		// context (or a turn's messages), and goes on as the first step's
+		// request (see prepareNext): a message the handlers refuse fails
+		// Run before the run is created, and Continue with the run as it
+		// was, where journaled it would fail this request and every
+		// resume's after it.
 		r.lazy = lazyPlan(log)
 		if r.last, err = prepareBuild(ctx, r.stepConfig(), schema, log, false, !r.lazy); err != nil {
-			yield(RunEvent{}, rs.refused(cfg.RunID, err))
+			if continued {
+				err = rs.refused(cfg.RunID, err)
+			} else {
+				err = refusal{err} // no run was created
+			}
+			yield(RunEvent{}, err)
 			return
 		}
 	}

@@ -598,25 +598,16 @@ func TestRunFailedBeforeAnything(t *testing.T) {
 	unknown := writeFile(t, "unknown.json", `{"schema":{},"context":[{"type":"plan","plan":[{"_tool":"nope","_outputPath":"†state.x"}]}]}`)
 	latent := writeFile(t, "latent.json", `{"schema":{"type":"object"},"context":[{"type":"tool","tool":{"classify":{"type":"object","properties":{"_output":{"type":"string"}}}}},`+
 		`{"type":"plan","plan":[{"_tool":"classify","_outputPath":"†state.label"}]}]}`)
-	// A loop whose first request cannot be made: no request is sent.
-	byName := writeFile(t, "byname.json", `{"schema":{"type":"object"},"context":[{"type":"tool","tool":"weather"},{"type":"text","text":"hi"}]}`)
-	srv := openaitest.Server(t, func([]byte) string {
-		t.Error("a request was sent")
-		return `{"output":{}}`
-	})
 	db := filepath.Join(t.TempDir(), "runs.db")
 	for _, tt := range []struct {
 		name, idea, err string
-		args            []string
-		messages        bool // the run's log, in --json
 	}{
 		{name: "invalid plan", idea: unknown, err: `unknown tool "nope"`},
 		{name: "no model", idea: latent, err: "no provider"},
-		{name: "a request that cannot be made", idea: byName, err: `unknown tool "weather"`, args: []string{"--model", "local:m1", "--base-url", srv.URL + "/v1"}, messages: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			id := strings.ReplaceAll(tt.name, " ", "-")
-			code, out, errOut := acts(t.Context(), agent.NewRegistry(), append([]string{"run", tt.idea, "--store", db, "--id", id}, tt.args...)...)
+			code, out, errOut := acts(t.Context(), agent.NewRegistry(), "run", tt.idea, "--store", db, "--id", id)
 			if code != 1 || !strings.Contains(errOut, tt.err) {
 				t.Errorf("exit %d, stderr %q; want 1, %q", code, errOut, tt.err)
 			}
@@ -625,15 +616,39 @@ func TestRunFailedBeforeAnything(t *testing.T) {
 				lines[1] != "  trace: acts log "+id+" --store "+db {
 				t.Errorf("summary:\n%s", out)
 			}
-			code, out, _ = acts(t.Context(), agent.NewRegistry(), append([]string{"run", tt.idea, "--store", db, "--id", id + "-json", "--json"}, tt.args...)...)
+			code, out, _ = acts(t.Context(), agent.NewRegistry(), "run", tt.idea, "--store", db, "--id", id+"-json", "--json")
 			var s map[string]any
 			if err := json.Unmarshal([]byte(out), &s); code != 1 || err != nil {
 				t.Fatalf("--json: exit %d, %q: %v", code, out, err)
 			}
-			if _, ok := s["messages"]; ok != tt.messages || s["status"] != "failed" || !strings.Contains(fmt.Sprint(s["error"]), tt.err) {
+			if _, ok := s["messages"]; ok || s["status"] != "failed" || !strings.Contains(fmt.Sprint(s["error"]), tt.err) {
 				t.Errorf("--json summary %s", out)
 			}
 		})
+	}
+}
+
+// TestRunRefusedBeforeCreated: a loop whose first request cannot be made
+// sends nothing and creates no run, so it prints no summary or trace.
+func TestRunRefusedBeforeCreated(t *testing.T) {
+	byName := writeFile(t, "byname.json", `{"schema":{"type":"object"},"context":[{"type":"tool","tool":"weather"},{"type":"text","text":"hi"}]}`)
+	srv := openaitest.Server(t, func([]byte) string {
+		t.Error("a request was sent")
+		return `{"output":{}}`
+	})
+	db := filepath.Join(t.TempDir(), "runs.db")
+	for _, json := range []bool{false, true} {
+		args := []string{"run", byName, "--store", db, "--id", "r", "--model", "local:m1", "--base-url", srv.URL + "/v1"}
+		if json {
+			args = append(args, "--json")
+		}
+		code, out, errOut := acts(t.Context(), agent.NewRegistry(), args...)
+		if code != 1 || out != "" || !strings.Contains(errOut, `unknown tool "weather"`) {
+			t.Errorf("--json %v: exit %d, stdout %q, stderr %q", json, code, out, errOut)
+		}
+	}
+	if _, out, _ := acts(t.Context(), agent.NewRegistry(), "runs", "--store", db, "--json"); strings.Contains(out, `"r"`) {
+		t.Errorf("a run was created: %s", out)
 	}
 }
 
