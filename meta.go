@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -148,6 +150,70 @@ func isNumber(s string) bool {
 		}
 	}
 	return true
+}
+
+// metaFields are the fields of page 016's Meta object, in its order.
+var metaFields = []struct{ name, schema string }{
+	{"domain", `{"type":"string"}`},
+	{"path", `{"type":"string"}`},
+	{"version", `{"type":"string","description":"The next version: one of the last numbers bumped, or a new branch VERSION.NAME.1, whose NAME is then added to branches."}`},
+	{"branches", `{"type":"array","items":{"type":"string"}}`},
+	{"createdAt", `{"type":"string"}`},
+}
+
+// metaSchema is the schema of the solution's meta, given the current
+// meta cur. A strict provider lets the model write only the properties
+// it names, so it names page 016's fields, branches among them, without
+// which no branch can be started, and each other field of cur whose
+// value a strict schema can say (a string, a number, a boolean or a list
+// of strings), so that the new meta can carry them on.
+func metaSchema(cur json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteString(`{"type":"object","description":"Metadata about the idea: its identity and version. Write the current one with its version bumped, or a branch started.","properties":{`)
+	for i, f := range metaFields {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%q:%s", f.name, f.schema)
+	}
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(cur, &fields)
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if slices.ContainsFunc(metaFields, func(f struct{ name, schema string }) bool { return f.name == k }) {
+			continue
+		}
+		if s := valueSchema(fields[k]); s != "" {
+			name, _ := json.Marshal(k)
+			fmt.Fprintf(&b, ",%s:%s", name, s)
+		}
+	}
+	b.WriteString("}}")
+	return b.Bytes()
+}
+
+// valueSchema is the schema of the type of a scalar or a list of strings,
+// "" for anything else.
+func valueSchema(v json.RawMessage) string {
+	var x any
+	if json.Unmarshal(v, &x) != nil {
+		return ""
+	}
+	switch x := x.(type) {
+	case string:
+		return `{"type":"string"}`
+	case float64:
+		return `{"type":"number"}`
+	case bool:
+		return `{"type":"boolean"}`
+	case []any:
+		for _, e := range x {
+			if _, ok := e.(string); !ok {
+				return ""
+			}
+		}
+		return `{"type":"array","items":{"type":"string"}}`
+	}
+	return ""
 }
 
 // metaOf reads the version and branches of a meta object.

@@ -108,7 +108,7 @@ func renderMeta(_ context.Context, b *Build, m *message.Message) error {
 		b.metaCheck = len(b.solutionChecks)
 	}
 	b.solutionChecks[b.metaCheck-1] = checkMeta(m.Meta)
-	b.Property("meta", json.RawMessage(`{"type":"object","description":"Metadata about the idea, including version and identity. Update it, for example by bumping the version.","properties":{"path":{"type":"string"},"version":{"type":"string"}}}`), true)
+	b.Property("meta", metaSchema(m.Meta), true)
 	return nil
 }
 
