@@ -13,6 +13,7 @@ import (
 	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/schema"
 )
 
 // ErrUnknownAdvisor reports an advisor message naming no registered
@@ -89,22 +90,30 @@ const ConsultAdvisor = "ConsultAdvisor"
 // step, and the prompt cache behind it stays. On-demand advisors are
 // reached through the ConsultAdvisor tool.
 func renderAdvisor(_ context.Context, b *Build, m *message.Message) error {
-	a, schema, err := b.advisorOf(m)
+	a, s, err := b.advisorOf(m)
 	if err != nil {
 		return err
 	}
-	if _, err := advisorItem(a, schema, nil, false); err != nil {
+	// The entry goes inside the composed schema (or ConsultAdvisor's
+	// _output), where "#" is no longer the root of s: its definitions
+	// come apart, named after the advisor, for the root's "$defs".
+	body, defs, err := schema.Embed(s, "advisor."+a.ID, b.defNames(""))
+	if err != nil {
+		return fmt.Errorf("advisor %q: %w", a.ID, err)
+	}
+	d := advisorDef{a: a, schema: schema.Deref(body, defs), defs: defs}
+	if _, err := advisorItem(a, d.schema, nil, false); err != nil {
 		return fmt.Errorf("advisor %q: %w", a.ID, err)
 	}
 	b.Render(provider.RoleUser, advisorText(a))
 	if onDemand(a) {
 		// An advisor declared again is offered as declared last.
 		b.advisorsOnDemand = slices.DeleteFunc(b.advisorsOnDemand, func(d advisorDef) bool { return d.a.ID == a.ID })
-		b.advisorsOnDemand = append(b.advisorsOnDemand, advisorDef{a, schema})
+		b.advisorsOnDemand = append(b.advisorsOnDemand, d)
 		b.defineConsult()
 		return nil
 	}
-	b.advisors = append(b.advisors, advisorDef{a, schema})
+	b.advisors = append(b.advisors, d)
 	b.changed = true
 	return nil
 }
@@ -146,33 +155,49 @@ func advisorText(a *message.Advisor) string {
 }
 
 // advisorDef is an advisor that speaks in the solution, and the schema of
-// its advice.
+// its advice, whose refs point to defs at the root of the schema that
+// holds it.
 type advisorDef struct {
 	a      *message.Advisor
 	schema json.RawMessage
+	defs   []schema.Def
 }
 
 // advisorsProperty returns the schema of the solution's advisors: the
 // entries of those that speak at this step (start advisors while the log
 // has no plan yet, finish advisors once it has one, request advisors
-// always), or nil when none does. An instanced advisor's _instance names
-// one of the instances handled so far, as a call's does.
-func (b *Build) advisorsProperty() (json.RawMessage, error) {
+// always), or nil when none does, and the definitions they refer to. An
+// instanced advisor's _instance names one of the instances handled so
+// far, as a call's does.
+func (b *Build) advisorsProperty() (json.RawMessage, []schema.Def, error) {
 	var items []json.RawMessage
+	var defs []schema.Def
 	for _, d := range b.advisors {
 		if d.a.On == "start" && b.planned || d.a.On == "finish" && !b.planned {
 			continue
 		}
 		item, err := advisorItem(d.a, d.schema, b.instances, b.instancesOpen)
 		if err != nil {
-			return nil, fmt.Errorf("advisor %q: %w", d.a.ID, err)
+			return nil, nil, fmt.Errorf("advisor %q: %w", d.a.ID, err)
 		}
 		items = append(items, item)
+		defs = addDefs(defs, d.defs)
 	}
 	if items == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return advisorsSchema(items), nil
+	return advisorsSchema(items), defs, nil
+}
+
+// addDefs appends to defs those of more it does not hold yet by name: an
+// advisor declared twice brings its definitions twice.
+func addDefs(defs, more []schema.Def) []schema.Def {
+	for _, d := range more {
+		if !slices.ContainsFunc(defs, func(e schema.Def) bool { return e.Name == d.Name }) {
+			defs = append(defs, d)
+		}
+	}
+	return defs
 }
 
 // advisorItem is the schema of one advisor's entry: its id, what its
@@ -247,10 +272,17 @@ func (b *Build) defineConsult() {
 		ids[i] = d.a.ID
 	}
 	enum, _ := json.Marshal(ids)
+	var defs []schema.Def
+	if ownSchemas(b.advisorsOnDemand) {
+		for _, d := range b.advisorsOnDemand {
+			defs = addDefs(defs, d.defs)
+		}
+	}
 	def := json.RawMessage(`{"type":"object","description":"Ask an on-demand advisor of the context (## Advisor) for its opinion, given in its voice.","properties":{` +
 		`"advisor":{"enum":` + string(enum) + `},"question":{"type":"string"},` +
 		`"_output":` + string(consultOutput(b.advisorsOnDemand)) + `},` +
 		`"required":["advisor","question"]}`)
+	def = withDefs(def, defs) // the entries' refs point to the tool's root
 	_ = defineTool(b, ConsultAdvisor, def)
 }
 
@@ -312,6 +344,12 @@ func consultItem(d advisorDef) json.RawMessage {
 	return item
 }
 
+// consultAnswer is advisor d's entry standing on its own, its
+// definitions with it: what a consultation of d is asked to produce.
+func consultAnswer(d advisorDef) json.RawMessage {
+	return withDefs(consultItem(d), d.defs)
+}
+
 // consultation returns the advisor a ConsultAdvisor call asks, and what
 // its answer must be: that advisor's entry alone, since an answer that
 // is another's fits consultOutput's anyOf too. answer is nil when the
@@ -326,7 +364,7 @@ func (b *Build) consultation(args json.RawMessage) (id string, answer json.RawMe
 	}
 	for _, d := range slices.Backward(b.advisorsOnDemand) {
 		if d.a.ID == c.Advisor {
-			return c.Advisor, consultItem(d)
+			return c.Advisor, consultAnswer(d)
 		}
 	}
 	return c.Advisor, nil

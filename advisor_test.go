@@ -391,6 +391,35 @@ func TestConsultAdvisorOwnSchema(t *testing.T) {
 	}
 }
 
+func TestConsultAdvisorOwnDefinitions(t *testing.T) {
+	// An on-demand advisor's schema with definitions of its own: the
+	// latent request of a consultation asks for its entry with them, and
+	// an answer that breaks them is repaired.
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"ConsultAdvisor","advisor":"security","question":"Safe?","_outputPath":"†state.review"}],"output":null}`,
+		`{"output":{"id":"security","findings":[{"where":"port 22"}],"calls":"{}"}}`, // a finding says what
+		`{"output":{"id":"security","findings":[{"what":"an open port"}],"calls":"{}"}}`,
+		`{"calls":[],"output":"done"}`,
+	)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry()}, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[
+		{"type":"advisor","id":"security","role":"Review security.",
+		 "schema":{"type":"object","$defs":{"Finding":{"type":"object","properties":{"what":{"type":"string"}},"required":["what"]}},
+		  "properties":{"findings":{"type":"array","items":{"$ref":"#/$defs/Finding"}}},"required":["findings"]}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lookup(t, res.Log, "†state.review.findings"); got != `[{"what":"an open port"}]` {
+		t.Errorf("findings = %s", got)
+	}
+	reqs := p.Requests()
+	if n := len(reqs); n != 4 {
+		t.Fatalf("%d requests, want 4 (one repair)", n)
+	}
+	if s := string(reqs[1].Schema); !strings.Contains(s, `"required":["what"]`) {
+		t.Errorf("the consultation's schema lacks the advisor's definition: %s", s)
+	}
+}
+
 func TestConsultAdvisorAnswersAsTheOneAsked(t *testing.T) {
 	// A consultation asks one advisor: an answer that is another on-demand
 	// advisor's entry fits ConsultAdvisor's _output, yet is not the advice

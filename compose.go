@@ -32,7 +32,7 @@ func (b *Build) compose(output json.RawMessage, outputDefs []schema.Def, anyCall
 		size += len(v) + 1
 	}
 	var err error
-	if b.advice, err = b.advisorsProperty(); err != nil {
+	if b.advice, b.adviceDefs, err = b.advisorsProperty(); err != nil {
 		return nil, err
 	}
 	var s bytes.Buffer
@@ -93,7 +93,7 @@ func (b *Build) compose(output json.RawMessage, outputDefs []schema.Def, anyCall
 	s.WriteString(`},"required":`)
 	s.Write(rb)
 	s.WriteString(`,"additionalProperties":false`)
-	if defs = append(defs, outputDefs...); len(defs) > 0 {
+	if defs = append(append(defs, b.adviceDefs...), outputDefs...); len(defs) > 0 {
 		s.WriteString(`,"$defs":`)
 		s.Write(schema.AppendDefs(s.AvailableBuffer(), defs))
 	}

@@ -187,7 +187,7 @@ func (x *executor) asWrittenAdvice(raw json.RawMessage) json.RawMessage {
 	if !bytes.Contains(raw, []byte("null")) {
 		return raw
 	}
-	return x.dropAbsent(x.build.advice, raw)
+	return x.dropAbsent(withDefs(x.build.advice, x.build.adviceDefs), raw)
 }
 
 // dropAbsent returns raw without the nulls that stand for properties

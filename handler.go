@@ -87,6 +87,7 @@ type Build struct {
 	advisors         []advisorDef    // the advisors that speak in the solution (on start, request or finish)
 	planned          bool            // a plan was handled: a step has run, for start and finish advisors
 	advice           json.RawMessage // the advisors property of the schema last composed; nil when none speaks
+	adviceDefs       []schema.Def    // the definitions advice refers to
 	advisorsOnDemand []advisorDef    // advisors reached through ConsultAdvisor
 }
 

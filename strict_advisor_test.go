@@ -10,6 +10,8 @@ import (
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/internal/strict"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/schema"
 )
 
 // withAdvice is a step whose solution carries the advisors' entries
@@ -88,6 +90,73 @@ func TestStrictAdvisors(t *testing.T) {
 		}
 		if !strings.Contains(sent, "ConsultAdvisor") || !strings.Contains(sent, "riskAnalyst") || !strings.Contains(sent, "_reasoningForCall") {
 			t.Errorf("schema the provider got: %s", sent)
+		}
+	})
+}
+
+// riskNote is an advisor's answer with a type of its own that nests: its
+// schema has definitions ($defs), as schema.For makes of a recursive type.
+type riskNote struct {
+	Risk  string     `json:"risk"`
+	Cause []riskNote `json:"cause"`
+}
+
+// An advisor's schema may have definitions of its own: one written with
+// $defs, one made by schema.For from a recursive type, and an on-demand
+// one reached through ConsultAdvisor. Each reaches the provider with its
+// refs resolving in the composed schema, and its entries are checked
+// against it. Recursion sends the schema as in TestStrictRecursiveTool:
+// Anthropic gets a forced tool, Gemini responseJsonSchema.
+func TestStrictAdvisorDefinitions(t *testing.T) {
+	forEachStrictAdapter(t, func(t *testing.T, a strictAdapter) {
+		reg := agent.NewRegistry()
+		reg.Tool("deploy", json.RawMessage(`{"type":"object","properties":{"env":{"type":"string"}},"required":["env"]}`))
+		reg.Activity("deploy", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) { return agent.Value("deployed") }))
+		reg.Advisor(message.Advisor{ID: "causes", Role: "Trace the causes of each risk."}, schema.For[riskNote]())
+		ctx := `[{"type":"tool","tool":"deploy"},
+			{"type":"advisor","id":"risk","role":"Weigh the risks.","on":"request",
+			 "schema":{"type":"object","$defs":{"Risk":{"type":"object","properties":{"level":{"enum":["low","high"]},"note":{"type":"string"}},"required":["level"]}},"properties":{"risks":{"type":"array","items":{"$ref":"#/$defs/Risk"}}},"required":["risks"]}},
+			{"type":"advisor","advisor":"causes","on":"request"},
+			{"type":"advisor","id":"security","role":"Review security.",
+			 "schema":{"type":"object","definitions":{"Finding":{"type":"object","properties":{"what":{"type":"string"}},"required":["what"]}},"properties":{"findings":{"type":"array","items":{"$ref":"#/definitions/Finding"}}},"required":["findings"]}}]`
+		votes := `[{"id":"risk","risks":[{"level":"low"}],"calls":"{\"deploy\": 1}"},{"id":"causes","risk":"outage","cause":[{"risk":"load","cause":[]}],"calls":"{\"deploy\": 1}"}]`
+		field, isStrict := a.field, true
+		switch a.name {
+		case "anthropic":
+			field, isStrict = "tools/solution", false
+		case "gemini":
+			field = "responseJsonSchema"
+		}
+		res, m := strictRunIn(t, a, field, isStrict, reg, `{"type":"object","properties":{"status":{"type":"string"}},"required":["status"]}`, ctx, true,
+			withAdvice(votes,
+				strict.Call{Tool: "deploy", Set: set("env", `"prod"`, "_outputPath", `"†state.deployed"`)},
+				strict.Call{Tool: agent.ConsultAdvisor, Set: set("advisor", `"security"`, "question", `"Safe?"`, "_outputPath", `"†state.review"`, "_output", `{"id":"security","findings":[{"what":"an open port"}],"calls":"{}"}`)}),
+			func(s json.RawMessage) (json.RawMessage, error) {
+				sol, err := withAdvice(`[{"id":"risk","risks":[{"level":"low","note":null}],"calls":"{}"},{"id":"causes","risk":"none","cause":[],"calls":"{}"}]`)(s)
+				if err != nil {
+					return nil, err
+				}
+				o, _ := ojson.Parse(sol)
+				o.Set("output", json.RawMessage(`{"status":"done"}`))
+				return o.Bytes(), nil
+			})
+		for _, e := range errorTexts(res.Log) {
+			t.Errorf("error message: %s", e)
+		}
+		if got := strictValue(t, res.Log, "", "†state.deployed"); got != `"deployed"` {
+			t.Errorf("state.deployed = %s", got)
+		}
+		if got := strictValue(t, res.Log, "", "†state.review.id"); got != `"security"` {
+			t.Errorf("state.review = %s", strictValue(t, res.Log, "", "†state.review"))
+		}
+		// The null a strict model writes for a note left out is taken out,
+		// as from a call.
+		if len(res.Advice) != 2 || string(res.Advice[0].Raw) != `{"id":"risk","risks":[{"level":"low"}],"calls":"{}"}` ||
+			string(res.Advice[1].Raw) != `{"id":"causes","risk":"none","cause":[],"calls":"{}"}` {
+			t.Errorf("advice %+v", res.Advice)
+		}
+		if s := string(m.schemas()[0]); !strings.Contains(s, `"advisor.risk.Risk"`) || !strings.Contains(s, `advisor.security.Finding"`) {
+			t.Errorf("the advisors' definitions are not named after them: %s", s)
 		}
 	})
 }
