@@ -12,6 +12,7 @@ import (
 
 	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/schema"
 )
 
 // Delegation limits and errors (014).
@@ -205,8 +206,31 @@ func ResolveDelegate(def json.RawMessage, idea *Idea) (json.RawMessage, error) {
 			return nil, fmt.Errorf("tool definition: required: %w", err)
 		}
 	}
+	// The Idea's schemas come into the tool, where "#" is the tool's
+	// root: their definitions join the tool's "$defs", named after where
+	// they come from ("input.Who", "output.Result"), and their refs point
+	// there.
+	defs, err := ojson.Parse(d.Get("$defs"))
+	if err != nil {
+		defs, _ = ojson.Parse([]byte(`{}`))
+	}
+	embed := func(s json.RawMessage, name string) (json.RawMessage, []schema.Def, error) {
+		taken := slices.Clone(defs.Keys)
+		if old, err := ojson.Parse(d.Get("definitions")); err == nil {
+			taken = append(taken, old.Keys...)
+		}
+		body, more, err := schema.Embed(s, name, taken)
+		for _, def := range more {
+			defs.Set(def.Name, def.Schema)
+		}
+		return body, more, err
+	}
 	if input != nil {
-		in, err := ojson.Parse(input)
+		body, more, err := embed(input, "input")
+		if err != nil {
+			return nil, fmt.Errorf("input schema: %w", err)
+		}
+		in, err := ojson.Parse(schema.Deref(body, more)) // a recursive input is a ref to itself
 		if err != nil {
 			return nil, fmt.Errorf("input schema: %w", err)
 		}
@@ -234,7 +258,13 @@ func ResolveDelegate(def json.RawMessage, idea *Idea) (json.RawMessage, error) {
 		if out == nil {
 			out = json.RawMessage(`{}`)
 		}
+		if out, _, err = embed(out, "output"); err != nil {
+			return nil, fmt.Errorf("idea schema: %w", err)
+		}
 		props.Set("_output", out)
+	}
+	if len(defs.Keys) > 0 {
+		d.Set("$defs", defs.Bytes())
 	}
 	if d.Get("description") == nil && description != "" {
 		d.Set("description", ojson.Quote(description))
