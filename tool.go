@@ -133,7 +133,7 @@ func (b *Build) defNames(tool string) []string {
 func shape(name string, def json.RawMessage, explicit bool, taken []string) (*shaped, error) {
 	body, defs, err := schema.Embed(def, name, taken)
 	if err != nil {
-		return nil, fmt.Errorf("tool %q: %w", name, err)
+		return nil, err // the caller names the tool
 	}
 	body = schema.Deref(body, defs) // the tool refers to itself
 	check, llm, result, output, err := llmTool(name, body, explicit)

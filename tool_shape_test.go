@@ -106,3 +106,16 @@ func TestInvalidSchemaNamesItsPart(t *testing.T) {
 		t.Errorf("errors %q, want the tool's _output reported as invalid", got)
 	}
 }
+
+// A tool whose ref points nowhere is named once in the error, as any
+// other fault of its schema is.
+func TestToolRefErrorNamesToolOnce(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("send", json.RawMessage(`{"type":"object","properties":{"to":{"$ref":"#/$defs/Who"}}}`))
+	cfg := agent.Config{Provider: scripted.Solutions(`{"calls":[],"output":"x"}`), Registry: reg}
+	_, err := agent.Run(context.Background(), cfg, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[{"type":"tool","tool":"send"}]`))
+	want := `agent: message 0 (tool): tool "send": schema: invalid ref: "#/$defs/Who" at /properties/to/$ref points nowhere`
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v\nwant %s", err, want)
+	}
+}
