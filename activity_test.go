@@ -147,3 +147,45 @@ func marshal(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestActivityMessagesTheRunCannotRender: an activity's Messages that no
+// request could render (a type without a handler, a tool or an advisor
+// the registry lacks) fail the call, as a write that does not combine
+// does: appended, they would fail every later request of the run, and
+// every resume of it.
+func TestActivityMessagesTheRunCannotRender(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		msg  message.Message
+		want string
+	}{
+		{"type", message.Message{Type: "bogus"},
+			`runtime error in emit: its messages were not written: message 1 (bogus): no handler for message type "bogus" (register one with Registry.Handle)`},
+		{"tool", message.Tool("ghost"),
+			`runtime error in emit: its messages were not written: message 1 (tool): unknown tool "ghost" (registered: emit)`},
+		{"advisor", message.Message{Type: message.TypeAdvisor, Advisor: &message.Advisor{Name: "ghost", On: "request"}},
+			`runtime error in emit: its messages were not written: message 1 (advisor): unknown advisor "ghost" (advisors: )`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := agent.NewRegistry()
+			reg.Tool("emit", json.RawMessage(`{"type":"object","properties":{}}`))
+			reg.Activity("emit", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+				return &agent.Result{Messages: []message.Message{message.Text("before it"), tt.msg}}, nil
+			}))
+			p := scripted.Solutions(`{"calls":[{"_tool":"emit","_outputPath":"†state.x"}],"output":null}`, `{"calls":[],"output":1}`)
+			res, err := agent.Run(context.Background(), agent.Config{Registry: reg, Provider: p}, json.RawMessage(`{"type":"integer"}`),
+				ctxOf(t, `[{"type":"tool","tool":"emit"},{"type":"text","text":"go"}]`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := errorTexts(res.Log); len(got) != 1 || got[0] != tt.want {
+				t.Errorf("errors %q\nwant %q", got, tt.want)
+			}
+			for _, m := range res.Log.Messages() {
+				if m.Type == message.TypeText && m.Text == "before it" {
+					t.Error("a message of the call's result was written")
+				}
+			}
+		})
+	}
+}

@@ -217,6 +217,10 @@ func (x *executor) record(ctx context.Context, c *Call, res *Result, resp *Respo
 		return failureOutputs(c, err, now), resp, err
 	}
 	if res.Messages != nil {
+		if err := x.unrenderable(res.Messages); err != nil {
+			cerr := &CallError{Kind: Runtime, Tool: c.Tool, Err: err}
+			return failureOutputs(c, cerr, now), resp, cerr
+		}
 		return res.Messages, resp, nil
 	}
 	if res.Value == nil {
@@ -300,6 +304,20 @@ func (x *executor) checkResult(c *Call, res *Result) error {
 	}
 	if err := compiled.Validate(res.Value); err != nil {
 		return &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("result does not match the tool's _output: %w", err)}
+	}
+	return nil
+}
+
+// unrenderable reports the first of msgs, an activity's messages, that no
+// request could render: one of a type without a handler, or a tool or
+// advisor message naming one the registry lacks. Appended, it would fail
+// every later request of the run, and every resume of it; the call fails
+// instead, as for a write that does not combine.
+func (x *executor) unrenderable(msgs []message.Message) error {
+	for i := range msgs {
+		if err := x.reg.renderable(&msgs[i]); err != nil {
+			return errorf("its messages were not written: message %d (%s): %w", i, msgs[i].Type, err)
+		}
 	}
 	return nil
 }

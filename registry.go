@@ -72,6 +72,34 @@ func (r *Registry) Handle(typ message.Type, h Handler) {
 	delete(r.builtin, typ)
 }
 
+// renderable reports why a request could not render m, as far as it
+// can be told from m alone: no handler for its type, or, for the
+// built-in handlers, a tool or an advisor it names that r lacks.
+func (r *Registry) renderable(m *message.Message) error {
+	if _, err := r.handler(m.Type); err != nil {
+		return err
+	}
+	switch {
+	case m.Type == message.TypeTool && r.builtinType(m.Type):
+		tools, err := m.OfferedTools()
+		if err != nil {
+			return err
+		}
+		for _, t := range tools {
+			if t.Def == nil {
+				if _, err := r.LookupTool(t.Name); err != nil {
+					return err
+				}
+			}
+		}
+	case m.Type == message.TypeAdvisor && r.builtinType(m.Type) && m.Advisor != nil && m.Advisor.Name != "":
+		if _, _, err := r.lookupAdvisor(m.Advisor); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // builtinType reports whether messages of typ go to the built-in handler.
 func (r *Registry) builtinType(typ message.Type) bool {
 	r.mu.RLock()
