@@ -166,18 +166,25 @@ var metaFields = []struct{ name, schema string }{
 // it names, so it names page 016's fields, branches among them, without
 // which no branch can be started, and each other field of cur whose
 // value a strict schema can say (a string, a number, a boolean or a list
-// of strings), so that the new meta can carry them on.
+// of strings), so that the new meta can carry them on. The version and
+// the fields cur has are required: the new meta is the current one
+// moved on, and Claude's strict mode counts every optional property
+// against a small limit per request.
 func metaSchema(cur json.RawMessage) json.RawMessage {
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(cur, &fields)
 	var b bytes.Buffer
 	b.WriteString(`{"type":"object","description":"Metadata about the idea: its identity and version. Write the current one with its version bumped, or a branch started.","properties":{`)
+	required := []string{}
 	for i, f := range metaFields {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		fmt.Fprintf(&b, "%q:%s", f.name, f.schema)
+		if _, ok := fields[f.name]; ok || f.name == "version" {
+			required = append(required, f.name)
+		}
 	}
-	var fields map[string]json.RawMessage
-	_ = json.Unmarshal(cur, &fields)
 	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		if slices.ContainsFunc(metaFields, func(f struct{ name, schema string }) bool { return f.name == k }) {
 			continue
@@ -185,9 +192,13 @@ func metaSchema(cur json.RawMessage) json.RawMessage {
 		if s := valueSchema(fields[k]); s != "" {
 			name, _ := json.Marshal(k)
 			fmt.Fprintf(&b, ",%s:%s", name, s)
+			required = append(required, k)
 		}
 	}
-	b.WriteString("}}")
+	rb, _ := json.Marshal(required)
+	b.WriteString(`},"required":`)
+	b.Write(rb)
+	b.WriteString("}")
 	return b.Bytes()
 }
 

@@ -62,8 +62,8 @@ func TestRequestChecksTheMetaVersion(t *testing.T) {
 	// Page 016: the model gets the current meta and must return the next
 	// version; a wrong bump is re-asked with the reason.
 	p := scripted.Solutions(
-		`{"meta":{"domain":"reactor.ideas.services","path":"/games/321","version":"1.2.3","branches":["main"]},"output":{"turn":"O"}}`,
-		`{"meta":{"domain":"reactor.ideas.services","path":"/games/321","version":"1.2.3.my-feature.1","branches":["main"]},"output":{"turn":"O"}}`,
+		`{"meta":{"domain":"reactor.ideas.services","path":"/games/321","version":"1.2.3","branches":["main"],"createdAt":"2025-10-26T10:05:00Z"},"output":{"turn":"O"}}`,
+		`{"meta":{"domain":"reactor.ideas.services","path":"/games/321","version":"1.2.3.my-feature.1","branches":["main"],"createdAt":"2025-10-26T10:05:00Z"},"output":{"turn":"O"}}`,
 		`{"meta":{"domain":"reactor.ideas.services","path":"/games/321","version":"1.2.4","branches":["main"],"createdAt":"2025-10-26T10:05:00Z"},"output":{"turn":"O"}}`,
 	)
 	resp, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), MaxRepairs: 3}, json.RawMessage(`{"type":"object"}`), ctxOf(t, `[

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/augceo/agent"
@@ -9,9 +10,10 @@ import (
 )
 
 // Page 016: the model branches the meta of its context, adding the branch
-// to branches, and keeps its identity (domain, path, createdAt). A strict
-// model writes only the properties the meta schema offers, so each of
-// those must be offered, or the branch is refused and the identity lost.
+// to branches, and keeps its identity (domain, path, createdAt, and a
+// field of the user's). A strict model writes only the properties the
+// meta schema offers, so each of those must be offered, or the branch is
+// refused and the identity lost.
 func TestStrictMetaBranch(t *testing.T) {
 	const (
 		cur  = `{"domain":"reactor.ideas.services","path":"/games/321","version":"1.2.3","branches":["main"],"createdAt":"2025-10-26T10:00:00Z","owner":"ada"}`
@@ -25,9 +27,17 @@ func TestStrictMetaBranch(t *testing.T) {
 			}
 			var offered struct {
 				Properties map[string]json.RawMessage `json:"properties"`
+				Required   []string                   `json:"required"`
 			}
 			if err := json.Unmarshal(s, &offered); err != nil {
 				return "", err
+			}
+			// The new meta is the current one moved on: every field the
+			// current one has is required, which also keeps them off
+			// Claude's small count of optional properties per request.
+			slices.Sort(offered.Required)
+			if want := []string{"branches", "createdAt", "domain", "owner", "path", "version"}; !slices.Equal(offered.Required, want) {
+				t.Errorf("the meta requires %q, want %q", offered.Required, want)
 			}
 			var meta map[string]json.RawMessage
 			if err := json.Unmarshal([]byte(next), &meta); err != nil {
