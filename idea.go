@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -193,11 +194,17 @@ func (i *Idea) Marshal() ([]byte, error) {
 			return nil, errorf("agent: idea: mcp[%d]: %w", j, err)
 		}
 	}
-	b, err := json.MarshalIndent(i, "", "  ")
-	if err != nil {
+	// Not HTML-escaped: the messages keep the bytes the model wrote and
+	// was shown ("<", ">" and "&" in a call), so that a run saved and
+	// read back renders as it did, and the prompt cache still reads it.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(i); err != nil {
 		return nil, errorf("agent: idea: %w", err)
 	}
-	return append(b, '\n'), nil
+	return b.Bytes(), nil
 }
 
 // Idea returns what the run makes of an Idea with its solution (101): the

@@ -866,3 +866,27 @@ func TestPrefixErrorNamesCall(t *testing.T) {
 	}
 	checkExtends(t, append(before, after...))
 }
+
+// TestPrefixIdeaSaved saves a finished run as an Idea file
+// (RunResult.Idea, Idea.Marshal) and reads it back (ParseIdea): the next
+// turn from the file's context sends the requests a next turn from the
+// run's log sends, `<`, `>` and `&` in the model's calls included, so the
+// prompt cache reads the run's requests.
+func TestPrefixIdeaSaved(t *testing.T) {
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},{"type":"text","text":"go"}]`)
+	res, reqs := runLoop(t, agent.Config{Registry: echoReg(), Concurrency: 1}, msgs,
+		`{"calls":[{"_tool":"put","v":"Tom & Jerry <cast>","_outputPath":"†state.a"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`)
+	b, err := res.Idea(anyOut).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	idea, err := agent.ParseIdea(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, fromFile := runLoop(t, agent.Config{Registry: echoReg()}, append(idea.Context, message.Text("again")), `{"calls":[],"output":{"done":true}}`)
+	_, fromLog := runLoop(t, agent.Config{Registry: echoReg()}, append(res.Log.Messages(), message.Text("again")), `{"calls":[],"output":{"done":true}}`)
+	checkExtends(t, []provider.Request{reqs[len(reqs)-1], fromLog[0]})
+	checkExtends(t, []provider.Request{reqs[len(reqs)-1], fromFile[0]})
+}
