@@ -59,11 +59,11 @@ func (r *Registry) lookupIdea(name string, fsys fs.FS) (*Idea, error) {
 	}
 	data, err := fs.ReadFile(fsys, name)
 	if err != nil {
-		return nil, fmt.Errorf("delegate %q: %w", name, err)
+		return nil, errorf("delegate %q: %w", name, err)
 	}
 	idea, err = ParseIdea(data)
 	if err != nil {
-		return nil, fmt.Errorf("delegate %q: %w", name, err)
+		return nil, errorf("delegate %q: %w", name, err)
 	}
 	return idea, nil
 }
@@ -120,7 +120,7 @@ func (x *executor) delegate(ctx context.Context, c *Call, name string) (*Result,
 	}
 	scoped, err := uninstanced(c)
 	if err != nil {
-		return nil, nil, &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("delegate %q: scopes: %w", name, err)}
+		return nil, nil, &CallError{Kind: Runtime, Tool: c.Tool, Err: errorf("delegate %q: scopes: %w", name, err)}
 	}
 	// The call's parameters come last (014, "Execution Flow"): what it
 	// says itself wins over an input it scopes from the parent.
@@ -142,7 +142,7 @@ func (x *executor) delegate(ctx context.Context, c *Call, name string) (*Result,
 		resp.Usage = res.Usage
 	}
 	if err != nil {
-		return nil, resp, &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("delegate %q: %w", name, err)}
+		return nil, resp, &CallError{Kind: Runtime, Tool: c.Tool, Err: errorf("delegate %q: %w", name, err)}
 	}
 	return &Result{Value: res.Solution.Output}, resp, nil
 }

@@ -282,3 +282,30 @@ func TestDelegateInputWinsOverScopes(t *testing.T) {
 		t.Errorf("the delegate's context:\n%s\nwant the parent's input, then the call's parameters over it", got)
 	}
 }
+
+// The error of a delegate's or a latent call's own run, which the model
+// reads, names the call once and says "agent:" nowhere inside: it is the
+// package's prefix, not part of what went wrong.
+func TestSubRunErrorsReadOnce(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("d", json.RawMessage(`{"type":"object","description":"sub","properties":{"q":{"type":"string"},"_output":{"type":"string"}},"_delegate":"anonymous"}`))
+	reg.Tool("l", json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"},"_output":{"type":"integer"}}}`))
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"d","q":"x","_outputPath":"†state.x"}],"output":null}`,
+		`{"output":null}`, `{"output":null}`, // the delegate's two steps
+		`{"calls":[{"_tool":"l","q":"x","_outputPath":"†state.y"}],"output":null}`,
+		`{"output":"not a number"}`, // the latent call's answer, not repaired
+	)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, MaxSteps: 2, MaxRepairs: -1, Concurrency: 1},
+		json.RawMessage(`{"type":"string"}`), ctxOf(t, `[{"type":"tool","tool":"d"},{"type":"tool","tool":"l"}]`))
+	if !errors.Is(err, agent.ErrMaxSteps) { // the parent's own two steps
+		t.Fatalf("err = %v, want ErrMaxSteps", err)
+	}
+	want := []string{
+		`runtime error in d: delegate "anonymous": too many steps (2)`,
+		`runtime error in l: latent execution: solution 0 invalid after 1 attempts: at /output: expected null or integer, got string`,
+	}
+	if got := errorTexts(res.Log); !slices.Equal(got, want) {
+		t.Errorf("errors\n%q\nwant\n%q", got, want)
+	}
+}

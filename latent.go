@@ -51,7 +51,7 @@ func (x *executor) latent(ctx context.Context, c *Call) (*Result, *Response, err
 		// marked as what to attend to.
 		scoped, err := uninstanced(c)
 		if err != nil {
-			return nil, nil, &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("latent execution: scopes: %w", err)}
+			return nil, nil, &CallError{Kind: Runtime, Tool: c.Tool, Err: errorf("latent execution: scopes: %w", err)}
 		}
 		ctxMsgs = append(ctxMsgs, message.Text("Focus on the data below; it is what this call is about."))
 		ctxMsgs = append(ctxMsgs, scoped...)
@@ -64,7 +64,7 @@ func (x *executor) latent(ctx context.Context, c *Call) (*Result, *Response, err
 		resp = &Response{Usage: u} // the run counts what a failed request used
 	}
 	if err != nil {
-		return nil, resp, &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("latent execution: %w", err)}
+		return nil, resp, &CallError{Kind: Runtime, Tool: c.Tool, Err: errorf("latent execution: %w", err)}
 	}
 	sol := resp.Solutions[0]
 	if sol.Output == nil {
