@@ -715,3 +715,32 @@ func TestLoopAnswerCut(t *testing.T) {
 		t.Errorf("the next step does not say the answer was cut:\n%s", text)
 	}
 }
+
+// The call Confirm puts in another's place is not the model's: when it
+// cannot run, its error says so, with why and where, as the model reads
+// it. Confirm answered now, so a reference of it that does not resolve
+// now fails it.
+func TestConfirmReplacementErrors(t *testing.T) {
+	for _, tt := range []struct{ name, replace, want string }{
+		{"not a call", `{"_tool":`,
+			`structural error: the call that Confirm put in its place: a call must be a JSON object`},
+		{"unknown tool", `{"_tool":"ghost","v":1,"_outputPath":"†state.x"}`,
+			`structural error in ghost: the call that Confirm put in its place: unknown tool "ghost" (tools: [put])`},
+		{"reference", `{"_tool":"put","v":"†state.nothing","_outputPath":"†state.x"}`,
+			`structural error in put: the call that Confirm put in its place: param /v: ref "†state.nothing" at offset 0: not found: unknown kind "state"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := scripted.Solutions(`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.x"}],"output":null}`, `{"calls":[],"output":{"done":true}}`)
+			cfg := agent.Config{Registry: echoReg(), Provider: p, Confirm: func(ctx context.Context, c *agent.Call) (agent.Decision, error) {
+				return agent.Decision{Replace: json.RawMessage(tt.replace)}, nil
+			}}
+			res, err := agent.Run(context.Background(), cfg, anyOut, ctxOf(t, `[{"type":"tool","tool":"put"},{"type":"text","text":"go"}]`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := errorTexts(res.Log); len(got) != 1 || got[0] != tt.want {
+				t.Errorf("errors %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -214,6 +214,7 @@ func (s *scheduler) start(ctx context.Context) bool {
 			case d.Replace != nil:
 				if c, err = t.exec.prepareCall(s.log, bytes.Clone(d.Replace)); err != nil {
 					c = &Call{Raw: d.Replace, Tool: planTool(d.Replace)}
+					err = replacementError(c.Tool, err)
 				}
 			}
 		}
@@ -307,6 +308,18 @@ func (s *scheduler) finishReady() (int, bool) {
 			return n, true
 		}
 	}
+}
+
+// replacementError is why the call Confirm put in another's place
+// cannot run. It says so, since the model, which reads it, did not write
+// that call; and a reference of it that does not resolve fails it, since
+// Confirm answered for now.
+func replacementError(tool string, err error) error {
+	kind := Structural
+	if ce, ok := errors.AsType[*CallError](err); ok {
+		kind, err = ce.Kind, ce.Err
+	}
+	return &CallError{Kind: kind, Tool: tool, Err: errorf("the call that Confirm put in its place: %w", missing(err))}
 }
 
 // runDown starts and finishes calls until none the caller waits for runs
