@@ -303,7 +303,10 @@ func (x *executor) checkResult(c *Call, res *Result) error {
 		return nil
 	}
 	if err := compiled.Validate(res.Value); err != nil {
-		return &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("result does not match the tool's _output: %w", err)}
+		// The result is not written, but said: what the code computed
+		// (a charge made) is not lost, as for a write that does not
+		// combine.
+		return &CallError{Kind: Runtime, Tool: c.Tool, Err: fmt.Errorf("result does not match the tool's _output: %w; the result: %s", err, compact(res.Value))}
 	}
 	return nil
 }

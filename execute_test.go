@@ -242,3 +242,25 @@ func TestBoundResultMeetsOutputSchema(t *testing.T) {
 		t.Fatalf("error messages %q", errs)
 	}
 }
+
+// A result that does not meet the tool's _output is not written where
+// the call writes, but it is not lost either: its error holds it, as a
+// write that does not combine does, so the model and the log keep what
+// the code computed (a charge made, a record created).
+func TestOutputMismatchKeepsTheResult(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("charge", json.RawMessage(`{"type":"object","properties":{"cents":{"type":"integer"},
+		"_output":{"type":"object","properties":{"receipt":{"type":"integer"}},"required":["receipt"]}},"required":["cents"]}`))
+	reg.Activity("charge", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		return agent.Value(map[string]string{"receipt": "r-981"})
+	}))
+	p := scripted.Solutions(`{"calls":[{"_tool":"charge","cents":500,"_outputPath":"†state.receipt"}],"output":"x"}`)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[{"type":"tool","tool":"charge"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `runtime error in charge: result does not match the tool's _output: at /receipt: expected integer, got string; the result: {"receipt":"r-981"}`
+	if errs := errorTexts(res.Log); len(errs) != 1 || errs[0] != want {
+		t.Errorf("errors %q\nwant %q", errs, want)
+	}
+}

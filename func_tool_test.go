@@ -187,7 +187,7 @@ func TestFuncResultMeetsItsSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := errorTexts(res.Log)
-	want := []string{"runtime error in forecast: result does not match the tool's _output: at /highs: expected array, got null"}
+	want := []string{"runtime error in forecast: result does not match the tool's _output: at /highs: expected array, got null; the result: {\"city\":\"Lyon\",\"highs\":null}"}
 	if diff := cmp.Diff(got, want); diff != "" {
 		t.Errorf("errors (-got +want):\n%s", diff)
 	}
