@@ -81,6 +81,22 @@ func TestSolutionPartsAreTheCallers(t *testing.T) {
 	}
 }
 
+// TestPlanCallsAreTheCallers: the calls Plan returns for approval and
+// the solution's are the caller's each: a person editing one in place
+// does not edit the other.
+func TestPlanCallsAreTheCallers(t *testing.T) {
+	const call = `{"_tool":"put","v":1,"_outputPath":"†state.x"}`
+	p := scripted.Solutions(`{"calls":[` + call + `],"output":null}`)
+	sol, calls, err := agent.Plan(context.Background(), agent.Config{Registry: echoReg(), Provider: p}, anyOut, ctxOf(t, `[{"type":"tool","tool":"put"},{"type":"text","text":"go"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scribble(calls[0])
+	if string(sol.Calls[0]) != call {
+		t.Errorf("the solution's call changed with the plan's: %s", sol.Calls[0])
+	}
+}
+
 // TestRunValuesAreTheCallers runs the same agent twice, the second time
 // writing over every message, solution and log entry handed out: the
 // logs must be the same.

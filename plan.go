@@ -300,10 +300,15 @@ func Plan(ctx context.Context, cfg Config, schema json.RawMessage, context []mes
 		return nil, nil, err
 	}
 	sol := &resp.Solutions[0]
-	if err := ValidatePlan(ctx, cfg, sol.Calls, context); err != nil {
-		return sol, sol.Calls, err
+	// The calls to approve are the caller's, apart from the solution's.
+	calls := make([]json.RawMessage, len(sol.Calls))
+	for i, c := range sol.Calls {
+		calls[i] = bytes.Clone(c)
 	}
-	return sol, sol.Calls, nil
+	if err := ValidatePlan(ctx, cfg, calls, context); err != nil {
+		return sol, calls, err
+	}
+	return sol, calls, nil
 }
 
 // planExecutor prepares the tools of a context for validating and
