@@ -216,7 +216,7 @@ func (r *RunResult) Idea(schema json.RawMessage) *Idea {
 		idea.Context = r.Log.Messages()
 	}
 	if r.Solution != nil {
-		idea.Solution = r.Solution.Raw
+		idea.Solution = bytes.Clone(r.Solution.Raw) // the Idea is the caller's, apart from the result
 	}
 	return idea
 }

@@ -97,6 +97,21 @@ func TestPlanCallsAreTheCallers(t *testing.T) {
 	}
 }
 
+// TestRunIdeaIsTheCallers: the Idea a run makes shares no memory with
+// the run's result.
+func TestRunIdeaIsTheCallers(t *testing.T) {
+	const answer = `{"output":{"done":true}}`
+	res, err := agent.Run(context.Background(), agent.Config{Registry: agent.NewRegistry(), Provider: scripted.Solutions(answer)}, anyOut, ctxOf(t, `[{"type":"text","text":"go"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idea := res.Idea(anyOut)
+	scribble(idea.Solution)
+	if string(res.Solution.Raw) != answer {
+		t.Errorf("the result's solution changed with the Idea's: %s", res.Solution.Raw)
+	}
+}
+
 // TestRunValuesAreTheCallers runs the same agent twice, the second time
 // writing over every message, solution and log entry handed out: the
 // logs must be the same.
