@@ -28,6 +28,19 @@ type Preset struct {
 	Thinking    int               `json:"thinking,omitempty"`
 }
 
+// clone returns a copy of p that shares no memory with it.
+func (p Preset) clone() Preset {
+	p.Messages = slices.Clone(p.Messages)
+	for i := range p.Messages {
+		p.Messages[i] = p.Messages[i].Clone()
+	}
+	if p.Temperature != nil {
+		t := *p.Temperature
+		p.Temperature = &t
+	}
+	return p
+}
+
 // presetUse is what a preset message holds once expanded: its name and
 // the settings, so the log says what applied without the registry.
 type presetUse struct {
@@ -52,7 +65,7 @@ func (r *Registry) Preset(name string, p Preset) {
 	if _, ok := r.presets[name]; ok {
 		panic(fmt.Sprintf("agent: preset %q is already registered", name))
 	}
-	r.presets[name] = p
+	r.presets[name] = p.clone() // the caller's to change after
 }
 
 // lookupPreset returns the preset called name: from local (an Idea's own)
@@ -119,7 +132,7 @@ func expandPresets(reg *Registry, local map[string]Preset, msgs []message.Messag
 		if err != nil {
 			return nil, &MessageError{Index: i, Type: string(m.Type), Err: err}
 		}
-		inner, err := expandPresets(reg, local, p.Messages, append(within, use.Preset))
+		inner, err := expandPresets(reg, local, p.clone().Messages, append(within, use.Preset)) // handed out: the caller's
 		if err != nil {
 			return nil, err
 		}

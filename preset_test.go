@@ -116,3 +116,28 @@ func TestIdeaPresets(t *testing.T) {
 		t.Errorf("%d preset messages journaled, want 1", presets)
 	}
 }
+
+// TestPresetIsACopy: a registry keeps its own copy of a preset, as of a
+// tool's definition, and ExpandPresets hands out messages the caller
+// owns: writing over either changes no later expansion.
+func TestPresetIsACopy(t *testing.T) {
+	reg := agent.NewRegistry()
+	temp := 0.2
+	in := []message.Message{{Type: message.TypeData, Kind: "state", Data: json.RawMessage(`{"a":1}`)}}
+	reg.Preset("P", agent.Preset{Messages: in, Temperature: &temp})
+	scribble(in[0].Data)
+	temp = 1.5
+	expand := func() []message.Message {
+		t.Helper()
+		out, err := agent.ExpandPresets(reg, nil, []message.Message{{Type: message.TypePreset, Extra: json.RawMessage(`{"preset":"P"}`)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != 2 || string(out[0].Extra) != `{"preset":"P","expanded":true,"temperature":0.2}` || string(out[1].Data) != `{"a":1}` {
+			t.Fatalf("expanded to %s %s", out[0].Extra, out[1].Data)
+		}
+		return out
+	}
+	scribble(expand()[1].Data)
+	expand()
+}

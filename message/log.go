@@ -299,6 +299,10 @@ func writeOf(m *Message) (write, any, error) {
 	return w, val, nil
 }
 
+// Clone returns a copy of m that shares no memory with it: its JSON
+// fields and its advisor are copied too.
+func (m Message) Clone() Message { return clone(m) }
+
 // clone returns a deep copy of m.
 func clone(m Message) Message {
 	for _, r := range []*json.RawMessage{&m.Schema, &m.Data, &m.Tool, &m.Plan, &m.Meta, &m.Failed, &m.Call, &m.Extra} {
