@@ -165,6 +165,8 @@ func TestActivityMessagesTheRunCannotRender(t *testing.T) {
 			`runtime error in emit: its messages were not written: message 1 (tool): unknown tool "ghost" (registered: emit)`},
 		{"advisor", message.Message{Type: message.TypeAdvisor, Advisor: &message.Advisor{Name: "ghost", On: "request"}},
 			`runtime error in emit: its messages were not written: message 1 (advisor): unknown advisor "ghost" (advisors: )`},
+		{"preset", message.Message{Type: message.TypePreset, Extra: json.RawMessage(`{"preset":"ghost"}`)},
+			`runtime error in emit: its messages were not written: message 1 (preset): unknown preset "ghost" (presets: )`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			reg := agent.NewRegistry()
@@ -187,5 +189,32 @@ func TestActivityMessagesTheRunCannotRender(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An activity's preset message is expanded as a context's is: appended
+// as it was, the next request would refuse it as not expanded.
+func TestActivityMessagesPresetExpanded(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Preset("Brief", agent.Preset{Messages: []message.Message{message.Text("Be brief.")}})
+	reg.Tool("emit", json.RawMessage(`{"type":"object","properties":{}}`))
+	reg.Activity("emit", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		return &agent.Result{Messages: []message.Message{{Type: message.TypePreset, Extra: json.RawMessage(`{"preset":"Brief"}`)}}}, nil
+	}))
+	p := scripted.Solutions(`{"calls":[{"_tool":"emit","_outputPath":"†state.x"}],"output":null}`, `{"calls":[],"output":1}`)
+	res, err := agent.Run(context.Background(), agent.Config{Registry: reg, Provider: p}, json.RawMessage(`{"type":"integer"}`),
+		ctxOf(t, `[{"type":"tool","tool":"emit"},{"type":"text","text":"go"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := errorTexts(res.Log); len(errs) != 0 {
+		t.Errorf("errors %q", errs)
+	}
+	var said bool
+	for _, m := range p.Requests()[1].Messages {
+		said = said || strings.Contains(m.Text, "Be brief.")
+	}
+	if !said {
+		t.Error("the next request does not say the preset's message")
 	}
 }

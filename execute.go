@@ -217,11 +217,19 @@ func (x *executor) record(ctx context.Context, c *Call, res *Result, resp *Respo
 		return failureOutputs(c, err, now), resp, err
 	}
 	if res.Messages != nil {
-		if err := x.unrenderable(res.Messages); err != nil {
+		// A preset message is expanded, as in a context (the next request
+		// would refuse it otherwise).
+		msgs, err := ExpandPresets(x.reg, nil, res.Messages)
+		if err != nil {
+			err = errorf("its messages were not written: %w", err)
+		} else {
+			err = x.unrenderable(msgs)
+		}
+		if err != nil {
 			cerr := &CallError{Kind: Runtime, Tool: c.Tool, Err: err}
 			return failureOutputs(c, cerr, now), resp, cerr
 		}
-		return res.Messages, resp, nil
+		return msgs, resp, nil
 	}
 	if res.Value == nil {
 		res.Value = json.RawMessage("null")
