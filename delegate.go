@@ -107,9 +107,15 @@ func (x *executor) delegate(ctx context.Context, c *Call, name string) (*Result,
 			return nil, nil, &CallError{Kind: Runtime, Tool: c.Tool, Err: err}
 		}
 	}
+	// The Idea's own presets come before the registry's, as when it runs
+	// on its own; the sub-run leaves an expanded context as it is.
+	ideaContext, err := ExpandPresets(x.reg, idea.Presets, idea.Context)
+	if err != nil {
+		return nil, nil, &CallError{Kind: Runtime, Tool: c.Tool, Err: errorf("delegate %q: %w", name, err)}
+	}
 	var msgs []message.Message
 	var inputSchema json.RawMessage
-	for _, m := range idea.Context {
+	for _, m := range ideaContext {
 		// An input message with a schema and no data is the Idea's input
 		// declaration (103): the call's parameters fill it.
 		if m.Type == message.TypeData && m.Kind == message.KindInput && m.Data == nil && m.Schema != nil {

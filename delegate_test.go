@@ -309,3 +309,34 @@ func TestSubRunErrorsReadOnce(t *testing.T) {
 		t.Errorf("errors\n%q\nwant\n%q", got, want)
 	}
 }
+
+// A delegate Idea's own presets (its "presets") are found before the
+// registry's, as when the Idea runs on its own.
+func TestDelegateIdeaPresets(t *testing.T) {
+	reg := agent.NewRegistry()
+	idea, err := agent.ParseIdea([]byte(`{"schema":{"type":"string"},"presets":{"Tone":{"messages":[{"type":"text","role":"system","text":"Be warm."}]}},
+		"context":[{"type":"system","message":"You greet."},{"type":"preset","preset":"Tone"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Idea("greeter", idea)
+	reg.Tool("greet", json.RawMessage(`{"type":"object","_delegate":"greeter","properties":{"name":{"type":"string"}}}`))
+	p := scripted.Solutions(`{"calls":[{"_tool":"greet","name":"Ada","_outputPath":"†state.g"}],"output":null}`, `{"output":"Hi Ada"}`, `{"calls":[],"output":1}`)
+	res, err := agent.Run(context.Background(), agent.Config{Registry: reg, Provider: p}, json.RawMessage(`{"type":"integer"}`), ctxOf(t, `[{"type":"tool","tool":"greet"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := errorTexts(res.Log); len(errs) != 0 {
+		t.Errorf("errors %q", errs)
+	}
+	if got := lookup(t, res.Log, "†state.g"); got != `"Hi Ada"` {
+		t.Errorf("state.g = %s", got)
+	}
+	var warm bool
+	for _, m := range p.Requests()[1].Messages {
+		warm = warm || strings.Contains(m.Text, "Be warm.")
+	}
+	if !warm {
+		t.Error("the delegate's request does not say its preset's message")
+	}
+}
