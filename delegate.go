@@ -29,7 +29,8 @@ var ErrDepth = errors.New("agent: delegation too deep")
 
 type depthKey struct{}
 
-// Idea registers a saved Idea under name, for tools whose _delegate names it.
+// Idea registers a saved Idea under name, for tools whose _delegate names
+// it. The registry keeps a copy: changing idea afterwards changes nothing.
 func (r *Registry) Idea(name string, idea *Idea) {
 	if name == "" || idea == nil || name == Anonymous {
 		panic(fmt.Sprintf("agent: invalid Idea registration %q", name))
@@ -42,7 +43,7 @@ func (r *Registry) Idea(name string, idea *Idea) {
 	if _, ok := r.ideas[name]; ok {
 		panic(fmt.Sprintf("agent: idea %q is already registered", name))
 	}
-	r.ideas[name] = idea
+	r.ideas[name] = idea.clone() // the caller's to change after
 }
 
 // lookupIdea finds a delegate's Idea: registered by name, else a file in

@@ -340,3 +340,37 @@ func TestDelegateIdeaPresets(t *testing.T) {
 		t.Error("the delegate's request does not say its preset's message")
 	}
 }
+
+// TestRegistryIdeaIsACopy: the registry keeps its own copy of an Idea;
+// what the caller changes afterwards reaches no delegate run.
+func TestRegistryIdeaIsACopy(t *testing.T) {
+	reg := agent.NewRegistry()
+	idea, err := agent.ParseIdea([]byte(`{"schema":{"type":"string"},"presets":{"Tone":{"messages":[{"type":"text","role":"system","text":"Be warm."}]}},
+		"context":[{"type":"system","message":"You greet."},{"type":"preset","preset":"Tone"}],
+		"mcp":[{"command":["srv","--flag"],"env":["A=1"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Idea("greeter", idea)
+	// The caller reuses its Idea for something else.
+	idea.Context[0].Text = "You insult."
+	idea.Schema[1] = ' '
+	idea.Presets["Tone"].Messages[0].Text = "Be cold."
+	idea.MCP[0].Command[1] = "--other"
+	reg.Tool("greet", json.RawMessage(`{"type":"object","_delegate":"greeter","properties":{"name":{"type":"string"}}}`))
+	p := scripted.Solutions(`{"calls":[{"_tool":"greet","name":"Ada","_outputPath":"†state.g"}],"output":null}`, `{"output":"Hi Ada"}`, `{"calls":[],"output":1}`)
+	res, err := agent.Run(context.Background(), agent.Config{Registry: reg, Provider: p}, json.RawMessage(`{"type":"integer"}`), ctxOf(t, `[{"type":"tool","tool":"greet"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := errorTexts(res.Log); len(errs) != 0 {
+		t.Errorf("errors %q", errs)
+	}
+	var sent string
+	for _, m := range p.Requests()[1].Messages {
+		sent += m.Text + "\n"
+	}
+	if !strings.Contains(sent, "You greet.") || !strings.Contains(sent, "Be warm.") || strings.Contains(sent, "insult") || strings.Contains(sent, "cold") {
+		t.Errorf("the delegate's request:\n%s", sent)
+	}
+}

@@ -31,6 +31,28 @@ type Idea struct {
 	MCP []MCPServer `json:"mcp,omitempty"`
 }
 
+// clone returns a deep copy of idea: a registry keeps its own, which the
+// caller may change after registering it.
+func (idea *Idea) clone() *Idea {
+	c := *idea
+	c.Schema, c.Solution = bytes.Clone(idea.Schema), bytes.Clone(idea.Solution)
+	c.Context = slices.Clone(idea.Context)
+	for i := range c.Context {
+		c.Context[i] = c.Context[i].Clone()
+	}
+	if idea.Presets != nil {
+		c.Presets = make(map[string]Preset, len(idea.Presets))
+		for name, p := range idea.Presets {
+			c.Presets[name] = p.clone()
+		}
+	}
+	c.MCP = slices.Clone(idea.MCP)
+	for i := range c.MCP {
+		c.MCP[i].Command, c.MCP[i].Env = slices.Clone(c.MCP[i].Command), slices.Clone(c.MCP[i].Env)
+	}
+	return &c
+}
+
 // MCPServer says how to reach an MCP server: a program to start, which
 // speaks MCP on its standard input and output, or the URL of a streamable
 // HTTP endpoint. It is plain data, as an Idea file holds it; package mcp
