@@ -160,13 +160,13 @@ func TestActivityMessagesTheRunCannotRender(t *testing.T) {
 		want string
 	}{
 		{"type", message.Message{Type: "bogus"},
-			`runtime error in emit: its messages were not written: message 1 (bogus): no handler for message type "bogus" (register one with Registry.Handle)`},
+			`runtime error in emit: its messages were not written: message 1 (bogus): no handler for message type "bogus" (types: advisor, compaction, data, error, meta, plan, preset, text, tool; register one with Registry.Handle)`},
 		{"tool", message.Tool("ghost"),
 			`runtime error in emit: its messages were not written: message 1 (tool): unknown tool "ghost" (registered: emit)`},
 		{"advisor", message.Message{Type: message.TypeAdvisor, Advisor: &message.Advisor{Name: "ghost", On: "request"}},
 			`runtime error in emit: its messages were not written: message 1 (advisor): unknown advisor "ghost" (advisors: )`},
 		{"preset", message.Message{Type: message.TypePreset, Extra: json.RawMessage(`{"preset":"ghost"}`)},
-			`runtime error in emit: its messages were not written: message 1 (preset): unknown preset "ghost" (presets: )`},
+			`runtime error in emit: its messages were not written: message 1 (preset): unknown preset "ghost" (no preset is registered)`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			reg := agent.NewRegistry()
