@@ -144,7 +144,7 @@ func listRuns(ctx context.Context, w io.Writer, storeURL string, asJSON bool) er
 			continue
 		}
 		if asJSON {
-			b, err := json.Marshal(runJSON(r))
+			b, err := marshal(runJSON(r), "")
 			if err != nil {
 				return err
 			}
@@ -304,6 +304,7 @@ func journalJSON(ctx context.Context, w io.Writer, st runStore, run store.Run, p
 		}
 	}
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	if err := enc.Encode(head); err != nil {
 		return err
 	}

@@ -120,7 +120,7 @@ func printResponse(w io.Writer, resp *agent.Response, model string, pl *prices, 
 		if c, ok := pl.cost(model, resp.Usage); ok {
 			out.Cost = &c
 		}
-		b, err := json.MarshalIndent(out, "", "  ")
+		b, err := marshal(out, "  ")
 		if err != nil {
 			return err
 		}

@@ -178,3 +178,22 @@ func TestRequestAsRun(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONOutputUnescaped: --json output writes <, > and & as the model
+// did, in a request's solutions and a run's summary.
+func TestJSONOutputUnescaped(t *testing.T) {
+	solution := `{"calls":[],"output":{"capital":"<b>Paris</b> & more"}}`
+	idea := writeIdea(t)
+	var seen map[string]any
+	srv := fakeOpenAI(t, solution, &seen)
+	want := `"<b>Paris</b> & more"`
+	_, out, errOut := acts(t.Context(), nil, "request", idea, "--base-url", srv.URL+"/v1", "--model", "vllm:m", "--json")
+	if !strings.Contains(out, want) {
+		t.Errorf("request --json:\n%s%s", out, errOut)
+	}
+	db := filepath.Join(t.TempDir(), "runs.db")
+	_, out, errOut = acts(t.Context(), agent.NewRegistry(), "run", idea, "--base-url", srv.URL+"/v1", "--model", "vllm:m", "--store", db, "--id", "r", "--json")
+	if !strings.Contains(out, want) {
+		t.Errorf("run --json:\n%s%s", out, errOut)
+	}
+}

@@ -511,7 +511,7 @@ func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.S
 
 func printSummary(w io.Writer, s *summary, rf *runFlags) error {
 	if rf.json {
-		b, err := json.Marshal(s)
+		b, err := marshal(s, "")
 		if err != nil {
 			return err
 		}
