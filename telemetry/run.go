@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"iter"
 	"log/slog"
@@ -268,7 +269,15 @@ func (r *runState) startCall(c *agent.Call) *callState {
 		parent = cs.step.ctx
 		cs.step.calls++
 	}
-	attrs := []attribute.KeyValue{semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(c.Tool)}
+	// Every tool runs in the program, as the conventions' "function"
+	// does: the model only writes the call.
+	attrs := []attribute.KeyValue{semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(c.Tool), semconv.GenAIToolType("function")}
+	var def struct {
+		Description string `json:"description"`
+	}
+	if json.Unmarshal(c.Schema, &def) == nil && def.Description != "" {
+		attrs = append(attrs, semconv.GenAIToolDescription(def.Description))
+	}
 	if c.ID != "" {
 		attrs = append(attrs, semconv.GenAIToolCallID(c.ID))
 	}

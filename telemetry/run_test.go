@@ -155,7 +155,7 @@ var anyOutput = json.RawMessage(`{"type":"object"}`)
 // and charge, which fails.
 func twoSteps() (agent.Config, []message.Message) {
 	reg := agent.NewRegistry()
-	reg.Tool("lookup", json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}}}`))
+	reg.Tool("lookup", json.RawMessage(`{"type":"object","description":"Looks a customer up.","properties":{"id":{"type":"string"}}}`))
 	reg.Tool("charge", json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}}}`))
 	reg.Activity("lookup", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
 		return &agent.Result{Value: json.RawMessage(`{"name":"Ada"}`)}, nil
@@ -241,8 +241,12 @@ func TestRunSpans(t *testing.T) {
 		t.Errorf("second request's usage: %v", a)
 	}
 	lookup, charge := find(spans, "execute_tool lookup")[0], find(spans, "execute_tool charge")[0]
-	checkAttrs(t, lookup, map[string]any{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup", "gen_ai.tool.call.id": "1.0"})
-	checkAttrs(t, charge, map[string]any{"gen_ai.tool.name": "charge", "gen_ai.tool.call.id": "1.1", "error.type": "runtime"})
+	checkAttrs(t, lookup, map[string]any{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup", "gen_ai.tool.call.id": "1.0",
+		"gen_ai.tool.type": "function", "gen_ai.tool.description": "Looks a customer up."})
+	checkAttrs(t, charge, map[string]any{"gen_ai.tool.name": "charge", "gen_ai.tool.call.id": "1.1", "error.type": "runtime", "gen_ai.tool.type": "function"})
+	if d, ok := attrs(charge)["gen_ai.tool.description"]; ok {
+		t.Errorf("a tool with no description has gen_ai.tool.description %v", d)
+	}
 	if lookup.Status().Code != codes.Unset {
 		t.Errorf("lookup status %v", lookup.Status())
 	}
