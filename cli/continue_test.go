@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"iter"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/internal/openaitest"
 	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/openai"
 	"github.com/augceo/agent/provider/scripted"
 	"github.com/augceo/agent/store"
@@ -418,5 +420,34 @@ func TestResumeAdapterModel(t *testing.T) {
 			t.Errorf("models asked %q, want m1 each time", models)
 			break
 		}
+	}
+}
+
+// TestResumeHeldStartsNothing: a resume of a run another process holds is
+// refused before the run's MCP servers are started.
+func TestResumeHeldStartsNothing(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "runs.db")
+	st, err := sqlite.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	// A loop run cut at its first request, whose Idea had an MCP server
+	// that cannot start.
+	p := provider.Func(func(context.Context, *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		cancel()
+		return func(yield func(*provider.Chunk, error) bool) { yield(nil, context.Canceled) }
+	})
+	cfg := agent.Config{Provider: p, Store: st, RunID: "held", MCP: []agent.MCPServer{{Name: "gone", Command: []string{filepath.Join(t.TempDir(), "no-such-server")}}}}
+	if _, err := agent.Run(ctx, cfg, json.RawMessage(`{"type":"object"}`), []message.Message{message.Text("hi")}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("run: %v", err)
+	}
+	if err := st.Acquire(t.Context(), "held", store.Lease{Owner: "other-host", Expires: time.Now().Add(time.Hour)}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := acts(t.Context(), agent.NewRegistry(), "resume", "held", "--store", db, "--model", "local:m1", "--base-url", "http://127.0.0.1:9/v1")
+	if want := "run held is held by other-host"; code != 1 || out != "" || !strings.Contains(errOut, want) || strings.Contains(errOut, "gone") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 1 and %q", code, out, errOut, want)
 	}
 }

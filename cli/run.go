@@ -250,6 +250,11 @@ func resume(ctx context.Context, env *Env, rf *runFlags, pos []string) error {
 	if err != nil {
 		return err // the store's error names the run
 	}
+	// What Resume would refuse, refused before a model or an MCP server
+	// is started for nothing.
+	if err := run.Lease.Yield(run.ID, "", platform.Now(ctx)); err != nil {
+		return fmt.Errorf("resume %s: %w", run.ID, err)
+	}
 	cfg, saved, err := rf.reopenConfig(ctx, env, st, run, false)
 	if err != nil {
 		return err
