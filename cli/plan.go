@@ -64,7 +64,7 @@ func planCmd(ctx context.Context, env *Env, pos []string, structure bool, input 
 	if err != nil {
 		return err
 	}
-	plan, msgs, hasContext, err := readPlan(env.Registry, data)
+	plan, msgs, hasContext, err := readPlan(env.Registry, data, !structure)
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
@@ -118,9 +118,10 @@ func planCmd(ctx context.Context, env *Env, pos []string, structure bool, input 
 
 // readPlan reads a plan file: an array of calls, {plan, context}, or an
 // Idea whose context holds a plan message. hasContext reports whether the
-// file gives a context to validate against; its presets are expanded, as
-// acts run expands them, from the Idea's and reg's.
-func readPlan(reg *agent.Registry, data []byte) (plan []json.RawMessage, msgs []message.Message, hasContext bool, err error) {
+// file gives a context to validate against; with expand, its presets are
+// expanded, as acts run expands them, from the Idea's and reg's (the
+// plan's structure alone needs none).
+func readPlan(reg *agent.Registry, data []byte, expand bool) (plan []json.RawMessage, msgs []message.Message, hasContext bool, err error) {
 	data = bytes.TrimSpace(data)
 	if len(data) > 0 && data[0] == '[' {
 		if err := json.Unmarshal(data, &plan); err != nil {
@@ -146,6 +147,9 @@ func readPlan(reg *agent.Registry, data []byte) (plan []json.RawMessage, msgs []
 		if err != nil {
 			return nil, nil, false, fmt.Errorf("context: %w", err)
 		}
+		if !expand {
+			return plan, msgs, true, nil
+		}
 		if msgs, err = agent.ExpandPresets(reg, nil, msgs); err != nil {
 			return nil, nil, false, fmt.Errorf("context: %w", err)
 		}
@@ -155,12 +159,17 @@ func readPlan(reg *agent.Registry, data []byte) (plan []json.RawMessage, msgs []
 	if err != nil {
 		return nil, nil, false, err
 	}
-	msgs, err = agent.ExpandPresets(reg, idea.Presets, idea.Context)
-	if err != nil {
-		return nil, nil, false, err
+	msgs = idea.Context
+	if expand {
+		if msgs, err = agent.ExpandPresets(reg, idea.Presets, idea.Context); err != nil {
+			return nil, nil, false, err
+		}
 	}
 	plan, _, ok := agent.LastPlan(msgs)
-	if !ok {
+	switch {
+	case !ok && !expand:
+		return nil, nil, false, errors.New("the idea's context has no plan message (a preset's plan is found without --structure)")
+	case !ok:
 		return nil, nil, false, errors.New("the idea's context has no plan message")
 	}
 	return plan, msgs, true, nil

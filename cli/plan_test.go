@@ -147,3 +147,24 @@ func TestPlanValidateAsRun(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanValidateStructureNeedsNoPresets: --structure checks the plan
+// alone, so a preset the program lacks is no error; a plan that only a
+// preset holds is found without --structure, as the error says.
+func TestPlanValidateStructureNeedsNoPresets(t *testing.T) {
+	missing := writeFile(t, "missing.json", `{"schema":{"type":"object"},
+		"context":[{"type":"preset","preset":"tools-of-another-program"},{"type":"plan","plan":[{"_tool":"t","_outputPath":"†state.a"}]}]}`)
+	code, out, errOut := acts(t.Context(), agent.NewRegistry(), "plan", "validate", "--structure", missing)
+	if code != 0 || out != "ok: 1 call (structure only)\n" {
+		t.Errorf("--structure: exit %d, %q, %q", code, out, errOut)
+	}
+	if code, _, errOut := acts(t.Context(), agent.NewRegistry(), "plan", "validate", missing); code != 1 || !strings.Contains(errOut, `unknown preset "tools-of-another-program"`) {
+		t.Errorf("without --structure: exit %d, %q", code, errOut)
+	}
+	inPreset := writeFile(t, "inpreset.json", `{"schema":{"type":"object"},
+		"presets":{"p":{"messages":[{"type":"plan","plan":[{"_tool":"t","_outputPath":"†state.a"}]}]}},
+		"context":[{"type":"preset","preset":"p"}]}`)
+	if code, _, errOut := acts(t.Context(), agent.NewRegistry(), "plan", "validate", "--structure", inPreset); code != 1 || !strings.Contains(errOut, "a preset's plan is found without --structure") {
+		t.Errorf("a preset's plan with --structure: exit %d, %q", code, errOut)
+	}
+}
