@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -78,7 +80,7 @@ func reflectSchema(t reflect.Type) (_ json.RawMessage, err error) {
 			err = fmt.Errorf("%v has no JSON Schema: %v", t, p)
 		}
 	}()
-	r := &jsonschema.Reflector{Anonymous: true, ExpandedStruct: true}
+	r := &jsonschema.Reflector{Anonymous: true, ExpandedStruct: true, Mapper: integerRange}
 	s := r.ReflectFromType(t)
 	b, err := json.Marshal(s)
 	if err != nil {
@@ -92,6 +94,38 @@ func reflectSchema(t reflect.Type) (_ json.RawMessage, err error) {
 	root.del("$schema")
 	root.del("$id")
 	return marshalTree(mustWalk(inlineDefs(root), reorder)), nil
+}
+
+// integerRange gives the predeclared integer types narrower than int64,
+// and the unsigned ones, their range: told only "integer", a model may
+// write 300 for a uint8, which then fails to decode where the schema, and
+// a strict provider with it, could have said so. A named type is left
+// alone: it may encode as something else. A field's own minimum or
+// maximum tag still applies over it.
+func integerRange(t reflect.Type) *jsonschema.Schema {
+	if t.PkgPath() != "" {
+		return nil
+	}
+	var lo, hi int64
+	switch t.Kind() {
+	case reflect.Int8:
+		lo, hi = math.MinInt8, math.MaxInt8
+	case reflect.Int16:
+		lo, hi = math.MinInt16, math.MaxInt16
+	case reflect.Int32:
+		lo, hi = math.MinInt32, math.MaxInt32
+	case reflect.Uint8:
+		hi = math.MaxUint8
+	case reflect.Uint16:
+		hi = math.MaxUint16
+	case reflect.Uint32:
+		hi = math.MaxUint32
+	case reflect.Uint, reflect.Uint64, reflect.Uintptr:
+		return &jsonschema.Schema{Type: "integer", Minimum: "0"} // its top is beyond a float's integers
+	default:
+		return nil
+	}
+	return &jsonschema.Schema{Type: "integer", Minimum: json.Number(strconv.FormatInt(lo, 10)), Maximum: json.Number(strconv.FormatInt(hi, 10))}
 }
 
 // keyOrder is the order For writes keywords in, for people reading the schema: the

@@ -116,13 +116,10 @@ func TestDecode(t *testing.T) {
 			}
 			return ""
 		}},
-		{"decode", `{"_tool":"issueRefund","customerId":"c1","amount":1,"small":300}`, func(err error) string {
-			de, ok := errors.AsType[*DecodeError](err)
-			if !ok || de.InstancePath != "/small" {
-				return fmt.Sprintf("want a DecodeError at /small, got %v", err)
-			}
-			if _, ok := errors.AsType[*json.UnmarshalTypeError](err); !ok {
-				return "DecodeError does not unwrap to the json error"
+		{"out of an int8's range", `{"_tool":"issueRefund","customerId":"c1","amount":1,"small":300}`, func(err error) string {
+			// The schema gives an int8 its range, so the model is told.
+			if !strings.Contains(fmt.Sprint(err), "at /small: expected a number <= 127, got 300") {
+				return fmt.Sprintf("want a validation error at /small, got %v", err)
 			}
 			return ""
 		}},
@@ -130,6 +127,9 @@ func TestDecode(t *testing.T) {
 			// Valid (1.0 is an integer), but encoding/json does not put 1.0 in an int8.
 			if de, ok := errors.AsType[*DecodeError](err); !ok || de.InstancePath != "/small" {
 				return fmt.Sprintf("want a DecodeError at /small, got %v", err)
+			}
+			if _, ok := errors.AsType[*json.UnmarshalTypeError](err); !ok {
+				return "DecodeError does not unwrap to the json error"
 			}
 			return ""
 		}},
@@ -179,5 +179,43 @@ func TestCheckTagSyntax(t *testing.T) {
 	}})
 	if err := checkTags(good, map[reflect.Type]bool{}); err != nil {
 		t.Errorf("checkTags(an escaped comma) = %v", err)
+	}
+}
+
+type level uint8
+
+type sized struct {
+	I8    int8   `json:"i8"`
+	I16   int16  `json:"i16"`
+	I32   int32  `json:"i32"`
+	I64   int64  `json:"i64"`
+	U8    uint8  `json:"u8"`
+	U16   uint16 `json:"u16"`
+	U32   uint32 `json:"u32"`
+	U     uint   `json:"u"`
+	P     *uint8 `json:"p,omitempty"`
+	Named level  `json:"named"`
+	Tag   uint8  `json:"tag" jsonschema:"minimum=1,maximum=5"`
+}
+
+// TestForIntegerRanges: the integer types narrower than int64, and the
+// unsigned ones, say their range; a named type and a field's own bounds
+// are left as they are.
+func TestForIntegerRanges(t *testing.T) {
+	var s struct {
+		Properties map[string]map[string]any `json:"properties"`
+	}
+	if err := json.Unmarshal(For[sized](), &s); err != nil {
+		t.Fatal(err)
+	}
+	for field, want := range map[string][2]any{
+		"i8": {-128.0, 127.0}, "i16": {-32768.0, 32767.0}, "i32": {-2147483648.0, 2147483647.0}, "i64": {nil, nil},
+		"u8": {0.0, 255.0}, "u16": {0.0, 65535.0}, "u32": {0.0, 4294967295.0}, "u": {0.0, nil}, "p": {0.0, 255.0},
+		"named": {nil, nil}, "tag": {1.0, 5.0},
+	} {
+		p := s.Properties[field]
+		if p["type"] != "integer" || p["minimum"] != want[0] || p["maximum"] != want[1] {
+			t.Errorf("%s: %v, want minimum %v, maximum %v", field, p, want[0], want[1])
+		}
 	}
 }
