@@ -164,7 +164,11 @@ func TestActivityMessagesTheRunCannotRender(t *testing.T) {
 		{"tool", message.Tool("ghost"),
 			`runtime error in emit: its messages were not written: message 1 (tool): unknown tool "ghost" (registered: emit)`},
 		{"advisor", message.Message{Type: message.TypeAdvisor, Advisor: &message.Advisor{Name: "ghost", On: "request"}},
-			`runtime error in emit: its messages were not written: message 1 (advisor): unknown advisor "ghost" (advisors: )`},
+			`runtime error in emit: its messages were not written: message 1 (advisor): unknown advisor "ghost" (no advisor is registered)`},
+		{"inline tool", message.Message{Type: message.TypeTool, Tool: json.RawMessage(`{"bad":{"type":5}}`)},
+			"runtime error in emit: its messages were not written: message 1 (tool): tool \"bad\": schema: invalid schema: at /type: matches none of the 2 alternatives:\n" +
+				"  alternative 0:\n    at /type: expected one of \"array\", \"boolean\", \"integer\", \"null\", \"number\", \"object\", \"string\", got 5\n" +
+				"  alternative 1:\n    at /type: expected array, got number"},
 		{"preset", message.Message{Type: message.TypePreset, Extra: json.RawMessage(`{"preset":"ghost"}`)},
 			`runtime error in emit: its messages were not written: message 1 (preset): unknown preset "ghost" (no preset is registered)`},
 	} {

@@ -59,7 +59,11 @@ func (r *Registry) lookupAdvisor(ref *message.Advisor) (*message.Advisor, json.R
 	defer r.mu.RUnlock()
 	reg, ok := r.advisors[ref.Name]
 	if !ok {
-		return nil, nil, fmt.Errorf("%w %q (advisors: %s)", ErrUnknownAdvisor, ref.Name, strings.Join(slices.Sorted(maps.Keys(r.advisors)), ", "))
+		known := "no advisor is registered"
+		if len(r.advisors) > 0 {
+			known = "advisors: " + strings.Join(slices.Sorted(maps.Keys(r.advisors)), ", ")
+		}
+		return nil, nil, fmt.Errorf("%w %q (%s)", ErrUnknownAdvisor, ref.Name, known)
 	}
 	a := reg.def
 	if ref.On != "" {

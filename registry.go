@@ -90,6 +90,8 @@ func (r *Registry) renderable(m *message.Message) error {
 				if _, err := r.LookupTool(t.Name); err != nil {
 					return err
 				}
+			} else if _, err := r.Schemas().Compile(t.Def); err != nil {
+				return fmt.Errorf("tool %q: %w", t.Name, err)
 			}
 		}
 	case m.Type == message.TypeAdvisor && r.builtinType(m.Type) && m.Advisor != nil && m.Advisor.Name != "":
