@@ -95,6 +95,9 @@ func sdkEvent(data []byte, e *event) error {
 	e.Message.Usage.OutputTokensDetails = &struct {
 		ThinkingTokens *int64 `json:"thinking_tokens"`
 	}{&u.Message.Usage.OutputTokensDetails.ThinkingTokens}
+	e.Message.Usage.CacheCreation = &struct {
+		Ephemeral1hInputTokens *int64 `json:"ephemeral_1h_input_tokens"`
+	}{&u.Message.Usage.CacheCreation.Ephemeral1hInputTokens}
 	b := u.ContentBlock
 	e.ContentBlock.Type, e.ContentBlock.Text, e.ContentBlock.Thinking = b.Type, b.Text, b.Thinking
 	e.ContentBlock.Name, e.ContentBlock.Input = b.Name, b.Input

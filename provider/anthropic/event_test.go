@@ -43,6 +43,7 @@ func viewOf(e event) eventView {
 
 var eventKeys = []string{"type", "index", "message", "id", "usage", "input_tokens", "output_tokens",
 	"cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens_details", "thinking_tokens",
+	"cache_creation", "ephemeral_1h_input_tokens",
 	"content_block", "text", "thinking", "name", "input", "delta", "partial_json", "stop_reason",
 	"stop_details", "category", "explanation"}
 
@@ -51,6 +52,8 @@ var eventKeys = []string{"type", "index", "message", "id", "usage", "input_token
 func FuzzDecodeEvent(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-6","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":412,"cache_creation_input_tokens":0,"cache_read_input_tokens":2048,"cache_creation":{"ephemeral_5m_input_tokens":0},"output_tokens":1,"service_tier":"standard"}}}`,
+		`{"type":"message_start","message":{"id":"msg_2","type":"message","role":"assistant","model":"claude-sonnet-4-6","content":[],"usage":{"input_tokens":12,"cache_creation_input_tokens":2500,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":2500},"output_tokens":1}}}`,
+		`{"type":"message_start","message":{"id":"msg_3","usage":{"input_tokens":"12","cache_creation_input_tokens":2500,"cache_creation":{"ephemeral_1h_input_tokens":2500}}}}`,
 		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
 		`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"solution","input":{"b":[1,2.5,"<x>"],"a":null}}}`,
 		`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`,
@@ -82,4 +85,24 @@ func FuzzDecodeEvent(f *testing.F) {
 			t.Errorf("%s: (-got +want, the SDK's)\n%s", data, diff)
 		}
 	})
+}
+
+// TestDecodeEventCacheHour: message_start's count of the hour's cache
+// writes is read whichever decoder reads the event: one the SDK decodes
+// (a count sent as a string) keeps it too.
+func TestDecodeEventCacheHour(t *testing.T) {
+	for _, data := range []string{
+		`{"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":12,"cache_creation_input_tokens":2500,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":2500}}}}`,
+		`{"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":"12","cache_creation_input_tokens":2500,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":2500}}}}`,
+	} {
+		var e event
+		if err := decodeEvent([]byte(data), &e); err != nil {
+			t.Fatalf("%s: %v", data, err)
+		}
+		var u tokens
+		u.merge(e.Message.Usage)
+		if got := u.usage(); got.CacheWrite != 2500 || got.CacheWriteLong != 2500 || got.Input != 12 {
+			t.Errorf("%s: usage %+v, want 12 input, 2500 written for an hour", data, got)
+		}
+	}
 }
