@@ -412,7 +412,8 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 			// What the requests were billed and was not said yet goes
 			// with the error: the usage of those that ended, of those cut
 			// by it (once they stopped), and any said by a chunk still
-			// waiting for its turn.
+			// waiting for its turn: a usage-only one, or a gathered
+			// solution's that failed (a Done chunk's went into total).
 			cancel()
 			wg.Wait()
 			u := unsaid
@@ -421,7 +422,7 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 			}
 			for _, cs := range pending {
 				for _, c := range cs {
-					if c.UsageOnly() && c.Usage != nil {
+					if c.Usage != nil {
 						u.Add(*c.Usage)
 					}
 				}

@@ -237,3 +237,54 @@ func TestSeveralSolutionsCancelled(t *testing.T) {
 		t.Errorf("usage %+v, want %+v", usage, want)
 	}
 }
+
+// TestSeveralSolutionsCancelledGathered: N requests not streamed to the
+// caller, whose prompt the cache would keep, go as streams gathered into
+// one chunk a solution. Solution 1's stream is cut: its chunk, with its
+// text and the usage message_start said, waits for solution 0's turn
+// when the caller cancels. The usage before the error counts it, with
+// solution 0's.
+func TestSeveralSolutionsCancelledGathered(t *testing.T) {
+	began := []chan struct{}{make(chan struct{}), make(chan struct{})}
+	cut := make(chan struct{}) // request 1's response ended
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i, _ := strconv.Atoi(r.Header.Get(indexHeader))
+		w.Header().Set("Content-Type", "text/event-stream")
+		writeSSE(w, startEvent(100, 1)+deltaEvent(`{"output":`))
+		if i == 1 {
+			close(cut)
+			return
+		}
+		<-r.Context().Done() // streams until the caller goes
+	})
+	p := watchedProvider(t, h, began)
+	req := request(false, 2)
+	req.Messages[0].Text = strings.Repeat("You are terse. ", 2000)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		<-began[0]
+		<-cut
+		// Solution 1's chunk and error reach the adapter's merge, which
+		// holds them for solution 0's turn.
+		time.Sleep(100 * time.Millisecond)
+		cancel()
+	}()
+	var usage provider.Usage
+	var last error
+	for c, err := range p.Generate(ctx, req) {
+		if err != nil {
+			last = err
+			break
+		}
+		if c.Usage != nil {
+			usage.Add(*c.Usage)
+		}
+	}
+	if !errors.Is(last, context.Canceled) {
+		t.Errorf("error %v, want the cancellation", last)
+	}
+	if want := (provider.Usage{Input: 200, Output: 2}); usage != want {
+		t.Errorf("usage %+v, want %+v", usage, want)
+	}
+}
