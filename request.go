@@ -629,8 +629,6 @@ func (b *Build) handle(ctx context.Context, i int, m *message.Message) error {
 	return nil
 }
 
-// llmSettings returns the request settings cfg gives, before handlers
-// change them.
 // check reports the settings of cfg that are not among the known ones.
 func (cfg *Config) check() error {
 	if err := cfg.Rendering.Check(); err != nil {
@@ -642,6 +640,8 @@ func (cfg *Config) check() error {
 	return nil
 }
 
+// llmSettings returns the request settings cfg gives, before handlers
+// change them.
 func llmSettings(cfg Config) provider.Request {
 	n := cfg.N
 	if n <= 0 {

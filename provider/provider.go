@@ -97,10 +97,10 @@ const (
 	// CacheLong asks for the longest retention the provider offers.
 	// Anthropic writes entries that last an hour, at twice the input
 	// price where a 5-minute entry costs 1.25 times (reads cost the
-	// same); Usage.CacheWriteLong counts them. OpenAI keeps the prefix up
-	// to 24 hours (prompt_cache_retention "24h"), at no extra charge, on
-	// the models that offer it. Gemini's implicit cache has no such
-	// setting, and ignores it.
+	// same); Usage.CacheWriteLong counts them. The OpenAI adapter sends
+	// nothing: its models keep prefixes long already, and no field fits
+	// them all. Gemini's implicit cache has no such setting, and ignores
+	// it.
 	CacheLong CacheRetention = "long"
 )
 
