@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -219,17 +220,7 @@ func TestSeveralSolutionsCancelled(t *testing.T) {
 		}
 		cancel()
 	}()
-	var usage provider.Usage
-	var last error
-	for c, err := range p.Generate(ctx, request(true, 3)) {
-		if err != nil {
-			last = err
-			break
-		}
-		if c.Usage != nil {
-			usage.Add(*c.Usage)
-		}
-	}
+	usage, last := usageUntilError(p.Generate(ctx, request(true, 3)))
 	if !errors.Is(last, context.Canceled) {
 		t.Errorf("error %v, want the cancellation", last)
 	}
@@ -270,21 +261,26 @@ func TestSeveralSolutionsCancelledGathered(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		cancel()
 	}()
-	var usage provider.Usage
-	var last error
-	for c, err := range p.Generate(ctx, req) {
-		if err != nil {
-			last = err
-			break
-		}
-		if c.Usage != nil {
-			usage.Add(*c.Usage)
-		}
-	}
+	usage, last := usageUntilError(p.Generate(ctx, req))
 	if !errors.Is(last, context.Canceled) {
 		t.Errorf("error %v, want the cancellation", last)
 	}
 	if want := (provider.Usage{Input: 200, Output: 2}); usage != want {
 		t.Errorf("usage %+v, want %+v", usage, want)
 	}
+}
+
+// usageUntilError sums the usage of the chunks of seq until its error,
+// which it returns.
+func usageUntilError(seq iter.Seq2[*provider.Chunk, error]) (provider.Usage, error) {
+	var usage provider.Usage
+	for c, err := range seq {
+		if err != nil {
+			return usage, err
+		}
+		if c.Usage != nil {
+			usage.Add(*c.Usage)
+		}
+	}
+	return usage, nil
 }
