@@ -177,7 +177,7 @@ func (f *runFlags) check() error {
 		return fmt.Errorf("%w: --concurrency must be 0 (the default) or more, got %d", errUsage, f.concurrency)
 	}
 	if f.maxSteps < 0 {
-		return fmt.Errorf("%w: --max-steps must be positive, got %d", errUsage, f.maxSteps)
+		return fmt.Errorf("%w: --max-steps must be 0 (the default) or more, got %d", errUsage, f.maxSteps)
 	}
 	if err := agent.Rendering(f.rendering).Check(); err != nil {
 		return fmt.Errorf("%w: --rendering: %w", errUsage, err)

@@ -686,7 +686,7 @@ func TestRunMaxSteps(t *testing.T) {
 	if s := summaryOf(t, out); code != 0 || s.Status != "done" || s.Steps != 4 || string(s.Output) != `{"capital":"Paris"}` {
 		t.Errorf("resume --max-steps 5: exit %d, %+v, stderr %q", code, s, errOut)
 	}
-	if code, _, errOut := acts(ctx, reg, "run", idea, "--store", db, "--max-steps", "-1", "--model", "local:m1", "--base-url", srv.URL+"/v1"); code != 2 || !strings.Contains(errOut, "--max-steps must be positive, got -1") {
+	if code, _, errOut := acts(ctx, reg, "run", idea, "--store", db, "--max-steps", "-1", "--model", "local:m1", "--base-url", srv.URL+"/v1"); code != 2 || !strings.Contains(errOut, "--max-steps must be 0 (the default) or more, got -1") {
 		t.Errorf("--max-steps -1: exit %d, stderr %q", code, errOut)
 	}
 }
@@ -727,7 +727,7 @@ func TestRunFlagChecks(t *testing.T) {
 		want string
 	}{
 		{[]string{"--concurrency", "-1"}, "--concurrency must be 0 (the default) or more, got -1"},
-		{[]string{"--max-steps", "-2"}, "--max-steps must be positive, got -2"},
+		{[]string{"--max-steps", "-2"}, "--max-steps must be 0 (the default) or more, got -2"},
 		{[]string{"--lease", "0s"}, "--lease must be positive, got 0s"},
 	} {
 		for _, cmd := range [][]string{{"run", idea}, {"resume", "r"}, {"continue", "r", "--message", "hi"}} {
