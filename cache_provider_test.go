@@ -423,6 +423,30 @@ func TestCacheRetentionUnknown(t *testing.T) {
 	if _, err := agent.Run(context.Background(), cfg, schema, cacheContext()); !errors.Is(err, provider.ErrCacheRetention) {
 		t.Errorf("run: %v", err)
 	}
+	// A plan fails before any of its calls runs, and a durable one is
+	// not created.
+	ran := false
+	cfg.Registry = agent.NewRegistry()
+	cfg.Registry.Activity("note", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+		ran = true
+		return nil, nil
+	}))
+	st := store.NewMemory()
+	cfg.Store, cfg.RunID = st, "p"
+	plan := []json.RawMessage{json.RawMessage(`{"_tool":"note"}`), json.RawMessage(`{"_tool":"classify","_outputPath":"†state.label"}`)}
+	msgs := []message.Message{
+		{Type: message.TypeTool, Tool: json.RawMessage(`{"note":{"type":"object"},"classify":{"type":"object","properties":{"_output":{"type":"string"}}}}`)},
+		message.Text("Classify."),
+	}
+	if _, err := agent.ExecutePlan(context.Background(), cfg, plan, msgs); !errors.Is(err, provider.ErrCacheRetention) {
+		t.Errorf("plan: %v", err)
+	}
+	if ran {
+		t.Error("a call of the plan ran")
+	}
+	if _, err := st.Load(context.Background(), "p"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("load: %v, want no run", err)
+	}
 	if n := len(p.Requests()); n != 0 {
 		t.Errorf("%d requests sent", n)
 	}

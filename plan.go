@@ -360,6 +360,12 @@ func planEvents(ctx context.Context, cfg Config, plan []json.RawMessage, in *ins
 			yield(RunEvent{}, err)
 			return
 		}
+		// Settings no request could be made with fail before any call
+		// runs or a run is created, as a loop's do.
+		if err := cfg.check(); err != nil {
+			yield(RunEvent{}, err)
+			return
+		}
 		var usage provider.Usage
 		if cfg.resume != nil {
 			usage = cfg.resume.usage
