@@ -633,8 +633,16 @@ func readInput(stdin io.Reader, spec string) ([]message.Message, error) {
 			return nil, fmt.Errorf("%s: %s: %w", name, where[i], err)
 		}
 		if meta.Instance != nil {
-			if json.Unmarshal(meta.Instance, &inst) != nil {
-				return nil, fmt.Errorf("%s: %s: _instance must be a string, not %s", name, where[i], jsonKind(meta.Instance))
+			// null would leave the position's id, and "" make the input
+			// global data, read by every instance.
+			if k := jsonKind(meta.Instance); k != "a string" {
+				return nil, fmt.Errorf("%s: %s: _instance must be a string, not %s", name, where[i], k)
+			}
+			if err := json.Unmarshal(meta.Instance, &inst); err != nil {
+				return nil, fmt.Errorf("%s: %s: _instance: %w", name, where[i], err)
+			}
+			if inst == "" {
+				return nil, fmt.Errorf("%s: %s: _instance must not be empty", name, where[i])
 			}
 			o, err := ojson.Parse(e)
 			if err != nil {

@@ -482,6 +482,8 @@ func TestReadInput(t *testing.T) {
 		{`[1,`, nil, "--input: unexpected end of JSON input"},
 		{`{"a":1}` + "\nnope", nil, "--input: line 2: not valid JSON"},
 		{`[{"_instance":3}]`, nil, "--input: element 1: _instance must be a string, not a number"},
+		{`[{"_instance":null,"a":1}]`, nil, "--input: element 1: _instance must be a string, not null"},
+		{`[{"a":1},{"_instance":"","a":2}]`, nil, "--input: element 2: _instance must not be empty"},
 		{"{\"a\":1}\n[2]", nil, "--input: line 2: an instanced input must be a JSON object, not an array"},
 		{`[{"a":1},"b"]`, nil, `--input: element 2: an instanced input must be a JSON object, not a string`},
 		{`[]`, nil, "--input: no inputs"},
