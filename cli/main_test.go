@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/openai"
 )
@@ -112,5 +115,26 @@ func TestResolveIdea(t *testing.T) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want %d, %q, %q", code, stdout.String(), stderr.String(), tt.code, tt.stdout, tt.stderr)
 			}
 		})
+	}
+}
+
+// TestResolveRegistryPreset: a preset message of a context file, an array
+// of messages or an Idea, is expanded from the program's registry, as
+// acts run and acts plan validate expand it.
+func TestResolveRegistryPreset(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Preset("rates", agent.Preset{Messages: []message.Message{{Type: message.TypeData, Kind: "config", Data: json.RawMessage(`{"rate":0.2}`)}}})
+	dir := t.TempDir()
+	for name, data := range map[string]string{
+		"array.json": `[{"type":"preset","preset":"rates"}]`,
+		"idea.json":  `{"schema":{},"context":[{"type":"preset","preset":"rates"}]}`,
+	} {
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, out, errOut := acts(t.Context(), reg, "resolve", file, "†config.rate"); code != 0 || out != "0.2\n" {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 0.2", name, code, out, errOut)
+		}
 	}
 }

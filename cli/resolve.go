@@ -20,7 +20,7 @@ var resolveCommand = &command{
 Prints the value, as indented JSON, of a reference expression (†kind.path,
 with || and &&) against the messages of CONTEXT.json ("-" reads standard
 input), or the error with exit status 1. CONTEXT.json holds an array of
-messages, or an Idea, whose context is read with its presets expanded;
+messages, or an Idea's context; either is read with its presets expanded;
 --input adds inputs as acts run does. --instance resolves as a call
 targeting that instance would: the instance's data first, global data
 where the instance has none.`,
@@ -72,11 +72,15 @@ func resolveCmd(_ context.Context, env *Env, pos []string, instance, input strin
 }
 
 // readContext reads the messages of a context file: a JSON array of
-// messages, or an Idea, whose presets are expanded as acts run expands
-// them.
+// messages, or an Idea; their presets are expanded as acts run expands
+// them, an Idea's own first.
 func readContext(reg *agent.Registry, data []byte) ([]message.Message, error) {
 	if d := bytes.TrimSpace(data); len(d) == 0 || d[0] != '{' {
-		return message.ParseContext(data)
+		msgs, err := message.ParseContext(data)
+		if err != nil {
+			return nil, err
+		}
+		return agent.ExpandPresets(reg, nil, msgs)
 	}
 	idea, err := agent.ParseIdea(data)
 	if err != nil {
