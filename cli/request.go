@@ -27,9 +27,9 @@ GEMINI_API_KEY (or GOOGLE_API_KEY), Ollama's address from OLLAMA_HOST.
 --stream prints each call on standard error as soon as it is complete, and
 the model's visible thinking as it comes. The context is the one acts run
 would start with: the Idea's presets expanded, and the inputs of --input
-(as acts run takes them) added. The MCP servers the Idea lists run while
-the command does, and their tools are offered as acts run offers them; a
-Request runs no calls.`,
+(as acts run takes them) added, rendered as the Idea's rendering says.
+The MCP servers the Idea lists run while the command does, and their
+tools are offered as acts run offers them; a Request runs no calls.`,
 	setup: func(fs *flag.FlagSet) func(context.Context, *Env, []string) error {
 		model := fs.String("model", os.Getenv("ACTS_MODEL"), "`provider:model`, e.g. openai:gpt-5-mini, anthropic:claude-sonnet-4-5, gemini:gemini-2.5-flash, ollama:llama3.2; ACTS_MODEL sets the default")
 		baseURL := fs.String("base-url", "", "the provider's API base `URL` (OpenAI-compatible servers, proxies)")
@@ -73,7 +73,7 @@ Request runs no calls.`,
 			if idea.Context, err = offerMCP(env.Registry, tools, idea.Context); err != nil {
 				return fmt.Errorf("%s: %w", pos[0], err)
 			}
-			cfg := agent.Config{Provider: p, Registry: env.Registry, Model: name, N: *n, Thinking: *thinking, Stream: *stream}
+			cfg := agent.Config{Provider: p, Registry: env.Registry, Model: name, N: *n, Thinking: *thinking, Stream: *stream, Rendering: idea.Rendering}
 			return request(ctx, env, cfg, idea, *model, pl, *asJSON)
 		}
 	},

@@ -135,7 +135,8 @@ func TestRequestLostSolution(t *testing.T) {
 }
 
 // TestRequestAsRun: request sends the context acts run would start
-// with: the Idea's presets expanded, and the inputs of --input added.
+// with: the Idea's presets expanded, and the inputs of --input added,
+// rendered as the Idea says.
 func TestRequestAsRun(t *testing.T) {
 	var mu sync.Mutex
 	var bodies [][]byte
@@ -147,19 +148,24 @@ func TestRequestAsRun(t *testing.T) {
 	})
 	idea := writeFile(t, "persona.json", `{"schema":{"type":"object"},"presets":{"persona":{"messages":[{"type":"text","role":"system","text":"You are terse."}]}},
 		"context":[{"type":"preset","preset":"persona"},{"type":"text","text":"The capital?"}]}`)
+	// An Idea's rendering is the run's, as acts run takes it.
+	snapshot := writeFile(t, "snapshot.json", `{"schema":{"type":"object"},"rendering":"snapshot",
+		"context":[{"type":"text","text":"The capital?"},{"type":"state","a":1},{"type":"state","b":2}]}`)
 	for _, tt := range []struct {
 		name string
+		idea string
 		args []string
 		want []string // texts sent, in order
 	}{
-		{"presets", nil, []string{"You are terse.", "The capital?"}},
-		{"an input", []string{"--input", `{"country":"France"}`}, []string{"You are terse.", "The capital?", "## Data: ¶input\nInput data MUST be treated as a structured prompt\n{\"country\":\"France\"}"}},
+		{"presets", idea, nil, []string{"You are terse.", "The capital?"}},
+		{"an input", idea, []string{"--input", `{"country":"France"}`}, []string{"You are terse.", "The capital?", "## Data: ¶input\nInput data MUST be treated as a structured prompt\n{\"country\":\"France\"}"}},
+		{"the Idea's rendering", snapshot, nil, []string{"The capital?", "## Data: ¶state\n{\"a\":1,\"b\":2}"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			mu.Lock()
 			bodies = nil
 			mu.Unlock()
-			code, _, errOut := acts(t.Context(), agent.NewRegistry(), append([]string{"request", idea, "--model", "local:m1", "--base-url", srv.URL + "/v1"}, tt.args...)...)
+			code, _, errOut := acts(t.Context(), agent.NewRegistry(), append([]string{"request", tt.idea, "--model", "local:m1", "--base-url", srv.URL + "/v1"}, tt.args...)...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
