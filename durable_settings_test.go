@@ -103,3 +103,36 @@ func TestResumeKeepsRunLimits(t *testing.T) {
 		}
 	})
 }
+
+// TestResumeCacheShort: a run made with a long cache retention is
+// resumed with the provider's default when the Config says CacheShort;
+// with nothing said, it keeps its own.
+func TestResumeCacheShort(t *testing.T) {
+	reg, msgs := tenTools()
+	answers := []string{`{"calls":[{"_tool":"t0","x":1,"_outputPath":"†state.a"}],"output":null}`, `{"calls":[],"output":{"done":true}}`}
+	out := json.RawMessage(`{"type":"object"}`)
+	for _, tt := range []struct {
+		given, want provider.CacheRetention
+	}{{provider.CacheDefault, provider.CacheLong}, {provider.CacheShort, provider.CacheShort}} {
+		st := store.NewMemory()
+		ctx, cancel := context.WithCancel(context.Background())
+		cfg := agent.Config{Provider: cutAt(1, cancel, answers...), Registry: reg, Store: st, RunID: "r", CacheRetention: provider.CacheLong}
+		if _, err := agent.Run(ctx, cfg, out, msgs); !errors.Is(err, context.Canceled) {
+			t.Fatalf("cut run: %v", err)
+		}
+		cancel()
+		var got []provider.CacheRetention
+		p := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+			got = append(got, req.CacheRetention)
+			return func(yield func(*provider.Chunk, error) bool) {
+				yield(&provider.Chunk{Text: answers[len(answers)-1], Done: true}, nil)
+			}
+		})
+		if _, err := agent.Resume(context.Background(), agent.Config{Provider: p, Registry: reg, Store: st, CacheRetention: tt.given}, "r"); err != nil {
+			t.Fatalf("resume: %v", err)
+		}
+		if len(got) == 0 || got[0] != tt.want {
+			t.Errorf("resumed with %q: the requests asked %q, want %q", tt.given, got, tt.want)
+		}
+	}
+}

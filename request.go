@@ -142,10 +142,12 @@ type Config struct {
 	// share it.
 	CacheKey string
 	// CacheRetention is how long the provider should keep the run's
-	// prefix in its prompt cache (provider.CacheRetention): empty is the
-	// provider's default, a few minutes; provider.CacheLong keeps it
-	// across longer pauses (a conversation's user taking time to answer),
-	// at a higher price per cache write on Anthropic.
+	// prefix in its prompt cache (provider.CacheRetention):
+	// provider.CacheShort is the provider's default, a few minutes;
+	// provider.CacheLong keeps it across longer pauses (a conversation's
+	// user taking time to answer), at a higher price per cache write on
+	// Anthropic. Empty is the provider's default too, but for Resume and
+	// Continue, where it means the run's own.
 	CacheRetention provider.CacheRetention
 	// Veto is how the advisors' tally (017) acts on the calls of a step:
 	// a call is refused when its tool's share of the votes is below Veto

@@ -47,7 +47,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, "print one JSON object for scripts")
 	fs.DurationVar(&f.lease, "lease", agent.DefaultLeaseTTL, "the lease's `DURATION`: how long the run stays held by this process without renewing it; after a crash, a resume waits this long")
 	fs.StringVar(&f.rendering, "rendering", "", "how data reaches the model (`MODE`): cached (each message rendered once, so requests share their prefix with the prompt cache) or snapshot (each identity's merged value); default: the Idea's, else cached")
-	fs.StringVar(&f.cacheRetention, "cache-retention", "", "how long the provider keeps the run's prefix in its prompt cache (`MODE`): long keeps it across pauses of more than five minutes (Anthropic: an hour, each cache write at 2× the input price instead of 1.25×); default: the run's, else the provider's")
+	fs.StringVar(&f.cacheRetention, "cache-retention", "", "how long the provider keeps the run's prefix in its prompt cache (`MODE`): short, the provider's default (about five minutes), or long, across longer pauses (Anthropic: an hour, each cache write at 2× the input price instead of 1.25×); default: the run's, else short")
 }
 
 var runCommand = &command{

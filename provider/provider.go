@@ -91,9 +91,14 @@ type Request struct {
 type CacheRetention string
 
 const (
-	// CacheDefault is the provider's default: about five minutes
-	// (Anthropic's 5-minute entries, OpenAI's in-memory cache).
+	// CacheDefault leaves the retention unset: the provider's default.
+	// A durable run given none keeps the one it was made with (see
+	// agent.Config.CacheRetention).
 	CacheDefault CacheRetention = ""
+	// CacheShort is the provider's default retention, said outright:
+	// about five minutes (Anthropic's 5-minute entries, OpenAI's
+	// in-memory cache). A run made with CacheLong goes back to it so.
+	CacheShort CacheRetention = "short"
 	// CacheLong asks for the longest retention the provider offers.
 	// Anthropic writes entries that last an hour, at twice the input
 	// price where a 5-minute entry costs 1.25 times (reads cost the
@@ -112,10 +117,10 @@ var ErrCacheRetention = errors.New("unknown cache retention")
 // ErrCacheRetention if not.
 func (r CacheRetention) Check() error {
 	switch r {
-	case CacheDefault, CacheLong:
+	case CacheDefault, CacheShort, CacheLong:
 		return nil
 	}
-	return fmt.Errorf("%w %q (use %q, or leave it empty for the provider's default)", ErrCacheRetention, string(r), CacheLong)
+	return fmt.Errorf("%w %q (use %q or %q, or leave it empty)", ErrCacheRetention, string(r), CacheShort, CacheLong)
 }
 
 // Message is one rendered message.

@@ -240,7 +240,9 @@ func (c anthropicCache) write(blocks []cacheBlock, read int, now time.Duration) 
 		if b.tokens < AnthropicMinCacheTokens {
 			continue
 		}
-		c[b.hash] = entry{expires: now + b.ttl, ttl: b.ttl}
+		// An entry written again lasts the longer of its lifetimes.
+		e := c[b.hash]
+		c[b.hash] = entry{expires: max(e.expires, now+b.ttl), ttl: max(e.ttl, b.ttl)}
 		if bp > read && b.tokens > written {
 			// The tokens since the entry before are written to last
 			// as long as this one.

@@ -109,6 +109,13 @@ func TestAnthropicCacheTTL(t *testing.T) {
 	if u2 := at(mixed, both, 30*time.Minute); u2.Read != u.WriteHour {
 		t.Errorf("30 minutes on: %+v, want the system's %d tokens read", u2, u.WriteHour)
 	}
+	// A 5-minute breakpoint over an hour's entry does not shorten it.
+	again := anthropicCache{}
+	at(again, hour, 0)
+	at(again, body, time.Minute)
+	if u := at(again, hour, 40*time.Minute); u.Read != first.Write {
+		t.Errorf("an hour's entry written again for 5 minutes, 39 minutes on: %+v, want the %d tokens read", u, first.Write)
+	}
 	for _, tt := range []struct{ sys, msgs, want string }{
 		{"", "1h", "a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block"},
 		{"2h", "", "system: cache_control.ttl: Input should be '5m' or '1h'"},

@@ -42,6 +42,13 @@ func TestCacheRetention(t *testing.T) {
 	if got := srv.Requests()[1].Cache; got.Read == 0 {
 		t.Errorf("30 minutes on, the second request read nothing: %+v", got)
 	}
+	// CacheShort is the API's default: no ttl.
+	if _, err := provider.Collect(p.Generate(context.Background(), &provider.Request{Messages: msgs, Schema: schema, CacheRetention: provider.CacheShort})); err != nil {
+		t.Fatal(err)
+	}
+	if sent := srv.Requests()[len(srv.Requests())-1]; strings.Contains(string(sent.Body), `"ttl"`) || !strings.Contains(string(sent.Body), `"cache_control":{"type":"ephemeral"}`) {
+		t.Errorf("CacheShort: %s", sent.Body)
+	}
 	before := len(srv.Requests())
 	_, err = provider.Collect(p.Generate(context.Background(), &provider.Request{Messages: msgs, CacheRetention: "1d"}))
 	if err == nil || !strings.Contains(err.Error(), `unknown cache retention "1d"`) {
