@@ -447,7 +447,7 @@ func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.S
 				if rf.store == "memory:" {
 					runErr = fmt.Errorf("%w; --max-steps N raises the limit", err)
 				} else {
-					runErr = fmt.Errorf("%w; acts resume %s --max-steps N goes on with a higher limit", err, id)
+					runErr = fmt.Errorf("%w; acts resume %s --store %s --max-steps N goes on with a higher limit", err, escapeLine(id), escapeLine(storeName(rf.store)))
 				}
 			}
 			if le, ok := errors.AsType[*agent.LimitError](err); ok {
@@ -562,7 +562,9 @@ func printSummary(w io.Writer, s *summary, rf *runFlags) error {
 		// Gone with the command: no later command can read it.
 		b.WriteString("  trace: none kept (--store memory:)\n")
 	} else {
-		fmt.Fprintf(&b, "  trace: acts log %s --store %s\n", escapeLine(s.Run), escapeLine(rf.store))
+		// A PostgreSQL URL without its password: a summary may end up in
+		// a log.
+		fmt.Fprintf(&b, "  trace: acts log %s --store %s\n", escapeLine(s.Run), escapeLine(storeName(rf.store)))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

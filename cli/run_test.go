@@ -21,6 +21,7 @@ import (
 	"github.com/augceo/agent/internal/pgtest"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/store"
 	"github.com/augceo/agent/store/sqlite"
 )
 
@@ -671,7 +672,7 @@ func TestRunMaxSteps(t *testing.T) {
 	ctx := t.Context()
 	reg := agent.NewRegistry()
 	code, out, errOut := acts(ctx, reg, "run", idea, "--model", "local:m1", "--base-url", srv.URL+"/v1", "--store", db, "--id", "r", "--max-steps", "2", "--json")
-	if want := "acts: agent: too many steps (2); acts resume r --max-steps N goes on with a higher limit\n"; code != 1 || errOut != want {
+	if want := "acts: agent: too many steps (2); acts resume r --store " + db + " --max-steps N goes on with a higher limit\n"; code != 1 || errOut != want {
 		t.Errorf("run: exit %d, stderr %q; want 1, %q", code, errOut, want)
 	}
 	if s := summaryOf(t, out); s.Steps != 2 || s.Status != "failed" {
@@ -752,5 +753,18 @@ func TestRunPlanNotLast(t *testing.T) {
 	code, out, errOut := acts(t.Context(), reg, "run", idea, "--input", `{"n":2}`, "--store", "memory:", "--json")
 	if s := summaryOf(t, out); code != 0 || s.Status != "done" || s.Calls != 1 || calls.Load() != 1 {
 		t.Errorf("exit %d, summary %+v, %d calls, stderr %q", code, s, calls.Load(), errOut)
+	}
+}
+
+// TestSummaryHidesPassword: the summary's trace line names a PostgreSQL
+// store without its password, since summaries end up in logs.
+func TestSummaryHidesPassword(t *testing.T) {
+	var b bytes.Buffer
+	rf := &runFlags{store: "postgres://acts:s3cret@db.internal:5432/runs"}
+	if err := printSummary(&b, &summary{Run: "r", Status: store.Done, ran: true}, rf); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); strings.Contains(out, "s3cret") || !strings.Contains(out, "trace: acts log r --store postgres://acts:xxxxx@db.internal:5432/runs") {
+		t.Errorf("summary:\n%s", out)
 	}
 }
