@@ -41,12 +41,15 @@ func PlanInstancesEvents(ctx context.Context, cfg Config, plan []json.RawMessage
 }
 
 // ValidatePlanInstances is [ValidatePlan] for plan as a template run
-// once per instance of the context, as [ExecutePlanInstances] checks it
-// before it runs: each instance's copy of a call reads that instance's
-// data, falling back to global data, and sees the outputs of its own
-// instance's calls. Problems name the template call and the instances
-// that have them. A template call that has an _instance is a
-// *PlanError; a context with no instance is ErrNoInstances.
+// once per instance of the context, as [ExecutePlanInstances] runs it:
+// each instance's copy of a call reads that instance's data, falling
+// back to global data, and sees the outputs of its own instance's calls.
+// Problems name the template call and the instances that have them. A
+// template call that has an _instance is a *PlanError; a context with no
+// instance is ErrNoInstances. Like ValidatePlan, it does not check what
+// only running needs (ExecutePlanInstances checks that before any call
+// runs): an activity for each explicit call, a provider for latent and
+// delegate ones.
 func ValidatePlanInstances(ctx context.Context, cfg Config, plan []json.RawMessage, context []message.Message) error {
 	ids := InstanceIDs(context)
 	if len(ids) == 0 {
