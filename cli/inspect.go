@@ -461,9 +461,25 @@ func describe(m *message.Message) string {
 	case message.TypeTool:
 		return "tools " + clip(string(m.Tool), 120)
 	case message.TypePlan:
-		var calls []json.RawMessage
+		// The tools it calls: a plan that runs shows its calls below it,
+		// one that does not (a lazy run's answer) only here.
+		var calls []struct {
+			Tool string `json:"_tool"`
+		}
 		_ = json.Unmarshal(m.Plan, &calls)
-		return "plan of " + count(len(calls), "call")
+		s := "plan of " + count(len(calls), "call")
+		for i, c := range calls {
+			switch {
+			case i == 0:
+				s += ": "
+			case i == 5:
+				return s + fmt.Sprintf(" and %d more", len(calls)-5)
+			default:
+				s += ", "
+			}
+			s += escapeLine(c.Tool)
+		}
+		return s
 	case message.TypeError:
 		return "error: " + clip(m.Error, 200)
 	case message.TypeCompaction:

@@ -719,6 +719,26 @@ func TestRunLazyPlan(t *testing.T) {
 	if want := "  plan (not run): 1 call\n    0: " + call + "\n"; code != 0 || !strings.Contains(out, want) {
 		t.Errorf("exit %d, summary:\n%s\nwant it to hold:\n%s(stderr %q)", code, out, want, errOut)
 	}
+	// Its trace names the plan's tools, as no call of it runs.
+	db := filepath.Join(t.TempDir(), "runs.db")
+	if code, _, errOut := acts(t.Context(), agent.NewRegistry(), "run", idea, "--model", "local:m1", "--base-url", srv.URL+"/v1", "--store", db, "--id", "lazy"); code != 0 {
+		t.Fatalf("run: %s", errOut)
+	}
+	if _, out, _ := acts(t.Context(), agent.NewRegistry(), "log", "lazy", "--store", db); !strings.Contains(out, "plan of 1 call: classify\n") {
+		t.Errorf("log:\n%s", out)
+	}
+}
+
+func TestDescribePlan(t *testing.T) {
+	for plan, want := range map[string]string{
+		`[]`: "plan of 0 calls",
+		`[{"_tool":"a"},{"_tool":"b\u001b[31m"}]`:                                                             "plan of 2 calls: a, b\\x1b[31m",
+		`[{"_tool":"a"},{"_tool":"b"},{"_tool":"c"},{"_tool":"d"},{"_tool":"e"},{"_tool":"f"},{"_tool":"g"}]`: "plan of 7 calls: a, b, c, d, e and 2 more",
+	} {
+		if got := describe(&message.Message{Type: message.TypePlan, Plan: json.RawMessage(plan)}); got != want {
+			t.Errorf("%s: %q, want %q", plan, got, want)
+		}
+	}
 }
 
 // TestRunFlagChecks: a flag value that means nothing is a usage error,
