@@ -555,6 +555,35 @@ func TestProviderDescriber(t *testing.T) {
 	}
 }
 
+// TestDurableNoID: a durable run given no id has one from the start, so
+// its requests say their conversation, the id the run is stored under.
+func TestDurableNoID(t *testing.T) {
+	tr, rec := recording()
+	cfg, msgs := twoSteps()
+	st := store.NewMemory()
+	cfg.Store = st
+	if _, err := tr.Run(context.Background(), cfg, anyOutput, msgs); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for run, err := range st.Runs(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, run.ID)
+	}
+	if len(ids) != 1 {
+		t.Fatalf("runs %q", ids)
+	}
+	chats := find(rec.Ended(), "chat claude-test")
+	if len(chats) != 2 {
+		t.Fatalf("%d requests", len(chats))
+	}
+	for _, c := range chats {
+		checkAttrs(t, c, map[string]any{"gen_ai.conversation.id": ids[0]})
+	}
+}
+
 func TestDurable(t *testing.T) {
 	// A durable run saves the traced provider's Endpoint; a resume is a
 	// run span of its own, named by the run's id, as are the requests of

@@ -10,6 +10,7 @@ import (
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/platform"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
@@ -72,11 +73,21 @@ func NewWithConfig(cfg Config) (*Tracer, error) {
 // on reports whether t traces runs.
 func (t *Tracer) on() bool { return t != nil && t.tracer != nil }
 
+// nameRun gives a durable run that has no id the one its store would
+// have made up (platform.NewID), now: its requests' spans then say their
+// conversation from the start, where the id was known only at the end.
+func (t *Tracer) nameRun(ctx context.Context, cfg *agent.Config) {
+	if t.on() && cfg.Store != nil && cfg.RunID == "" {
+		cfg.RunID = platform.NewID(ctx)
+	}
+}
+
 // Events is agent.Events, traced: a span for the run, its steps, their
 // requests and their calls, and a log record at the end of each step.
 // cfg.Provider is traced (see Provider) unless it is already. The stream
 // yields what agent.Events yields; like it, it is single-use.
 func (t *Tracer) Events(ctx context.Context, cfg agent.Config, schema json.RawMessage, msgs []message.Message) iter.Seq2[agent.RunEvent, error] {
+	t.nameRun(ctx, &cfg)
 	return t.events(ctx, cfg, cfg.RunID, func(ctx context.Context, cfg agent.Config) iter.Seq2[agent.RunEvent, error] {
 		return agent.Events(ctx, cfg, schema, msgs)
 	})
@@ -116,6 +127,7 @@ func (t *Tracer) Continue(ctx context.Context, cfg agent.Config, id string, msgs
 // PlanEvents is agent.PlanEvents, traced as Events is: a plan has no
 // steps, so its calls are children of the run span.
 func (t *Tracer) PlanEvents(ctx context.Context, cfg agent.Config, plan []json.RawMessage, msgs []message.Message) iter.Seq2[agent.RunEvent, error] {
+	t.nameRun(ctx, &cfg)
 	return t.events(ctx, cfg, cfg.RunID, func(ctx context.Context, cfg agent.Config) iter.Seq2[agent.RunEvent, error] {
 		return agent.PlanEvents(ctx, cfg, plan, msgs)
 	})
@@ -129,6 +141,7 @@ func (t *Tracer) ExecutePlan(ctx context.Context, cfg agent.Config, plan []json.
 // PlanInstancesEvents is agent.PlanInstancesEvents, traced as PlanEvents
 // is.
 func (t *Tracer) PlanInstancesEvents(ctx context.Context, cfg agent.Config, plan []json.RawMessage, msgs []message.Message) iter.Seq2[agent.RunEvent, error] {
+	t.nameRun(ctx, &cfg)
 	return t.events(ctx, cfg, cfg.RunID, func(ctx context.Context, cfg agent.Config) iter.Seq2[agent.RunEvent, error] {
 		return agent.PlanInstancesEvents(ctx, cfg, plan, msgs)
 	})
