@@ -222,3 +222,38 @@ func TestActivityMessagesPresetExpanded(t *testing.T) {
 		t.Error("the next request does not say the preset's message")
 	}
 }
+
+// TestActivityMessagesCountedAsReturned: an error of an activity's
+// messages counts them as the activity returned them, not as its presets
+// expanded them, and says which message of a preset it was.
+func TestActivityMessagesCountedAsReturned(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		msgs []message.Message
+		want string
+	}{
+		{"after a preset", []message.Message{message.Text("a"), {Type: message.TypePreset, Extra: json.RawMessage(`{"preset":"Three"}`)}, {Type: "bogus"}},
+			`message 2 (bogus): no handler for message type "bogus"`},
+		{"in a preset", []message.Message{message.Text("a"), {Type: message.TypePreset, Extra: json.RawMessage(`{"preset":"Ghostly"}`)}},
+			`message 1 (preset), its message 1 (tool): unknown tool "ghost"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := agent.NewRegistry()
+			reg.Preset("Three", agent.Preset{Messages: []message.Message{message.Text("1"), message.Text("2"), message.Text("3")}})
+			reg.Preset("Ghostly", agent.Preset{Messages: []message.Message{message.Text("1"), message.Tool("ghost")}})
+			reg.Tool("emit", json.RawMessage(`{"type":"object","properties":{}}`))
+			reg.Activity("emit", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+				return &agent.Result{Messages: tt.msgs}, nil
+			}))
+			p := scripted.Solutions(`{"calls":[{"_tool":"emit","_outputPath":"†state.x"}],"output":null}`, `{"calls":[],"output":1}`)
+			res, err := agent.Run(context.Background(), agent.Config{Registry: reg, Provider: p}, json.RawMessage(`{"type":"integer"}`),
+				ctxOf(t, `[{"type":"tool","tool":"emit"},{"type":"text","text":"go"}]`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := errorTexts(res.Log); len(got) != 1 || !strings.Contains(got[0], "its messages were not written: "+tt.want) {
+				t.Errorf("errors %q\nwant one with %q", got, tt.want)
+			}
+		})
+	}
+}

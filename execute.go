@@ -219,12 +219,7 @@ func (x *executor) record(ctx context.Context, c *Call, res *Result, resp *Respo
 	if res.Messages != nil {
 		// A preset message is expanded, as in a context (the next request
 		// would refuse it otherwise).
-		msgs, err := ExpandPresets(x.reg, nil, res.Messages)
-		if err != nil {
-			err = errorf("its messages were not written: %w", err)
-		} else {
-			err = x.unrenderable(msgs)
-		}
+		msgs, err := x.expanded(res.Messages)
 		if err != nil {
 			cerr := &CallError{Kind: Runtime, Tool: c.Tool, Err: err}
 			return failureOutputs(c, cerr, now), resp, cerr
@@ -319,16 +314,34 @@ func (x *executor) checkResult(c *Call, res *Result) error {
 	return nil
 }
 
-// unrenderable reports the first of msgs, an activity's messages, that no
-// request could render: one of a type without a handler, or a tool or
-// advisor message naming one the registry lacks. Appended, it would fail
-// every later request of the run, and every resume of it; the call fails
-// instead, as for a write that does not combine.
-func (x *executor) unrenderable(msgs []message.Message) error {
+// expanded returns msgs, an activity's messages, with their presets
+// expanded, or an error for the first that no request could render: one
+// of a type without a handler, a tool or advisor message naming one the
+// registry lacks, an inline tool that does not compile, an unknown
+// preset. Appended, it would fail every later request of the run, and
+// every resume of it; the call fails instead, as for a write that does
+// not combine. The error counts the messages as the activity returned
+// them.
+func (x *executor) expanded(msgs []message.Message) ([]message.Message, error) {
+	out, err := ExpandPresets(x.reg, nil, msgs)
+	if err != nil {
+		return nil, errorf("its messages were not written: %w", err)
+	}
 	for i := range msgs {
-		if err := x.reg.renderable(&msgs[i]); err != nil {
-			return errorf("its messages were not written: message %d (%s): %w", i, msgs[i].Type, err)
+		one := msgs[i : i+1]
+		if msgs[i].Type == message.TypePreset {
+			// The preset message stays, marked expanded, before its own.
+			one, _ = ExpandPresets(x.reg, nil, one) // as it did above
+		}
+		for j := range one {
+			if err := x.reg.renderable(&one[j]); err != nil {
+				from := ""
+				if j > 0 {
+					from = fmt.Sprintf(", its message %d (%s)", j-1, one[j].Type)
+				}
+				return nil, errorf("its messages were not written: message %d (%s)%s: %w", i, msgs[i].Type, from, err)
+			}
 		}
 	}
-	return nil
+	return out, nil
 }
