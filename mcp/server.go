@@ -369,7 +369,7 @@ func newServedIdea(cfg agent.Config, name string, idea *agent.Idea) (*sdk.Tool, 
 	if idea == nil {
 		return nil, nil, errors.New("nil idea")
 	}
-	si := &servedIdea{cfg: cfg, name: name, schema: bytes.Clone(idea.Schema), presets: maps.Clone(idea.Presets), rendering: idea.Rendering}
+	si := &servedIdea{cfg: cfg, name: name, schema: bytes.Clone(idea.Schema), presets: clonePresets(idea.Presets), rendering: idea.Rendering}
 	if si.schema == nil {
 		si.schema = json.RawMessage(`{}`)
 	}
@@ -416,6 +416,28 @@ func newServedIdea(cfg agent.Config, name string, idea *agent.Idea) (*sdk.Tool, 
 		}
 	}
 	return t, si, nil
+}
+
+// clonePresets returns a copy of presets that shares no memory with it:
+// their messages and temperatures are the caller's, who may change them
+// after NewServer.
+func clonePresets(presets map[string]agent.Preset) map[string]agent.Preset {
+	if presets == nil {
+		return nil
+	}
+	out := make(map[string]agent.Preset, len(presets))
+	for name, p := range presets {
+		p.Messages = slices.Clone(p.Messages)
+		for i := range p.Messages {
+			p.Messages[i] = p.Messages[i].Clone()
+		}
+		if p.Temperature != nil {
+			t := *p.Temperature
+			p.Temperature = &t
+		}
+		out[name] = p
+	}
+	return out
 }
 
 // call runs the Idea with the arguments as its input, and returns the

@@ -283,3 +283,40 @@ func TestNewServerErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestServerIdeaPresetsCopied: NewServer reads an Idea's presets when it
+// is called, as it does the rest of the Idea: changing a preset's
+// messages afterwards does not change what a call shows the model.
+func TestServerIdeaPresetsCopied(t *testing.T) {
+	idea, err := agent.ParseIdea([]byte(`{
+		"schema":{"type":"object","properties":{"capital":{"type":"string"}},"required":["capital"]},
+		"context":[{"type":"preset","preset":"Tone"},{"type":"text","text":"The capital of France?"}],
+		"presets":{"Tone":{"messages":[{"type":"text","role":"system","text":"Answer tersely."}],"temperature":0.5}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := scripted.Solutions(`{"output":{"capital":"Paris"}}`)
+	cs := serve(t, mcp.ServerConfig{
+		Agent: agent.Config{Registry: serverRegistry(), Provider: model},
+		Ideas: map[string]*agent.Idea{"capital": idea},
+	})
+	idea.Presets["Tone"].Messages[0].Text = "Answer at length."
+	*idea.Presets["Tone"].Temperature = 1.5
+	if isError, _, text := result(t, cs, "capital", nil); isError {
+		t.Fatalf("call failed: %s", text)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	var all strings.Builder
+	for _, m := range reqs[0].Messages {
+		all.WriteString(m.Text)
+	}
+	if s := all.String(); !strings.Contains(s, "Answer tersely.") || strings.Contains(s, "at length") {
+		t.Errorf("the request shows the preset as changed after NewServer:\n%s", s)
+	}
+	if temp := reqs[0].Temperature; temp == nil || *temp != 0.5 {
+		t.Errorf("temperature %v, want 0.5", temp)
+	}
+}
