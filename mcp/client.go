@@ -205,6 +205,8 @@ func ConnectIdea(ctx context.Context, idea *agent.Idea, reg *agent.Registry) (cl
 
 // tool is an MCP tool made ready for a registry.
 type tool struct {
+	server   string // the server, as errors name it
+	orig     string // the tool's name on the server
 	name     string // as registered: the prefix and the tool's name
 	def      json.RawMessage
 	activity agent.Activity
@@ -236,7 +238,7 @@ func (c *Client) tools(ctx context.Context) ([]tool, error) {
 		if err != nil {
 			return nil, fmt.Errorf("mcp: server %q: tool %q: %w", c.name, t.Name, err)
 		}
-		out = append(out, tool{name: name, def: def, activity: c.activity(t.Name)})
+		out = append(out, tool{server: c.name, orig: t.Name, name: name, def: def, activity: c.activity(t.Name)})
 	}
 	return out, nil
 }
@@ -246,28 +248,31 @@ func register(reg *agent.Registry, tools []tool) error {
 	if reg == nil {
 		reg = agent.DefaultRegistry
 	}
-	seen := map[string]bool{}
+	// Errors name the server and its tool: with several servers, the
+	// user must know whose prefix to set.
+	seen := map[string]tool{}
 	activities := reg.ActivityNames()
 	for _, t := range tools {
-		if seen[t.name] {
-			return fmt.Errorf("%w: two tools are named %q; give their servers prefixes", ErrClash, t.name)
+		at := fmt.Sprintf("mcp: server %q: tool %q", t.server, t.orig)
+		if other, ok := seen[t.name]; ok {
+			return fmt.Errorf("%s: %w: server %q has a tool %q too; give one of them a prefix", at, ErrClash, other.server, t.name)
 		}
-		seen[t.name] = true
+		seen[t.name] = t
 		if _, err := reg.LookupTool(t.name); err == nil {
-			return fmt.Errorf("%w: a tool %q is registered already; give the server a prefix", ErrClash, t.name)
+			return fmt.Errorf("%s: %w: a tool %q is registered already; give the server a prefix", at, ErrClash, t.name)
 		}
 		if _, found := slices.BinarySearch(activities, t.name); found {
-			return fmt.Errorf("%w: an activity %q is registered already; give the server a prefix", ErrClash, t.name)
+			return fmt.Errorf("%s: %w: an activity %q is registered already; give the server a prefix", at, ErrClash, t.name)
 		}
 	}
 	for _, t := range tools {
 		// The activity first: a tool without it would be latent, and the
 		// model would make its results up.
 		if err := registerOnce(func() { reg.Activity(t.name, t.activity) }); err != nil {
-			return fmt.Errorf("%w: %q: %w", ErrClash, t.name, err)
+			return fmt.Errorf("mcp: server %q: tool %q: %w: %w", t.server, t.orig, ErrClash, err)
 		}
 		if err := registerOnce(func() { reg.Tool(t.name, t.def) }); err != nil {
-			return fmt.Errorf("%w: %q: %w", ErrClash, t.name, err)
+			return fmt.Errorf("mcp: server %q: tool %q: %w: %w", t.server, t.orig, ErrClash, err)
 		}
 	}
 	return nil

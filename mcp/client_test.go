@@ -551,3 +551,27 @@ func TestResultContent(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectIdeaClashNamesServers: with several servers, a clash says
+// which server's tool it is, and which other server's tool it meets, so
+// that the user knows whose prefix to set.
+func TestConnectIdeaClashNamesServers(t *testing.T) {
+	ctx := context.Background()
+	a, b := httpServer(t, testServer()), httpServer(t, testServer())
+	idea := &agent.Idea{MCP: []agent.MCPServer{
+		{Name: "a", URL: a.URL, Prefix: "x_"},
+		{Name: "b", URL: b.URL, Prefix: "x_"},
+	}}
+	_, _, err := mcp.ConnectIdea(ctx, idea, agent.NewRegistry())
+	if want := `mcp: server "b": tool "add": mcp: tool name taken: server "a" has a tool "x_add" too; give one of them a prefix`; !errors.Is(err, mcp.ErrClash) || err == nil || err.Error() != want {
+		t.Errorf("two servers:\n got %v\nwant %s", err, want)
+	}
+
+	reg := agent.NewRegistry()
+	reg.Tool("x_echo", json.RawMessage(`{"type":"object"}`))
+	idea.MCP = idea.MCP[1:]
+	_, _, err = mcp.ConnectIdea(ctx, idea, reg)
+	if want := `mcp: server "b": tool "echo": mcp: tool name taken: a tool "x_echo" is registered already; give the server a prefix`; !errors.Is(err, mcp.ErrClash) || err == nil || err.Error() != want {
+		t.Errorf("a registered tool:\n got %v\nwant %s", err, want)
+	}
+}
