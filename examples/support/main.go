@@ -100,7 +100,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "support needs a model: set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY, or ACTS_MODEL=provider:model")
 		return 2
 	}
-	name, model, _ := strings.Cut(spec, ":")
+	name, model, ok := strings.Cut(spec, ":")
+	if !ok || name == "" || model == "" {
+		fmt.Fprintf(stderr, "support: ACTS_MODEL=%q is not provider:model (openai:gpt-5-mini, say)\n", spec)
+		return 2
+	}
 	p, err := providers.New(ctx, name, model, baseURL)
 	if err != nil {
 		fmt.Fprintln(stderr, "support:", err)

@@ -99,4 +99,14 @@ func TestSupportNeedsAModel(t *testing.T) {
 	if code := run(context.Background(), nil, strings.NewReader(""), &bytes.Buffer{}, &stderr, env(nil), ""); code != 2 {
 		t.Errorf("no message: exit %d", code)
 	}
+	// A model named without its provider, or the reverse, is refused
+	// before anything runs, in the terms of the variable.
+	for _, spec := range []string{"openai", "openai:", "gpt-5-mini"} {
+		stderr.Reset()
+		code := run(context.Background(), []string{"hi"}, strings.NewReader(""), &bytes.Buffer{}, &stderr,
+			env(map[string]string{"ACTS_MODEL": spec, "OPENAI_API_KEY": "test"}), "http://127.0.0.1:1/v1")
+		if want := fmt.Sprintf("support: ACTS_MODEL=%q is not provider:model (openai:gpt-5-mini, say)\n", spec); code != 2 || stderr.String() != want {
+			t.Errorf("ACTS_MODEL=%s: exit %d, %q; want 2, %q", spec, code, stderr.String(), want)
+		}
+	}
 }
