@@ -101,9 +101,9 @@
 //
 // mcp serve serves the registry's tools (every one, or those --tool
 // names) and the Ideas of --idea as MCP tools, over [Env.Stdin] and
-// [Env.Stdout], until standard input closes or ctx is cancelled; logs go
-// to [Env.Stderr]. The servers its Ideas list are connected while it
-// runs. --model is needed for Ideas, and for latent tools and delegates,
+// [Env.Stdout], until standard input closes or ctx is cancelled, which
+// cancels the calls in flight; logs go to [Env.Stderr]. The servers its
+// Ideas list are connected while it runs. --model is needed for Ideas, and for latent tools and delegates,
 // whose calls fail without one.
 //
 // # Exit status

@@ -182,6 +182,17 @@ func mcpServe(ctx context.Context, env *Env, fs *flag.FlagSet, tools, ideaSpecs 
 	if err != nil {
 		return err
 	}
+	// The SDK does not pass the end of ctx on to the calls in flight, and
+	// closing the session waits for them: Ctrl-C would wait for every
+	// run to finish. Each call stops when the command does.
+	srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(hctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			hctx, cancel := context.WithCancel(hctx)
+			defer cancel()
+			defer context.AfterFunc(ctx, cancel)()
+			return next(hctx, method, req)
+		}
+	})
 	// The streams stay the caller's: the transport does not close them.
 	t := &sdk.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}
 	ss, err := srv.Connect(ctx, t, nil)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -441,6 +442,51 @@ func TestMCPServeInterrupted(t *testing.T) {
 	cancel()
 	if code, stderr := wait(); code != 0 || stderr != "" {
 		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	_ = session.Close()
+}
+
+// TestMCPServeInterruptCancelsCalls: Ctrl-C stops the calls in flight
+// (an Idea's run, a slow tool) and the command ends, rather than waiting
+// for them to finish on their own.
+func TestMCPServeInterruptCancelsCalls(t *testing.T) {
+	reg := agent.NewRegistry()
+	started := make(chan struct{})
+	ended := make(chan error, 1)
+	reg.Tool("slow", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("slow", agent.ActivityFunc(func(ctx context.Context, _ *agent.Call) (*agent.Result, error) {
+		close(started)
+		select {
+		case <-ctx.Done():
+			ended <- ctx.Err()
+		case <-time.After(time.Minute):
+			ended <- errors.New("not cancelled")
+		}
+		return &agent.Result{Value: json.RawMessage(`1`)}, nil
+	}))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	session, wait := serveMCPContext(ctx, t, reg, scripted.New(), "mcp", "serve")
+	go func() {
+		_, _ = session.CallTool(t.Context(), &sdk.CallToolParams{Name: "slow", Arguments: map[string]any{}})
+	}()
+	<-started
+	cancel()
+	exited := make(chan int, 1)
+	go func() {
+		code, _ := wait()
+		exited <- code
+	}()
+	select {
+	case code := <-exited:
+		if code != 0 {
+			t.Errorf("exit %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("acts mcp serve still runs 10s after Ctrl-C: it waits for the call in flight")
+	}
+	if err := <-ended; !errors.Is(err, context.Canceled) {
+		t.Errorf("the call in flight ended with %v, want context.Canceled", err)
 	}
 	_ = session.Close()
 }
