@@ -168,7 +168,9 @@ func (c *Client) Register(ctx context.Context, reg *agent.Registry) ([]string, e
 //
 // A tool is offered to the model only by a tool message in the run's
 // context; to offer them all, put reg.Offer(tools...), one message
-// with every definition, before the Idea's context, as acts run does.
+// with every definition, before the Idea's context, as acts run does,
+// when tools is not empty: Offer with no names offers every registered
+// tool.
 func ConnectIdea(ctx context.Context, idea *agent.Idea, reg *agent.Registry) (closeAll func() error, tools []string, err error) {
 	var clients []*Client
 	closeAll = func() error {
