@@ -236,6 +236,9 @@ func (c *Client) tools(ctx context.Context) ([]tool, error) {
 		if strings.HasPrefix(name, "_") {
 			return nil, fmt.Errorf("mcp: server %q: tool %q: a name starting with \"_\" is kept for meta-properties; give the server a prefix", c.name, t.Name)
 		}
+		if strings.HasPrefix(name, "Tool.") { // "Tool.x" is another name of the tool x
+			return nil, fmt.Errorf("mcp: server %q: tool %q: a name starting with \"Tool.\" names the tool after it in Acts; give the server a prefix", c.name, t.Name)
+		}
 		def, err := toolDef(t)
 		if err != nil {
 			return nil, fmt.Errorf("mcp: server %q: tool %q: %w", c.name, t.Name, err)

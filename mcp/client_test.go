@@ -575,3 +575,37 @@ func TestConnectIdeaClashNamesServers(t *testing.T) {
 		t.Errorf("a registered tool:\n got %v\nwant %s", err, want)
 	}
 }
+
+// TestRegisterToolDotName: in Acts "Tool.x" names the tool x, so a
+// server's tool named "Tool.x" would be registered and never reachable.
+// Register refuses it, and a prefix makes it usable.
+func TestRegisterToolDotName(t *testing.T) {
+	newServer := func() *sdk.Server {
+		srv := sdk.NewServer(&sdk.Implementation{Name: "dots", Version: "v1"}, nil)
+		srv.AddTool(&sdk.Tool{Name: "Tool.search", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "found"}}}, nil
+			})
+		return srv
+	}
+	reg := agent.NewRegistry()
+	_, err := memClient(t, newServer(), "").Register(context.Background(), reg)
+	if want := `mcp: server "mem": tool "Tool.search": a name starting with "Tool." names the tool after it in Acts; give the server a prefix`; err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+	if names := reg.ToolNames(); len(names) != 0 {
+		t.Errorf("registered %v", names)
+	}
+	names, err := memClient(t, newServer(), "d_").Register(context.Background(), reg)
+	if err != nil || len(names) != 1 || names[0] != "d_Tool.search" {
+		t.Fatalf("with a prefix: %v, %v", names, err)
+	}
+	plan := []json.RawMessage{json.RawMessage(`{"_tool":"d_Tool.search","_outputPath":"†state.r"}`)}
+	res, err := agent.ExecutePlan(context.Background(), agent.Config{Registry: reg}, plan, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := res.Log.Lookup("state", []string{"r"}); string(got) != `"found"` {
+		t.Errorf("state.r = %s", got)
+	}
+}
