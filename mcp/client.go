@@ -232,6 +232,9 @@ func (c *Client) tools(ctx context.Context) ([]tool, error) {
 		if err != nil {
 			return nil, fmt.Errorf("mcp: server %q: list tools: %w%s", c.name, err, c.closedNote(err))
 		}
+		if t.Name == "" {
+			return nil, fmt.Errorf("mcp: server %q: a tool has no name", c.name)
+		}
 		name := c.prefix + t.Name
 		if strings.HasPrefix(name, "_") {
 			return nil, fmt.Errorf("mcp: server %q: tool %q: a name starting with \"_\" is kept for meta-properties; give the server a prefix", c.name, t.Name)

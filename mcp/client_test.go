@@ -609,3 +609,21 @@ func TestRegisterToolDotName(t *testing.T) {
 		t.Errorf("state.r = %s", got)
 	}
 }
+
+// TestRegisterNamelessTool: a server's tool with no name is refused as
+// such, not reported as a name taken, and nothing is registered.
+func TestRegisterNamelessTool(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "nameless", Version: "v1"}, nil)
+	for _, n := range []string{"a", ""} {
+		srv.AddTool(&sdk.Tool{Name: n, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return nil, nil })
+	}
+	reg := agent.NewRegistry()
+	_, err := memClient(t, srv, "p_").Register(context.Background(), reg)
+	if want := `mcp: server "mem": a tool has no name`; err == nil || err.Error() != want || errors.Is(err, mcp.ErrClash) {
+		t.Errorf("got %v, want %s", err, want)
+	}
+	if names := append(reg.ToolNames(), reg.ActivityNames()...); len(names) != 0 {
+		t.Errorf("registered %v", names)
+	}
+}
