@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strings"
 
 	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/schema"
@@ -48,8 +47,8 @@ func Func[P, R any](r *Registry, name, description string, f func(ctx context.Co
 	if r == nil {
 		r = DefaultRegistry
 	}
-	if name == "" || strings.HasPrefix(name, "_") {
-		return errorf("agent: Func: invalid tool name %q", name)
+	if why := badToolName(name); why != "" {
+		return errorf("agent: Func: invalid tool name %q: %s", name, why)
 	}
 	if f == nil {
 		return errorf("agent: Func %q: nil function", name)

@@ -113,9 +113,11 @@ func TestFuncErrors(t *testing.T) {
 		dup      bool
 	}{
 		{"empty name", nil, func(reg *agent.Registry) error { return agent.Func(reg, "", "", ok) },
-			`agent: Func: invalid tool name ""`, false},
+			`agent: Func: invalid tool name "": empty`, false},
 		{"meta name", nil, func(reg *agent.Registry) error { return agent.Func(reg, "_tool", "", ok) },
-			`agent: Func: invalid tool name "_tool"`, false},
+			`agent: Func: invalid tool name "_tool": a leading _ marks a meta-property`, false},
+		{"Tool. name", nil, func(reg *agent.Registry) error { return agent.Func(reg, "Tool.search", "", ok) },
+			`agent: Func: invalid tool name "Tool.search": "Tool.x" is another name for the tool x`, false},
 		{"nil function", nil, func(reg *agent.Registry) error {
 			return agent.Func[forecastParams, string](reg, "f", "", nil)
 		}, `agent: Func "f": nil function`, false},

@@ -139,8 +139,8 @@ func (r *Registry) handler(typ message.Type) (Handler, error) {
 // the context's tool messages name. [Func] registers a tool and its
 // activity from a Go function.
 func (r *Registry) Tool(name string, s json.RawMessage) {
-	if name == "" || strings.HasPrefix(name, "_") {
-		panic(fmt.Sprintf("agent: invalid tool name %q", name))
+	if why := badToolName(name); why != "" {
+		panic(fmt.Sprintf("agent: invalid tool name %q: %s", name, why))
 	}
 	// A compact copy: the caller may reuse s.
 	var c bytes.Buffer
@@ -154,6 +154,19 @@ func (r *Registry) Tool(name string, s json.RawMessage) {
 		panic(fmt.Sprintf("agent: tool %q is already registered", name))
 	}
 	r.tools[name] = s
+}
+
+// badToolName says why name cannot name a tool, or "" when it can.
+func badToolName(name string) string {
+	switch {
+	case name == "":
+		return "empty"
+	case strings.HasPrefix(name, "_"):
+		return "a leading _ marks a meta-property"
+	case strings.HasPrefix(name, "Tool."):
+		return `"Tool.x" is another name for the tool x`
+	}
+	return ""
 }
 
 // LookupTool returns the registered definition of a tool, compact, as a
