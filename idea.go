@@ -73,7 +73,7 @@ type MCPServer struct {
 }
 
 // Check reports a server description that names both a command and a
-// URL, or neither, or that has a malformed Env entry.
+// URL, or neither, that has a malformed Env entry, or Env for a URL.
 func (s MCPServer) Check() error {
 	switch {
 	case len(s.Command) > 0 && s.URL != "":
@@ -82,6 +82,9 @@ func (s MCPServer) Check() error {
 		return errors.New("give a command or a url")
 	case len(s.Command) > 0 && s.Command[0] == "":
 		return errors.New("the command's program is empty")
+	case s.URL != "" && len(s.Env) > 0:
+		// It would be dropped: env goes to a program the run starts.
+		return errors.New("env is set for a url server; it is for a command")
 	}
 	for _, e := range s.Env {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {

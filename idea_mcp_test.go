@@ -47,6 +47,7 @@ func TestIdeaMCPErrors(t *testing.T) {
 	for _, tt := range []struct{ servers, want string }{
 		{`[{"name":"x","command":["a"],"url":"http://b"}]`, `agent: idea: mcp[0]: both command and url are set; give one`},
 		{`[{"url":"http://a"},{"name":"y"}]`, `agent: idea: mcp[1]: give a command or a url`},
+		{`[{"url":"http://a","env":["TOKEN=x"]}]`, `agent: idea: mcp[0]: env is set for a url server; it is for a command`},
 		{`[{"command":[""]}]`, `agent: idea: mcp[0]: the command's program is empty`},
 		{`[{"command":["a"],"env":["NOVALUE"]}]`, `agent: idea: mcp[0]: env entry "NOVALUE" is not KEY=VALUE`},
 		{`{"command":["a"]}`, `agent: idea: field "mcp": unexpected JSON object`},

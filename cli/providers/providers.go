@@ -34,7 +34,7 @@ func New(_ context.Context, name, model, baseURL string) (provider.Provider, err
 		// The adapters name their Config field, which a user of acts
 		// cannot set: say the variable.
 		vars := map[string]string{
-			"openai":    "OPENAI_API_KEY (a server that needs none: --base-url URL)",
+			"openai":    "OPENAI_API_KEY (a server that needs none: --base-url URL or OPENAI_BASE_URL)",
 			"anthropic": "ANTHROPIC_API_KEY",
 			"gemini":    "GEMINI_API_KEY or GOOGLE_API_KEY",
 			"google":    "GEMINI_API_KEY or GOOGLE_API_KEY",

@@ -71,7 +71,7 @@ func TestNew(t *testing.T) {
 	t.Setenv("GOOGLE_API_KEY", "")
 	for _, tt := range []struct{ name, want string }{
 		{"anthropic", "provider: no API key: anthropic:m needs ANTHROPIC_API_KEY"},
-		{"openai", "provider: no API key: openai:m needs OPENAI_API_KEY (a server that needs none: --base-url URL)"},
+		{"openai", "provider: no API key: openai:m needs OPENAI_API_KEY (a server that needs none: --base-url URL or OPENAI_BASE_URL)"},
 		{"gemini", "provider: no API key: gemini:m needs GEMINI_API_KEY or GOOGLE_API_KEY"},
 	} {
 		if _, err := providers.New(context.Background(), tt.name, "m", ""); !errors.Is(err, provider.ErrNoKey) || err.Error() != tt.want {
