@@ -43,7 +43,7 @@ func (r *Registry) Idea(name string, idea *Idea) {
 	if _, ok := r.ideas[name]; ok {
 		panic(fmt.Sprintf("agent: idea %q is already registered", name))
 	}
-	r.ideas[name] = idea.clone() // the caller's to change after
+	r.ideas[name] = idea.Clone() // the caller's to change after
 }
 
 // lookupIdea finds a delegate's Idea: registered by name, else a file in

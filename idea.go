@@ -31,9 +31,10 @@ type Idea struct {
 	MCP []MCPServer `json:"mcp,omitempty"`
 }
 
-// clone returns a deep copy of idea: a registry keeps its own, which the
-// caller may change after registering it.
-func (idea *Idea) clone() *Idea {
+// Clone returns a deep copy of idea, which shares no memory with it: what
+// keeps an Idea (a registry, an MCP server) keeps its own, and the caller
+// may change idea after.
+func (idea *Idea) Clone() *Idea {
 	c := *idea
 	c.Schema, c.Solution = bytes.Clone(idea.Schema), bytes.Clone(idea.Solution)
 	c.Context = slices.Clone(idea.Context)

@@ -369,7 +369,8 @@ func newServedIdea(cfg agent.Config, name string, idea *agent.Idea) (*sdk.Tool, 
 	if idea == nil {
 		return nil, nil, errors.New("nil idea")
 	}
-	si := &servedIdea{cfg: cfg, name: name, schema: bytes.Clone(idea.Schema), presets: clonePresets(idea.Presets), rendering: idea.Rendering}
+	idea = idea.Clone() // the caller's to change after
+	si := &servedIdea{cfg: cfg, name: name, schema: idea.Schema, presets: idea.Presets, rendering: idea.Rendering}
 	if si.schema == nil {
 		si.schema = json.RawMessage(`{}`)
 	}
@@ -377,7 +378,7 @@ func newServedIdea(cfg agent.Config, name string, idea *agent.Idea) (*sdk.Tool, 
 	var msgs []message.Message
 	for _, m := range idea.Context {
 		if m.Type == message.TypeData && m.Kind == message.KindInput && m.Data == nil && m.Schema != nil {
-			si.input = bytes.Clone(m.Schema) // the input declaration (103); the last one wins, as for delegates
+			si.input = m.Schema // the input declaration (103); the last one wins, as for delegates
 			continue
 		}
 		if m.Type == message.TypeText && m.Role == message.RoleSystem && t.Description == "" {
@@ -416,28 +417,6 @@ func newServedIdea(cfg agent.Config, name string, idea *agent.Idea) (*sdk.Tool, 
 		}
 	}
 	return t, si, nil
-}
-
-// clonePresets returns a copy of presets that shares no memory with it:
-// their messages and temperatures are the caller's, who may change them
-// after NewServer.
-func clonePresets(presets map[string]agent.Preset) map[string]agent.Preset {
-	if presets == nil {
-		return nil
-	}
-	out := make(map[string]agent.Preset, len(presets))
-	for name, p := range presets {
-		p.Messages = slices.Clone(p.Messages)
-		for i := range p.Messages {
-			p.Messages[i] = p.Messages[i].Clone()
-		}
-		if p.Temperature != nil {
-			t := *p.Temperature
-			p.Temperature = &t
-		}
-		out[name] = p
-	}
-	return out
 }
 
 // call runs the Idea with the arguments as its input, and returns the
