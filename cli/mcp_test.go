@@ -547,3 +547,33 @@ func runMessages(t *testing.T, db, id string) []message.Message {
 	}
 	return msgs
 }
+
+func TestPlanValidateMCP(t *testing.T) {
+	// plan validate checks an Idea's plan with its MCP servers' tools, as
+	// acts run runs it: the tools a server offers are not unknown.
+	server, _ := json.Marshal(agent.MCPServer{Command: []string{os.Args[0]}, Env: []string{"ACTS_CLI_TEST_MCP=stdio"}, Prefix: "t_"})
+	idea := writeFile(t, "plan.json", `{"schema":{},"context":[{"type":"plan","plan":[{"_tool":"t_echo","text":"†input.text","_outputPath":"†state.echoed"}]}],"mcp":[`+string(server)+`]}`)
+	code, out, errOut := acts(t.Context(), agent.NewRegistry(), "plan", "validate", idea, "--input", `[{"text":"a"},{"text":"b"}]`)
+	if code != 0 || out != "ok: 1 call, 2 instances\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// A parameter the server's tool does not take is found too.
+	bad := writeFile(t, "bad.json", `{"schema":{},"context":[{"type":"plan","plan":[{"_tool":"t_echo","text":1}]}],"mcp":[`+string(server)+`]}`)
+	code, out, errOut = acts(t.Context(), agent.NewRegistry(), "plan", "validate", bad, "--input", `{"x":1}`)
+	if code != 1 || !strings.Contains(out, "t_echo") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// --structure and graph start no server: a server that cannot start
+	// does not matter to them.
+	dead, _ := json.Marshal(agent.MCPServer{Command: []string{filepath.Join(t.TempDir(), "missing")}, Prefix: "t_"})
+	gone := writeFile(t, "gone.json", `{"schema":{},"context":[{"type":"plan","plan":[{"_tool":"t_echo","text":"x"}]}],"mcp":[`+string(dead)+`]}`)
+	if code, out, errOut := acts(t.Context(), agent.NewRegistry(), "plan", "validate", "--structure", gone); code != 0 || out != "ok: 1 call (structure only)\n" {
+		t.Errorf("--structure: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, _, errOut := acts(t.Context(), agent.NewRegistry(), "plan", "graph", gone); code != 0 {
+		t.Errorf("graph: exit %d, stderr %q", code, errOut)
+	}
+	if code, _, errOut := acts(t.Context(), agent.NewRegistry(), "plan", "validate", gone); code == 0 || !strings.Contains(errOut, "gone.json") {
+		t.Errorf("a server that cannot start: exit %d, stderr %q", code, errOut)
+	}
+}

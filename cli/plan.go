@@ -23,7 +23,8 @@ FILE ("-" for standard input) holds an array of calls, an object
 last plan message is the plan. validate prints "ok: N calls", or lists
 every problem (unknown tools, cycles, references nothing can satisfy) and
 exits 1; with no context in the file and no --input, or with --structure,
-only what the plan says on its own is checked (no tools, no context).
+only what the plan says on its own is checked (no tools, no context);
+otherwise an Idea's MCP servers run for the check, as for acts run.
 --input adds inputs to the context as acts run does; when the context
 has instanced data, the plan is checked once per instance, as acts run
 runs it, and validate prints "ok: N calls, M instances". graph prints
@@ -64,7 +65,7 @@ func planCmd(ctx context.Context, env *Env, pos []string, structure bool, input 
 	if err != nil {
 		return err
 	}
-	plan, msgs, hasContext, err := readPlan(env.Registry, data, !structure)
+	plan, msgs, servers, hasContext, err := readPlan(env.Registry, data, !structure)
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
@@ -78,6 +79,18 @@ func planCmd(ctx context.Context, env *Env, pos []string, structure bool, input 
 		}
 		_, err = fmt.Fprint(stdout, escapeText(g))
 		return err
+	}
+	if !structure && hasContext {
+		// The Idea's MCP servers, as acts run connects them: their tools
+		// are known to the plan, and offered ahead of the context.
+		tools, closeMCP, err := connectMCP(ctx, env, file, servers)
+		if err != nil {
+			return err
+		}
+		defer closeMCP()
+		if msgs, err = offerMCP(env.Registry, tools, msgs); err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
 	}
 	only := ""
 	// The program's registry, as acts run has it: tools offered by name.
@@ -120,57 +133,57 @@ func planCmd(ctx context.Context, env *Env, pos []string, structure bool, input 
 // Idea whose context holds a plan message. hasContext reports whether the
 // file gives a context to validate against; with expand, its presets are
 // expanded, as acts run expands them, from the Idea's and reg's (the
-// plan's structure alone needs none).
-func readPlan(reg *agent.Registry, data []byte, expand bool) (plan []json.RawMessage, msgs []message.Message, hasContext bool, err error) {
+// plan's structure alone needs none). servers are the Idea's MCP servers.
+func readPlan(reg *agent.Registry, data []byte, expand bool) (plan []json.RawMessage, msgs []message.Message, servers []agent.MCPServer, hasContext bool, err error) {
 	data = bytes.TrimSpace(data)
 	if len(data) > 0 && data[0] == '[' {
 		if err := json.Unmarshal(data, &plan); err != nil {
-			return nil, nil, false, fmt.Errorf("plan: %w", jsonfast.WithPosition(data, err))
+			return nil, nil, nil, false, fmt.Errorf("plan: %w", jsonfast.WithPosition(data, err))
 		}
-		return plan, nil, false, nil
+		return plan, nil, nil, false, nil
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); errors.As(err, new(*json.SyntaxError)) {
-		return nil, nil, false, jsonfast.WithPosition(data, err)
+		return nil, nil, nil, false, jsonfast.WithPosition(data, err)
 	} else if err != nil || top == nil {
-		return nil, nil, false, errors.New(`a plan file holds an array of calls, {"plan": [...], "context": [...]}, or an Idea with a plan message`)
+		return nil, nil, nil, false, errors.New(`a plan file holds an array of calls, {"plan": [...], "context": [...]}, or an Idea with a plan message`)
 	}
 	if raw, ok := top["plan"]; ok {
 		if err := json.Unmarshal(raw, &plan); err != nil {
-			return nil, nil, false, fmt.Errorf(`field "plan" must be an array of calls: %w`, err)
+			return nil, nil, nil, false, fmt.Errorf(`field "plan" must be an array of calls: %w`, err)
 		}
 		raw, ok := top["context"]
 		if !ok {
-			return plan, nil, false, nil
+			return plan, nil, nil, false, nil
 		}
 		msgs, err := message.ParseContext(raw)
 		if err != nil {
-			return nil, nil, false, fmt.Errorf("context: %w", err)
+			return nil, nil, nil, false, fmt.Errorf("context: %w", err)
 		}
 		if !expand {
-			return plan, msgs, true, nil
+			return plan, msgs, nil, true, nil
 		}
 		if msgs, err = agent.ExpandPresets(reg, nil, msgs); err != nil {
-			return nil, nil, false, fmt.Errorf("context: %w", err)
+			return nil, nil, nil, false, fmt.Errorf("context: %w", err)
 		}
-		return plan, msgs, true, nil
+		return plan, msgs, nil, true, nil
 	}
 	idea, err := agent.ParseIdea(data)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, nil, false, err
 	}
 	msgs = idea.Context
 	if expand {
 		if msgs, err = agent.ExpandPresets(reg, idea.Presets, idea.Context); err != nil {
-			return nil, nil, false, err
+			return nil, nil, nil, false, err
 		}
 	}
 	plan, _, ok := agent.LastPlan(msgs)
 	switch {
 	case !ok && !expand:
-		return nil, nil, false, errors.New("the idea's context has no plan message (a preset's plan is found without --structure)")
+		return nil, nil, nil, false, errors.New("the idea's context has no plan message (a preset's plan is found without --structure)")
 	case !ok:
-		return nil, nil, false, errors.New("the idea's context has no plan message")
+		return nil, nil, nil, false, errors.New("the idea's context has no plan message")
 	}
-	return plan, msgs, true, nil
+	return plan, msgs, idea.MCP, true, nil
 }
