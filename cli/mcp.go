@@ -153,6 +153,11 @@ func mcpServe(ctx context.Context, env *Env, fs *flag.FlagSet, tools, ideaSpecs 
 		tools = env.Registry.ToolNames()
 	}
 	if len(tools) == 0 && len(ideas) == 0 {
+		if acts := env.Registry.ActivityNames(); len(acts) > 0 {
+			// Activities bound to tools an Idea defines: MCP clients need
+			// the tools' schemas, which only the Idea has.
+			return fmt.Errorf("%w: nothing to serve: the program registers activities (%s) but no tools; their schemas are in an Idea's tool messages: give --idea NAME=FILE, or register the tools (Registry.Tool)", errUsage, strings.Join(acts, ", "))
+		}
 		return fmt.Errorf("%w: nothing to serve: the program registers no tools; give --idea NAME=FILE", errUsage)
 	}
 	cfg := agent.Config{

@@ -408,6 +408,7 @@ func TestMCPServeErrors(t *testing.T) {
 		want string
 	}{
 		{"nothing to serve", agent.NewRegistry(), []string{"serve"}, 2, "acts: usage: nothing to serve: the program registers no tools; give --idea NAME=FILE\n"},
+		{"activities without tools", activitiesOnly(), []string{"serve"}, 2, "acts: usage: nothing to serve: the program registers activities (charge, price) but no tools; their schemas are in an Idea's tool messages: give --idea NAME=FILE, or register the tools (Registry.Tool)\n"},
 		{"no subcommand", reg, []string{}, 2, "acts: usage: mcp takes serve\n"},
 		{"an Idea with no model", reg, []string{"serve", "--idea", "capital=" + idea}, 2, "acts: usage: --idea runs a model: give --model (or ACTS_MODEL)\n"},
 		{"not NAME=FILE", reg, []string{"serve", "--idea", idea}, 2, `acts: usage: invalid value "` + idea + `" for flag -idea: "` + idea + `" is not NAME=FILE` + "\n"},
@@ -576,4 +577,14 @@ func TestPlanValidateMCP(t *testing.T) {
 	if code, _, errOut := acts(t.Context(), agent.NewRegistry(), "plan", "validate", gone); code == 0 || !strings.Contains(errOut, "gone.json") {
 		t.Errorf("a server that cannot start: exit %d, stderr %q", code, errOut)
 	}
+}
+
+// activitiesOnly is a program's registry with activities bound to tools
+// an Idea defines, and no tools of its own.
+func activitiesOnly() *agent.Registry {
+	reg := agent.NewRegistry()
+	noop := agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) { return &agent.Result{}, nil })
+	reg.Activity("price", noop)
+	reg.Activity("charge", noop)
+	return reg
 }
