@@ -102,8 +102,9 @@ func TestCrashResume(t *testing.T) {
 	want := canonical(t, journalOf(t, ref, "ref"))
 
 	// A short lease, so that the resume after the kill need not wait long
-	// for it to expire.
-	cmd := command(bin, []string{"ORDERS_DELAY=1ms", "ORDERS_AUDIT=" + audit}, append(run, "--store", db, "--id", "crash", "--lease", "2s")...)
+	// for it to expire, yet long enough that a loaded machine still tries
+	// the first resume while it holds.
+	cmd := command(bin, []string{"ORDERS_DELAY=1ms", "ORDERS_AUDIT=" + audit}, append(run, "--store", db, "--id", "crash", "--lease", "5s")...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -148,7 +149,7 @@ func TestCrashResume(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "is held by") {
 		t.Fatalf("a resume while the lease holds: %v\n%s", err, out)
 	}
-	time.Sleep(2 * time.Second)
+	time.Sleep(5 * time.Second)
 	// Two resumes at once: one takes the run over; the other finds it
 	// held, or done if it comes late. No call runs twice.
 	resumes := make([]*exec.Cmd, 2)
