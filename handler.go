@@ -69,6 +69,9 @@ type Build struct {
 	changed        bool   // a tool or a property changed since the schema was composed
 	solutionChecks []func(solution json.RawMessage) error
 	metaCheck      int // 1 + the index in solutionChecks of the meta check; 0 for none
+	// metaKeep gives a solution's meta the fields of the latest meta its
+	// schema could not offer (keepMeta); nil when there are none.
+	metaKeep func(solution json.RawMessage) json.RawMessage
 
 	toolsOnly bool     // render nothing: only the tools are wanted
 	lazy      bool     // only plan: no tool offers an _output (see Config.lazy)

@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/augceo/agent/internal/ojson"
+	"github.com/augceo/agent/schema"
 )
 
 // ErrVersion reports a meta version that is not a valid next version.
@@ -161,17 +164,32 @@ var metaFields = []struct{ name, schema string }{
 	{"createdAt", `{"type":"string"}`},
 }
 
+// metaNesting is how many levels of objects a field of the meta may
+// hold for its schema to be offered: the solution and the meta enclose
+// them, and OpenAI refuses objects that more than schema.OpenAIMaxDepth
+// enclose.
+const metaNesting = schema.OpenAIMaxDepth - 1
+
+// metaSchemaSize bounds the bytes of the schemas metaSchema derives from
+// the fields of the current meta: fewer than 800 properties and 16,384
+// characters of names, well within the 5000 and 120,000 OpenAI allows a
+// whole schema, which the tools and the output share.
+const metaSchemaSize = 16 << 10
+
 // metaSchema is the schema of the solution's meta, given the current
 // meta cur. A strict provider lets the model write only the properties
 // it names, so it names page 016's fields, branches among them, without
-// which no branch can be started, and each other field of cur whose
-// value a strict schema can say (a string, a number, a boolean or a list
-// of strings), so that the new meta can carry them on. The version and
-// the fields cur has are required: the new meta is the current one
-// moved on, and Claude's strict mode counts every optional property
-// against a small limit per request.
-func metaSchema(cur json.RawMessage) json.RawMessage {
-	var fields map[string]json.RawMessage
+// which no branch can be started, and each other field of cur with a
+// schema derived from its value (valueSchema), so that the new meta can
+// carry them on. The version and the fields cur has are required: the
+// new meta is the current one moved on, and Claude's strict mode counts
+// every optional property against a small limit per request.
+//
+// kept are the parts of cur the schema leaves out: what valueSchema
+// cannot say, and the fields that would take the derived schemas over
+// metaSchemaSize. keepMeta copies them into the solution's meta.
+func metaSchema(cur json.RawMessage) (s json.RawMessage, kept keptFields) {
+	var fields map[string]any
 	_ = json.Unmarshal(cur, &fields)
 	var b bytes.Buffer
 	b.WriteString(`{"type":"object","description":"Metadata about the idea: its identity and version. Write the current one with its version bumped, or a branch started.","properties":{`)
@@ -185,46 +203,173 @@ func metaSchema(cur json.RawMessage) json.RawMessage {
 			required = append(required, f.name)
 		}
 	}
+	size := 0
 	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		if slices.ContainsFunc(metaFields, func(f struct{ name, schema string }) bool { return f.name == k }) {
 			continue
 		}
-		if s := valueSchema(fields[k]); s != "" {
-			name, _ := json.Marshal(k)
-			fmt.Fprintf(&b, ",%s:%s", name, s)
-			required = append(required, k)
+		s, inner, ok := valueSchema(fields[k], metaNesting)
+		if !ok || size+len(s) > metaSchemaSize {
+			kept = kept.add(k, nil)
+			continue
 		}
+		if inner != nil {
+			kept = kept.add(k, inner)
+		}
+		size += len(s)
+		name, _ := json.Marshal(k)
+		fmt.Fprintf(&b, ",%s:%s", name, s)
+		required = append(required, k)
 	}
 	rb, _ := json.Marshal(required)
 	b.WriteString(`},"required":`)
 	b.Write(rb)
 	b.WriteString("}")
-	return b.Bytes()
+	return b.Bytes(), kept
 }
 
-// valueSchema is the schema of the type of a scalar or a list of strings,
-// "" for anything else.
-func valueSchema(v json.RawMessage) string {
-	var x any
-	if json.Unmarshal(v, &x) != nil {
-		return ""
+// keptFields are the keys of an object that a schema leaves out, each
+// with the keys left out of its value, or nil when it is left out
+// whole.
+type keptFields map[string]keptFields
+
+func (k keptFields) add(name string, inner keptFields) keptFields {
+	if k == nil {
+		k = keptFields{}
 	}
-	switch x := x.(type) {
+	k[name] = inner
+	return k
+}
+
+// valueSchema is the schema of the values shaped like v, a decoded JSON
+// value: its type; for an object each of its keys with the schema of its
+// value, all required; for a list the schema of its elements, an anyOf
+// of those that differ. A strict provider's schema adapter closes each
+// object. An empty list takes strings, as page 016's branches do.
+//
+// Some values no strict schema can say, or none that would let the
+// model write anything else: a null alone (Gemini's responseSchema has
+// no null type, only nullable ones), an empty object (which it cannot
+// say, and the other strict modes let the model write only as {}), and
+// objects enclosed by more than levels others. An object leaves out its
+// keys holding them, which kept lists; it reports false when that leaves
+// it no key, and a list when any element holds one, so that such a value
+// is left out whole.
+func valueSchema(v any, levels int) (s string, kept keptFields, ok bool) {
+	switch v := v.(type) {
 	case string:
-		return `{"type":"string"}`
+		return `{"type":"string"}`, nil, true
 	case float64:
-		return `{"type":"number"}`
+		return `{"type":"number"}`, nil, true
 	case bool:
-		return `{"type":"boolean"}`
+		return `{"type":"boolean"}`, nil, true
 	case []any:
-		for _, e := range x {
-			if _, ok := e.(string); !ok {
-				return ""
+		var items []string
+		seen := map[string]bool{}
+		for _, e := range v {
+			s, inner, ok := valueSchema(e, levels)
+			if e == nil {
+				s, ok = `{"type":"null"}`, true // a nullable alternative beside the others
+			}
+			if !ok || inner != nil {
+				return "", nil, false
+			}
+			if !seen[s] {
+				seen[s] = true
+				items = append(items, s)
 			}
 		}
-		return `{"type":"array","items":{"type":"string"}}`
+		switch {
+		case len(items) == 0:
+			return `{"type":"array","items":{"type":"string"}}`, nil, true
+		case len(items) == 1 && items[0] == `{"type":"null"}`:
+			return "", nil, false
+		case len(items) == 1:
+			return `{"type":"array","items":` + items[0] + `}`, nil, true
+		}
+		return `{"type":"array","items":{"anyOf":[` + strings.Join(items, ",") + `]}}`, nil, true
+	case map[string]any:
+		if levels == 0 {
+			return "", nil, false
+		}
+		var b strings.Builder
+		b.WriteString(`{"type":"object","properties":{`)
+		var required []string
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			s, inner, ok := valueSchema(v[k], levels-1)
+			if !ok {
+				kept = kept.add(k, nil)
+				continue
+			}
+			if inner != nil {
+				kept = kept.add(k, inner)
+			}
+			if required != nil {
+				b.WriteByte(',')
+			}
+			name, _ := json.Marshal(k)
+			b.Write(name)
+			b.WriteByte(':')
+			b.WriteString(s)
+			required = append(required, k)
+		}
+		if required == nil {
+			return "", nil, false
+		}
+		rb, _ := json.Marshal(required)
+		b.WriteString(`},"required":`)
+		b.Write(rb)
+		b.WriteByte('}')
+		return b.String(), kept, true
 	}
-	return ""
+	return "", nil, false // null
+}
+
+// keepMeta returns what gives the meta of a solution the parts of the
+// current meta cur its schema left out (kept, see metaSchema) that it
+// lacks: the model was not offered them, and the new meta is the
+// current one moved on. It returns nil when none was left out.
+func keepMeta(cur json.RawMessage, kept keptFields) func(sol json.RawMessage) json.RawMessage {
+	c, err := ojson.Parse(cur)
+	if kept == nil || err != nil {
+		return nil
+	}
+	return func(sol json.RawMessage) json.RawMessage {
+		s, err := ojson.Parse(sol)
+		if err != nil {
+			return sol
+		}
+		meta, err := ojson.Parse(s.Get("meta"))
+		if err != nil {
+			return sol // no meta, or null: the schema decides whether there is one
+		}
+		keep(meta, c, kept)
+		s.Set("meta", meta.Bytes())
+		return s.Bytes()
+	}
+}
+
+// keep copies into o the keys of cur kept names that o lacks, and those
+// kept inside them into the objects o has there.
+func keep(o, cur *ojson.Object, kept keptFields) {
+	for _, k := range slices.Sorted(maps.Keys(kept)) {
+		switch {
+		case !cur.Has(k):
+		case !o.Has(k):
+			o.Set(k, cur.Get(k))
+		case kept[k] != nil:
+			inner, err := ojson.Parse(o.Get(k))
+			if err != nil {
+				continue // the model wrote another value there: it stands
+			}
+			innerCur, err := ojson.Parse(cur.Get(k))
+			if err != nil {
+				continue
+			}
+			keep(inner, innerCur, kept[k])
+			o.Set(k, inner.Bytes())
+		}
+	}
 }
 
 // metaOf reads the version and branches of a meta object.

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/augceo/agent"
+	"github.com/augceo/agent/internal/strict"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider/scripted"
 )
@@ -115,5 +118,59 @@ func TestMetaAppendedMidRun(t *testing.T) {
 			}
 		}
 		t.Fatal(err)
+	}
+}
+
+// TestMetaKeepsWhatItsSchemaLeavesOut: the parts of the current meta the
+// meta schema does not offer (a null, an empty object, a field whose
+// schema would be too long) come back in the solution's meta as they
+// were, unless the model wrote them (a model not held to the schema
+// may).
+func TestMetaKeepsWhatItsSchemaLeavesOut(t *testing.T) {
+	var big strings.Builder
+	big.WriteString(`{"k0":"v"`)
+	for i := 1; i < 2000; i++ {
+		fmt.Fprintf(&big, `,"k%d":"v"`, i)
+	}
+	big.WriteString("}")
+	cur := `{"version":"1.0.0","note":null,"owner":{"name":"ada","extra":{}},"big":` + big.String() + `}`
+	for _, tt := range []struct {
+		name, meta, want string
+	}{
+		{"left out", `{"version":"1.0.1","owner":{"name":"bea"}}`,
+			`{"version":"1.0.1","owner":{"name":"bea","extra":{}},"big":` + big.String() + `,"note":null}`},
+		{"written", `{"version":"1.0.1","note":"hi","owner":{"name":"bea","extra":{"a":1}},"big":{"k0":"w"}}`,
+			`{"version":"1.0.1","note":"hi","owner":{"name":"bea","extra":{"a":1}},"big":{"k0":"w"}}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := scripted.Solutions(`{"meta":` + tt.meta + `,"output":{}}`)
+			resp, err := agent.Request(t.Context(), agent.Config{Provider: p, Registry: agent.NewRegistry(), MaxRepairs: -1},
+				json.RawMessage(`{"type":"object"}`), ctxOf(t, `[{"type":"meta","meta":`+cur+`}]`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got, want any
+			if err := json.Unmarshal(resp.Solutions[0].Field("meta"), &got); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal([]byte(tt.want), &want); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("the solution's meta is %s, want %s", resp.Solutions[0].Field("meta"), tt.want)
+			}
+			meta, err := strict.Property(p.Requests()[0].Schema, "meta")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, left := range []string{`"note"`, `"extra"`, `"big"`, `"k0"`} {
+				if strings.Contains(string(meta), left) {
+					t.Errorf("the meta schema offers %s: %s", left, meta)
+				}
+			}
+			if !strings.Contains(string(meta), `"owner":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`) {
+				t.Errorf("the meta schema does not offer owner's name: %s", meta)
+			}
+		})
 	}
 }

@@ -108,7 +108,9 @@ func renderMeta(_ context.Context, b *Build, m *message.Message) error {
 		b.metaCheck = len(b.solutionChecks)
 	}
 	b.solutionChecks[b.metaCheck-1] = checkMeta(m.Meta)
-	b.Property("meta", metaSchema(m.Meta), true)
+	s, kept := metaSchema(m.Meta)
+	b.metaKeep = keepMeta(m.Meta, kept)
+	b.Property("meta", s, true)
 	return nil
 }
 

@@ -187,7 +187,9 @@ func (c *Config) registry() *Registry {
 // Solution is one validated answer of the model. Its fields are the
 // caller's: none shares memory with another or with the answer.
 type Solution struct {
-	// Raw is the whole solution object as the model wrote it.
+	// Raw is the whole solution object as the model wrote it; its meta
+	// also has the parts of the current meta that the meta schema could
+	// not offer the model, as they were (see docs/request.md).
 	Raw json.RawMessage
 	// Output is the value of output; nil when the model left it null
 	// (in a loop: not done yet).
@@ -405,6 +407,9 @@ func (p *prepared) stream(ctx context.Context, cfg Config, yield func(Event, err
 				return
 			}
 			continue
+		}
+		if p.build.metaKeep != nil {
+			sol.Raw = p.build.metaKeep(sol.Raw)
 		}
 		resp.Solutions = append(resp.Solutions, *sol)
 	}
