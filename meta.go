@@ -185,10 +185,11 @@ const metaSchemaSize = 16 << 10
 // new meta is the current one moved on, and Claude's strict mode counts
 // every optional property against a small limit per request.
 //
-// kept are the parts of cur the schema leaves out: what valueSchema
-// cannot say, and the fields that would take the derived schemas over
-// metaSchemaSize. keepMeta copies them into the solution's meta.
-func metaSchema(cur json.RawMessage) (s json.RawMessage, kept keptFields) {
+// partial reports that the schema leaves out parts of cur: what
+// valueSchema cannot say, and the fields that would take the derived
+// schemas over metaSchemaSize. keepMeta copies them into the solution's
+// meta.
+func metaSchema(cur json.RawMessage) (s json.RawMessage, partial bool) {
 	var fields map[string]any
 	_ = json.Unmarshal(cur, &fields)
 	var b bytes.Buffer
@@ -208,14 +209,12 @@ func metaSchema(cur json.RawMessage) (s json.RawMessage, kept keptFields) {
 		if slices.ContainsFunc(metaFields, func(f struct{ name, schema string }) bool { return f.name == k }) {
 			continue
 		}
-		s, inner, ok := valueSchema(fields[k], metaNesting)
+		s, whole, ok := valueSchema(fields[k], metaNesting)
 		if !ok || size+len(s) > metaSchemaSize {
-			kept = kept.add(k, nil)
+			partial = true
 			continue
 		}
-		if inner != nil {
-			kept = kept.add(k, inner)
-		}
+		partial = partial || !whole
 		size += len(s)
 		name, _ := json.Marshal(k)
 		fmt.Fprintf(&b, ",%s:%s", name, s)
@@ -225,20 +224,7 @@ func metaSchema(cur json.RawMessage) (s json.RawMessage, kept keptFields) {
 	b.WriteString(`},"required":`)
 	b.Write(rb)
 	b.WriteString("}")
-	return b.Bytes(), kept
-}
-
-// keptFields are the keys of an object that a schema leaves out, each
-// with the keys left out of its value, or nil when it is left out
-// whole.
-type keptFields map[string]keptFields
-
-func (k keptFields) add(name string, inner keptFields) keptFields {
-	if k == nil {
-		k = keptFields{}
-	}
-	k[name] = inner
-	return k
+	return b.Bytes(), partial
 }
 
 // valueSchema is the schema of the values shaped like v, a decoded JSON
@@ -252,27 +238,27 @@ func (k keptFields) add(name string, inner keptFields) keptFields {
 // no null type, only nullable ones), an empty object (which it cannot
 // say, and the other strict modes let the model write only as {}), and
 // objects enclosed by more than levels others. An object leaves out its
-// keys holding them, which kept lists; it reports false when that leaves
-// it no key, and a list when any element holds one, so that such a value
-// is left out whole.
-func valueSchema(v any, levels int) (s string, kept keptFields, ok bool) {
+// keys holding them (whole is then false); it reports !ok when that
+// leaves it no key, and a list when any element holds one, so that such
+// a value is left out whole.
+func valueSchema(v any, levels int) (s string, whole, ok bool) {
 	switch v := v.(type) {
 	case string:
-		return `{"type":"string"}`, nil, true
+		return `{"type":"string"}`, true, true
 	case float64:
-		return `{"type":"number"}`, nil, true
+		return `{"type":"number"}`, true, true
 	case bool:
-		return `{"type":"boolean"}`, nil, true
+		return `{"type":"boolean"}`, true, true
 	case []any:
 		var items []string
 		seen := map[string]bool{}
 		for _, e := range v {
-			s, inner, ok := valueSchema(e, levels)
+			s, whole, ok := valueSchema(e, levels)
 			if e == nil {
-				s, ok = `{"type":"null"}`, true // a nullable alternative beside the others
+				s, whole, ok = `{"type":"null"}`, true, true // a nullable alternative beside the others
 			}
-			if !ok || inner != nil {
-				return "", nil, false
+			if !ok || !whole {
+				return "", false, false
 			}
 			if !seen[s] {
 				seen[s] = true
@@ -281,28 +267,26 @@ func valueSchema(v any, levels int) (s string, kept keptFields, ok bool) {
 		}
 		switch {
 		case len(items) == 0:
-			return `{"type":"array","items":{"type":"string"}}`, nil, true
+			return `{"type":"array","items":{"type":"string"}}`, true, true
 		case len(items) == 1 && items[0] == `{"type":"null"}`:
-			return "", nil, false
+			return "", false, false
 		case len(items) == 1:
-			return `{"type":"array","items":` + items[0] + `}`, nil, true
+			return `{"type":"array","items":` + items[0] + `}`, true, true
 		}
-		return `{"type":"array","items":{"anyOf":[` + strings.Join(items, ",") + `]}}`, nil, true
+		return `{"type":"array","items":{"anyOf":[` + strings.Join(items, ",") + `]}}`, true, true
 	case map[string]any:
 		if levels == 0 {
-			return "", nil, false
+			return "", false, false
 		}
 		var b strings.Builder
 		b.WriteString(`{"type":"object","properties":{`)
 		var required []string
+		whole = true
 		for _, k := range slices.Sorted(maps.Keys(v)) {
-			s, inner, ok := valueSchema(v[k], levels-1)
+			s, w, ok := valueSchema(v[k], levels-1)
+			whole = whole && w && ok
 			if !ok {
-				kept = kept.add(k, nil)
 				continue
-			}
-			if inner != nil {
-				kept = kept.add(k, inner)
 			}
 			if required != nil {
 				b.WriteByte(',')
@@ -314,24 +298,26 @@ func valueSchema(v any, levels int) (s string, kept keptFields, ok bool) {
 			required = append(required, k)
 		}
 		if required == nil {
-			return "", nil, false
+			return "", false, false
 		}
 		rb, _ := json.Marshal(required)
 		b.WriteString(`},"required":`)
 		b.Write(rb)
 		b.WriteByte('}')
-		return b.String(), kept, true
+		return b.String(), whole, true
 	}
-	return "", nil, false // null
+	return "", false, false // null
 }
 
 // keepMeta returns what gives the meta of a solution the parts of the
-// current meta cur its schema left out (kept, see metaSchema) that it
-// lacks: the model was not offered them, and the new meta is the
-// current one moved on. It returns nil when none was left out.
-func keepMeta(cur json.RawMessage, kept keptFields) func(sol json.RawMessage) json.RawMessage {
+// current meta cur that it lacks, at any depth of objects, when the meta
+// schema left some out (partial): the model was not offered them, and
+// the new meta is the current one moved on. Every other part of cur is
+// required by the schema, so only the parts left out can be missing. It
+// returns nil when nothing was left out.
+func keepMeta(cur json.RawMessage, partial bool) func(sol json.RawMessage) json.RawMessage {
 	c, err := ojson.Parse(cur)
-	if kept == nil || err != nil {
+	if !partial || err != nil {
 		return nil
 	}
 	return func(sol json.RawMessage) json.RawMessage {
@@ -343,32 +329,31 @@ func keepMeta(cur json.RawMessage, kept keptFields) func(sol json.RawMessage) js
 		if err != nil {
 			return sol // no meta, or null: the schema decides whether there is one
 		}
-		keep(meta, c, kept)
+		keep(meta, c)
 		s.Set("meta", meta.Bytes())
 		return s.Bytes()
 	}
 }
 
-// keep copies into o the keys of cur kept names that o lacks, and those
-// kept inside them into the objects o has there.
-func keep(o, cur *ojson.Object, kept keptFields) {
-	for _, k := range slices.Sorted(maps.Keys(kept)) {
-		switch {
-		case !cur.Has(k):
-		case !o.Has(k):
-			o.Set(k, cur.Get(k))
-		case kept[k] != nil:
-			inner, err := ojson.Parse(o.Get(k))
-			if err != nil {
-				continue // the model wrote another value there: it stands
-			}
-			innerCur, err := ojson.Parse(cur.Get(k))
-			if err != nil {
-				continue
-			}
-			keep(inner, innerCur, kept[k])
-			o.Set(k, inner.Bytes())
+// keep copies into o the keys of cur that o lacks, and does the same
+// inside each object both have under one key. A value the model wrote
+// stands.
+func keep(o, cur *ojson.Object) {
+	for i, k := range cur.Keys {
+		if !o.Has(k) {
+			o.Set(k, cur.Values[i])
+			continue
 		}
+		innerCur, err := ojson.Parse(cur.Values[i])
+		if err != nil {
+			continue // not an object
+		}
+		inner, err := ojson.Parse(o.Get(k))
+		if err != nil {
+			continue
+		}
+		keep(inner, innerCur)
+		o.Set(k, inner.Bytes())
 	}
 }
 

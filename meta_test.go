@@ -125,7 +125,7 @@ func TestMetaAppendedMidRun(t *testing.T) {
 // meta schema does not offer (a null, an empty object, a field whose
 // schema would be too long) come back in the solution's meta as they
 // were, unless the model wrote them (a model not held to the schema
-// may).
+// may); into an object it wrote, the keys it lacks.
 func TestMetaKeepsWhatItsSchemaLeavesOut(t *testing.T) {
 	var big strings.Builder
 	big.WriteString(`{"k0":"v"`)
@@ -139,8 +139,12 @@ func TestMetaKeepsWhatItsSchemaLeavesOut(t *testing.T) {
 	}{
 		{"left out", `{"version":"1.0.1","owner":{"name":"bea"}}`,
 			`{"version":"1.0.1","owner":{"name":"bea","extra":{}},"big":` + big.String() + `,"note":null}`},
-		{"written", `{"version":"1.0.1","note":"hi","owner":{"name":"bea","extra":{"a":1}},"big":{"k0":"w"}}`,
-			`{"version":"1.0.1","note":"hi","owner":{"name":"bea","extra":{"a":1}},"big":{"k0":"w"}}`},
+		{"written", `{"version":"1.0.1","note":"hi","owner":{"name":"bea","extra":{"a":1}},"big":"none"}`,
+			`{"version":"1.0.1","note":"hi","owner":{"name":"bea","extra":{"a":1}},"big":"none"}`},
+		// An object the model wrote gets the keys of the current one it
+		// lacks: the new meta is the current one moved on.
+		{"merged", `{"version":"1.0.1","owner":{"name":"bea"},"big":{"k0":"w"}}`,
+			`{"version":"1.0.1","note":null,"owner":{"name":"bea","extra":{}},"big":` + strings.Replace(big.String(), `"k0":"v"`, `"k0":"w"`, 1) + `}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := scripted.Solutions(`{"meta":` + tt.meta + `,"output":{}}`)

@@ -108,8 +108,8 @@ func renderMeta(_ context.Context, b *Build, m *message.Message) error {
 		b.metaCheck = len(b.solutionChecks)
 	}
 	b.solutionChecks[b.metaCheck-1] = checkMeta(m.Meta)
-	s, kept := metaSchema(m.Meta)
-	b.metaKeep = keepMeta(m.Meta, kept)
+	s, partial := metaSchema(m.Meta)
+	b.metaKeep = keepMeta(m.Meta, partial)
 	b.Property("meta", s, true)
 	return nil
 }
