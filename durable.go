@@ -588,6 +588,11 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 			return j.flush(ctx)
 		}
 		j.buf = append(j.buf, store.Entry{Type: store.EntryUsage, Call: strconv.Itoa(ev.Step), Data: b, Time: now})
+		if ev.stepEnds {
+			// The step's end, written next, takes it.
+			j.lastCall = len(j.buf)
+			return nil
+		}
 		return j.flush(ctx)
 	case EventStep:
 		return j.flush(ctx)

@@ -110,19 +110,24 @@ func TestResumeRestoresErrorsByCall(t *testing.T) {
 		<-settled["2.0"] // its error message goes with step 2's plan
 		return agent.Value("looked")
 	}))
+	// Idempotent: its settling goes in one Append with step 3's plan,
+	// which the crash loses, so the resume runs it again.
+	var waits atomic.Int64
 	reg.Tool("wait", json.RawMessage(`{"type":"object"}`))
-	reg.Activity("wait", agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
-		close(release)
+	reg.Activity("wait", agent.Idempotent(agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+		if waits.Add(1) == 1 {
+			close(release)
+		}
 		<-settled["1.0"]
 		return agent.Value("waited")
-	}))
+	})))
 	st := newCrashStore(1 << 40)
 	st.written = func(e store.Entry) {
 		if ch, ok := settled[e.Call]; ok && e.Type == store.EntrySettled {
 			close(ch)
 		}
 	}
-	st.crashOn = func(e store.Entry) bool { // step 3's plan, with 1.0's error
+	st.crashOn = func(e store.Entry) bool { // step 3's plan, with 1.0's error and wait's settling
 		return e.Type == store.EntryMessage && strings.Contains(string(e.Data), `"type":"plan"`) && strings.Contains(string(e.Data), `wait`)
 	}
 	cfg := agent.Config{Registry: reg, Store: st, RunID: "e", Clock: fixedClock, Provider: scripted.Solutions(
@@ -141,6 +146,9 @@ func TestResumeRestoresErrorsByCall(t *testing.T) {
 	}
 	if errs := planErrors(res.Log); !slices.Equal(errs, []string{"runtime error in notify: early", "runtime error in notify: late"}) {
 		t.Errorf("errors %q, want early then late", errs)
+	}
+	if n := waits.Load(); n != 2 {
+		t.Errorf("wait ran %d times, want 2: its settling was lost with the plan", n)
 	}
 	sameLog(t, st2, "e", res.Log)
 }
@@ -581,8 +589,9 @@ func TestDurableResumeBackgroundCall(t *testing.T) {
 
 // TestDurableResumeBackgroundError crashes a run after a call an earlier
 // step started in the background failed, and before its error message was
-// written (it goes into the log with the next step's plan): Resume restores
-// the error message from the call's entry.
+// written (it goes into the log with the next step's plan, and the
+// settling of that step's last call): Resume restores the error message
+// from the call's entry, and runs the last call again.
 func TestDurableResumeBackgroundError(t *testing.T) {
 	reg := agent.NewRegistry()
 	step2, settled := make(chan struct{}), make(chan struct{})
@@ -591,19 +600,22 @@ func TestDurableResumeBackgroundError(t *testing.T) {
 		<-step2
 		return nil, errors.New("mailbox full")
 	}))
+	var looks atomic.Int64
 	reg.Tool("look", json.RawMessage(`{"type":"object"}`))
-	reg.Activity("look", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
-		close(step2)
+	reg.Activity("look", agent.Idempotent(agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+		if looks.Add(1) == 1 {
+			close(step2)
+		}
 		<-settled
 		return agent.Value("looked")
-	}))
+	})))
 	st := newCrashStore(1 << 40)
 	st.written = func(e store.Entry) {
 		if e.Type == store.EntrySettled && e.Call == "1.0" {
 			close(settled)
 		}
 	}
-	st.crashOn = func(e store.Entry) bool { // step 2's plan
+	st.crashOn = func(e store.Entry) bool { // step 2's plan, with look's settling
 		return e.Type == store.EntryMessage && strings.Contains(string(e.Data), `look`) && strings.Contains(string(e.Data), `"type":"plan"`)
 	}
 	msgs := ctxOf(t, `[{"type":"tool","tool":"notify"},{"type":"tool","tool":"look"},{"type":"text","text":"Go"}]`)
@@ -626,6 +638,9 @@ func TestDurableResumeBackgroundError(t *testing.T) {
 	}
 	if got := stateOf(t, res.Log); got != `{"look":"looked"}` {
 		t.Errorf("state %s", got)
+	}
+	if n := looks.Load(); n != 2 {
+		t.Errorf("look ran %d times, want 2: its settling was lost with the plan", n)
 	}
 	sameLog(t, st2, "bg", res.Log)
 }

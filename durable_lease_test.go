@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -671,8 +672,12 @@ func TestDurableDoneResult(t *testing.T) {
 }
 
 func TestDurableUsageAcrossCrash(t *testing.T) {
-	// A run killed after its first step's usage was journaled, resumed,
-	// reports the usage of the same run uninterrupted.
+	// A run killed at one of its journal writes, resumed, reports the
+	// usage of the same run uninterrupted once its first step's usage
+	// was journaled. The crash falls on the write that holds step 1's
+	// usage, its call's settling, its plan (which may be one write, or
+	// two, as the call settled before the answer ended or after), or
+	// the run's end, which holds the last step's usage too.
 	reg := agent.NewRegistry()
 	counted(reg)
 	msgs := ctxOf(t, `[{"type":"tool","tool":"a"},{"type":"input","data":{"v":1}}]`)
@@ -683,28 +688,44 @@ func TestDurableUsageAcrossCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for crashAt := int64(2); crashAt <= 5; crashAt++ {
-		st := newCrashStore(crashAt)
-		_, err := agent.Run(t.Context(), agent.Config{Provider: scripted.New(step1, final), Registry: reg, Store: st, RunID: "k"}, schema, msgs)
-		if !errors.Is(err, errCrash) {
-			continue // the run ended before that write
-		}
-		journaled := false
-		for _, e := range journal(t, st, "k") {
-			journaled = journaled || e.Type == store.EntryUsage
-		}
-		// The resume answers whatever step the journal left open.
-		p := scripted.New(step1, final)
-		if journaled {
-			p = scripted.New(final)
-		}
-		res, err := agent.Resume(t.Context(), agent.Config{Provider: p, Registry: reg, Store: restart(t, st, "k")}, "k")
-		if err != nil {
-			t.Fatalf("crash at write %d: resume: %v", crashAt, err)
-		}
-		if journaled && res.Usage != whole.Usage {
-			t.Errorf("crash at write %d: usage %+v, uninterrupted %+v", crashAt, res.Usage, whole.Usage)
-		}
+	for _, tt := range []struct {
+		name string
+		at   func(store.Entry) bool
+	}{
+		{"step 1's usage", func(e store.Entry) bool { return e.Type == store.EntryUsage && e.Call == "1" }},
+		{"the call's settling", func(e store.Entry) bool { return e.Type == store.EntrySettled }},
+		{"step 1's plan", func(e store.Entry) bool {
+			return e.Type == store.EntryMessage && strings.Contains(string(e.Data), `"type":"plan"`)
+		}},
+		{"the end", func(e store.Entry) bool { return e.Type == store.EntryEnd }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := newCrashStore(1 << 40)
+			st.crashOn = tt.at
+			_, err := agent.Run(t.Context(), agent.Config{Provider: scripted.New(step1, final), Registry: reg, Store: st, RunID: "k"}, schema, msgs)
+			if !errors.Is(err, errCrash) {
+				t.Fatalf("crashed run: %v", err)
+			}
+			if tt.name == "the end" && !slices.ContainsFunc(st.lost, func(e store.Entry) bool { return e.Type == store.EntryUsage && e.Call == "2" }) {
+				t.Errorf("the end was written apart from the last step's usage: %v", entryTypes(st.lost))
+			}
+			journaled := false
+			for _, e := range journal(t, st, "k") {
+				journaled = journaled || e.Type == store.EntryUsage
+			}
+			// The resume answers whatever step the journal left open.
+			p := scripted.New(step1, final)
+			if journaled {
+				p = scripted.New(final)
+			}
+			res, err := agent.Resume(t.Context(), agent.Config{Provider: p, Registry: reg, Store: restart(t, st, "k")}, "k")
+			if err != nil {
+				t.Fatalf("resume: %v", err)
+			}
+			if journaled && res.Usage != whole.Usage {
+				t.Errorf("usage %+v, uninterrupted %+v", res.Usage, whole.Usage)
+			}
+		})
 	}
 }
 

@@ -489,6 +489,8 @@ func TestPlanResumeErrorsOnce(t *testing.T) {
 
 // A step with advice whose calls all settled, crashed before its plan:
 // the resume finishes the step and keeps the step's advice in the result.
+// The call settles as the model still writes its answer, so its settling
+// is written then, apart from the plan.
 func TestResumeKeepsAdviceWithNothingToRun(t *testing.T) {
 	reg := agent.NewRegistry()
 	reg.Tool("delay", json.RawMessage(`{"type":"object"}`))
@@ -504,9 +506,44 @@ func TestResumeKeepsAdviceWithNothingToRun(t *testing.T) {
 	st.crashOn = func(e store.Entry) bool {
 		return e.Type == store.EntryMessage && strings.Contains(string(e.Data), `"type":"plan"`)
 	}
-	cfg := agent.Config{Registry: reg, Store: st, RunID: "a", Clock: fixedClock, Provider: scripted.Solutions(answers...)}
+	settled := make(chan struct{})
+	st.written = func(e store.Entry) {
+		if e.Type == store.EntrySettled && e.Call == "1.0" {
+			close(settled)
+		}
+	}
+	first, rest := strings.CutSuffix(answers[0], `],"output":null}`)
+	if !rest {
+		t.Fatal("the first answer does not end with its calls")
+	}
+	p := provider.Func(func(c context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		return func(yield func(*provider.Chunk, error) bool) {
+			if !yield(&provider.Chunk{Text: first}, nil) {
+				return
+			}
+			for done := false; !done; { // delay runs and settles; then the answer ends
+				select {
+				case <-settled:
+					done = true
+				default:
+					if !yield(&provider.Chunk{Thinking: "…"}, nil) {
+						return
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			yield(&provider.Chunk{Text: `],"output":null}`, Done: true}, nil)
+		}
+	})
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "a", Clock: fixedClock, Provider: p}
 	if _, err := agent.Run(context.Background(), cfg, json.RawMessage(`{"type":"string"}`), msgs); !errors.Is(err, errCrash) {
 		t.Fatalf("crash: %v", err)
+	}
+	es := journal(t, st, "a")
+	for _, e := range es {
+		if e.Type == store.EntryStarted && !slices.ContainsFunc(es, func(s store.Entry) bool { return s.Type == store.EntrySettled && s.Call == e.Call }) {
+			t.Fatalf("call %s did not settle before the crash: the resume has a call to run", e.Call)
+		}
 	}
 	st2 := restart(t, st, "a")
 	cfg.Store, cfg.Provider = st2, scripted.Solutions(answers[1:]...)

@@ -31,6 +31,8 @@ type crashStore struct {
 	// entry it reports; written, if set, sees each entry appended.
 	crashOn func(store.Entry) bool
 	written func(store.Entry)
+	// lost are the entries of the write the crash fell on.
+	lost []store.Entry
 }
 
 var errCrash = errors.New("crashed")
@@ -41,16 +43,18 @@ func newCrashStore(appends int64) *crashStore {
 	return s
 }
 
-func (s *crashStore) write() error {
+func (s *crashStore) write(es []store.Entry) error {
 	if s.left.Add(-1) < 0 {
-		s.crashed.Store(true)
+		if !s.crashed.Swap(true) {
+			s.lost = slices.Clone(es)
+		}
 		return errCrash
 	}
 	return nil
 }
 
 func (s *crashStore) Create(ctx context.Context, run store.Run, es ...store.Entry) error {
-	if err := s.write(); err != nil {
+	if err := s.write(es); err != nil {
 		return err
 	}
 	return s.Memory.Create(ctx, run, es...)
@@ -60,7 +64,7 @@ func (s *crashStore) Append(ctx context.Context, id, owner string, es ...store.E
 	if s.crashOn != nil && slices.ContainsFunc(es, s.crashOn) {
 		s.left.Store(0)
 	}
-	if err := s.write(); err != nil {
+	if err := s.write(es); err != nil {
 		return err
 	}
 	if err := s.Memory.Append(ctx, id, owner, es...); err != nil {
@@ -744,4 +748,65 @@ func TestDurableRunRefusedBeforeCreated(t *testing.T) {
 	if run, err := st.Load(context.Background(), "r"); err != nil || run.Status != store.Done {
 		t.Errorf("run %+v, %v", run, err)
 	}
+}
+
+// appendsStore is a store.Memory that keeps the entries of each Append.
+type appendsStore struct {
+	*store.Memory
+	mu      sync.Mutex
+	appends [][]store.Entry
+}
+
+func (s *appendsStore) Append(ctx context.Context, id, owner string, es ...store.Entry) error {
+	s.mu.Lock()
+	s.appends = append(s.appends, slices.Clone(es))
+	s.mu.Unlock()
+	return s.Memory.Append(ctx, id, owner, es...)
+}
+
+// TestDurableStepEndIsOneAppend: once a step's answer is whole and
+// nothing of it is left to run, the settling of its last call (or the
+// answer's usage, when the calls settled as it streamed) goes in one
+// Append with its plan message, and the last step's usage in one with
+// the run's end: nothing comes between them but the loop's own work,
+// so a second write would only cost a round trip.
+func TestDurableStepEndIsOneAppend(t *testing.T) {
+	reg, _, schema, newReplay := manyStepsRun()
+	_, msgs := tenTools()
+	st := &appendsStore{Memory: store.NewMemory()}
+	res, err := agent.Run(t.Context(), agent.Config{Provider: newReplay().provider(), Registry: reg, Store: st, RunID: "r"}, schema, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plans, ends int
+	for i, es := range st.appends {
+		has := func(typ store.EntryType, data string) bool {
+			return slices.ContainsFunc(es, func(e store.Entry) bool { return e.Type == typ && strings.Contains(string(e.Data), data) })
+		}
+		if has(store.EntryMessage, `"type":"plan"`) {
+			plans++
+			// Its calls may all have settled as the answer streamed:
+			// the answer's usage then ends the step.
+			if !has(store.EntrySettled, "") && !has(store.EntryUsage, "") {
+				t.Errorf("Append %d holds a plan and neither a settling nor the usage: %v", i, entryTypes(es))
+			}
+		}
+		if has(store.EntryEnd, "") {
+			ends++
+			if !has(store.EntryUsage, "") {
+				t.Errorf("Append %d holds the end and no usage: %v", i, entryTypes(es))
+			}
+		}
+	}
+	if plans != 3 || ends != 1 {
+		t.Errorf("%d Appends with a plan, %d with the end; want 3 and 1", plans, ends)
+	}
+	// Per step with calls: their start, the usage, and at most one
+	// settling per call, the last with the plan; then the last step's
+	// usage with the end: at most 3×5+1 Appends (20 when both pairs were
+	// written apart).
+	if n := len(st.appends); n > 3*5+1 {
+		t.Errorf("%d Appends, want at most 16", n)
+	}
+	journalHolds(t, st, "r", res.Log)
 }

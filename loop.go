@@ -96,6 +96,10 @@ type RunEvent struct {
 	// byCall marks a message a call wrote as it returned (EventMessage):
 	// a durable run keeps it out of the journal if the call was cut short.
 	byCall bool
+	// stepEnds marks a step's usage (EventUsage) after which nothing of
+	// the step is left to run: the journal's next write, which ends the
+	// step, follows without waiting on anything, and takes the usage too.
+	stepEnds bool
 }
 
 // Run runs the agent loop (010): it makes Requests until a solution has an
@@ -400,7 +404,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	r.last = p
 	r.steps = step
 	s := r.sched
-	s.step = step
+	s.step, s.stepEnd = step, false
 	// With advisors active, the step's calls wait for their opinions,
 	// which the model writes first (017).
 	cfg.advising = p.build.advice != nil
@@ -498,13 +502,17 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 			if dropped {
 				withCalls(sol, calls)
 			}
-			ok = r.answered(step, ev.Response) && advise(sol.Field("advisors"))
+			// The answer is whole: the stream ends here (see stepEnd).
+			s.stepEnd = true
+			ends := s.running == 0 && len(s.waiting) == 0 && len(held) == 0
+			ok = r.answered(step, ev.Response, ends) && advise(sol.Field("advisors"))
 		}
 		ok = ok && s.poll(ctx)
 		return ok
 	})
 	// The stream is closed: run what can run until nothing is left (an
 	// invalid answer ends it with no response: its calls run unadvised).
+	s.stepEnd = true
 	if !ok || r.stopped || !advise(nil) || !s.runDown(ctx, false) {
 		return nil, false
 	}
@@ -572,10 +580,11 @@ func (r *run) warnNoTools(ctx context.Context) {
 	}
 }
 
-// answered takes the usage of the step's response.
-func (r *run) answered(step int, resp *Response) bool {
+// answered takes the usage of the step's response; ends says nothing
+// of the step is left to run (see RunEvent.stepEnds).
+func (r *run) answered(step int, resp *Response, ends bool) bool {
 	r.usage.Add(resp.Usage)
-	return r.emit(RunEvent{Kind: EventUsage, Step: step, Usage: &resp.Usage})
+	return r.emit(RunEvent{Kind: EventUsage, Step: step, Usage: &resp.Usage, stepEnds: ends})
 }
 
 // advised takes the advisors' opinions of the step (raw is the

@@ -35,6 +35,12 @@ type scheduler struct {
 	// flush, when set, makes the starts of a round durable before any of
 	// them runs (a plan's journal writes them in one Append).
 	flush func(context.Context) error
+	// stepEnd is set once the loop's step has its whole answer: a round
+	// that starts nothing while nothing runs then leaves what settled in
+	// the journal's buffer for the run's next write, which follows
+	// without waiting on anything and takes the step's plan message (or
+	// the run's end) too: one Append rather than two.
+	stepEnd bool
 	// stop cancels the calls running, when the run fails (its context's
 	// cancel); failing is set once it did.
 	stop    func()
@@ -257,7 +263,9 @@ func (s *scheduler) start(ctx context.Context) bool {
 			bgStarts++
 		}
 	}
-	if s.flush != nil { // what settled since the last round goes too
+	// What settled since the last round goes too, unless the step's end
+	// takes it (see stepEnd).
+	if s.flush != nil && (s.running > 0 || !s.stepEnd) {
 		if err := s.flush(ctx); err != nil {
 			failure = err
 			return false // they never start
