@@ -19,15 +19,16 @@ import (
 // Events), else the run, else the span in its context. The span holds the
 // request's settings and model (the adapter's default, from its
 // Endpoint, when the request names none), the model that answered and
-// the id of its response, the finish reason of each solution, the usage,
-// the time to the first chunk of a stream, and an error that ends the
-// stream. When t measures
-// requests, each Generate also records its usage, duration, time to the
-// first chunk and time per chunk after it (see the package's Metrics). The result is a
-// provider.Describer with p's Endpoint when p is one, so that durable
-// runs save where their requests go. A Tracer that is off returns p, as
-// it does a p traced already. Generate may be called concurrently, as
-// p's may.
+// the id of its response, the finish reason of each solution ("error"
+// for one a failure cut, none for one the consumer stopped reading
+// before its end), the usage, the time to the first chunk of a stream,
+// and an error that ends the stream; a consumer that stops reading is no
+// error. When t measures requests, each Generate also records its usage,
+// duration, time to the first chunk and time per chunk after it (see the
+// package's Metrics). The result is a provider.Describer with p's
+// Endpoint when p is one, so that durable runs save where their requests
+// go. A Tracer that is off returns p, as it does a p traced already.
+// Generate may be called concurrently, as p's may.
 func (t *Tracer) Provider(p provider.Provider) provider.Provider {
 	if t == nil || t.tracer == nil && t.metrics == nil || p == nil {
 		return p
@@ -154,7 +155,7 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 			}
 			return true
 		})
-		if reasons := finishReasons(reasons, done, n, stopped); len(reasons) > 0 {
+		if reasons := finishReasons(reasons, done, n, failed != nil, stopped && failed == nil); len(reasons) > 0 {
 			span.SetAttributes(semconv.GenAIResponseFinishReasons(reasons...))
 		}
 		if answered != "" {
@@ -192,11 +193,23 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 
 // finishReasons returns the gen_ai.response.finish_reasons of a request
 // for n solutions, given the reasons of those that came and whether each
-// finished: a stream that failed or was stopped owes all n, one that
-// ended well those the provider sent. A solution that did not finish
-// has "error", as the conventions ask, rather than no reason.
-func finishReasons(reasons []string, done []bool, n int, stopped bool) []string {
-	for stopped && len(reasons) < n {
+// finished. A stream that failed owes all n, and a solution it cut has
+// "error", as the conventions ask, rather than no reason. One the
+// consumer left (stopped reading) did not fail: the reasons are those of
+// the solutions received to their end, as the conventions list those of
+// the generations received; the others were not, and the model did not
+// stop them. One that ended well has those the provider sent.
+func finishReasons(reasons []string, done []bool, n int, failed, left bool) []string {
+	if left {
+		var got []string
+		for i, r := range reasons {
+			if done[i] {
+				got = append(got, r)
+			}
+		}
+		return got
+	}
+	for failed && len(reasons) < n {
 		reasons, done = append(reasons, ""), append(done, false)
 	}
 	for i := range reasons {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"go.opentelemetry.io/otel/codes"
 
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/scripted"
@@ -59,10 +60,11 @@ func TestRequestSettings(t *testing.T) {
 
 func TestFinishReasons(t *testing.T) {
 	// gen_ai.response.finish_reasons has the reason of each solution in
-	// order, and, as the conventions ask, "error" for one that did not
-	// finish: cut by a failure, or by the consumer stopping the stream.
-	// A failed or stopped request has a reason for each of the N it asked
-	// for; one that ended well, for those the provider sent.
+	// order, and, as the conventions ask, "error" for one that a failure
+	// cut: a failed request has a reason for each of the N it asked for;
+	// one that ended well, for those the provider sent. A consumer that
+	// stops reading is no failure: the solutions it did not read to their
+	// end were not received, and have no reason.
 	broken := errors.New("connection reset")
 	chunk := func(i int, reason string) *provider.Chunk {
 		return &provider.Chunk{Index: i, Text: "1", Done: reason != "", FinishReason: reason}
@@ -80,7 +82,9 @@ func TestFinishReasons(t *testing.T) {
 		{"one cut by a failure", 2, []*provider.Chunk{chunk(0, ""), chunk(1, "length")}, broken, 0, []string{"error", "length"}},
 		{"failed before any chunk", 2, nil, broken, 0, []string{"error", "error"}},
 		{"failed after the usage", 1, []*provider.Chunk{chunk(0, ""), {Usage: &provider.Usage{Input: 1}}}, broken, 0, []string{"error"}},
-		{"stopped", 2, []*provider.Chunk{chunk(0, "stop"), chunk(1, "")}, nil, 2, []string{"stop", "error"}},
+		{"stopped", 2, []*provider.Chunk{chunk(0, "stop"), chunk(1, "")}, nil, 2, []string{"stop"}},
+		{"stopped before the first finished", 2, []*provider.Chunk{chunk(0, ""), chunk(1, "stop")}, nil, 2, []string{"stop"}},
+		{"stopped before any finished", 2, []*provider.Chunk{chunk(0, ""), chunk(1, "")}, nil, 1, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr, rec := recording()
@@ -107,5 +111,48 @@ func TestFinishReasons(t *testing.T) {
 				t.Errorf("finish reasons (-got +want):\n%s", d)
 			}
 		})
+	}
+}
+
+func TestConsumerStops(t *testing.T) {
+	// A consumer that stops reading ends the request, which did not fail:
+	// its span has no error status and no error.type, and keeps the usage
+	// the provider said before (a failed stream's, on a chunk of its own).
+	tr, rec := recording()
+	p := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		return func(yield func(*provider.Chunk, error) bool) {
+			for _, c := range []*provider.Chunk{
+				{Index: 0, Text: `{"a":1}`, Done: true, FinishReason: "stop", Usage: &provider.Usage{Input: 7, Output: 3}},
+				{Index: 1, Text: `{"a":`},
+				{Index: 1, Text: `2}`},
+			} {
+				if !yield(c, nil) {
+					return
+				}
+			}
+		}
+	})
+	got := 0
+	for _, err := range tr.Provider(p).Generate(context.Background(), &provider.Request{Model: "m", N: 2, Stream: true}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got++; got == 2 {
+			break
+		}
+	}
+	span := rec.Ended()[0]
+	if st := span.Status(); st.Code != codes.Unset {
+		t.Errorf("status %v, want unset", st)
+	}
+	a := attrs(span)
+	if v, ok := a["error.type"]; ok {
+		t.Errorf("error.type %v, want none", v)
+	}
+	if d := cmp.Diff(a["gen_ai.response.finish_reasons"], any([]string{"stop"})); d != "" {
+		t.Errorf("finish reasons (-got +want):\n%s", d)
+	}
+	if a["gen_ai.usage.input_tokens"] != int64(7) || a["gen_ai.usage.output_tokens"] != int64(3) {
+		t.Errorf("usage: input %v, output %v; want 7 and 3", a["gen_ai.usage.input_tokens"], a["gen_ai.usage.output_tokens"])
 	}
 }
