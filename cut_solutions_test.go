@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -334,5 +335,71 @@ func TestRequestLostWhyAskedAgain(t *testing.T) {
 	}
 	if got, want := lost.Error(), "; asked again: provider: x"; !strings.Contains(got, want) {
 		t.Errorf("lost: %s; want it to say %q", got, want)
+	}
+}
+
+// stoppedSolutions is a provider.SolutionError naming some solutions.
+type stoppedSolutions []int
+
+func (s stoppedSolutions) Error() string    { return fmt.Sprintf("test: solutions %v stopped", []int(s)) }
+func (s stoppedSolutions) Solutions() []int { return s }
+
+// TestRequestStoppedThenCut: a provider call whose stream broke after it
+// had stopped a solution (a content filter) that arrived whole reports
+// both, as the adapters do: the failure, wrapping the SolutionError. The
+// stopped solution is asked for again, as on a stream that ended well,
+// and so is the one the failure cut; the one that finished well stands.
+// Each Repair event says why its solution was taken back.
+func TestRequestStoppedThenCut(t *testing.T) {
+	var calls []int
+	p := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		calls = append(calls, req.N)
+		return func(yield func(*provider.Chunk, error) bool) {
+			chunks := []*provider.Chunk{{Index: 0, Text: `{"output":3}`, Done: true, FinishReason: "stop"}, {Index: 1, Text: `{"output":4}`, Done: true, FinishReason: "stop"}}
+			var err error
+			if len(calls) == 1 {
+				chunks = []*provider.Chunk{
+					{Index: 0, Text: `{"output":1}`, Done: true, FinishReason: "content_filter"},
+					{Index: 1, Text: `{"output":2}`, Done: true, FinishReason: "stop"},
+					{Index: 2, Text: `{"output":`},
+				}
+				err = fmt.Errorf("%w; before that, %w", errCut, stoppedSolutions{0})
+			}
+			for _, c := range chunks[:req.N] {
+				if !yield(c, nil) {
+					return
+				}
+			}
+			if err != nil {
+				yield(nil, err)
+			}
+		}
+	})
+	cfg := agent.Config{Provider: p, Registry: agent.NewRegistry(), N: 3, Logger: slog.New(slog.DiscardHandler)}
+	var repairs []string
+	var resp *agent.Response
+	for ev, err := range agent.Stream(context.Background(), cfg, json.RawMessage(`{"type":"integer"}`), []message.Message{message.Text("count")}) {
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case ev.Repair != nil:
+			why := "the call's error"
+			if _, ok := ev.Repair.Err.(stoppedSolutions); ok {
+				why = "the stop"
+			}
+			repairs = append(repairs, fmt.Sprintf("%d %s: %s, cut=%v", ev.Repair.Index, ev.Repair.Raw, why, errors.Is(ev.Repair.Err, provider.ErrTruncated)))
+		case ev.Response != nil:
+			resp = ev.Response
+		}
+	}
+	if got := fmt.Sprint(solutionOutputs(resp)); got != "[3 2 4]" {
+		t.Errorf("outputs %s, want [3 2 4]", got)
+	}
+	if d := cmp.Diff(calls, []int{3, 2}); d != "" {
+		t.Errorf("n asked (-got +want):\n%s", d)
+	}
+	want := []string{`0 {"output":1}: the stop, cut=false`, `2 {"output":: the call's error, cut=true`}
+	if d := cmp.Diff(repairs, want); d != "" {
+		t.Errorf("repairs (-got +want):\n%s", d)
 	}
 }

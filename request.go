@@ -672,8 +672,11 @@ type answer struct {
 	adv    *jsonstream.Extractor // the advisors (Config.advising)
 	// stopped marks a solution the provider did not give whole: it
 	// stopped it before its end (a provider.SolutionError names it), or
-	// the call failed before it arrived whole. Its text is no solution.
+	// the call failed before it arrived whole. Its text is no solution;
+	// why says what took it: the SolutionError, or the call's error.
 	stopped bool
+	why     error
+	done    bool // whether its last chunk (Done) came
 }
 
 // given is the text of one solution as the provider gave it, or why it
@@ -740,7 +743,7 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, whole func
 		logger(cfg).DebugContext(ctx, "asking for the solutions the provider did not give", "given", count(answers), "n", n, "error", err)
 		for _, i := range slots {
 			if i < len(answers) && answers[i] != nil { // stopped: its pieces start again
-				raws[i], why[i] = answers[i].text.String(), stopErr(err)
+				raws[i], why[i] = answers[i].text.String(), cmp.Or(answers[i].why, stopErr(err))
 				inv := &InvalidError{Index: i, Attempts: tries[i], Raw: raws[i], Err: why[i]}
 				if !yield(Event{Repair: inv}, nil) {
 					return nil, errStopped
@@ -789,7 +792,7 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, whole func
 	for i, a := range answers {
 		switch {
 		case a != nil && a.stopped: // stopped, or cut, by the last call
-			inv := &InvalidError{Index: i, Attempts: tries[i], Raw: a.text.String(), Err: stopErr(err)}
+			inv := &InvalidError{Index: i, Attempts: tries[i], Raw: a.text.String(), Err: cmp.Or(a.why, stopErr(err))}
 			out = append(out, given{index: i, lost: inv})
 			continue
 		case a == nil && why[i] != nil:
@@ -813,17 +816,20 @@ func generate(ctx context.Context, cfg Config, req *provider.Request, whole func
 // settle reports whether err, which ended a provider call whose
 // solutions went to slots (nil: numbered from 0), leaves at least one
 // solution of answers good, and marks stopped those of the call that it
-// took: the solutions a provider.SolutionError names, or, for any other
-// error, each one whose text whole does not take. With whole nil, any
-// other error fails the call: one solution asked fails as it always did.
+// took: the solutions a provider.SolutionError names, and, for any other
+// error, each one whose text whole does not take. An error of both (a
+// stream that broke after the provider had stopped some solutions) takes
+// those it names and those it cut: the ones that had not ended, unless
+// whole takes their text. With whole nil, any other error fails the
+// call: one solution asked fails as it always did.
 func settle(err error, slots []int, answers []*answer, whole func(string) bool) bool {
 	se, ok := errors.AsType[provider.SolutionError](err)
 	if !ok && whole == nil {
 		return false
 	}
-	mark := func(i int) {
-		if i >= 0 && i < len(answers) && answers[i] != nil {
-			answers[i].stopped = true
+	mark := func(i int, why error) {
+		if i >= 0 && i < len(answers) && answers[i] != nil && !answers[i].stopped {
+			answers[i].stopped, answers[i].why = true, why
 		}
 	}
 	if ok {
@@ -835,9 +841,8 @@ func settle(err error, slots []int, answers []*answer, whole func(string) bool) 
 				}
 				i = slots[k]
 			}
-			mark(i)
+			mark(i, se)
 		}
-		return count(answers) > 0
 	}
 	// A solution whose JSON is complete and valid lost nothing to the
 	// failure: the rest of the stream was another's.
@@ -849,8 +854,11 @@ func settle(err error, slots []int, answers []*answer, whole func(string) bool) 
 		}
 	}
 	for _, i := range took {
-		if i < len(answers) && answers[i] != nil && !whole(answers[i].text.String()) {
-			mark(i)
+		if i >= len(answers) || answers[i] == nil || ok && answers[i].done {
+			continue // with a SolutionError, those that ended and it does not name ended well
+		}
+		if whole == nil || !whole(answers[i].text.String()) {
+			mark(i, err)
 		}
 	}
 	return count(answers) > 0
@@ -941,7 +949,7 @@ func readChunk(cfg *Config, n int, slots []int, answers *[]*answer, resp *Respon
 	}
 	a := (*answers)[i]
 	if c.Done {
-		a.finish = c.FinishReason
+		a.finish, a.done = c.FinishReason, true
 	}
 	if c.Text == "" {
 		return nil

@@ -3,6 +3,7 @@ package anthropic
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"net/http"
@@ -180,7 +181,8 @@ func New(cfg Config) (*Provider, error) {
 // wrapping provider.ErrNoAnswer for a network error before any byte of the
 // answer, and one wrapping provider.ErrTruncated for a stream cut after; a
 // *[StopError], after the chunks of every solution, for one that a
-// refusal or the model's context window stopped.
+// refusal or the model's context window stopped; when a request fails
+// all the same, its error wraps that *StopError too.
 func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
 	return func(yield func(*provider.Chunk, error) bool) {
 		if err := ctx.Err(); err != nil {
@@ -444,6 +446,13 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 				stop = se
 			}
 		}
+		if se, ok := errors.AsType[*StopError](it.err); ok {
+			// Stopped before its request failed (see events).
+			stopped = append(stopped, se.Index)
+			if stop == nil || se.Index < stop.Index {
+				stop = se
+			}
+		}
 		if it.err != nil {
 			// Those streaming go on; the error ends the stream after them.
 			if failed == nil {
@@ -491,12 +500,24 @@ func fanOut(ctx context.Context, c *call, n int, yield func(*provider.Chunk, err
 			return
 		}
 	}
-	if failed != nil {
-		yield(nil, failed)
+	if stop == nil {
+		if failed != nil {
+			yield(nil, failed)
+		}
 		return
 	}
-	if stop != nil {
-		stop.Others = stops.Others(stop.Index, stopped)
-		yield(nil, stop)
+	stop.Others = stops.Others(stop.Index, stopped)
+	switch inner, ok := errors.AsType[*StopError](failed); {
+	case failed == nil:
+		failed = stop
+	case ok:
+		// The failure says a solution stopped before it (see events):
+		// it now says them all.
+		*inner = *stop
+	default:
+		// The solutions stopped are no more solutions than when no
+		// request fails: the error says them with the failure.
+		failed = stops.After(failed, stop)
 	}
+	yield(nil, failed)
 }

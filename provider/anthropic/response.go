@@ -15,6 +15,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/packages/ssestream"
 
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/internal/stops"
 )
 
 // solution sends the call's request once and yields the chunks of solution
@@ -128,7 +129,12 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 		// fail yields the usage counted so far, then err: the API bills
 		// the input of a request whose stream began (message_start), and
 		// the output until the failure (message_delta's, the last said).
+		// A stop_reason said before the failure goes with it: the answer
+		// is no more a solution than if message_stop had come.
 		fail := func(err error) {
+			if stop != nil {
+				err = stops.After(err, stop)
+			}
 			if counted {
 				u := usage.usage()
 				if !yield(&provider.Chunk{Index: i, Usage: &u, Model: model, ResponseID: id}, nil) {

@@ -300,3 +300,66 @@ func TestToolInputNoDelta(t *testing.T) {
 		})
 	}
 }
+
+// TestStoppedThenFailed: of two solutions, one refused whole and one
+// whose request fails (overloaded mid-stream, cut, refused before its
+// message_stop), the refused one is reported as stopped, as when the
+// other ends well, along with the failure.
+func TestStoppedThenFailed(t *testing.T) {
+	const start = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_%d\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-6\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":58,\"output_tokens\":1}}}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"{\\\"output\\\":\\\"x\\\"}\"}}\n\n" +
+		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+	const refusal = "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"refusal\",\"stop_details\":{\"type\":\"refusal\",\"category\":\"cyber\"}},\"usage\":{\"output_tokens\":9}}\n\n"
+	const stop = "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	for _, tt := range []struct {
+		name string
+		one  string // the stream of solution 1, after start
+		want error  // that the error wraps too; nil: a *provider.Error
+	}{
+		{"overloaded", "event: error\ndata: {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}\n\n", nil},
+		{"cut", "", provider.ErrTruncated},
+		{"refused, then cut", refusal, provider.ErrTruncated},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				if r.Header.Get(indexHeader) == "0" {
+					fmt.Fprintf(w, start+refusal+stop, 0)
+					return
+				}
+				fmt.Fprintf(w, start+tt.one, 1)
+			})
+			p, _ := newTestServer(t, h, Config{})
+			// A prompt long enough to be cached: request 1 is sent once
+			// the response to request 0 began, which its failure then
+			// does not cancel.
+			req := request(true, 2)
+			req.Messages[0].Text = strings.Repeat("You are terse. ", minCachedBody/15+1)
+			res, err := provider.Collect(p.Generate(t.Context(), req))
+			if diff := cmp.Diff(res.Texts, []string{`{"output":"x"}`, `{"output":"x"}`}); diff != "" {
+				t.Errorf("texts (-got +want):\n%s", diff)
+			}
+			if res.Usage.Input != 116 {
+				t.Errorf("usage %+v, want the input of both requests", res.Usage)
+			}
+			se, ok := errors.AsType[*StopError](err)
+			if !ok {
+				t.Fatalf("got %v, want a *StopError", err)
+			}
+			want := []int{0}
+			if tt.name == "refused, then cut" {
+				want = []int{0, 1}
+			}
+			if se.Reason != StopRefusal || !cmp.Equal(se.Solutions(), want) {
+				t.Errorf("got %#v, want the refusal of solutions %v", se, want)
+			}
+			if tt.want != nil && !errors.Is(err, tt.want) {
+				t.Errorf("got %v, want it to wrap %v", err, tt.want)
+			}
+			if pe, ok := errors.AsType[*provider.Error](err); tt.want == nil && (!ok || pe.Status != 529) {
+				t.Errorf("got %v, want it to wrap the 529", err)
+			}
+		})
+	}
+}

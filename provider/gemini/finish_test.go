@@ -211,3 +211,62 @@ func TestFinishErrorText(t *testing.T) {
 		}
 	}
 }
+
+// TestStoppedThenBroken: a candidate a filter stopped, whole before the
+// stream broke, is reported as stopped, as on a stream that ended well,
+// along with the failure: a stream that ends before the other
+// candidate's finishReason, one that ends with an error event, and one
+// whose connection is cut.
+func TestStoppedThenBroken(t *testing.T) {
+	const head = `data: {"candidates":[{"content":{"parts":[{"text":"{\"output\":\"x\"}"}],"role":"model"},"finishReason":"SAFETY","index":0,"safetyRatings":[{"category":"HARM_CATEGORY_DANGEROUS_CONTENT","probability":"HIGH","blocked":true}]}]}` + "\r\n\r\n" +
+		`data: {"candidates":[{"content":{"parts":[{"text":"{\"output\":"}],"role":"model"},"index":1}]}` + "\r\n\r\n"
+	for _, tt := range []struct {
+		name string
+		tail string // after head; "reset" cuts the connection
+		want error  // that the error wraps too; nil: a *provider.Error
+	}{
+		{"ended early", "", provider.ErrTruncated},
+		{"error event", `data: {"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}` + "\r\n\r\n", nil},
+		{"connection cut", "reset", provider.ErrTruncated},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprint(w, head)
+				if tt.tail != "reset" {
+					fmt.Fprint(w, tt.tail)
+					return
+				}
+				w.(http.Flusher).Flush()
+				conn, _, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				conn.Close()
+			}))
+			defer srv.Close()
+			p, err := New(Config{APIKey: testKey, BaseURL: srv.URL, Model: testModel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := collect(p.Generate(context.Background(), &provider.Request{Stream: true, N: 2}))
+			if diff := cmp.Diff(got.Texts, []string{`{"output":"x"}`, `{"output":`}); diff != "" {
+				t.Errorf("texts (-got +want):\n%s", diff)
+			}
+			se, ok := errors.AsType[provider.SolutionError](err)
+			if !ok {
+				t.Fatalf("got %v, want a provider.SolutionError", err)
+			}
+			if fe, ok := se.(*FinishError); !ok || fe.Reason != "SAFETY" || !cmp.Equal(fe.Solutions(), []int{0}) {
+				t.Errorf("got %#v, want the SAFETY of solution 0 alone", se)
+			}
+			if tt.want != nil && !errors.Is(err, tt.want) {
+				t.Errorf("got %v, want it to wrap %v", err, tt.want)
+			}
+			if _, ok := errors.AsType[*provider.Error](err); tt.want == nil && !ok {
+				t.Errorf("got %v, want it to wrap a *provider.Error", err)
+			}
+		})
+	}
+}

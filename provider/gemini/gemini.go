@@ -15,6 +15,7 @@ import (
 
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/internal/limit"
+	"github.com/augceo/agent/provider/internal/stops"
 )
 
 // DefaultBaseURL is the Gemini API's root, used when [Config.BaseURL] is
@@ -171,7 +172,8 @@ func New(cfg Config) (*Provider, error) {
 // answer, and one wrapping provider.ErrTruncated for a stream cut after; a
 // *[BlockedError] for a prompt the API blocked; a *[FinishError], after
 // the chunks of every candidate, for one that a filter (or another reason
-// than its end or a token limit) stopped.
+// than its end or a token limit) stopped; when the stream then fails, its
+// error wraps that *FinishError too.
 func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
 	return func(yield func(*provider.Chunk, error) bool) {
 		if err := ctx.Err(); err != nil {
@@ -278,8 +280,13 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 	}
 	// fail yields what was held back, with the latest usageMetadata when
 	// an event had one (the prompt's tokens, the candidates' so far),
-	// since a call that failed may be billed, then err.
+	// since a call that failed may be billed, then err, with the
+	// candidates stopped before it, which are no more an answer than on
+	// a stream that ended well.
 	fail := func(err error) {
+		if stop != nil {
+			err = stops.After(err, stop)
+		}
 		if usage != nil {
 			if held == nil {
 				held = &provider.Chunk{}

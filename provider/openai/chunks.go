@@ -18,6 +18,7 @@ import (
 
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/internal/limit"
+	"github.com/augceo/agent/provider/internal/stops"
 )
 
 // reasoningFields are the names under which compatible servers send
@@ -137,11 +138,38 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 		}
 		return yield(c, nil)
 	}
+	// stopErr returns the error of the choices refused or filtered so
+	// far, nil when there are none.
+	stopErr := func() error {
+		var (
+			refusal *RefusalError
+			filter  *FilterError
+		)
+		refused := slices.Sorted(maps.Keys(refusals))
+		if len(refused) > 0 {
+			i := refused[0]
+			refusal = &RefusalError{Index: i, Message: string(refusals[i])}
+		}
+		for _, i := range slices.Sorted(maps.Keys(stopped)) {
+			if !stopped[i] {
+				continue
+			}
+			refused = append(refused, i)
+			if filter == nil {
+				cats := filters[i]
+				slices.Sort(cats)
+				filter = &FilterError{Index: i, Categories: cats}
+			}
+		}
+		return stopError(refusal, filter, refused)
+	}
 	// fail yields what was held back, with the usage when the server
 	// reported any (OpenAI only in the last chunk, with
 	// stream_options.include_usage; some compatible servers in every
-	// chunk), then err.
+	// chunk), then err, with the choices refused or filtered before it,
+	// which are no more an answer than on a stream that ended well.
 	fail := func(err error) {
+		err = stops.After(err, stopErr())
 		if counted {
 			total := usage(u)
 			if pending == nil {
@@ -249,27 +277,7 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 	if !yield(pending, nil) {
 		return
 	}
-	var (
-		refusal *RefusalError
-		filter  *FilterError
-	)
-	refused := slices.Sorted(maps.Keys(refusals))
-	if len(refused) > 0 {
-		i := refused[0]
-		refusal = &RefusalError{Index: i, Message: string(refusals[i])}
-	}
-	for _, i := range slices.Sorted(maps.Keys(stopped)) {
-		if !stopped[i] {
-			continue
-		}
-		refused = append(refused, i)
-		if filter == nil {
-			cats := filters[i]
-			slices.Sort(cats)
-			filter = &FilterError{Index: i, Categories: cats}
-		}
-	}
-	if err := stopError(refusal, filter, refused); err != nil {
+	if err := stopErr(); err != nil {
 		yield(nil, err)
 	}
 }

@@ -158,3 +158,64 @@ func TestSeveralStopped(t *testing.T) {
 		})
 	}
 }
+
+// TestFilteredThenBroken: a choice the content filter stopped, whole
+// before the stream broke, is reported as filtered, as on a stream that
+// ended well, along with the failure: a stream that ends before the
+// other choice's finish_reason, one that ends with an error event, and
+// one whose connection is cut.
+func TestFilteredThenBroken(t *testing.T) {
+	const head = `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{"content":"{\"output\":\"x\"}"},"finish_reason":"content_filter","content_filter_results":{"violence":{"filtered":true,"severity":"medium"}}}]}` + "\n\n" +
+		`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":1,"delta":{"content":"{\"output\":"},"finish_reason":null}]}` + "\n\n"
+	for _, tt := range []struct {
+		name string
+		tail string // after head; "reset" cuts the connection
+		want error  // that the error wraps too
+	}{
+		{"ended early", "", provider.ErrTruncated},
+		{"error event", `data: {"error":{"message":"The server had an error","type":"server_error"}}` + "\n\n", nil},
+		{"connection cut", "reset", provider.ErrTruncated},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprint(w, head)
+				if tt.tail != "reset" {
+					fmt.Fprint(w, tt.tail)
+					return
+				}
+				w.(http.Flusher).Flush()
+				conn, _, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				conn.Close() // the chunked body never ends
+			}))
+			defer srv.Close()
+			p, err := New(Config{BaseURL: srv.URL, APIKey: "sk-test", Model: "gpt-test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := replayRequest(true)
+			req.N = 2
+			got, err := gather(t, p.Generate(context.Background(), req))
+			if diff := cmp.Diff(got.Texts, []string{`{"output":"x"}`, `{"output":`}); diff != "" {
+				t.Errorf("texts (-got +want):\n%s", diff)
+			}
+			se, ok := errors.AsType[provider.SolutionError](err)
+			if !ok {
+				t.Fatalf("got %v, want a provider.SolutionError", err)
+			}
+			if diff := cmp.Diff(se, provider.SolutionError(&FilterError{Index: 0, Categories: []string{"violence"}})); diff != "" {
+				t.Errorf("stop (-got +want):\n%s", diff)
+			}
+			if tt.want != nil && !errors.Is(err, tt.want) {
+				t.Errorf("got %v, want it to wrap %v", err, tt.want)
+			}
+			if tt.want == nil && asAPIErr(err) == nil {
+				t.Errorf("got %v, want it to wrap a *provider.Error", err)
+			}
+		})
+	}
+}

@@ -181,8 +181,9 @@ func New(cfg Config) (*Provider, error) {
 // provider.ErrTruncated, after the text already received, when a stream
 // ends before a choice's finish_reason; a *[RefusalError] after the
 // chunks when the model refused, a *[FilterError] when a content filter
-// stopped a choice; [ErrNoModel], [ErrUnknownRole] or a schema
-// error before anything is sent. Generate never modifies req.
+// stopped a choice (when the stream then fails, its error wraps them
+// too); [ErrNoModel], [ErrUnknownRole] or a schema error before anything
+// is sent. Generate never modifies req.
 func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
 	return func(yield func(*provider.Chunk, error) bool) {
 		if err := ctx.Err(); err != nil {

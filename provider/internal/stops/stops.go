@@ -3,7 +3,12 @@
 // stopped, as Index, and the others, as Others.
 package stops
 
-import "slices"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+)
 
 // Solutions returns index followed by others, in a new slice: what
 // Solutions of provider.SolutionError returns.
@@ -22,4 +27,18 @@ func Others(index int, stopped []int) []int {
 	}
 	slices.Sort(o)
 	return o
+}
+
+// After returns err, which ended a stream after some of its solutions
+// had been stopped (stop, a provider.SolutionError, or nil), as an error
+// that wraps both: the caller finds the failure (provider.ErrTruncated,
+// a *provider.Error) and the stopped solutions alike, which are no more
+// a solution than on a stream that ended well. It returns err when stop
+// is nil, and when err is the context's: the caller gave up on the
+// answer.
+func After(err, stop error) error {
+	if stop == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w; before that, %w", err, stop)
 }
