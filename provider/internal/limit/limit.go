@@ -13,9 +13,11 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptrace"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/augceo/agent/provider"
 )
@@ -58,8 +60,10 @@ func Client(c *http.Client, cfg Config) *http.Client {
 	return &cc
 }
 
-// Own returns the *provider.TimeoutError or *provider.LimitError in err's
-// chain, or nil: the adapters yield it as is, without the SDK's wrapping.
+// Own returns the *provider.TimeoutError, *provider.LimitError or
+// *provider.Error (an HTML page, see htmlPage) that the transport put in
+// err's chain, or nil: the adapters yield it as is, without the SDK's
+// wrapping.
 func Own(err error) error {
 	if e, ok := errors.AsType[*provider.TimeoutError](err); ok {
 		return e
@@ -67,7 +71,55 @@ func Own(err error) error {
 	if e, ok := errors.AsType[*provider.LimitError](err); ok {
 		return e
 	}
+	if e, ok := errors.AsType[*pageError](err); ok {
+		return e.err
+	}
 	return nil
+}
+
+// pageError carries the *provider.Error of an HTML page through the
+// SDKs, which wrap what a transport returns; only Own unwraps it, so
+// that the adapters' own checks never take it for an API error.
+type pageError struct{ err *provider.Error }
+
+func (e *pageError) Error() string { return e.err.Error() }
+
+// maxPage bounds how much of an HTML page without a title an error
+// quotes.
+const maxPage = 300
+
+// htmlPage returns the error for a successful response that is an HTML
+// page, and closes its body. No API answers with one; a proxy's login
+// page does, and so does a web app at a base URL that is not the API's,
+// which answers any path with its page. Asked again, the page comes
+// again, so the error is not temporary; it names the URL and the page's
+// title, or quotes its beginning when it has none.
+func (t *transport) htmlPage(req *http.Request, res *http.Response) error {
+	page, _ := io.ReadAll(io.LimitReader(res.Body, 4<<10))
+	res.Body.Close()
+	text := strings.Join(strings.Fields(string(page)), " ")
+	lower := strings.ToLower(text)
+	i, j := strings.Index(lower, "<title>"), strings.Index(lower, "</title>")
+	what := "an HTML page"
+	switch {
+	case len(lower) == len(text) && i >= 0 && j > i:
+		what += fmt.Sprintf(" titled %q", strings.TrimSpace(text[i+len("<title>"):j]))
+	case len(text) > maxPage:
+		k := maxPage
+		for k > 0 && !utf8.RuneStart(text[k]) {
+			k--
+		}
+		what += fmt.Sprintf(" (%s…)", text[:k])
+	default:
+		what += fmt.Sprintf(" (%s)", text)
+	}
+	u := *req.URL
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return &pageError{&provider.Error{
+		Provider: t.cfg.Provider,
+		Status:   res.StatusCode,
+		Err:      fmt.Errorf("%s answered %s, not the API's answer: a proxy's page, or a base URL that is not the API's?", u.String(), what),
+	}}
 }
 
 type transport struct {
@@ -102,6 +154,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// it has the headers.
 	w.connected()
 	mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
+	if mt == "text/html" && res.StatusCode < 300 {
+		err := t.htmlPage(req, res)
+		cancel(nil)
+		return nil, err
+	}
 	b := &body{rc: res.Body, w: w, parent: parent, stream: mt == "text/event-stream"}
 	if !b.stream {
 		b.max = t.cfg.MaxBody

@@ -5,6 +5,7 @@ package limittest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -55,6 +56,7 @@ func Run(t *testing.T, w Wire) {
 	t.Run("ResetBeforeWriting", func(t *testing.T) { resetBeforeWriting(t, w) })
 	t.Run("FailAfterFirstChunk", func(t *testing.T) { failAfterFirstChunk(t, w) })
 	t.Run("BodyCut", func(t *testing.T) { bodyCut(t, w) })
+	t.Run("HTMLPage", func(t *testing.T) { htmlPage(t, w) })
 }
 
 func sse(w http.ResponseWriter) {
@@ -331,5 +333,44 @@ func bodyCut(t *testing.T, w Wire) {
 	}
 	if calls.Load() != 1 || sleeps != 0 {
 		t.Errorf("%d calls and %d waits, want 1 and 0", calls.Load(), sleeps)
+	}
+}
+
+// htmlPage checks that an HTML page answered with a 200, as a proxy's
+// login page or a web app at a base URL that is not the API's, is a
+// *provider.Error that says so, names the URL and quotes the page, and is
+// not retried: asked again, the same page comes back.
+func htmlPage(t *testing.T, w Wire) {
+	const page = "<!doctype html>\n<html><head><title>Sign in - Corporate Proxy</title></head><body>Please sign in.</body></html>\n"
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprint("stream=", stream), func(t *testing.T) {
+			var calls atomic.Int32
+			var path string
+			srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+				calls.Add(1)
+				path = r.URL.Path
+				rw.Header().Set("Content-Type", "text/html; charset=utf-8")
+				write(rw, page)
+			}))
+			defer srv.Close()
+			p := w.New(t, srv.Client(), srv.URL, Limits{})
+			sleeps := 0
+			_, err := provider.Collect(retried(p, &sleeps).Generate(t.Context(), &provider.Request{Stream: stream}))
+			pe, ok := errors.AsType[*provider.Error](err)
+			if !ok {
+				t.Fatalf("error %v, want a *provider.Error", err)
+			}
+			if pe.Provider != w.Name || pe.Status != http.StatusOK || pe.Temporary() {
+				t.Errorf("error %q of %q, status %d, temporary %v; want one of %q, 200, not temporary", err, pe.Provider, pe.Status, pe.Temporary(), w.Name)
+			}
+			for _, want := range []string{"HTML page", srv.URL + path, "Sign in - Corporate Proxy"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+			if calls.Load() != 1 || sleeps != 0 {
+				t.Errorf("%d calls and %d waits, want 1 and 0", calls.Load(), sleeps)
+			}
+		})
 	}
 }
