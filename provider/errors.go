@@ -120,7 +120,10 @@ type Error struct {
 func (e *Error) Error() string {
 	s := e.Provider
 	if e.Status != 0 {
-		s += fmt.Sprintf(": %d %s", e.Status, http.StatusText(e.Status))
+		s += fmt.Sprintf(": %d", e.Status)
+		if text := statusText(e.Status); text != "" {
+			s += " " + text
+		}
 	}
 	if e.Code != "" {
 		s += " (" + e.Code + ")"
@@ -132,6 +135,14 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// statusText is http.StatusText, which has none for Anthropic's 529.
+func statusText(status int) string {
+	if status == 529 {
+		return "Overloaded"
+	}
+	return http.StatusText(status)
+}
 
 // CodeInvalidSchema is the [Error.Code] of a server error that the
 // schema of the request caused (Ollama's 500 "invalid JSON schema in

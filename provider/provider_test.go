@@ -242,3 +242,20 @@ func TestTimeoutError(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+func TestErrorText(t *testing.T) {
+	for _, tt := range []struct {
+		err  *provider.Error
+		want string
+	}{
+		{&provider.Error{Provider: "openai", Status: 503, Code: "server_error", Err: errors.New("try later")}, "openai: 503 Service Unavailable (server_error): try later"},
+		// Anthropic's overload has no text in net/http.
+		{&provider.Error{Provider: "anthropic", Status: 529, Code: "overloaded_error", Err: errors.New("Overloaded")}, "anthropic: 529 Overloaded (overloaded_error): Overloaded"},
+		{&provider.Error{Provider: "x", Status: 599, Err: errors.New("odd")}, "x: 599: odd"},
+		{&provider.Error{Provider: "x", Err: errors.New("connection refused")}, "x: connection refused"},
+	} {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("got %q, want %q", got, tt.want)
+		}
+	}
+}
