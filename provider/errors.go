@@ -40,8 +40,9 @@ const (
 	// response body, so it covers the headers, and the whole answer of a
 	// request that does not stream.
 	PhaseFirstByte Phase = "first byte"
-	// PhaseIdle is the silence between two reads of the body, once its
-	// first byte arrived.
+	// PhaseIdle is the server's silence once the first byte of the body
+	// arrived: how long one read of the body waits. The time the
+	// consumer takes between two reads does not count.
 	PhaseIdle Phase = "idle"
 )
 

@@ -72,9 +72,10 @@ type Config struct {
 	// stream, the whole answer otherwise); 0 means
 	// [DefaultFirstByteTimeout], negative means none.
 	FirstByteTimeout time.Duration
-	// IdleTimeout bounds the silence between two reads of the response
-	// body once its first byte arrived; 0 means [DefaultIdleTimeout],
-	// negative means none.
+	// IdleTimeout bounds how long a read of the response body waits for
+	// the server once its first byte arrived: the server's silence, not
+	// the time the consumer takes between two chunks. 0 means
+	// [DefaultIdleTimeout], negative means none.
 	IdleTimeout time.Duration
 	// MaxAnswerBytes caps one answer: the text and reasoning of all the
 	// choices of a stream, or the body of a response that does not

@@ -28,7 +28,7 @@ type Config struct {
 	Provider  string        // names the provider in errors
 	Connect   time.Duration // dialing and the TLS handshake
 	FirstByte time.Duration // from the connection to the first byte of the body
-	Idle      time.Duration // between two reads of the body
+	Idle      time.Duration // a read of the body waiting, once its first byte came
 	// MaxBody caps the body of a response that is not an SSE stream;
 	// streams are counted by a [Budget] instead.
 	MaxBody int64
@@ -265,8 +265,16 @@ type body struct {
 }
 
 func (b *body) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
 	w := b.w
+	w.mu.Lock()
+	if w.got && w.t == nil && !w.done {
+		// The idle timeout bounds the server's silence: it runs while a
+		// read waits, and not between reads, whose time is the
+		// consumer's, however long it takes over a chunk.
+		w.arm(provider.PhaseIdle, w.cfg.Idle)
+	}
+	w.mu.Unlock()
+	n, err := b.rc.Read(p)
 	w.mu.Lock()
 	if w.fired != nil {
 		fired := w.fired
@@ -283,9 +291,7 @@ func (b *body) Read(p []byte) (int, error) {
 	got := w.got
 	if n > 0 {
 		w.got = true
-		if err == nil && !w.done {
-			w.arm(provider.PhaseIdle, w.cfg.Idle)
-		}
+		w.arm(provider.PhaseIdle, 0) // stops the first-byte or idle timer until the next read
 	}
 	if err != nil && w.t != nil {
 		w.t.Stop()

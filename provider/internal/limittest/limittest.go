@@ -52,6 +52,7 @@ const memURL = "http://provider.test"
 func Run(t *testing.T, w Wire) {
 	t.Run("Timeouts", func(t *testing.T) { timeouts(t, w) })
 	t.Run("BreakOut", func(t *testing.T) { breakOut(t, w) })
+	t.Run("SlowConsumer", func(t *testing.T) { slowConsumer(t, w) })
 	t.Run("RetryAfterCapped", func(t *testing.T) { retryAfterCapped(t, w) })
 	t.Run("ResetBeforeWriting", func(t *testing.T) { resetBeforeWriting(t, w) })
 	t.Run("FailAfterFirstChunk", func(t *testing.T) { failAfterFirstChunk(t, w) })
@@ -172,6 +173,33 @@ func timeouts(t *testing.T, w Wire) {
 			})
 		})
 	}
+}
+
+// slowConsumer checks that the idle timeout bounds the server's
+// silence, not the consumer's: a consumer that takes longer than it over
+// each chunk, while the server has sent the rest, gets the whole answer.
+func slowConsumer(t *testing.T, w Wire) {
+	synctest.Test(t, func(t *testing.T) {
+		h := func(rw http.ResponseWriter, r *http.Request) {
+			sse(rw)
+			write(rw, w.Start+w.Piece("a"))
+			time.Sleep(time.Second)
+			write(rw, w.Piece("b"))
+			write(rw, w.End)
+		}
+		p := w.New(t, &http.Client{Transport: memhttp.Transport{Handler: http.HandlerFunc(h)}}, memURL, Limits{Idle: 30 * time.Second})
+		var text strings.Builder
+		for c, err := range p.Generate(t.Context(), &provider.Request{Stream: true}) {
+			if err != nil {
+				t.Fatalf("after %q: %v", text.String(), err)
+			}
+			text.WriteString(c.Text)
+			time.Sleep(45 * time.Second) // the fake clock's: the consumer's work
+		}
+		if text.String() != "ab" {
+			t.Errorf("text %q, want \"ab\"", text.String())
+		}
+	})
 }
 
 // breakOut checks that a consumer that stops early ends the request: the
