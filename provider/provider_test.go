@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/augceo/agent/provider"
@@ -258,4 +259,38 @@ func TestErrorText(t *testing.T) {
 			t.Errorf("got %q, want %q", got, tt.want)
 		}
 	}
+}
+
+// TestRetryCancelledWhileWaiting: a context cancelled while Retry waits
+// for the wait the provider asked ends the stream at once, with an error
+// that is the cancellation and still the provider's error, saying that
+// the wait was cut; the usage the failed attempt said came before it.
+func TestRetryCancelledWhileWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		p := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+			return func(yield func(*provider.Chunk, error) bool) {
+				calls++
+				if yield(&provider.Chunk{Usage: &provider.Usage{Input: 12}}, nil) {
+					yield(nil, &provider.Error{Provider: "x", Status: http.StatusServiceUnavailable, RetryAfter: 10 * time.Second, Err: errors.New("busy")})
+				}
+			}
+		})
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(3*time.Second, cancel)
+		start := time.Now()
+		res, err := provider.Collect(provider.Retry(p, provider.RetryConfig{}).Generate(ctx, &provider.Request{}))
+		if got := time.Since(start); got != 3*time.Second {
+			t.Errorf("ended after %v, want 3s", got)
+		}
+		if pe, ok := errors.AsType[*provider.Error](err); !ok || pe.Status != http.StatusServiceUnavailable || !errors.Is(err, context.Canceled) {
+			t.Errorf("got %v, want the 503 and context.Canceled", err)
+		}
+		if want := "x: 503 Service Unavailable: busy; stopped while waiting 10s to try again: context canceled"; err == nil || err.Error() != want {
+			t.Errorf("text %q, want %q", err, want)
+		}
+		if calls != 1 || res.Usage.Input != 12 {
+			t.Errorf("%d calls, usage %+v; want 1 call and the input it said", calls, res.Usage)
+		}
+	})
 }

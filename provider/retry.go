@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"time"
 )
@@ -51,7 +52,9 @@ const (
 // to wait, or not. It only retries a stream that has not yielded any of
 // a solution yet, so the caller never sees a chunk twice; a chunk that
 // only says usage (see [Chunk.Usage]) passes through, so that what a
-// failed attempt used is counted.
+// failed attempt used is counted. A ctx that ends while it waits ends
+// the stream at once, with an error that wraps both the attempt's error
+// and ctx's.
 func Retry(p Provider, cfg RetryConfig) Provider {
 	if cfg.Attempts == 0 {
 		cfg.Attempts = DefaultRetryAttempts
@@ -97,7 +100,8 @@ func Retry(p Provider, cfg RetryConfig) Provider {
 					wait = after
 				}
 				if err := cfg.Sleep(ctx, wait); err != nil {
-					yield(nil, errors.Join(failed, err))
+					// Both: the caller sees why it stopped, and what failed.
+					yield(nil, fmt.Errorf("%w; stopped while waiting %v to try again: %w", failed, wait, err))
 					return
 				}
 				backoff *= 2
