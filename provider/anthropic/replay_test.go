@@ -175,8 +175,9 @@ func TestReplayErrors(t *testing.T) {
 			handler: func(t *testing.T) http.Handler {
 				return replay(t, "error_gateway.html", http.StatusBadGateway, http.Header{"Content-Type": {"text/html"}})
 			},
+			// URL stands for the server's.
 			wantErr: &provider.Error{Status: 502,
-				Err: errors.New("<html><head><title>502 Bad Gateway</title></head><body>upstream connect error</body></html>")},
+				Err: errors.New(`URL/v1/messages answered an HTML page titled "502 Bad Gateway" (upstream connect error), not the API's answer: a proxy's page, or a base URL that is not the API's?`)},
 		},
 		{
 			name: "overloaded inside the stream",
@@ -205,7 +206,7 @@ func TestReplayErrors(t *testing.T) {
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			p, _ := newTestServer(t, tt.handler(t), Config{})
+			p, srv := newTestServer(t, tt.handler(t), Config{})
 			r, err := provider.Collect(p.Generate(t.Context(), request(tt.stream, 1)))
 			if tt.wantErr != nil {
 				tt.wantErr.Provider = "anthropic"
@@ -213,7 +214,7 @@ func TestReplayErrors(t *testing.T) {
 				if !ok {
 					t.Fatalf("got %v, want a *provider.Error", err)
 				}
-				if diff := cmp.Diff(pe.Error(), tt.wantErr.Error()); diff != "" {
+				if diff := cmp.Diff(strings.ReplaceAll(pe.Error(), srv.URL, "URL"), tt.wantErr.Error()); diff != "" {
 					t.Errorf("error (-got +want):\n%s", diff)
 				}
 				if pe.Status != tt.wantErr.Status || pe.Code != tt.wantErr.Code || pe.RetryAfter != tt.wantErr.RetryAfter {

@@ -9,10 +9,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"mime"
 	"net/http"
 	"net/http/httptrace"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,43 +86,54 @@ type pageError struct{ err *provider.Error }
 
 func (e *pageError) Error() string { return e.err.Error() }
 
-// maxPage bounds how much of an HTML page without a title an error
-// quotes.
-const maxPage = 300
+// maxPage bounds how much of the text of an HTML page an error quotes.
+const maxPage = 200
 
-// htmlPage returns the error for a successful response that is an HTML
-// page, and closes its body. No API answers with one; a proxy's login
-// page does, and so does a web app at a base URL that is not the API's,
-// which answers any path with its page. Asked again, the page comes
-// again, so the error is not temporary; it names the URL and the page's
-// title, or quotes its beginning when it has none.
+// htmlPage returns the error for a response that is an HTML page, and
+// closes its body. No API answers with one; a proxy does (its login
+// page, a CDN's 502 of kilobytes of markup), and so does a web app at a
+// base URL that is not the API's, which answers any path with its page.
+// The error has the response's status and Retry-After, so that a
+// gateway's 502 is retried and a login page's 200 is not; it names the
+// URL and the page's title, or quotes the beginning of a page without
+// one.
 func (t *transport) htmlPage(req *http.Request, res *http.Response) error {
-	page, _ := io.ReadAll(io.LimitReader(res.Body, 4<<10))
+	page, _ := io.ReadAll(io.LimitReader(res.Body, 16<<10))
 	res.Body.Close()
-	text := strings.Join(strings.Fields(string(page)), " ")
-	lower := strings.ToLower(text)
-	i, j := strings.Index(lower, "<title>"), strings.Index(lower, "</title>")
 	what := "an HTML page"
-	switch {
-	case len(lower) == len(text) && i >= 0 && j > i:
-		what += fmt.Sprintf(" titled %q", strings.TrimSpace(text[i+len("<title>"):j]))
-	case len(text) > maxPage:
-		k := maxPage
-		for k > 0 && !utf8.RuneStart(text[k]) {
-			k--
+	if m := htmlTitle.FindSubmatch(page); m != nil {
+		what += fmt.Sprintf(" titled %q", strings.Join(strings.Fields(html.UnescapeString(string(m[1]))), " "))
+	}
+	// What a browser would show of the rest, bounded.
+	text := htmlHidden.ReplaceAll(page, nil)
+	text = htmlTag.ReplaceAll(text, []byte(" "))
+	if shown := strings.Join(strings.Fields(html.UnescapeString(string(text))), " "); shown != "" {
+		if len(shown) > maxPage {
+			k := maxPage
+			for k > 0 && !utf8.RuneStart(shown[k]) {
+				k--
+			}
+			shown = shown[:k] + "…"
 		}
-		what += fmt.Sprintf(" (%s…)", text[:k])
-	default:
-		what += fmt.Sprintf(" (%s)", text)
+		what += fmt.Sprintf(" (%s)", shown)
 	}
 	u := *req.URL
 	u.User, u.RawQuery, u.Fragment = nil, "", ""
 	return &pageError{&provider.Error{
-		Provider: t.cfg.Provider,
-		Status:   res.StatusCode,
-		Err:      fmt.Errorf("%s answered %s, not the API's answer: a proxy's page, or a base URL that is not the API's?", u.String(), what),
+		Provider:   t.cfg.Provider,
+		Status:     res.StatusCode,
+		RetryAfter: provider.RetryAfter(res.Header),
+		Err:        fmt.Errorf("%s answered %s, not the API's answer: a proxy's page, or a base URL that is not the API's?", u.String(), what),
 	}}
 }
+
+// What htmlPage reads of a page: its title; the elements a browser does
+// not show, with their content; and the tags of the others.
+var (
+	htmlTitle  = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
+	htmlHidden = regexp.MustCompile(`(?is)<(title|style|script|head)\b[^>]*>.*?</(title|style|script|head)>|<!--.*?-->`)
+	htmlTag    = regexp.MustCompile(`(?s)<[^>]*>`)
+)
 
 type transport struct {
 	base http.RoundTripper
@@ -154,7 +167,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// it has the headers.
 	w.connected()
 	mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
-	if mt == "text/html" && res.StatusCode < 300 {
+	if mt == "text/html" {
 		err := t.htmlPage(req, res)
 		cancel(nil)
 		return nil, err

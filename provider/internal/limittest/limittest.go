@@ -58,6 +58,7 @@ func Run(t *testing.T, w Wire) {
 	t.Run("FailAfterFirstChunk", func(t *testing.T) { failAfterFirstChunk(t, w) })
 	t.Run("BodyCut", func(t *testing.T) { bodyCut(t, w) })
 	t.Run("HTMLPage", func(t *testing.T) { htmlPage(t, w) })
+	t.Run("HTMLErrorPage", func(t *testing.T) { htmlErrorPage(t, w) })
 }
 
 func sse(w http.ResponseWriter) {
@@ -400,5 +401,49 @@ func htmlPage(t *testing.T, w Wire) {
 				t.Errorf("%d calls and %d waits, want 1 and 0", calls.Load(), sleeps)
 			}
 		})
+	}
+}
+
+// htmlErrorPage checks that a proxy's error page (a CDN's 502, kilobytes
+// of markup) is a *provider.Error of its status and Retry-After that
+// names the page by its title rather than quoting it whole, and is
+// retried as the status says.
+func htmlErrorPage(t *testing.T, w Wire) {
+	page := "<!DOCTYPE html>\n<html><head><title>api.example.com | 502: Bad gateway</title><style>" +
+		strings.Repeat("body{margin:0;padding:0}", 400) + "</style></head><body><h1>Bad gateway</h1></body></html>"
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			rw.Header().Set("Content-Type", "text/html; charset=UTF-8")
+			rw.Header().Set("Retry-After", "5")
+			rw.WriteHeader(http.StatusBadGateway)
+			write(rw, page)
+			return
+		}
+		sse(rw)
+		write(rw, w.Start+w.Piece("ok")+w.End)
+	}))
+	defer srv.Close()
+	p := w.New(t, srv.Client(), srv.URL, Limits{})
+	var waits []time.Duration
+	r := provider.Retry(p, provider.RetryConfig{Attempts: -1})
+	_, err := provider.Collect(r.Generate(t.Context(), &provider.Request{Stream: true}))
+	pe, ok := errors.AsType[*provider.Error](err)
+	if !ok {
+		t.Fatalf("error %v, want a *provider.Error", err)
+	}
+	if pe.Provider != w.Name || pe.Status != http.StatusBadGateway || pe.RetryAfter != 5*time.Second || !pe.Temporary() {
+		t.Errorf("error %q of %q, status %d, Retry-After %v; want one of %q, 502, 5s", err, pe.Provider, pe.Status, pe.RetryAfter, w.Name)
+	}
+	if !strings.Contains(err.Error(), `"api.example.com | 502: Bad gateway"`) || len(err.Error()) > 600 {
+		t.Errorf("error %q (%d bytes), want the page's title, not the page", err, len(err.Error()))
+	}
+	calls.Store(0)
+	res, err := provider.Collect(provider.Retry(p, provider.RetryConfig{Sleep: func(_ context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return nil
+	}}).Generate(t.Context(), &provider.Request{Stream: true}))
+	if err != nil || strings.Join(res.Texts, "") != "ok" || !cmp.Equal(waits, []time.Duration{5 * time.Second}) {
+		t.Errorf("retried: %v, %q after waits %v; want \"ok\"", err, res.Texts, waits)
 	}
 }
