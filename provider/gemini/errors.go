@@ -162,7 +162,9 @@ func convertError(ctx context.Context, err error, ex *exchange, midStream bool) 
 	if isCode(ae.Status) {
 		pe.Code = ae.Status
 	}
-	msg := ae.Message
+	// The SDK keeps a body that is not the API's JSON (a proxy's text)
+	// as the message, trailing newline included.
+	msg := strings.TrimSpace(ae.Message)
 	if msg == "" {
 		msg = ae.Status
 	}

@@ -136,3 +136,27 @@ func TestStreamErrorEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestPlainErrorBody: an error body that is not the API's JSON, as a
+// proxy in front of it sends (Envoy's "upstream connect error…" in plain
+// text, ending with a newline), is the message, without its trailing
+// newline, streamed or not.
+func TestPlainErrorBody(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, "upstream connect error or disconnect/reset before headers. reset reason: overflow\n")
+	}))
+	defer srv.Close()
+	p, err := New(Config{APIKey: testKey, BaseURL: srv.URL, Model: testModel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stream := range []bool{false, true} {
+		_, err := provider.Collect(p.Generate(context.Background(), &provider.Request{Stream: stream}))
+		const want = "gemini: 503 Service Unavailable: upstream connect error or disconnect/reset before headers. reset reason: overflow"
+		if pe, ok := errors.AsType[*provider.Error](err); !ok || pe.Error() != want || !pe.Temporary() {
+			t.Errorf("stream=%v: got %q, want %q, temporary", stream, err, want)
+		}
+	}
+}
