@@ -3,6 +3,7 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -174,12 +175,22 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 	}
 	var secs float64
 	if _, err := fmt.Sscanf(v, "%g", &secs); err == nil && secs >= 0 {
-		return time.Duration(secs * float64(time.Second))
+		return duration(secs, time.Second)
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
 		return t.Sub(now)
 	}
 	return 0
+}
+
+// duration returns n units, or the longest Duration when that is
+// longer: a wait too long to hold is still one too long to wait for,
+// where a conversion past the range would give a negative one.
+func duration(n float64, unit time.Duration) time.Duration {
+	if d := n * float64(unit); d < math.MaxInt64 {
+		return time.Duration(d)
+	}
+	return math.MaxInt64
 }
 
 // RetryAfter reads how long a response asks to wait: the retry-after-ms
@@ -189,7 +200,7 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 func RetryAfter(h http.Header) time.Duration {
 	if v := h.Get("Retry-After-Ms"); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
-			return time.Duration(ms * float64(time.Millisecond))
+			return duration(ms, time.Millisecond)
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))

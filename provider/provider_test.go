@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"net/http"
 	"slices"
 	"testing"
@@ -112,6 +113,9 @@ func TestParseRetryAfter(t *testing.T) {
 		"1.5":                           1500 * time.Millisecond,
 		"Sun, 26 Oct 2025 12:00:30 GMT": 30 * time.Second,
 		"soon":                          0,
+		// Longer than a Duration holds: as long as one can, so that
+		// Retry gives up rather than waits the default backoff.
+		"99999999999": math.MaxInt64,
 	} {
 		if got := provider.ParseRetryAfter(in, now); got != want {
 			t.Errorf("ParseRetryAfter(%q) = %v, want %v", in, got, want)
@@ -162,6 +166,8 @@ func TestRetryAfterHeader(t *testing.T) {
 		{http.Header{}, 0},
 		{http.Header{"Retry-After-Ms": {"1500"}, "Retry-After": {"9"}}, 1500 * time.Millisecond},
 		{http.Header{"Retry-After": {"7"}}, 7 * time.Second},
+		{http.Header{"Retry-After": {"99999999999"}}, math.MaxInt64},
+		{http.Header{"Retry-After-Ms": {"1e300"}}, math.MaxInt64},
 		{http.Header{"Retry-After": {"Sun, 26 Oct 2025 12:00:30 GMT"}, "Date": {"Sun, 26 Oct 2025 12:00:00 GMT"}}, 30 * time.Second},
 		{http.Header{"Retry-After": {"Sun, 26 Oct 2025 12:00:30 GMT"}}, 0},
 	} {
