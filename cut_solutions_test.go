@@ -17,6 +17,7 @@ import (
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/openai"
 	"github.com/augceo/agent/provider/scripted"
 )
 
@@ -401,5 +402,69 @@ func TestRequestStoppedThenCut(t *testing.T) {
 	want := []string{`0 {"output":1}: the stop, cut=false`, `2 {"output":: the call's error, cut=true`}
 	if d := cmp.Diff(repairs, want); d != "" {
 		t.Errorf("repairs (-got +want):\n%s", d)
+	}
+}
+
+// TestOpenAIFilteredThenCut: a Chat Completions stream of three choices
+// breaks (the connection, or an error event) after choice 0 ended with
+// finish_reason content_filter and whole JSON, choice 1 ended well, and
+// while choice 2 was half written. As when the stream ends well, the
+// filtered choice is no solution: it is asked for again with the cut
+// one, each after a Repair event, its Err the *openai.FilterError, and
+// choice 1 stands.
+func TestOpenAIFilteredThenCut(t *testing.T) {
+	const errorEvent = `{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`
+	for _, how := range []string{"cut", "error"} {
+		t.Run(how, func(t *testing.T) {
+			var asked []int
+			withServer(t, func(w http.ResponseWriter, r *http.Request) {
+				var body struct{ N int }
+				if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+					http.Error(w, err.Error(), http.StatusBadRequest)
+					return
+				}
+				asked = append(asked, body.N)
+				if len(asked) > 1 {
+					writeChoices(w, true, []choice{{Index: 0, Content: `{"output":3}`, Finish: "stop"}, {Index: 1, Content: `{"output":4}`, Finish: "stop"}})
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				for _, c := range []string{
+					`{"index":0,"delta":{"content":"{\"output\":1}"},"finish_reason":"content_filter"}`,
+					`{"index":1,"delta":{"content":"{\"output\":2}"},"finish_reason":"stop"}`,
+					`{"index":2,"delta":{"content":"{\"output\":"},"finish_reason":null}`,
+				} {
+					fmt.Fprintf(w, "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-test\",\"choices\":[%s]}\n\n", c)
+				}
+				cutStream(w, how, errorEvent)
+			}, newOpenAI, func(p provider.Provider) {
+				cfg := agent.Config{Provider: p, Registry: agent.NewRegistry(), N: 3, Stream: true, Logger: slog.New(slog.DiscardHandler)}
+				var repairs []string
+				var resp *agent.Response
+				for ev, err := range agent.Stream(context.Background(), cfg, json.RawMessage(`{"type":"integer"}`), []message.Message{message.Text("count")}) {
+					switch {
+					case err != nil:
+						t.Fatal(err)
+					case ev.Repair != nil:
+						why := "the call's error"
+						if _, ok := ev.Repair.Err.(*openai.FilterError); ok {
+							why = "the filter"
+						}
+						repairs = append(repairs, fmt.Sprintf("%d %s: %s", ev.Repair.Index, ev.Repair.Raw, why))
+					case ev.Response != nil:
+						resp = ev.Response
+					}
+				}
+				if got := fmt.Sprint(solutionOutputs(resp)); got != "[3 2 4]" {
+					t.Errorf("outputs %s, want [3 2 4]", got)
+				}
+				if d := cmp.Diff(repairs, []string{`0 {"output":1}: the filter`, `2 {"output":: the call's error`}); d != "" {
+					t.Errorf("repairs (-got +want):\n%s", d)
+				}
+				if d := cmp.Diff(asked, []int{3, 2}); d != "" {
+					t.Errorf("solutions asked (-got +want):\n%s", d)
+				}
+			})
+		})
 	}
 }
