@@ -113,14 +113,20 @@ type SolutionError interface {
 // Error is an error response from a provider's API.
 type Error struct {
 	Provider   string        // "openai", "anthropic", "gemini", ...
+	Model      string        // the model the request asked for, when the adapter says
 	Status     int           // HTTP status, or the one an error event inside a stream stands for; 0 if none
 	Code       string        // the provider's error type or code, if any
 	RetryAfter time.Duration // from the Retry-After header (or the body), 0 if absent
 	Err        error         // the provider's message, as an error
 }
 
+// Error returns, for example, "anthropic claude-sonnet-4-6: 529
+// Overloaded (overloaded_error): Overloaded".
 func (e *Error) Error() string {
 	s := e.Provider
+	if e.Model != "" {
+		s += " " + e.Model
+	}
 	if e.Status != 0 {
 		s += fmt.Sprintf(": %d", e.Status)
 		if text := statusText(e.Status); text != "" {

@@ -260,6 +260,8 @@ func TestErrorText(t *testing.T) {
 		{&provider.Error{Provider: "anthropic", Status: 529, Code: "overloaded_error", Err: errors.New("Overloaded")}, "anthropic: 529 Overloaded (overloaded_error): Overloaded"},
 		{&provider.Error{Provider: "x", Status: 599, Err: errors.New("odd")}, "x: 599: odd"},
 		{&provider.Error{Provider: "x", Err: errors.New("connection refused")}, "x: connection refused"},
+		{&provider.Error{Provider: "gemini", Model: "gemini-2.5-flash", Status: 503, Code: "UNAVAILABLE", Err: errors.New("The model is overloaded.")},
+			"gemini gemini-2.5-flash: 503 Service Unavailable (UNAVAILABLE): The model is overloaded."},
 	} {
 		if got := tt.err.Error(); got != tt.want {
 			t.Errorf("got %q, want %q", got, tt.want)

@@ -16,6 +16,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/internal/apierr"
 	"github.com/augceo/agent/provider/internal/limit"
 	"github.com/augceo/agent/provider/internal/stops"
 )
@@ -195,6 +196,7 @@ func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq
 			yield(nil, err)
 			return
 		}
+		yield = apierr.WithModel(yield, string(c.params.Model))
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		if n := max(req.N, 1); n > 1 {

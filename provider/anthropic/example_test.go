@@ -102,6 +102,6 @@ func Example_errors() {
 		fmt.Println(pe.Code, pe.RetryAfter, pe.Temporary())
 	}
 	// Output:
-	// anthropic: 429 Too Many Requests (rate_limit_error): Rate limited
+	// anthropic claude-sonnet-4-6: 429 Too Many Requests (rate_limit_error): Rate limited
 	// rate_limit_error 20s true
 }

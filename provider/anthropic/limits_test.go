@@ -11,7 +11,8 @@ import (
 
 func TestLimits(t *testing.T) {
 	limittest.Run(t, limittest.Wire{
-		Name: "anthropic",
+		Name:  "anthropic",
+		Model: testModel,
 		New: func(t *testing.T, hc *http.Client, baseURL string, l limittest.Limits) provider.Provider {
 			p, err := New(Config{
 				APIKey: testKey, BaseURL: baseURL, Model: testModel, HTTPClient: hc,

@@ -209,7 +209,7 @@ func TestReplayErrors(t *testing.T) {
 			p, srv := newTestServer(t, tt.handler(t), Config{})
 			r, err := provider.Collect(p.Generate(t.Context(), request(tt.stream, 1)))
 			if tt.wantErr != nil {
-				tt.wantErr.Provider = "anthropic"
+				tt.wantErr.Provider, tt.wantErr.Model = "anthropic", testModel
 				pe, ok := errors.AsType[*provider.Error](err)
 				if !ok {
 					t.Fatalf("got %v, want a *provider.Error", err)

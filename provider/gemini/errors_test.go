@@ -130,6 +130,7 @@ func TestStreamErrorEvents(t *testing.T) {
 			if !ok {
 				t.Fatalf("got %T %v", err, err)
 			}
+			tt.want.Model = testModel
 			if diff := cmp.Diff(pe, tt.want, cmp.Comparer(func(a, b error) bool { return a.Error() == b.Error() })); diff != "" {
 				t.Errorf("error (-got +want):\n%s", diff)
 			}
@@ -154,7 +155,7 @@ func TestPlainErrorBody(t *testing.T) {
 	}
 	for _, stream := range []bool{false, true} {
 		_, err := provider.Collect(p.Generate(context.Background(), &provider.Request{Stream: stream}))
-		const want = "gemini: 503 Service Unavailable: upstream connect error or disconnect/reset before headers. reset reason: overflow"
+		const want = "gemini gemini-test: 503 Service Unavailable: upstream connect error or disconnect/reset before headers. reset reason: overflow"
 		if pe, ok := errors.AsType[*provider.Error](err); !ok || pe.Error() != want || !pe.Temporary() {
 			t.Errorf("stream=%v: got %q, want %q, temporary", stream, err, want)
 		}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/internal/apierr"
 	"github.com/augceo/agent/provider/internal/limit"
 	"github.com/augceo/agent/provider/internal/stops"
 )
@@ -186,6 +187,7 @@ func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq
 			yield(nil, err)
 			return
 		}
+		yield = apierr.WithModel(yield, c.model)
 		if _, ok := p.oneCandidate.Load(c.model); ok {
 			c.config.CandidateCount = 0
 		}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/augceo/agent/internal/strict"
 	"github.com/augceo/agent/provider"
@@ -778,7 +779,7 @@ func TestReplayErrors(t *testing.T) {
 					t.Errorf("no message in %v", pe)
 				}
 				pe.Err = nil
-				if diff := cmp.Diff(pe, tt.want); diff != "" {
+				if diff := cmp.Diff(pe, tt.want, cmpopts.IgnoreFields(provider.Error{}, "Model")); diff != "" {
 					t.Errorf("error (-got +want):\n%s", diff)
 				}
 			}
@@ -792,7 +793,7 @@ func TestReplayErrors(t *testing.T) {
 func TestErrorText(t *testing.T) {
 	p := replay(t, "error_429.json", 429, nil)
 	_, err := provider.Collect(p.Generate(context.Background(), &provider.Request{}))
-	const want = "gemini: 429 Too Many Requests (RESOURCE_EXHAUSTED): You exceeded your current quota"
+	const want = "gemini gemini-test: 429 Too Many Requests (RESOURCE_EXHAUSTED): You exceeded your current quota"
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("got %q, want it to start with %q", err, want)
 	}

@@ -11,7 +11,8 @@ import (
 
 func TestLimits(t *testing.T) {
 	limittest.Run(t, limittest.Wire{
-		Name: DefaultName,
+		Name:  DefaultName,
+		Model: "gpt-test",
 		New: func(t *testing.T, hc *http.Client, baseURL string, l limittest.Limits) provider.Provider {
 			p, err := New(Config{
 				APIKey: "sk-test", BaseURL: baseURL + "/v1", Model: "gpt-test", HTTPClient: hc,

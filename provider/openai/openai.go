@@ -13,6 +13,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/internal/apierr"
 	"github.com/augceo/agent/provider/internal/limit"
 )
 
@@ -200,6 +201,7 @@ func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq
 			yield(nil, err)
 			return
 		}
+		yield = apierr.WithModel(yield, b.Model)
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel() // a consumer that breaks out ends the HTTP request
 		body, err := b.marshal()

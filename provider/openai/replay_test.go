@@ -379,7 +379,7 @@ func TestErrorText(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = provider.Collect(p.Generate(context.Background(), replayRequest(false)))
-	want := "vllm: 429 Too Many Requests (rate_limit_exceeded): Rate limit reached for gpt-4o in organization org-abc123 on tokens per min (TPM): Limit 30000, Used 30000, Requested 1117. Please try again in 1.5s. Visit https://platform.openai.com/account/rate-limits to learn more."
+	want := "vllm m: 429 Too Many Requests (rate_limit_exceeded): Rate limit reached for gpt-4o in organization org-abc123 on tokens per min (TPM): Limit 30000, Used 30000, Requested 1117. Please try again in 1.5s. Visit https://platform.openai.com/account/rate-limits to learn more."
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
 	}

@@ -33,6 +33,8 @@ type Limits struct {
 type Wire struct {
 	// Name is the provider's name in errors.
 	Name string
+	// Model is the model New configures.
+	Model string
 	// New returns the adapter, talking to baseURL through hc.
 	New   func(t *testing.T, hc *http.Client, baseURL string, l Limits) provider.Provider
 	Start string // what a stream sends before its first piece of text
@@ -59,6 +61,7 @@ func Run(t *testing.T, w Wire) {
 	t.Run("BodyCut", func(t *testing.T) { bodyCut(t, w) })
 	t.Run("HTMLPage", func(t *testing.T) { htmlPage(t, w) })
 	t.Run("HTMLErrorPage", func(t *testing.T) { htmlErrorPage(t, w) })
+	t.Run("ErrorNamesModel", func(t *testing.T) { errorNamesModel(t, w) })
 }
 
 func sse(w http.ResponseWriter) {
@@ -445,5 +448,25 @@ func htmlErrorPage(t *testing.T, w Wire) {
 	}}).Generate(t.Context(), &provider.Request{Stream: true}))
 	if err != nil || strings.Join(res.Texts, "") != "ok" || !cmp.Equal(waits, []time.Duration{5 * time.Second}) {
 		t.Errorf("retried: %v, %q after waits %v; want \"ok\"", err, res.Texts, waits)
+	}
+}
+
+// errorNamesModel checks that an error response says which model the
+// request asked for, with the provider: a 429 of one model says nothing
+// of another's limits.
+func errorNamesModel(t *testing.T, w Wire) {
+	for _, stream := range []bool{false, true} {
+		srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			rw.Header().Set("Content-Type", "application/json")
+			rw.WriteHeader(http.StatusTooManyRequests)
+			write(rw, w.RateLimit)
+		}))
+		p := w.New(t, srv.Client(), srv.URL, Limits{})
+		_, err := provider.Collect(p.Generate(t.Context(), &provider.Request{Stream: stream}))
+		srv.Close()
+		pe, ok := errors.AsType[*provider.Error](err)
+		if !ok || pe.Model != w.Model || !strings.HasPrefix(err.Error(), w.Name+" "+w.Model+": 429 ") {
+			t.Errorf("stream=%v: got %q, want a *provider.Error of %s %s", stream, err, w.Name, w.Model)
+		}
 	}
 }
