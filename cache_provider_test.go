@@ -286,7 +286,10 @@ func TestAnthropicCacheContinue(t *testing.T) {
 // TestGeminiSchemaSize: the composed schema of ten tools, as Gemini gets
 // it in each field. responseJsonSchema, the default, keeps the
 // definitions every call shares once; responseSchema has no refs, and
-// repeats them in every tool. -v logs the sizes.
+// repeats them in every tool. responseJsonSchema carries no
+// propertyOrdering: the models that take it (Gemini 2.5 and later) write
+// properties in the schema's own order, so the list only repeated every
+// object's property names. -v logs the sizes.
 func TestGeminiSchemaSize(t *testing.T) {
 	sizes := map[string]int{}
 	for _, field := range []string{"responseJsonSchema", "responseSchema"} {
@@ -305,6 +308,9 @@ func TestGeminiSchemaSize(t *testing.T) {
 		}
 		sizes[field] = len(reqs[0].Schema)
 		t.Logf("%s: %d bytes", field, sizes[field])
+		if field == "responseJsonSchema" && strings.Contains(string(reqs[0].Schema), `"propertyOrdering"`) {
+			t.Errorf("responseJsonSchema has propertyOrdering: %s", reqs[0].Schema)
+		}
 	}
 	if sizes["responseJsonSchema"]*3 > sizes["responseSchema"]*2 {
 		t.Errorf("responseJsonSchema %d bytes, responseSchema %d: want the first a third smaller at least", sizes["responseJsonSchema"], sizes["responseSchema"])

@@ -228,7 +228,9 @@ func (c *adaptCache) put(s json.RawMessage, d Dialect, e adaptation) {
 // [GeminiJSON]: the keywords responseJsonSchema documents are kept: $id, $defs, $ref,
 // $anchor, type, format, title, description, enum, items, prefixItems, minItems,
 // maxItems, minimum, maximum, anyOf, oneOf, properties, additionalProperties, required
-// and propertyOrdering, which each object gets as for [Gemini]. "allOf" is merged,
+// and propertyOrdering. No object gets a propertyOrdering: the models that take
+// responseJsonSchema (Gemini 2.5 and later) write properties in the order of the
+// schema's keys, which the adapted schema keeps. "allOf" is merged,
 // "definitions" become "$defs"; "const" becomes a one-value "enum", and an enum keeps
 // its strings and numbers while null becomes a {"type":"null"} alternative and other
 // values are described, the schema getting their type as for [Gemini]. A $ref with
@@ -1566,16 +1568,10 @@ func geminiJSONRules(o *object, ptr string) (any, error) {
 			}
 		}
 	}
+	// No propertyOrdering added: the models that take responseJsonSchema
+	// (2.5 and later) write properties in the schema's order, and the list
+	// would repeat every object's property names in each request.
 	keep(o, geminiJSONKeywords)
-	if p, ok := o.get("properties"); ok {
-		if props, ok := p.(*object); ok && len(props.members) > 0 {
-			order := make([]any, len(props.members))
-			for i, m := range props.members {
-				order[i] = m.key
-			}
-			o.set("propertyOrdering", order)
-		}
-	}
 	// "If $ref is set on a sub-schema, no other properties, except for those starting
 	// as a $, may be set."
 	if o.has("$ref") && slices.ContainsFunc(o.members, func(m member) bool { return !strings.HasPrefix(m.key, "$") }) {

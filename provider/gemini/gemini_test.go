@@ -370,9 +370,9 @@ func TestRequestGolden(t *testing.T) {
 func TestRequestMapping(t *testing.T) {
 	const adapted = `{"type":"OBJECT","properties":{"output":{"type":"STRING","nullable":true}},"required":["output"],"propertyOrdering":["output"]}`
 	simple := `{"type":"object","properties":{"output":{"type":["string","null"]}},"required":["output"]}`
-	const adaptedJSON = `{"type":"object","properties":{"output":{"type":["string","null"]}},"required":["output"],"propertyOrdering":["output"]}`
+	const adaptedJSON = `{"type":"object","properties":{"output":{"type":["string","null"]}},"required":["output"]}`
 	recursive := `{"$defs":{"node":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}}}},"$ref":"#/$defs/node"}`
-	const recursiveJSON = `{"$defs":{"node":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"propertyOrdering":["kids"]}},"$ref":"#/$defs/node"}`
+	const recursiveJSON = `{"$defs":{"node":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}}}},"$ref":"#/$defs/node"}`
 	for _, tt := range []struct {
 		name  string
 		cfg   Config
@@ -478,7 +478,7 @@ func TestRequestMapping(t *testing.T) {
 			cfg:  Config{ResponseSchema: true},
 			req:  provider.Request{Model: "m", Schema: json.RawMessage(`{"type":"object","properties":{"output":{"type":"object"},"_tool":{"const":"put"}},"required":["output"]}`)},
 			check: func(t *testing.T, r *http.Request, body wireRequest, cfg wireConfig) {
-				want := `{"type":"object","properties":{"output":{"type":"object"},"_tool":{"enum":["put"]}},"required":["output"],"propertyOrdering":["output","_tool"]}`
+				want := `{"type":"object","properties":{"output":{"type":"object"},"_tool":{"enum":["put"]}},"required":["output"]}`
 				if cfg.ResponseSchema != nil || string(cfg.ResponseJSONSchema) != want {
 					t.Errorf("generationConfig %s, want responseJsonSchema %s", body.GenerationConfig, want)
 				}
