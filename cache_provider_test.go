@@ -17,6 +17,7 @@ import (
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/anthropic"
 	"github.com/augceo/agent/provider/gemini"
+	"github.com/augceo/agent/provider/openai"
 	"github.com/augceo/agent/provider/scripted"
 	"github.com/augceo/agent/store"
 )
@@ -314,6 +315,37 @@ func TestGeminiSchemaSize(t *testing.T) {
 	}
 	if sizes["responseJsonSchema"]*3 > sizes["responseSchema"]*2 {
 		t.Errorf("responseJsonSchema %d bytes, responseSchema %d: want the first a third smaller at least", sizes["responseJsonSchema"], sizes["responseSchema"])
+	}
+}
+
+// TestOpenAISchemaSize: the composed schema of ten tools, as OpenAI's
+// strict mode gets it. Each tool's meta-properties are optional, which
+// strict mode spells as required but nullable; their definitions are
+// shared, so they take null once, in $defs, rather than each tool wrapping
+// each $ref in an anyOf with null. -v logs the size.
+func TestOpenAISchemaSize(t *testing.T) {
+	srv := strict.NewOpenAI(t, func(*strict.Request, int) (string, error) { return `{"calls":[],"output":{"done":true}}`, nil })
+	p, err := openai.New(openai.Config{APIKey: "sk-test", BaseURL: srv.URL + "/v1", Model: "gpt-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, msgs := tenTools()
+	if _, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}}}`), msgs); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 1 || !reqs[0].Strict {
+		t.Fatalf("%d requests; want one, strict", len(reqs))
+	}
+	s := string(reqs[0].Schema)
+	t.Logf("response_format: %d bytes", len(s))
+	for _, def := range []string{"_reasoningForCall", "_outputPath", "_outputMethod"} {
+		if wrapped := `{"anyOf":[{"$ref":"#/$defs/` + def + `"},{"type":"null"}]}`; strings.Contains(s, wrapped) {
+			t.Errorf("%s is made nullable at each use: %s", def, s)
+		}
+		if n := strings.Count(s, `{"$ref":"#/$defs/`+def+`"}`); n != 10 {
+			t.Errorf("%d refs to %s, want one a tool", n, def)
+		}
 	}
 }
 

@@ -1072,7 +1072,7 @@ func TestStrictInstancesMidRun(t *testing.T) {
 			strictCalls(strict.Call{Tool: "moderateComment", Set: set("_instance", `"b"`, "comment", `"†input.comment"`, "_outputPath", `"†state.moderation"`)}),
 			strictOutput(`{"done":true}`))
 		s := m.schemas()
-		if p := itemProperty(t, s[0], "moderateComment", "_instance"); !strings.Contains(p, `"enum":["a"]`) {
+		if p := itemProperty(t, s[0], "moderateComment", "_instance"); !strings.Contains(p, `"enum":["a"]`) && !strings.Contains(p, `"enum":["a",null]`) {
 			t.Errorf("request 1's _instance: %s", p)
 		}
 		if p := strings.ToLower(itemProperty(t, s[1], "moderateComment", "_instance")); !strings.Contains(p, `"string"`) || strings.Contains(p, "enum") {

@@ -174,7 +174,9 @@ func (c *adaptCache) put(s json.RawMessage, d Dialect, e adaptation) {
 //
 // [OpenAI]: the root must be an object; every object lists all its properties in
 // "required", and an optional property becomes nullable (so the answer has null where
-// the original omits the key: validate it with [Registry.CompileFor]); every object gets
+// the original omits the key: validate it with [Registry.CompileFor]); a definition
+// that only optional properties refer to, twice or more, is made nullable itself
+// instead of each of them; every object gets
 // "additionalProperties": false, and "properties" even when it has none, which the API
 // requires; "oneOf" becomes "anyOf"; "allOf" is merged into its parent; keywords outside
 // the documented subset (minLength, maxLength, uniqueItems, formats other than
@@ -963,10 +965,13 @@ func adaptOpenAI(root *object) (any, error) {
 	key := freeDefsKey(root, jsonValueName)
 	a := &openaiAdapter{ref: "#/$defs/" + escapeToken(key)}
 	tree, err := walk(root, "", a.rules)
-	if err != nil || !a.used {
-		return tree, err
+	if err != nil {
+		return nil, err
 	}
 	ro := tree.(*object) // the root is an object schema, which rules keeps an object
+	if ro, err = nullableDefs(ro); err != nil || !a.used {
+		return ro, err
+	}
 	defs := &object{}
 	if d, ok := ro.get("$defs"); ok {
 		if do, ok := d.(*object); ok {
@@ -976,6 +981,86 @@ func adaptOpenAI(root *object) (any, error) {
 	defs.set(key, a.jsonValue())
 	ro.set("$defs", defs)
 	return ro, nil
+}
+
+// nullableDefs makes nullable each definition that the schema refers to (twice or
+// more) only as {"anyOf":[{"$ref":<it>},{"type":"null"}]}, as strict mode spells an
+// optional property, and refers to it with its bare $ref there: the same schema, with
+// the null alternative written once rather than at every use. A composed schema's
+// tools all refer so to the meta-properties' definitions (_outputPath and the
+// others), three times a tool.
+func nullableDefs(ro *object) (*object, error) {
+	d, _ := ro.get("$defs")
+	defs, ok := d.(*object)
+	if !ok {
+		return ro, nil
+	}
+	refs := map[string]int{}    // the $refs to each definition
+	wrapped := map[string]int{} // of them, those in a null wrapper
+	into := map[string]bool{}   // definitions a $ref points into
+	escaped := false            // whether a $ref is percent-encoded, which this does not decode
+	_, err := walk(ro, "", func(o *object, _ string) (any, error) {
+		if r, ok := o.get("$ref"); ok {
+			if s, ok := r.(string); ok {
+				name, rest, _ := strings.Cut(strings.TrimPrefix(s, "#/$defs/"), "/")
+				refs[name]++
+				into[name] = into[name] || rest != "" || !strings.HasPrefix(s, "#/$defs/")
+				escaped = escaped || strings.Contains(s, "%")
+			}
+		}
+		if r := nullWrapped(o); r != "" {
+			wrapped[strings.TrimPrefix(r, "#/$defs/")]++
+		}
+		return o, nil
+	})
+	if err != nil || escaped {
+		return ro, err
+	}
+	nullable := map[string]bool{}
+	defs = defs.clone()
+	for i, m := range defs.members {
+		name := escapeToken(m.key)
+		def, ok := m.val.(*object)
+		if !ok || into[name] || refs[name] < 2 || wrapped[name] != refs[name] {
+			continue
+		}
+		nullable["#/$defs/"+name] = true
+		defs.members[i].val = makeNullable(def.clone())
+	}
+	if len(nullable) == 0 {
+		return ro, nil
+	}
+	ro = ro.clone()
+	ro.set("$defs", defs)
+	tree, err := walk(ro, "", func(o *object, _ string) (any, error) {
+		if r := nullWrapped(o); nullable[r] {
+			return &object{members: []member{{"$ref", r}}}, nil
+		}
+		return o, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return tree.(*object), nil
+}
+
+// nullWrapped returns the $ref of o when o is {"anyOf":[{"$ref":…},{"type":"null"}]}
+// and nothing else, and "" otherwise.
+func nullWrapped(o *object) string {
+	if len(o.members) != 1 || o.members[0].key != "anyOf" {
+		return ""
+	}
+	list, _ := o.members[0].val.([]any)
+	if len(list) != 2 {
+		return ""
+	}
+	ref, _ := list[0].(*object)
+	null, _ := list[1].(*object)
+	if ref == nil || null == nil || len(ref.members) != 1 || ref.members[0].key != "$ref" || !isNullSchema(null) {
+		return ""
+	}
+	s, _ := ref.members[0].val.(string)
+	return s
 }
 
 // jsonValueName is the key in "$defs" of the schema that stands for a free-form value
