@@ -101,6 +101,12 @@ func (b *Build) renderCached(m *message.Message) error {
 		return err
 	}
 	b.shown[id] = true
+	if m.Call != nil {
+		if b.outputs == nil {
+			b.outputs = map[string]bool{}
+		}
+		b.outputs[compact(m.Call)] = true
+	}
 	if !first {
 		if !b.toolsOnly {
 			b.Render(provider.RoleUser, b.said.update(m))

@@ -55,6 +55,7 @@ type Build struct {
 	shapeNames  []string                  // tool names, as defined
 	shapes      []*shaped                 // their definitions as given, with the schemas calls must meet
 	shown       map[message.Identity]bool // the data identities rendered
+	outputs     map[string]bool           // the calls whose outputs were rendered, compact (see withoutOutputs)
 	rendering   Rendering                 // how data is rendered
 	seen        *message.Log              // the messages handled so far (RenderCached)
 	handled     int                       // the messages of Log handled

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"iter"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -889,4 +890,42 @@ func TestPrefixIdeaSaved(t *testing.T) {
 	_, fromLog := runLoop(t, agent.Config{Registry: echoReg()}, append(res.Log.Messages(), message.Text("again")), `{"calls":[],"output":{"done":true}}`)
 	checkExtends(t, []provider.Request{reqs[len(reqs)-1], fromLog[0]})
 	checkExtends(t, []provider.Request{reqs[len(reqs)-1], fromFile[0]})
+}
+
+// TestPrefixLatentOutputOnce: a latent call whose _output the model wrote
+// in the call itself (eager, 104) is written where its _outputPath says,
+// and that data block shows the value: the plan after it leaves the
+// _output out, which would say the value a second time in every later
+// request. A call with no _outputPath keeps it, as nothing else shows it.
+func TestPrefixLatentOutputOnce(t *testing.T) {
+	reg := echoReg()
+	reg.Tool("summarize", json.RawMessage(`{"type":"object","description":"Summarizes a text.","properties":{"text":{"type":"string"},"_output":{"type":"object","properties":{"summary":{"type":"string"}},"required":["summary"]}},"required":["text"]}`))
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},{"type":"tool","tool":"summarize"},{"type":"text","text":"go"}]`)
+	kept := strings.Repeat("kept ", 20)
+	long := strings.Repeat("a long summary ", 30)
+	res, reqs := runLoop(t, agent.Config{Registry: reg, Concurrency: 1}, msgs,
+		`{"calls":[{"_tool":"summarize","text":"t1","_output":{"summary":"`+long+`"},"_outputPath":"†state.s"},`+
+			`{"_tool":"summarize","text":"t2","_output":{"summary":"`+kept+`"}}],"output":null}`,
+		`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.p"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`)
+	checkLoopExtends(t, reqs, 3)
+	if got := lookup(t, res.Log, "†state.s.summary"); got != strconv.Quote(long) {
+		t.Errorf("†state.s.summary = %s", got)
+	}
+	for i, r := range reqs[1:] {
+		var all strings.Builder
+		for _, m := range r.Messages {
+			all.WriteString(m.Text)
+		}
+		if n := strings.Count(all.String(), long); n != 1 {
+			t.Errorf("request %d says the summary written to †state.s %d times, want once:\n%s", i+2, n, all.String())
+		}
+		if n := strings.Count(all.String(), kept); n != 1 {
+			t.Errorf("request %d says the summary of the call with no _outputPath %d times, want once", i+2, n)
+		}
+		if !strings.Contains(all.String(), `{"_tool":"summarize","text":"t1","_outputPath":"†state.s"}`) {
+			t.Errorf("request %d does not show the call as written, less its _output:\n%s", i+2, all.String())
+		}
+	}
+	t.Logf("requests 2 and 3: %d and %d bytes of messages", len(sentBytes(reqs[1]))-len(reqs[1].Schema), len(sentBytes(reqs[2]))-len(reqs[2].Schema))
 }

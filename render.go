@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/augceo/agent/internal/jsonfast"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
 )
@@ -51,10 +52,47 @@ func renderPlan(_ context.Context, b *Build, m *message.Message) error {
 			t.Byte('\n')
 			b.planIntro = intro
 		}
-		t.WriteString(planLines(b.plan, m.Plan))
+		t.WriteString(planLines(b.withoutOutputs(b.plan), m.Plan))
 	}
 	b.Render(provider.RoleUser, t.String())
 	return nil
+}
+
+// withoutOutputs returns calls, each compact, with the _output left out
+// of those whose outputs were rendered before: a latent call the model
+// answered in the call itself (eager, 104) has its value written where
+// _outputPath says, and the data block there shows it. Said in the plan
+// too, a long value (a summary, a draft) was in every later request
+// twice. The calls rendered before decide it, so the plan renders the
+// same at every step.
+func (b *Build) withoutOutputs(calls []string) []string {
+	out := calls // cloned before a change: b.plan stays as the model wrote it, for errors to find calls in
+	for i, c := range calls {
+		if !b.outputs[c] || !strings.HasPrefix(c, "{") || !strings.Contains(c, `"_output"`) {
+			continue
+		}
+		if &out[0] == &calls[0] {
+			out = slices.Clone(calls)
+		}
+		var t text
+		sep := byte('{')
+		jsonfast.RawMembers([]byte(c), func(k, v []byte) bool {
+			if string(k) != `"_output"` {
+				t.Byte(sep)
+				t.Write(k)
+				t.Byte(':')
+				t.Write(v)
+				sep = ','
+			}
+			return true
+		})
+		if sep == '{' {
+			t.Byte('{')
+		}
+		t.Byte('}')
+		out[i] = t.String()
+	}
+	return out
 }
 
 // planCalls returns the calls of a plan, each compact.
