@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -88,7 +89,7 @@ func wirePrompt(t *testing.T, provider string, body []byte) (prompt []string, re
 // refuses and its repair: each request of the loop, as sent on the wire,
 // must start with every block of the loop's request before it, byte for
 // byte, with the same schema and settings, so that the provider's prompt
-// cache can serve all of it.
+// cache can serve all of it. -v logs the size of each request.
 func TestWirePrefix(t *testing.T) {
 	answers := []string{
 		`{"calls":[{"_tool":"note","v":1,"_outputPath":"†state.s1"},{"_tool":"note","v":1,"_outputPath":"†state.items","_outputMethod":"push"}],"output":null}`,
@@ -118,13 +119,16 @@ func TestWirePrefix(t *testing.T) {
 			provider := strings.TrimSuffix(ad.name, "-json")
 			var loop [][]string
 			var rest []string
+			var sizes []string
 			for _, r := range srv.Requests() {
+				sizes = append(sizes, strconv.Itoa(len(r.Body)))
 				prompt, settings := wirePrompt(t, provider, r.Body)
 				if len(prompt) == 0 || !strings.Contains(prompt[0], "operations assistant") {
 					continue // the latent call's own request
 				}
 				loop, rest = append(loop, prompt), append(rest, settings)
 			}
+			t.Logf("bytes sent, request by request: %s", strings.Join(sizes, " / "))
 			if len(loop) != len(answers) {
 				t.Fatalf("%d requests of the loop, want %d", len(loop), len(answers))
 			}
