@@ -10,6 +10,8 @@ import (
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/internal/strict"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/store"
 )
 
 // wirePrompt splits a request body as a provider's prompt cache reads it:
@@ -86,10 +88,11 @@ func wirePrompt(t *testing.T, provider string, body []byte) (prompt []string, re
 // TestWirePrefix runs an agent through each adapter, against the fake of
 // its provider's API, for steps with calls that write state, a latent
 // call (a request of its own), a call that fails, an answer the schema
-// refuses and its repair: each request of the loop, as sent on the wire,
-// must start with every block of the loop's request before it, byte for
-// byte, with the same schema and settings, so that the provider's prompt
-// cache can serve all of it. -v logs the size of each request.
+// refuses, then a second turn of the conversation (Continue) that adds a
+// system message: each request of the loop, as sent on the wire, must
+// start with every block of the loop's request before it, byte for byte,
+// with the same schema and settings, so that the provider's prompt cache
+// can serve all of it. -v logs the size of each request.
 func TestWirePrefix(t *testing.T) {
 	answers := []string{
 		`{"calls":[{"_tool":"note","v":1,"_outputPath":"†state.s1"},{"_tool":"note","v":1,"_outputPath":"†state.items","_outputMethod":"push"}],"output":null}`,
@@ -98,6 +101,10 @@ func TestWirePrefix(t *testing.T) {
 		`{"calls":[{"_tool":"note","v":2,"_outputPath":"†state.s2"}],"output":null}`,
 		`{"calls":[],"output":{"done":true}}`,
 	}
+	turn := len(answers) // the second turn's answers follow
+	answers = append(answers,
+		`{"calls":[{"_tool":"note","v":3,"_outputPath":"†state.s3"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`)
 	for _, ad := range strictAdapters {
 		t.Run(ad.name, func(t *testing.T) {
 			var next atomic.Int64
@@ -108,13 +115,16 @@ func TestWirePrefix(t *testing.T) {
 				return answers[next.Add(1)-1], nil
 			})
 			reg, _ := cacheAgent(1)
-			cfg := agent.Config{Provider: p, Registry: reg, MaxSteps: 10, Clock: fixed, Concurrency: 1}
+			cfg := agent.Config{Provider: p, Registry: reg, MaxSteps: 10, Clock: fixed, Concurrency: 1, Store: store.NewMemory(), RunID: "r"}
 			res, err := agent.Run(context.Background(), cfg, json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}},"required":["done"]}`), cacheContext())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if int(next.Load()) != len(answers) || res.Steps != len(answers) {
-				t.Fatalf("%d answers of the loop used, %d steps; want %d of each", next.Load(), res.Steps, len(answers))
+			if int(next.Load()) != turn || res.Steps != turn {
+				t.Fatalf("%d answers of the loop used, %d steps; want %d of each", next.Load(), res.Steps, turn)
+			}
+			if _, err := agent.Continue(context.Background(), cfg, "r", message.System("From now on, answer in French."), message.Text("Once more, please.")); err != nil {
+				t.Fatal(err)
 			}
 			provider := strings.TrimSuffix(ad.name, "-json")
 			var loop [][]string
