@@ -109,7 +109,7 @@ func renderAdvisor(_ context.Context, b *Build, m *message.Message) error {
 	if _, err := advisorItem(a, d.schema, nil, false); err != nil {
 		return fmt.Errorf("advisor %q: %w", a.ID, err)
 	}
-	b.Render(provider.RoleUser, advisorText(a))
+	b.Render(provider.RoleUser, b.advisorNotes.text(a))
 	if onDemand(a) {
 		// An advisor declared again is offered as declared last.
 		b.advisorsOnDemand = slices.DeleteFunc(b.advisorsOnDemand, func(d advisorDef) bool { return d.a.ID == a.ID })
@@ -134,9 +134,17 @@ func (b *Build) advisorOf(m *message.Message) (*message.Advisor, json.RawMessage
 // onDemand reports whether a speaks only when consulted.
 func onDemand(a *message.Advisor) bool { return a.On == "" || a.On == "demand" }
 
-// advisorText is how the model sees advisor a: its role, what it focuses
-// on, and when it gives its opinion.
-func advisorText(a *message.Advisor) string {
+// advisorNotes is what the advisor blocks rendered so far said for every
+// advisor: how to give votes, and how to consult one on demand. Each is
+// said with the first advisor it applies to and not again, as it is the
+// same for all (it took about 140 bytes an advisor); what a block says
+// depends only on the blocks before it, so it renders the same at every
+// step.
+type advisorNotes struct{ votes, consult bool }
+
+// text is how the model sees advisor a: its role, what it focuses on,
+// and when it gives its opinion.
+func (ad *advisorNotes) text(a *message.Advisor) string {
 	var desc strings.Builder
 	fmt.Fprintf(&desc, "## Advisor: %s\n%s\n", a.ID, a.Role)
 	if len(a.Scopes) > 0 {
@@ -151,10 +159,20 @@ func advisorText(a *message.Advisor) string {
 	case "finish":
 		when = "at every step after the first, as you decide whether to stop"
 	default:
-		desc.WriteString("Consult this advisor with the " + ConsultAdvisor + " tool when you need its view.")
+		if ad.consult {
+			desc.WriteString("Consult it on demand.")
+		} else {
+			desc.WriteString("Consult this advisor with the " + ConsultAdvisor + " tool when you need its view.")
+		}
+		ad.consult = true
 		return desc.String()
 	}
-	desc.WriteString("Give its opinion in advisors " + when + ", before any call; put its votes for tools in calls as inline JSON, e.g. {\"deploy\": 10, \"delay\": 90}.")
+	if ad.votes {
+		desc.WriteString("Give its opinion in advisors " + when + ", before any call.")
+	} else {
+		desc.WriteString("Give its opinion in advisors " + when + ", before any call; put its votes for tools in calls as inline JSON, e.g. {\"deploy\": 10, \"delay\": 90}.")
+	}
+	ad.votes = true
 	return desc.String()
 }
 

@@ -58,6 +58,7 @@ type folded struct {
 	shown   map[message.Identity]bool // the data identities among entries
 	last    []int                     // the entries of the last plan and the errors after it
 	plan    []string                  // the calls of the last plan folded, compact
+	notes   advisorNotes              // what the advisors folded said for all
 }
 
 type foldEntry struct {
@@ -109,7 +110,7 @@ func (f *folded) fold(b *Build) error {
 			if err != nil {
 				return err
 			}
-			e.msg.Text = advisorText(a)
+			e.msg.Text = f.notes.text(a)
 		default:
 			continue
 		}

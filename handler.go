@@ -70,9 +70,12 @@ type Build struct {
 	changed        bool   // a tool or a property changed since the schema was composed
 	solutionChecks []func(solution json.RawMessage) error
 	metaCheck      int // 1 + the index in solutionChecks of the meta check; 0 for none
-	// metaKeep gives a solution's meta the fields of the latest meta its
-	// schema could not offer (keepMeta); nil when there are none.
+	// metaKeep gives a solution's meta the keys of the latest meta its
+	// schema left out (keepMeta); nil when it left none out.
 	metaKeep func(solution json.RawMessage) json.RawMessage
+	// advisorNotes is what the advisor blocks rendered so far said for
+	// all advisors.
+	advisorNotes advisorNotes
 
 	toolsOnly bool     // render nothing: only the tools are wanted
 	lazy      bool     // only plan: no tool offers an _output (see Config.lazy)

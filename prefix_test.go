@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"iter"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -928,4 +929,46 @@ func TestPrefixLatentOutputOnce(t *testing.T) {
 		}
 	}
 	t.Logf("requests 2 and 3: %d and %d bytes of messages", len(sentBytes(reqs[1]))-len(reqs[1].Schema), len(sentBytes(reqs[2]))-len(reqs[2].Schema))
+}
+
+// TestPrefixAdvisorNotesOnce: what applies to every advisor that speaks
+// in the solution (how to give votes) and to every on-demand one (the
+// tool that consults it) is said once a request, with the first advisor
+// it applies to; each advisor's own text still says when it speaks. What
+// an advisor's block says depends only on the blocks before it, so each
+// request extends the one before.
+func TestPrefixAdvisorNotesOnce(t *testing.T) {
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},
+		{"type":"advisor","id":"risk","role":"Weigh the risks.","on":"request"},
+		{"type":"advisor","id":"cost","role":"Weigh the cost.","on":"request"},
+		{"type":"advisor","id":"causes","role":"Trace the causes.","on":"finish"},
+		{"type":"advisor","id":"security","role":"Review security."},
+		{"type":"advisor","id":"legal","role":"Review the terms."},
+		{"type":"text","text":"go"}]`)
+	ops := `"advisors":[{"id":"risk","calls":"{}"},{"id":"cost","calls":"{}"}],`
+	_, reqs := runLoop(t, agent.Config{Registry: echoReg(), Concurrency: 1}, msgs,
+		`{`+ops+`"calls":[{"_tool":"put","v":1,"_outputPath":"†state.a"}],"output":null}`,
+		`{`+ops[:len(ops)-2]+`,{"id":"causes","calls":"{}"}],"calls":[],"output":{"done":true}}`)
+	bare := slices.Clone(reqs)
+	for k := range bare {
+		bare[k].Schema, bare[k].CacheKey = nil, "" // the finish advisor joins the schema at the second step
+	}
+	checkExtends(t, bare)
+	var all strings.Builder
+	for _, m := range reqs[1].Messages {
+		all.WriteString(m.Text + "\n")
+	}
+	for _, s := range []string{`put its votes for tools in calls as inline JSON`, `with the ConsultAdvisor tool`} {
+		if n := strings.Count(all.String(), s); n != 1 {
+			t.Errorf("%q said %d times, want once:\n%s", s, n, all.String())
+		}
+	}
+	for _, s := range []string{"## Advisor: cost\nWeigh the cost.\nGive its opinion in advisors at every step, before any call.",
+		"## Advisor: causes\nTrace the causes.\nGive its opinion in advisors at every step after the first, as you decide whether to stop, before any call.",
+		"## Advisor: legal\nReview the terms.\nConsult it on demand."} {
+		if !strings.Contains(all.String(), s) {
+			t.Errorf("no %q in:\n%s", s, all.String())
+		}
+	}
+	t.Logf("request 2: %d bytes of messages", len(sentBytes(reqs[1]))-len(reqs[1].Schema))
 }
