@@ -102,7 +102,9 @@ func (f *folded) fold(b *Build) error {
 			f.plan = planCalls(m.Plan)
 			e.msg.Text, e.last = "## Plan\n"+planIntro+"\n"+planLines(f.plan, m.Plan), true
 		case message.TypeError:
-			e.msg.Text, e.last = errorText(&m, f.plan), true
+			// In full: the snapshot shows data as it is now, where a
+			// later write may hide what a failure branch took.
+			e.msg.Text, e.last = errorText(&m, f.plan, nil), true
 		case message.TypeMeta:
 			e.msg.Text = metaText(&m)
 		case message.TypeAdvisor:

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -103,9 +104,15 @@ func (b *Build) renderCached(m *message.Message) error {
 	b.shown[id] = true
 	if m.Call != nil {
 		if b.outputs == nil {
-			b.outputs = map[string]bool{}
+			b.outputs, b.failures = map[string]bool{}, map[string]bool{}
 		}
-		b.outputs[compact(m.Call)] = true
+		call := compact(m.Call)
+		b.outputs[call] = true
+		if _, _, value, ok := writeOf(m); ok {
+			if e, ok := failureOf(value); ok {
+				b.failures[call+"\x00"+e] = true
+			}
+		}
 	}
 	if !first {
 		if !b.toolsOnly {
@@ -120,6 +127,20 @@ func (b *Build) renderCached(m *message.Message) error {
 	description, schema := b.seen.About(id)
 	b.Render(provider.RoleUser, b.said.block(id, value, present, description, schema))
 	return nil
+}
+
+// failureOf returns the error of value, when value is what a call writes
+// down its failure branch: {"error": "..."}.
+func failureOf(value json.RawMessage) (string, bool) {
+	if !bytes.HasPrefix(value, []byte(`{"error":`)) {
+		return "", false
+	}
+	var v map[string]json.RawMessage
+	var e string
+	if json.Unmarshal(value, &v) != nil || len(v) != 1 || json.Unmarshal(v["error"], &e) != nil {
+		return "", false
+	}
+	return e, true
 }
 
 // UpdateBlock renders a later message of a data identity the way the

@@ -972,3 +972,43 @@ func TestPrefixAdvisorNotesOnce(t *testing.T) {
 	}
 	t.Logf("request 2: %d bytes of messages", len(sentBytes(reqs[1]))-len(reqs[1].Schema))
 }
+
+// TestPrefixErrorDownBranch: a call whose _outputPath branches on
+// failure writes its error there, and that data block shows it; the
+// error message after it says that the call failed and where its error
+// went, rather than the error again (an API's error can be long). A call
+// with no failure branch, and a failure the branch could not take, are
+// told in full.
+func TestPrefixErrorDownBranch(t *testing.T) {
+	reg := echoReg()
+	detail := strings.Repeat("the payment service answered 402 with a long body; ", 8)
+	reg.Tool("pay", json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`))
+	reg.Activity("pay", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		return nil, errors.New("card_declined: " + detail + string(c.Args()))
+	}))
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},{"type":"tool","tool":"pay"},{"type":"data","kind":"state","data":{"s":"text"}},{"type":"text","text":"go"}]`)
+	res, reqs := runLoop(t, agent.Config{Registry: reg, Concurrency: 1}, msgs,
+		`{"calls":[{"_tool":"pay","n":1,"_outputPath":"†state.receipt || †state.error"},{"_tool":"pay","n":2,"_outputPath":"†state.r2"},`+
+			`{"_tool":"pay","n":3,"_outputPath":"†state.r3 || †state.s","_outputMethod":"push"}],"output":null}`,
+		`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.p"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`)
+	checkLoopExtends(t, reqs, 3)
+	if got := lookup(t, res.Log, "†state.error.error"); !strings.Contains(got, "card_declined") {
+		t.Errorf("†state.error = %s", got)
+	}
+	for i, r := range reqs[1:] {
+		var all strings.Builder
+		for _, m := range r.Messages {
+			all.WriteString(m.Text + "\n")
+		}
+		for n, want := range []int{1, 1, 1} {
+			if got := strings.Count(all.String(), detail+`{\"n\":`+strconv.Itoa(n+1)+`}`) + strings.Count(all.String(), detail+`{"n":`+strconv.Itoa(n+1)+`}`); got != want {
+				t.Errorf("request %d says call %d's error %d times, want %d:\n%s", i+2, n+1, got, want, all.String())
+			}
+		}
+		if !strings.Contains(all.String(), "Call 1 of the plan above (pay) failed; its error went down the failure branch of its _outputPath.") {
+			t.Errorf("request %d does not say where call 1's error went:\n%s", i+2, all.String())
+		}
+	}
+	t.Logf("requests 2 and 3: %d and %d bytes of messages", len(sentBytes(reqs[1]))-len(reqs[1].Schema), len(sentBytes(reqs[2]))-len(reqs[2].Schema))
+}

@@ -154,7 +154,11 @@ func renderMeta(_ context.Context, b *Build, m *message.Message) error {
 
 // renderError feeds a failed call back to the model so it can correct it.
 func renderError(_ context.Context, b *Build, m *message.Message) error {
-	b.Render(provider.RoleUser, errorText(m, b.plan))
+	failures := b.failures
+	if b.rendering == RenderSnapshot {
+		failures = nil // data shows as it is now, where a later write may hide the error
+	}
+	b.Render(provider.RoleUser, errorText(m, b.plan, failures))
 	return nil
 }
 
@@ -166,8 +170,11 @@ func metaText(m *message.Message) string { return "## Meta\n" + compact(m.Meta) 
 // by its place in it, as the plan shows it just above; another is written
 // out, compact, as the plan shows calls, since every later request
 // repeats it (indented, a call with a list of two items took 16 lines,
-// about a token each, and 274 bytes instead of 194).
-func errorText(m *message.Message, plan []string) string {
+// about a token each, and 274 bytes instead of 194). The error itself is
+// left out when the call wrote it down its failure branch, which a data
+// block above shows (failures holds the call and the error, joined by a
+// NUL): an error can be long, and every later request would say it twice.
+func errorText(m *message.Message, plan []string, failures map[string]bool) string {
 	if m.Failed == nil {
 		return "## Error\n" + m.Error
 	}
@@ -180,6 +187,9 @@ func errorText(m *message.Message, plan []string) string {
 			if kind, rest, ok := strings.Cut(text, " error in "+tool+": "); ok && !strings.Contains(kind, " ") {
 				text = kind + " error: " + rest
 			}
+		}
+		if failures[call+"\x00"+m.Error] {
+			return fmt.Sprintf("## Error\nCall %d of the plan above%s failed; its error went down the failure branch of its _outputPath.", i+1, name)
 		}
 		return fmt.Sprintf("## Error\nCall %d of the plan above%s failed: %s", i+1, name, text)
 	}
