@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/internal/strict"
 	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider/anthropic"
 	"github.com/augceo/agent/store"
 )
 
@@ -126,38 +128,86 @@ func TestWirePrefix(t *testing.T) {
 			if _, err := agent.Continue(context.Background(), cfg, "r", message.System("From now on, answer in French."), message.Text("Once more, please.")); err != nil {
 				t.Fatal(err)
 			}
-			provider := strings.TrimSuffix(ad.name, "-json")
-			var loop [][]string
-			var rest []string
-			var sizes []string
-			for _, r := range srv.Requests() {
-				sizes = append(sizes, strconv.Itoa(len(r.Body)))
-				prompt, settings := wirePrompt(t, provider, r.Body)
-				if len(prompt) == 0 || !strings.Contains(prompt[0], "operations assistant") {
-					continue // the latent call's own request
-				}
-				loop, rest = append(loop, prompt), append(rest, settings)
-			}
-			t.Logf("bytes sent, request by request: %s", strings.Join(sizes, " / "))
-			if len(loop) != len(answers) {
-				t.Fatalf("%d requests of the loop, want %d", len(loop), len(answers))
-			}
-			for i := 1; i < len(loop); i++ {
-				prev, cur := loop[i-1], loop[i]
-				if rest[i] != rest[i-1] {
-					t.Errorf("request %d: the body besides the prompt changed %s", i+1, firstDiff(rest[i-1], rest[i]))
-				}
-				if len(cur) <= len(prev) {
-					t.Errorf("request %d has %d blocks, the one before %d", i+1, len(cur), len(prev))
-					continue
-				}
-				for k := range prev {
-					if prev[k] != cur[k] {
-						t.Errorf("request %d: block %d of %d changed %s", i+1, k+1, len(prev), firstDiff(prev[k], cur[k]))
-						break
-					}
-				}
-			}
+			checkWirePrefix(t, strings.TrimSuffix(ad.name, "-json"), srv.Requests(), len(answers))
 		})
 	}
+}
+
+// checkWirePrefix checks that the requests of the loop among reqs (those
+// whose prompt starts with cacheContext's system message; the others are
+// latent calls' own), want of them, each start with the prompt of the one
+// before, block for block, with the rest of the body unchanged. It logs
+// the size of each request.
+func checkWirePrefix(t *testing.T, provider string, reqs []*strict.Request, want int) {
+	t.Helper()
+	var loop [][]string
+	var rest []string
+	var sizes []string
+	for _, r := range reqs {
+		sizes = append(sizes, strconv.Itoa(len(r.Body)))
+		prompt, settings := wirePrompt(t, provider, r.Body)
+		if len(prompt) == 0 || !strings.Contains(prompt[0], "operations assistant") {
+			continue // a latent call's own request
+		}
+		loop, rest = append(loop, prompt), append(rest, settings)
+	}
+	t.Logf("bytes sent, request by request: %s", strings.Join(sizes, " / "))
+	if len(loop) != want {
+		t.Fatalf("%d requests of the loop, want %d", len(loop), want)
+	}
+	for i := 1; i < len(loop); i++ {
+		prev, cur := loop[i-1], loop[i]
+		if rest[i] != rest[i-1] {
+			t.Errorf("request %d: the body besides the prompt changed %s", i+1, firstDiff(rest[i-1], rest[i]))
+		}
+		if len(cur) <= len(prev) {
+			t.Errorf("request %d has %d blocks, the one before %d", i+1, len(cur), len(prev))
+			continue
+		}
+		for k := range prev {
+			if prev[k] != cur[k] {
+				t.Errorf("request %d: block %d of %d changed %s", i+1, k+1, len(prev), firstDiff(prev[k], cur[k]))
+				break
+			}
+		}
+	}
+}
+
+// TestWirePrefixAnthropicTool: a composed schema over the limits of
+// Anthropic's structured outputs (twelve tools with optional parameters)
+// goes as a forced tool, first in the cached prefix, with a breakpoint of
+// its own: the loop's requests extend each other there too.
+func TestWirePrefixAnthropicTool(t *testing.T) {
+	answers := []string{
+		`{"calls":[{"_tool":"note","v":1,"_outputPath":"†state.s1"},{"_tool":"lookup3","id":"r1","_outputPath":"†state.r1"}],"output":null}`,
+		`{"calls":[{"_tool":"note","v":2,"_outputPath":"†state.s2"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`,
+	}
+	var next atomic.Int64
+	srv := strict.NewAnthropic(t, func(*strict.Request, int) (string, error) { return answers[next.Add(1)-1], nil })
+	p, err := anthropic.New(anthropic.Config{APIKey: "sk-ant-test", BaseURL: srv.URL, Model: "claude-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, _ := cacheAgent(1)
+	msgs := cacheContext()
+	for i := range 12 {
+		name := fmt.Sprintf("lookup%d", i)
+		reg.Tool(name, json.RawMessage(`{"type":"object","description":"Looks up a record.","properties":{"id":{"type":"string"},"limit":{"type":"integer"},"since":{"type":"string"},"filter":{"type":["string","null"]}},"required":["id"]}`))
+		reg.Activity(name, agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+			return &agent.Result{Value: json.RawMessage(`{"found":true}`)}, nil
+		}))
+		msgs = append(msgs, message.Tool(name))
+	}
+	cfg := agent.Config{Provider: p, Registry: reg, MaxSteps: 5, Clock: fixed, Concurrency: 1}
+	if _, err := agent.Run(context.Background(), cfg, json.RawMessage(`{"type":"object","properties":{"done":{"type":"boolean"}},"required":["done"]}`), msgs); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	for _, r := range reqs {
+		if r.Field != "tools/solution" {
+			t.Fatalf("the schema went in %q, want a forced tool", r.Field)
+		}
+	}
+	checkWirePrefix(t, "anthropic", reqs, len(answers))
 }
