@@ -7,7 +7,6 @@ import (
 	"iter"
 	"math"
 	"net/http"
-	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -64,7 +63,7 @@ func TestRetry(t *testing.T) {
 				t.Fatalf("waits %v, want %v", waits, tt.wantWaits)
 			}
 			for i := range waits {
-				if waits[i] != tt.wantWaits[i] {
+				if !backedOff(waits[i], tt.wantWaits[i], tt.errs[i] == rate) {
 					t.Errorf("waits %v, want %v", waits, tt.wantWaits)
 				}
 			}
@@ -75,6 +74,38 @@ func TestRetry(t *testing.T) {
 				t.Errorf("got %v %v, want ok", res, err)
 			}
 		})
+	}
+}
+
+// backedOff reports whether Retry's wait got is right for want: the wait
+// the provider asked for exactly, or a backoff of want drawn from its
+// upper half.
+func backedOff(got, want time.Duration, asked bool) bool {
+	if asked {
+		return got == want
+	}
+	return got >= want/2 && got <= want
+}
+
+// TestRetryJitter: runs failing together do not all try again at the
+// same instant.
+func TestRetryJitter(t *testing.T) {
+	seen := map[time.Duration]bool{}
+	for range 20 {
+		p, _ := flaky(&provider.Error{Provider: "x", Status: http.StatusBadGateway})
+		r := provider.Retry(p, provider.RetryConfig{Sleep: func(ctx context.Context, d time.Duration) error {
+			if d < 250*time.Millisecond || d > 500*time.Millisecond {
+				t.Errorf("wait %v, want 250ms–500ms", d)
+			}
+			seen[d] = true
+			return nil
+		}})
+		if _, err := provider.Collect(r.Generate(t.Context(), &provider.Request{})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(seen) < 10 {
+		t.Errorf("20 runs waited only %d different times: %v", len(seen), seen)
 	}
 }
 
@@ -219,7 +250,8 @@ func TestRetryRules(t *testing.T) {
 				return nil
 			}})
 			_, err := provider.Collect(r.Generate(context.Background(), &provider.Request{}))
-			if *calls != tt.wantCalls || !slices.Equal(waits, tt.wantWaits) {
+			_, asked := tt.err.(*provider.Error)
+			if *calls != tt.wantCalls || len(waits) != len(tt.wantWaits) || len(waits) == 1 && !backedOff(waits[0], tt.wantWaits[0], asked) {
 				t.Errorf("%d calls, waits %v; want %d, %v", *calls, waits, tt.wantCalls, tt.wantWaits)
 			}
 			if (err != nil) != (tt.wantCalls == 1) {

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math/rand/v2"
 	"time"
 )
 
 // RetryConfig bounds [Retry]. The zero value retries 3 times with backoff
-// from 500 ms doubling up to 30 s, and waits up to 2 minutes when the
+// from 500 ms doubling up to 30 s (each wait a random time between half
+// the backoff and all of it), and waits up to 2 minutes when the
 // provider says how long.
 type RetryConfig struct {
 	// Attempts is the number of retries after the first try; 0 means
@@ -46,7 +48,9 @@ const (
 // idle mid-way, [ErrTooLarge]) are not retried. It waits for the
 // provider's Retry-After when there is one, up to RetryConfig.MaxAfter
 // (2 minutes by default), and for an exponential backoff up to
-// RetryConfig.Max otherwise. A Retry-After longer than MaxAfter is not
+// RetryConfig.Max otherwise, each wait drawn at random from its upper
+// half, so that runs failing together (a provider's outage, a shared
+// rate limit) do not all try again at the same instant. A Retry-After longer than MaxAfter is not
 // waited for at all: the error ends the stream at once, since a retry
 // sent before the limit resets fails again, and the caller may prefer
 // to wait, or not. It only retries a stream that has not yielded any of
@@ -96,6 +100,7 @@ func Retry(p Provider, cfg RetryConfig) Provider {
 					return
 				}
 				wait := min(backoff, cfg.Max)
+				wait = wait/2 + rand.N(wait/2+1)
 				if after > 0 {
 					wait = after
 				}
