@@ -86,7 +86,7 @@ func scopedContext(log *message.Log, instance string, scopes []string) ([]messag
 			}
 			v, err := src.Lookup(r.Kind, r.Path)
 			if err != nil {
-				return nil, scopeSet{}, err
+				return nil, scopeSet{}, scopeError(s, err)
 			}
 			out = append(out, message.Message{Type: message.TypeData, Kind: r.Kind, Data: nest(r.Path, v)})
 			continue
@@ -209,6 +209,17 @@ func (s scopedSource) Lookup(kind string, path ref.Path) (json.RawMessage, error
 		return s.refs.Lookup(kind, path)
 	}
 	return nil, &ref.Error{Offset: -1, Err: fmt.Errorf("%w: %s", ref.ErrNotFound, s.outside())}
+}
+
+// scopeError says which scope did not resolve: a lookup's error knows
+// the path, not the reference it came from.
+func scopeError(scope string, err error) error {
+	if e, ok := errors.AsType[*ref.Error](err); ok && e.Expr == "" {
+		named := *e
+		named.Expr, named.Ref = scope, scope
+		err = &named
+	}
+	return fmt.Errorf("_scopes: %w", err)
 }
 
 // nest wraps v under the keys of path: {"a":{"b":v}}.

@@ -213,6 +213,11 @@ func TestScopedReferenceOutsideScopes(t *testing.T) {
 			`structural error in put: never became ready: param /v: ref "†state.secret" at offset 0: not found: outside the call's _scopes (input, †state.history)`},
 		{"a kind in scope with no data", `"_scopes":["memory"],"v":"†memory.x"`,
 			`structural error in put: never became ready: param /v: ref "†memory.x" at offset 0: not found: unknown kind "memory"`},
+		// A scope is a reference too: one that does not resolve names itself.
+		{"a scope with no value", `"_scopes":["†state.history.first"],"v":1`,
+			`structural error in put: never became ready: _scopes: ref "†state.history.first" at path "history.first": not found`},
+		{"a scope of a kind with no data", `"_scopes":["input","†memory.x"],"v":1`,
+			`structural error in put: never became ready: _scopes: ref "†memory.x": not found: unknown kind "memory"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			reg := agent.NewRegistry()
