@@ -193,11 +193,12 @@ func LastPlan(msgs []message.Message) (calls []json.RawMessage, mode PlanMode, o
 }
 
 // CheckPlan checks what a plan says on its own, with no context: every
-// call is a JSON object with a _tool, output paths, output methods and
-// references parse, and no call depends on itself through others. It
+// call is a JSON object with a _tool, output paths, output methods,
+// references and _scopes parse, and no call depends on itself through
+// others (a reference in _scopes is read as one in the parameters). It
 // returns a *PlanError listing every problem, or nil.
 func CheckPlan(plan []json.RawMessage) error {
-	g := analyse(plan)
+	g := analyse(plan, nil)
 	g.findCycles()
 	return g.err(0)
 }
@@ -208,11 +209,12 @@ func CheckPlan(plan []json.RawMessage) error {
 //
 // A tool is known when a tool message of the context defines it, as in a
 // Request, or when it is registered in cfg.Registry with [Registry.Tool].
-// A call's literal parameters must fit its tool. A reference can be
-// satisfied when some call's _outputPath writes a related path (one is a
-// prefix of the other; an instanced call's output is seen only by calls
-// of that instance) or when the context has a value there; for an
-// expression, when every reference of one alternative can. It returns a
+// A call's literal parameters must fit its tool. A reference, in a
+// parameter or in the call's _scopes, can be satisfied when some call's
+// _outputPath writes a related path (one is a prefix of the other; an
+// instanced call's output is seen only by calls of that instance) or when
+// the context has a value there; for an expression, when every reference
+// of one alternative can. It returns a
 // *PlanError listing every problem, in plan order, or nil. Errors of the
 // context itself (a malformed message, an unknown tool message) are
 // returned as they are.
@@ -231,7 +233,7 @@ func validatePlan(ctx context.Context, cfg Config, calls []json.RawMessage, stri
 	if err != nil {
 		return err
 	}
-	g := analyse(calls)
+	g := analyse(calls, x)
 	g.validate(x, log)
 	return g.err(stride)
 }
@@ -378,8 +380,8 @@ func planEvents(ctx context.Context, cfg Config, plan []json.RawMessage, in *ins
 		if in != nil {
 			calls = in.expand(plan)
 		}
-		g := analyse(calls)
 		x, err := planExecutor(ctx, cfg, log)
+		g := analyse(calls, x)
 		if err == nil {
 			g.validate(x, log)
 			g.executable(x)

@@ -38,10 +38,13 @@ type planNode struct {
 	after  []int      // the calls it waits for: writers of what it reads, self excluded, sorted
 }
 
-// planRead is an expression in a parameter of a call.
+// planRead is an expression in a parameter of a call, or a reference in
+// its _scopes (scope): what the call reads through them is as much a
+// dependency as what its parameters read.
 type planRead struct {
 	param string // JSON pointer
 	expr  ref.Expr
+	scope bool
 }
 
 // planWrite is one target of an output path.
@@ -59,8 +62,10 @@ type planEdge struct {
 	branch int // the writer's alternative
 }
 
-// analyse parses every call and links readers to writers.
-func analyse(plan []json.RawMessage) *planGraph {
+// analyse parses every call and links readers to writers. With an
+// executor, a call's scopes are those its tool provisions, if any (015);
+// without one (a plan on its own), those the call names.
+func analyse(plan []json.RawMessage, ex *executor) *planGraph {
 	g := &planGraph{problems: make([][]PlanProblem, len(plan)), byIndex: make([]*planNode, len(plan))}
 	type target struct {
 		node *planNode
@@ -72,7 +77,7 @@ func analyse(plan []json.RawMessage) *planGraph {
 	type key struct{ kind, instance string }
 	writers := map[key][]target{} // the targets of output paths, in plan order
 	for i, raw := range plan {
-		n, problems := parseNode(i, raw)
+		n, problems := parseNode(i, raw, ex)
 		g.problems[i] = problems
 		if n == nil {
 			continue
@@ -93,6 +98,11 @@ func analyse(plan []json.RawMessage) *planGraph {
 				}
 				for _, list := range lists {
 					for _, t := range list {
+						// A call sees its scopes as they were before it
+						// ran: what it writes there is no reading of its own.
+						if rd.scope && t.node == r {
+							continue
+						}
 						if t.ref.Path.Related(x.Path) {
 							r.deps = append(r.deps, planEdge{from: t.node.index, param: rd.param, ref: x, branch: t.branch})
 						}
@@ -113,7 +123,7 @@ func analyse(plan []json.RawMessage) *planGraph {
 
 // parseNode parses one call; a call whose meta-properties are malformed
 // gives no node.
-func parseNode(i int, raw json.RawMessage) (*planNode, []PlanProblem) {
+func parseNode(i int, raw json.RawMessage, x *executor) (*planNode, []PlanProblem) {
 	pc, err := parseCall(raw)
 	if err != nil {
 		if e := metaError(raw); e != nil {
@@ -154,6 +164,7 @@ func parseNode(i int, raw json.RawMessage) (*planNode, []PlanProblem) {
 			n.collect(params[k], "/"+ref.PointerEscape(k), add)
 		}
 	}
+	n.collectScopes(x, add)
 	if len(problems) > 0 {
 		return nil, problems
 	}
@@ -182,6 +193,35 @@ func (n *planNode) collect(v any, at string, add func(param, r string, err error
 	case []any:
 		for i, x := range c {
 			n.collect(x, at+"/"+strconv.Itoa(i), add)
+		}
+	}
+}
+
+// collectScopes records the references of the call's scopes as reads,
+// and reports scopes that are malformed.
+func (n *planNode) collectScopes(x *executor, add func(param, r string, err error)) {
+	var def json.RawMessage
+	if x != nil {
+		if sh := x.build.shape(n.call.Tool); sh != nil {
+			def = sh.def
+		}
+	}
+	scopes, scoped, err := callScopes(def, n.raw)
+	if err != nil {
+		add("/_scopes", "", errorf("%w: %w", ErrInvalidCall, err))
+		return
+	}
+	if !scoped {
+		return
+	}
+	for k, s := range scopes {
+		param := "/_scopes/" + strconv.Itoa(k)
+		r, isRef, err := parseScope(s)
+		switch {
+		case err != nil:
+			add(param, "", errorf("%w: %w", ErrInvalidCall, err))
+		case isRef:
+			n.reads = append(n.reads, planRead{param: param, expr: ref.Expr{Text: s, Alts: []ref.Group{{r}}}, scope: true})
 		}
 	}
 }
@@ -411,7 +451,7 @@ func (g *planGraph) validate(x *executor, log *message.Log) {
 
 // nodeScopes returns the scopes of a call (015), provisioned by its tool
 // or named by the call, and whether it has any. Malformed scopes are
-// reported when the call runs.
+// reported by parseNode.
 func nodeScopes(x *executor, n *planNode) (scopeSet, bool) {
 	var def json.RawMessage
 	if sh := x.build.shape(n.call.Tool); sh != nil {
@@ -457,6 +497,9 @@ func literalCheck(x *executor, n *planNode, schemas map[string]*schema.Schema) e
 	}
 	var skip []string
 	for _, rd := range n.reads {
+		if rd.scope {
+			continue
+		}
 		top, _, _ := strings.Cut(rd.param[1:], "/")
 		skip = append(skip, strings.NewReplacer("~1", "/", "~0", "~").Replace(top))
 	}

@@ -18,7 +18,7 @@ import (
 // call that reads it. The output is deterministic. Malformed calls are a
 // *PlanError; cycles are drawn.
 func PlanGraph(plan []json.RawMessage) (string, error) {
-	g := analyse(plan)
+	g := analyse(plan, nil)
 	if err := g.err(0); err != nil {
 		return "", err
 	}

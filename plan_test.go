@@ -263,6 +263,51 @@ func TestExecutePlanChainOrder(t *testing.T) {
 	}
 }
 
+// A call that reads through its _scopes what another call of the plan
+// writes waits for it, as a reader of the same reference in its
+// parameters does: otherwise it would see the value from before the
+// write, or not, as the calls happen to be scheduled.
+func TestExecutePlanScopeWaitsForWriter(t *testing.T) {
+	for _, tt := range []struct{ name, tool, call string }{
+		{"requested", `{"type":"object","properties":{"_scopes":{"type":"array","items":{"type":"string"}}}}`, `{"_tool":"read","_scopes":["†state.x"],"_outputPath":"†state.seen"}`},
+		{"provisioned", `{"type":"object","properties":{"_scopes":{"const":["†state.x"]}}}`, `{"_tool":"read","_outputPath":"†state.seen"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := agent.NewRegistry()
+			reg.Tool("write", json.RawMessage(`{"type":"object","properties":{}}`))
+			reg.Activity("write", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+				time.Sleep(20 * time.Millisecond) // the reader would start meanwhile
+				return &agent.Result{Value: json.RawMessage(`"new"`)}, nil
+			}))
+			reg.Tool("read", json.RawMessage(tt.tool))
+			reg.Activity("read", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+				seen, err := message.NewLog(c.Context()...)
+				if err != nil {
+					return nil, err
+				}
+				v, err := ref.EvalString(seen, "†state.x")
+				return &agent.Result{Value: v}, err
+			}))
+			plan := planOf(t, `[{"_tool":"write","_outputPath":"†state.x"},`+tt.call+`]`)
+			res, err := agent.ExecutePlan(context.Background(), agent.Config{Registry: reg, Concurrency: 4}, plan,
+				planCtx(t, `[{"type":"state","x":"old"}]`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := ref.EvalString(res.Log, "†state.seen"); string(got) != `"new"` {
+				t.Errorf("the reader saw %s, want the writer's \"new\"", got)
+			}
+			graph, err := agent.PlanGraph(plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "c0 -->|state.x| c1"; tt.name == "requested" && !strings.Contains(graph, want) {
+				t.Errorf("the graph has no %q:\n%s", want, graph)
+			}
+		})
+	}
+}
+
 func TestValidatePlan(t *testing.T) {
 	const tools = `{"type":"tool","tool":{"t":{"type":"object","properties":{"x":{},"n":{"type":"number"}}}}}`
 	for _, tt := range []struct {
@@ -393,6 +438,38 @@ func TestValidatePlan(t *testing.T) {
 				"call 5 (t) param /x ref †data.out: unsatisfiable reference: outside the call's _scopes (input)",
 			},
 			is: []error{agent.ErrUnsatisfiable},
+		},
+		{
+			// A reference in _scopes is read as a parameter's is: it needs a
+			// writer or a value, and reading it is a dependency.
+			name: "scope references",
+			context: `[` + tools + `,{"type":"tool","tool":{"s":{"type":"object","properties":{"x":{},"_scopes":{"const":["†state.gone"]}}}}},
+				{"type":"state","h":{"last":1}}]`,
+			plan: `[{"_tool":"t","_scopes":["†state.h.last"],"x":1},
+				{"_tool":"t","_scopes":["input","†state.missing"],"x":1},
+				{"_tool":"t","_scopes":["†state.made"],"x":1},
+				{"_tool":"t","x":1,"_outputPath":"†state.made"},
+				{"_tool":"s","x":1},
+				{"_tool":"t","_scopes":["†state.b"],"_outputPath":"†state.a"},
+				{"_tool":"t","_scopes":["†state.a"],"_outputPath":"†state.b"}]`,
+			want: []string{
+				"call 1 (t) param /_scopes/1 ref †state.missing: unsatisfiable reference: no call writes it and the context has no value there",
+				"call 4 (s) param /_scopes/0 ref †state.gone: unsatisfiable reference: no call writes it and the context has no value there",
+				"call 5 (t) param /_scopes/0 ref †state.b: dependency cycle: 5 (t) → 6 (t) → 5 (t)",
+			},
+			is:    []error{agent.ErrUnsatisfiable, agent.ErrCycle},
+			cycle: []int{5, 6, 5},
+		},
+		{
+			name:    "malformed scopes",
+			context: `[` + tools + `]`,
+			plan:    `[{"_tool":"t","_scopes":"state"},{"_tool":"t","_scopes":["input","no kind"]},{"_tool":"t","_scopes":["†input.a || †input.b"]}]`,
+			want: []string{
+				"call 0 (t) param /_scopes: invalid call: invalid scope: _scopes must be an array of kinds or references: json: cannot unmarshal string into Go value of type []string",
+				`call 1 (t) param /_scopes/1: invalid call: invalid scope "no kind": not a kind or a reference`,
+				`call 2 (t) param /_scopes/0: invalid call: invalid scope "†input.a || †input.b": a scope names one reference`,
+			},
+			is: []error{agent.ErrInvalidCall, agent.ErrScope},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
