@@ -135,6 +135,11 @@ func (x *executor) delegate(ctx context.Context, c *Call, name string) (*Result,
 	msgs = append(msgs, message.Message{Type: message.TypeData, Kind: message.KindInput, Data: c.Args(), Schema: inputSchema})
 	cfg := *x.cfg
 	cfg.CallbackPath, cfg.N = "", 1
+	// The sub-run is a run of the Idea: it shows data as the Idea says,
+	// as it would running on its own.
+	if idea.Rendering != "" {
+		cfg.Rendering = idea.Rendering
+	}
 	// The sub-run is part of the call, which the parent's journal records
 	// (started, settled); it is no run of the store on its own, and must
 	// not take the parent's id, journal or lease.

@@ -374,3 +374,49 @@ func TestRegistryIdeaIsACopy(t *testing.T) {
 		t.Errorf("the delegate's request:\n%s", sent)
 	}
 }
+
+// A delegate's sub-run is a run of its Idea, so it shows data to the
+// model as the Idea's rendering says, whatever the parent's is.
+func TestDelegateIdeaRendering(t *testing.T) {
+	for _, tt := range []struct {
+		idea, parent agent.Rendering
+		update       bool // whether the sub-run's second request shows the write as an update
+	}{
+		{agent.RenderSnapshot, "", false},
+		{agent.RenderCached, agent.RenderSnapshot, true},
+		{"", agent.RenderSnapshot, false},
+		{"", "", true},
+	} {
+		t.Run(string(tt.idea)+"/"+string(tt.parent), func(t *testing.T) {
+			reg := echoReg()
+			rendering := ""
+			if tt.idea != "" {
+				rendering = `,"rendering":"` + string(tt.idea) + `"`
+			}
+			idea, err := agent.ParseIdea([]byte(`{"schema":{"type":"object","properties":{"a":{"type":"integer"}}},"context":[
+				{"type":"system","message":"You count."},{"type":"tool","tool":"put"},{"type":"state","a":0}]` + rendering + `}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg.Idea("counter", idea)
+			reg.Tool("count", json.RawMessage(`{"type":"object","_delegate":"counter","properties":{}}`))
+			p := scripted.Solutions(
+				`{"calls":[{"_tool":"count","_outputPath":"†state.counted"}],"output":null}`,
+				`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.a"}],"output":null}`,
+				`{"calls":[],"output":{"a":1}}`,
+				`{"calls":[],"output":{"done":true}}`)
+			_, err = agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, Rendering: tt.parent}, anyOut,
+				ctxOf(t, `[{"type":"tool","tool":"count"},{"type":"text","text":"go"}]`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sub strings.Builder
+			for _, m := range p.Requests()[2].Messages {
+				sub.WriteString(m.Text + "\n")
+			}
+			if got := strings.Contains(sub.String(), "## Data update"); got != tt.update {
+				t.Errorf("the sub-run's second request shows an update: %v, want %v:\n%s", got, tt.update, sub.String())
+			}
+		})
+	}
+}

@@ -20,8 +20,9 @@ type Idea struct {
 	Schema   json.RawMessage   `json:"schema"`
 	Context  []message.Message `json:"context"`
 	Solution json.RawMessage   `json:"solution,omitempty"`
-	// Rendering is how its runs show data to the model (Config.Rendering);
-	// empty means the default, RenderCached.
+	// Rendering is how its runs show data to the model (Config.Rendering),
+	// a delegate's sub-run included; empty means the default, RenderCached
+	// (for a delegate, its parent run's rendering).
 	Rendering Rendering `json:"rendering,omitempty"`
 	// Presets are the Idea's own presets (801), found before a registry's
 	// when its context names one (see ExpandPresets).
