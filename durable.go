@@ -1214,6 +1214,7 @@ func (r *run) finish(ctx context.Context, rs *resumed) bool {
 	}
 	prefix := strconv.Itoa(step) + "."
 	var plan []json.RawMessage
+	var tasks []*task // the calls run again or still to run, in order
 	for i, id := range ids {
 		if open && strings.HasPrefix(id, prefix) {
 			plan = append(plan, rs.calls[id])
@@ -1235,7 +1236,13 @@ func (r *run) finish(ctx context.Context, rs *resumed) bool {
 		} else if t.raw, ok = rs.queued[id]; !ok {
 			continue // it settled
 		}
-		s.add(t)
+		// A queued call waits for the calls before it that write what
+		// it reads, as it would have in the step (see waitForWriters).
+		ready := waitForWriters(t, tasks)
+		tasks = append(tasks, t)
+		if ready {
+			s.add(t)
+		}
 	}
 	if !s.runDown(ctx, false) {
 		return false

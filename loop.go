@@ -426,7 +426,9 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 			return false
 		}
 		for _, t := range held {
-			s.add(t)
+			if t.left == 0 { // the others join as their writers settle
+				s.add(t)
+			}
 		}
 		held = nil
 		return s.start(ctx)
@@ -436,6 +438,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 		maxCalls = DefaultMaxCallsPerStep
 	}
 	var calls []json.RawMessage // as the model wrote them: the step's plan
+	var tasks []*task           // the step's calls to run
 	dropped := false            // asWritten took nulls out of one
 	var sol *Solution
 	ok := true
@@ -481,6 +484,8 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 			calls = append(calls, bytes.Clone(raw))
 			if !r.lazy { // lazy mode: the model only plans
 				t := &task{raw: raw, id: callID(step, len(calls)-1), index: len(calls) - 1, exec: exec}
+				ready := waitForWriters(t, tasks)
+				tasks = append(tasks, t)
 				// Queued is yielded before the call can start: a durable
 				// run records it first, so a resume finds it even if it
 				// was still waiting when the run stopped.
@@ -491,7 +496,9 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 					held = append(held, t)
 					break
 				}
-				s.add(t) // it starts with the others of its chunk, at the tick
+				if ready {
+					s.add(t) // it starts with the others of its chunk, at the tick
+				}
 			}
 		case ev.tick:
 			ok = s.start(ctx)

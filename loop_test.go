@@ -744,3 +744,57 @@ func TestConfirmReplacementErrors(t *testing.T) {
 		})
 	}
 }
+
+// A call of a step that reads what a call before it in the step writes
+// waits for that call, in its parameters or its _scopes, even where the
+// path has a value already: it reads the value written, not the one from
+// before, however many calls run at once. A call of another instance, or
+// one that reads elsewhere, does not wait.
+func TestLoopReaderWaitsForWriterOfItsStep(t *testing.T) {
+	for _, tt := range []struct {
+		name, call, want string
+	}{
+		{"a parameter", `{"_tool":"read","_instance":"①","v":"†state.x","_outputPath":"†state.seen"}`, `"new"`},
+		{"a scope", `{"_tool":"read","_instance":"①","_scopes":["†state.x"],"v":"†state.x","_outputPath":"†state.seen"}`, `"new"`},
+		{"below the path written", `{"_tool":"read","_instance":"①","v":"†state","_outputPath":"†data.seen"}`, `{"x":"new","y":"y"}`},
+		{"a fallback", `{"_tool":"read","_instance":"①","v":"†state.x || †input.d","_outputPath":"†state.seen"}`, `"new"`},
+		{"another instance", `{"_tool":"read","_instance":"②","v":"†state.x","_outputPath":"†state.seen"}`, `"old ②"`},
+		{"elsewhere", `{"_tool":"read","_instance":"①","v":"†state.y","_outputPath":"†state.seen"}`, `"y"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := agent.NewRegistry()
+			reg.Tool("write", json.RawMessage(`{"type":"object","properties":{}}`))
+			reg.Activity("write", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+				time.Sleep(20 * time.Millisecond) // a reader that does not wait starts meanwhile
+				return &agent.Result{Value: json.RawMessage(`"new"`)}, nil
+			}))
+			reg.Tool("read", json.RawMessage(`{"type":"object","properties":{"v":{},"_scopes":{"type":"array","items":{"type":"string"}}}}`))
+			reg.Activity("read", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+				var p struct{ V json.RawMessage }
+				_ = json.Unmarshal(c.Args(), &p)
+				return &agent.Result{Value: p.V}, nil
+			}))
+			p := scripted.Solutions(`{"calls":[{"_tool":"write","_instance":"①","_outputPath":"†state.x"},`+tt.call+`],"output":null}`, `{"calls":[],"output":1}`)
+			res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, Concurrency: 4}, json.RawMessage(`{}`),
+				ctxOf(t, `[{"type":"tool","tool":"write"},{"type":"tool","tool":"read"},{"type":"input","d":"d"},
+					{"type":"state","x":"old","y":"y"},{"type":"state","_instance":"①","x":"old ①"},{"type":"state","_instance":"②","x":"old ②"}]`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range errorTexts(res.Log) {
+				t.Errorf("error message: %s", e)
+			}
+			instance := "①"
+			if strings.Contains(tt.call, `"②"`) {
+				instance = "②"
+			}
+			at := "†state.seen"
+			if strings.Contains(tt.call, "†data.seen") {
+				at = "†data.seen"
+			}
+			if got := strictValue(t, res.Log, instance, at); got != tt.want {
+				t.Errorf("the reader got %s, want %s", got, tt.want)
+			}
+		})
+	}
+}

@@ -74,9 +74,12 @@ type task struct {
 	// exec.prepareCall.
 	prepare func(*message.Log) (*Call, error)
 
-	// A plan's call:
-	left    int     // calls it reads that have not settled: it waits until none is left
-	readers []*task // calls that read it
+	// A plan's call, or a loop's that reads what calls before it in its
+	// step write (see waitForWriters):
+	left    int       // calls it reads that have not settled: it waits until none is left
+	readers []*task   // calls that read it
+	node    *planNode // what it reads and writes, for the calls after it
+	done    bool      // it settled
 	// A call blocked on a reference of one kind is tried again only once
 	// data of that kind was appended since (waitKind "" means at every
 	// chance: an expression with a fallback may resolve through another).
@@ -392,6 +395,7 @@ func (s *scheduler) failed(t *task, c *Call, err error) bool {
 // wait for one call fewer, and those that waited for it last join the
 // waiting calls.
 func (s *scheduler) settle(t *task) {
+	t.done = true
 	for _, r := range t.readers {
 		if r.left--; r.left == 0 {
 			heap.Push(&s.waiting, r)
@@ -517,4 +521,46 @@ func (s *scheduler) wait() {
 	for ; s.running > 0; s.running-- {
 		<-s.done
 	}
+}
+
+// waitForWriters makes t, a call of a loop's step, wait for the calls
+// before it in the step that write what it reads (in its parameters or
+// its _scopes), as a plan's call waits for its writers (012): where the
+// path has a value already, the call would otherwise read it before or
+// after the write, as the calls happened to start. It reports whether t
+// can start now. Calls after t in the stream are not waited for: t may
+// have started when they arrive.
+func waitForWriters(t *task, before []*task) bool {
+	n, _ := parseNode(t.index, t.raw, t.exec)
+	if n == nil {
+		return t.left == 0 // a malformed call fails as it is prepared
+	}
+	t.node = n
+	for _, w := range before {
+		if w.done || w.node == nil || len(w.node.writes) == 0 {
+			continue
+		}
+		if wi := w.node.call.Instance; wi != "" && wi != n.call.Instance {
+			continue // an instance's data is seen by its calls only
+		}
+		if readsWrites(n, w.node) {
+			t.left++
+			w.readers = append(w.readers, t)
+		}
+	}
+	return t.left == 0
+}
+
+// readsWrites reports whether r reads a path related to one w writes.
+func readsWrites(r, w *planNode) bool {
+	for _, rd := range r.reads {
+		for _, x := range rd.expr.Refs() {
+			for _, wt := range w.writes {
+				if wt.ref.Kind == x.Kind && wt.ref.Path.Related(x.Path) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
