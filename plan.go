@@ -178,18 +178,30 @@ func LastPlan(msgs []message.Message) (calls []json.RawMessage, mode PlanMode, o
 		if err := json.Unmarshal(m.Plan, &calls); err != nil {
 			return nil, PlanEager, false
 		}
-		var extra struct {
-			Mode PlanMode `json:"mode"`
-		}
-		if m.Extra != nil {
-			_ = json.Unmarshal(m.Extra, &extra)
-		}
-		if extra.Mode == "" {
-			extra.Mode = PlanEager
-		}
-		return calls, extra.Mode, true
+		mode, _ := planMode(m) // a request refuses a mode that is neither
+		return calls, mode, true
 	}
 	return nil, PlanEager, false
+}
+
+// planMode returns the mode of the plan message m: eager when it names
+// none, and an error when it names one that is neither eager nor lazy,
+// so that a misspelt lazy does not run the calls meant to be approved.
+func planMode(m *message.Message) (PlanMode, error) {
+	var extra struct {
+		Mode json.RawMessage `json:"mode"`
+	}
+	if m.Extra != nil {
+		_ = json.Unmarshal(m.Extra, &extra)
+	}
+	if extra.Mode == nil || string(extra.Mode) == "null" {
+		return PlanEager, nil
+	}
+	var mode PlanMode
+	if json.Unmarshal(extra.Mode, &mode) != nil || mode != PlanEager && mode != PlanLazy {
+		return PlanEager, errorf("plan mode %s: want eager or lazy", compact(extra.Mode))
+	}
+	return mode, nil
 }
 
 // CheckPlan checks what a plan says on its own, with no context: every

@@ -1333,3 +1333,50 @@ func TestLastPlan(t *testing.T) {
 		})
 	}
 }
+
+// A plan message's mode decides whether the loop runs the model's calls,
+// and the request tells the model which: both read the same "mode". One
+// that is neither eager nor lazy (a typo of lazy, say) is an error naming
+// the message, rather than a run that executes the calls a person meant
+// to approve first.
+func TestPlanMode(t *testing.T) {
+	for _, tt := range []struct {
+		name, plan string
+		lazy       bool
+		err        string
+	}{
+		{"lazy", `{"type":"plan","mode":"lazy","plan":[]}`, true, ""},
+		{"eager", `{"type":"plan","mode":"eager","plan":[]}`, false, ""},
+		{"eager, lazy said elsewhere", `{"type":"plan","mode":"eager","note":"lazy","plan":[]}`, false, ""},
+		{"a typo", `{"type":"plan","mode":"Lazy","plan":[]}`, false, `agent: message 1 (plan): plan mode "Lazy": want eager or lazy`},
+		{"not a string", `{"type":"plan","mode":1,"plan":[]}`, false, `agent: message 1 (plan): plan mode 1: want eager or lazy`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := scripted.Solutions(`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.a"}],"output":null}`, `{"calls":[],"output":{"done":true}}`)
+			res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: echoReg()}, anyOut,
+				ctxOf(t, `[{"type":"tool","tool":"put"},`+tt.plan+`,{"type":"text","text":"go"}]`))
+			if tt.err != "" {
+				if err == nil || err.Error() != tt.err {
+					t.Fatalf("got %v, want %s", err, tt.err)
+				}
+				if _, ok := errors.AsType[*agent.MessageError](err); !ok {
+					t.Errorf("%v is no *MessageError", err)
+				}
+				if n := len(p.Requests()); n != 0 {
+					t.Errorf("%d requests made", n)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(res.Plan) > 0; got != tt.lazy {
+				t.Errorf("the run only planned: %v, want %v", got, tt.lazy)
+			}
+			told := strings.Contains(string(sent(t, p.Requests()[0])), "Lazy mode: only plan")
+			if told != tt.lazy {
+				t.Errorf("the model was told to only plan: %v, want %v", told, tt.lazy)
+			}
+		})
+	}
+}

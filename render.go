@@ -33,7 +33,11 @@ const planIntro = "The plan so far; follow it unless the data shows it no longer
 
 func renderPlan(_ context.Context, b *Build, m *message.Message) error {
 	intro := planIntro
-	if bytes.Contains(m.Extra, []byte(`"lazy"`)) {
+	mode, err := planMode(m)
+	if err != nil {
+		return err
+	}
+	if mode == PlanLazy { // as the loop reads it (lazyPlan)
 		intro = "Lazy mode: only plan. Give the whole plan as calls, keeping branching output paths; nothing runs until it is approved. The plan so far:"
 	}
 	b.plan = planCalls(m.Plan)
