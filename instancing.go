@@ -79,7 +79,7 @@ func InstanceIDs(msgs []message.Message) []string {
 
 // InstancePlan expands a template plan: for each id, in order, a copy of
 // every call with _instance set to it. A call that already has an
-// _instance is a *PlanError; a call that is not a JSON object is copied
+// _instance (other than null, which is none) is a *PlanError; a call that is not a JSON object is copied
 // as it is, for validation to report.
 func InstancePlan(plan []json.RawMessage, ids []string) ([]json.RawMessage, error) {
 	bases, err := templateBases(plan)
@@ -110,6 +110,9 @@ func templateBases(plan []json.RawMessage) ([]json.RawMessage, error) {
 		o, err := ojson.Parse(raw)
 		if err != nil {
 			continue
+		}
+		if string(o.Get("_instance")) == "null" { // none, as a strict model writes it
+			o.Delete("_instance")
 		}
 		if inst := o.Get("_instance"); inst != nil {
 			var s string

@@ -1231,6 +1231,15 @@ func TestInstancePlan(t *testing.T) {
 	if d := cmp.Diff(gotS, want); d != "" {
 		t.Errorf("(-got +want):\n%s", d)
 	}
+	// A null _instance is none, as a strict model writes it and as
+	// ExecutePlan reads it: the copy has the instance in its place.
+	got, err = agent.InstancePlan(planOf(t, `[{"_tool":"a","_instance":null,"x":1}]`), []string{"①"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || string(got[0]) != `{"_tool":"a","x":1,"_instance":"①"}` {
+		t.Errorf("a template call with a null _instance became %s", got)
+	}
 	if ids := agent.InstanceIDs(planCtx(t, `[{"type":"input","x":1},{"type":"state","_instance":"②"},{"type":"input","_instance":"①"},{"type":"state","_instance":"②","x":2}]`)); !slices.Equal(ids, []string{"②", "①"}) {
 		t.Errorf("InstanceIDs = %q", ids)
 	}
