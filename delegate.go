@@ -246,6 +246,9 @@ func ResolveDelegate(def json.RawMessage, idea *Idea) (json.RawMessage, error) {
 		if err != nil {
 			return nil, fmt.Errorf("input schema: %w", err)
 		}
+		if why := notParameters(in); why != "" {
+			return nil, fmt.Errorf("input schema: a tool's parameters are an object's properties, and this schema %s", why)
+		}
 		if ip, err := ojson.Parse(in.Get("properties")); err == nil {
 			for i, k := range ip.Keys {
 				if props.Get(k) == nil {
@@ -287,6 +290,35 @@ func ResolveDelegate(def json.RawMessage, idea *Idea) (json.RawMessage, error) {
 		d.Set("required", rb)
 	}
 	return d.Bytes(), nil
+}
+
+// notParameters says why an Idea's input schema cannot be a tool's
+// parameters, or returns "": the input's properties become the tool's,
+// so one of another type, or a choice of shapes, would leave a tool the
+// model cannot give the input to.
+func notParameters(in *ojson.Object) string {
+	if t := in.Get("type"); t != nil {
+		var one string
+		var many []string
+		if json.Unmarshal(t, &one) == nil {
+			many = []string{one}
+		} else if json.Unmarshal(t, &many) != nil {
+			return "has a malformed type " + string(t)
+		}
+		if !slices.Contains(many, "object") {
+			return "is of type " + compact(t)
+		}
+		return ""
+	}
+	if in.Get("properties") != nil {
+		return ""
+	}
+	for _, k := range []string{"anyOf", "oneOf", "allOf", "items", "enum", "const"} {
+		if in.Get(k) != nil {
+			return "has no properties"
+		}
+	}
+	return "" // any value: a free-form input
 }
 
 // UpfrontDelegates resolves upfront (014) every registered tool whose

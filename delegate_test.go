@@ -420,3 +420,45 @@ func TestDelegateIdeaRendering(t *testing.T) {
 		})
 	}
 }
+
+// An Ideator's input becomes its tool's parameters, which are an object's
+// properties: an input schema of another shape (a string, an array, a
+// choice of objects) has none to give, and registering it would make a
+// tool the model cannot give the input to. It is an error naming the
+// Ideator, for Registry.Ideator, ResolveDelegate and UpfrontDelegates.
+func TestIdeatorInputNotAnObject(t *testing.T) {
+	for _, tt := range []struct{ input, err string }{
+		{`{"type":"string"}`, `ideator "t": input schema: a tool's parameters are an object's properties, and this schema is of type "string"`},
+		{`{"type":"array","items":{"type":"string"}}`, `ideator "t": input schema: a tool's parameters are an object's properties, and this schema is of type "array"`},
+		{`{"anyOf":[{"type":"object","properties":{"a":{"type":"string"}}},{"type":"object","properties":{"b":{"type":"string"}}}]}`,
+			`ideator "t": input schema: a tool's parameters are an object's properties, and this schema has no properties`},
+	} {
+		t.Run(tt.input, func(t *testing.T) {
+			idea, err := agent.ParseIdea([]byte(`{"schema":{"type":"string"},"context":[{"type":"system","message":"x"},{"type":"input","schema":` + tt.input + `}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg := agent.NewRegistry()
+			if err := reg.Ideator("t", idea); err == nil || err.Error() != tt.err {
+				t.Errorf("Ideator: got %v, want %s", err, tt.err)
+			}
+			if _, err := reg.LookupTool("t"); err == nil {
+				t.Error("the Ideator was registered all the same")
+			}
+			reg.Idea("idea", idea)
+			reg.Tool("upfront", json.RawMessage(`{"type":"object","_delegate":"idea","properties":{}}`))
+			if err := reg.UpfrontDelegates(nil); err == nil || !strings.Contains(err.Error(), `tool "upfront": input schema: a tool's parameters are an object's properties`) {
+				t.Errorf("UpfrontDelegates: %v", err)
+			}
+		})
+	}
+	// An object schema without properties of its own (a free-form input)
+	// is an object all the same.
+	idea, err := agent.ParseIdea([]byte(`{"schema":{"type":"string"},"context":[{"type":"input","schema":{"type":"object"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.NewRegistry().Ideator("free", idea); err != nil {
+		t.Errorf("a free-form object input: %v", err)
+	}
+}
