@@ -84,7 +84,8 @@ func delegateOf(def json.RawMessage) string {
 // delegate runs a call in an isolated sub-run (014): the Idea's context,
 // then what the call's scopes import from the parent, then the call's
 // parameters as an input message (with the Idea's input schema, so the
-// model maps them), and nothing else. Its output is the call's result;
+// model maps them; none for no parameters and no input schema), and
+// nothing else. Its output is the call's result;
 // its usage rolls up to the parent.
 func (x *executor) delegate(ctx context.Context, c *Call, name string) (*Result, *Response, error) {
 	depth, _ := ctx.Value(depthKey{}).(int)
@@ -132,7 +133,12 @@ func (x *executor) delegate(ctx context.Context, c *Call, name string) (*Result,
 	// The call's parameters come last (014, "Execution Flow"): what it
 	// says itself wins over an input it scopes from the parent.
 	msgs = append(msgs, scoped...)
-	msgs = append(msgs, message.Message{Type: message.TypeData, Kind: message.KindInput, Data: c.Args(), Schema: inputSchema})
+	// A call with no parameters says nothing to the delegate (page 015's
+	// sub-request has no input then), unless the Idea declares an input
+	// the model should see is missing.
+	if args := c.Args(); inputSchema != nil || !emptyObject(args) {
+		msgs = append(msgs, message.Message{Type: message.TypeData, Kind: message.KindInput, Data: args, Schema: inputSchema})
+	}
 	cfg := *x.cfg
 	cfg.CallbackPath, cfg.N = "", 1
 	// The sub-run is a run of the Idea: it shows data as the Idea says,
@@ -157,6 +163,12 @@ func (x *executor) delegate(ctx context.Context, c *Call, name string) (*Result,
 		return nil, resp, &CallError{Kind: Runtime, Tool: c.Tool, Err: errorf("delegate %q: %w", name, err)}
 	}
 	return &Result{Value: res.Solution.Output}, resp, nil
+}
+
+// emptyObject reports whether raw is a JSON object with no members.
+func emptyObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) >= 2 && raw[0] == '{' && raw[len(raw)-1] == '}' && len(bytes.TrimSpace(raw[1:len(raw)-1])) == 0
 }
 
 // ErrNotIdeator reports an Idea with no input declaration.

@@ -462,3 +462,41 @@ func TestIdeatorInputNotAnObject(t *testing.T) {
 		t.Errorf("a free-form object input: %v", err)
 	}
 }
+
+// Page 015, "Scoping a Delegate's Context": a call with no parameters
+// that scopes the parent's state gives its delegate the Idea's context
+// and that state, and nothing else: no empty input message, which would
+// only tell the model there is nothing to say.
+func TestDelegateScopedContextOfSpec(t *testing.T) {
+	reg := agent.NewRegistry()
+	idea, err := agent.ParseIdea([]byte(`{"schema":{"type":"string"},"context":[{"type":"system","message":"You are an expert summarizer."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Idea("SummarizerAgent", idea)
+	reg.Tool("summarizeArticle", json.RawMessage(`{"type":"object","_delegate":"SummarizerAgent","properties":{"_scopes":{"type":"array","items":{"enum":["state"]}}}}`))
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"summarizeArticle","_scopes":["state"],"_outputPath":"†state.summary"}],"output":null}`,
+		`{"output":"Short."}`,
+		`{"calls":[],"output":"done"}`,
+	)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"string"}`),
+		ctxOf(t, `[{"type":"tool","tool":"summarizeArticle"},{"type":"state","articleText":"A long and complex article..."}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range p.Requests()[1].Messages {
+		got = append(got, string(m.Role)+": "+m.Text)
+	}
+	want := []string{
+		"system: You are an expert summarizer.",
+		"user: ## Data: ¶state\n{\"articleText\":\"A long and complex article...\"}",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the delegate's context:\n%q\nwant\n%q", got, want)
+	}
+	if got := lookup(t, res.Log, "†state.summary"); got != `"Short."` {
+		t.Errorf("summary = %s", got)
+	}
+}
