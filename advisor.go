@@ -98,6 +98,9 @@ func renderAdvisor(_ context.Context, b *Build, m *message.Message) error {
 	if err != nil {
 		return err
 	}
+	if why := entryProblem(s); why != "" {
+		return fmt.Errorf("advisor %q: schema: %s", a.ID, why)
+	}
 	// The entry goes inside the composed schema (or ConsultAdvisor's
 	// _output), where "#" is no longer the root of s: its definitions
 	// come apart, named after the advisor, for the root's "$defs".
@@ -120,6 +123,46 @@ func renderAdvisor(_ context.Context, b *Build, m *message.Message) error {
 	b.advisors = append(b.advisors, d)
 	b.changed = true
 	return nil
+}
+
+// entryOwn are the properties of an advisor's entry that are not its
+// schema's to define, and what they hold.
+var entryOwn = [...]struct{ name, holds string }{
+	{"id", "the advisor's id"}, {"calls", "its votes for tools"}, {"_instance", "the instance it speaks for"},
+}
+
+// entryProblem says why an advisor's schema cannot be the rest of its
+// entry, or returns "": the entry is an object, so a schema of another
+// type would lose what it asks for, and the entry's own properties
+// would replace those the schema names alike.
+func entryProblem(s json.RawMessage) string {
+	if len(s) == 0 {
+		return ""
+	}
+	var d struct {
+		Type       json.RawMessage            `json:"type"`
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(s, &d) != nil {
+		return "" // the message's own checks report it
+	}
+	if d.Type != nil {
+		var types []string
+		if json.Unmarshal(d.Type, &types) != nil {
+			var one string
+			_ = json.Unmarshal(d.Type, &one)
+			types = []string{one}
+		}
+		if !slices.Contains(types, "object") {
+			return "an advisor's entry is an object, and this schema is of type " + compact(d.Type)
+		}
+	}
+	for _, p := range entryOwn {
+		if _, ok := d.Properties[p.name]; ok {
+			return fmt.Sprintf("property %q is the entry's own (%s); name it otherwise", p.name, p.holds)
+		}
+	}
+	return ""
 }
 
 // advisorOf returns the advisor message m defines, or the registered one

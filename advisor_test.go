@@ -494,3 +494,38 @@ func TestConsultAdvisorInstancedAndRedeclared(t *testing.T) {
 		t.Errorf("the consultation does not ask riskAnalyst as declared last:\n%s", consult)
 	}
 }
+
+// An advisor's entry is an object holding its id, its votes (calls) and,
+// when instanced, its _instance, beside what its schema asks for. A schema
+// that is no object would lose what it asks for, and one that names those
+// properties itself would have them replaced (or, in its required list,
+// made a composed schema no request can use): each is an error naming the
+// advisor and the message, before anything is sent.
+func TestAdvisorSchemaThatCannotBeAnEntry(t *testing.T) {
+	for _, tt := range []struct{ schema, err string }{
+		{`{"type":"string"}`, `agent: message 0 (advisor): advisor "a": schema: an advisor's entry is an object, and this schema is of type "string"`},
+		{`{"type":"object","properties":{"id":{"type":"string"},"thought":{"type":"string"}},"required":["id","thought"]}`,
+			`agent: message 0 (advisor): advisor "a": schema: property "id" is the entry's own (the advisor's id); name it otherwise`},
+		{`{"type":"object","properties":{"calls":{"type":"array","items":{"type":"string"}}}}`,
+			`agent: message 0 (advisor): advisor "a": schema: property "calls" is the entry's own (its votes for tools); name it otherwise`},
+		{`{"properties":{"_instance":{"type":"string"}}}`,
+			`agent: message 0 (advisor): advisor "a": schema: property "_instance" is the entry's own (the instance it speaks for); name it otherwise`},
+	} {
+		for _, on := range []string{"request", "demand"} {
+			t.Run(on+" "+tt.schema, func(t *testing.T) {
+				p := scripted.Solutions(`{"calls":[],"output":1}`)
+				_, err := agent.Request(context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry()}, json.RawMessage(`{"type":"integer"}`),
+					ctxOf(t, `[{"type":"advisor","id":"a","on":"`+on+`","role":"r","schema":`+tt.schema+`},{"type":"text","text":"hi"}]`))
+				if err == nil || err.Error() != tt.err {
+					t.Errorf("got %v\nwant %s", err, tt.err)
+				}
+				if _, ok := errors.AsType[*agent.MessageError](err); !ok {
+					t.Errorf("%v is no *MessageError", err)
+				}
+				if n := len(p.Requests()); n != 0 {
+					t.Errorf("%d requests sent", n)
+				}
+			})
+		}
+	}
+}
