@@ -357,6 +357,13 @@ func planExecutor(ctx context.Context, cfg Config, log *message.Log) (*executor,
 func samePlan(msgs []message.Message, plan json.RawMessage) bool {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Type == message.TypePlan {
+			// A lazy plan that runs is a plan that ran: the log says so
+			// with a plan message of its own, or a later request would
+			// tell the model that nothing runs until it is approved, and
+			// a later run would only plan.
+			if mode, _ := planMode(&msgs[i]); mode == PlanLazy {
+				return false
+			}
 			var a, b bytes.Buffer
 			return json.Compact(&a, msgs[i].Plan) == nil && json.Compact(&b, plan) == nil && bytes.Equal(a.Bytes(), b.Bytes())
 		}

@@ -1389,3 +1389,45 @@ func TestPlanMode(t *testing.T) {
 		})
 	}
 }
+
+// The lazy flow of plan.md: a run plans, a person approves, ExecutePlan
+// runs the plan. The log then says the plan ran (an eager plan message
+// after the lazy one), so the model of the next run is not told that
+// nothing runs until it is approved, and that run executes its calls
+// rather than planning again.
+func TestExecutePlanOfALazyRun(t *testing.T) {
+	reg := echoReg()
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.a"}],"output":null}`,
+		`{"calls":[{"_tool":"put","v":2,"_outputPath":"†state.b"}],"output":{"done":true}}`)
+	cfg := agent.Config{Provider: p, Registry: reg, Clock: fixedClock}
+	planned, err := agent.Run(context.Background(), cfg, anyOut,
+		ctxOf(t, `[{"type":"tool","tool":"put"},{"type":"plan","mode":"lazy","plan":[]},{"type":"text","text":"go"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(planned.Plan) != 1 {
+		t.Fatalf("planned %s", planned.Plan)
+	}
+	ran, err := agent.ExecutePlan(context.Background(), cfg, planned.Plan, planned.Log.Messages())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls, mode, _ := agent.LastPlan(ran.Log.Messages()); mode != agent.PlanEager || len(calls) != 1 {
+		t.Errorf("the last plan after running it: %s, %q", calls, mode)
+	}
+	next, err := agent.Run(context.Background(), cfg, anyOut, ran.Log.Messages())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Plan != nil {
+		t.Errorf("the next run only planned: %s", next.Plan)
+	}
+	if got := strictValue(t, next.Log, "", "†state"); got != `{"a":1,"b":2}` {
+		t.Errorf("state %s", got)
+	}
+	text := string(sent(t, p.Requests()[1]))
+	if last := text[strings.LastIndex(text, "## Plan"):]; strings.Contains(last, "Lazy mode") {
+		t.Errorf("the model was told the plan that ran waits for approval:\n%s", last)
+	}
+}
