@@ -237,3 +237,34 @@ func TestScopedReferenceOutsideScopes(t *testing.T) {
 		})
 	}
 }
+
+// A tool provisions its scopes with a const of kinds and references, and
+// lets the model request them from an enum of them. A const that is not
+// such a list was ignored: the calls ran with no scopes at all, and the
+// activity saw nothing of what the tool meant to give it. A scope that
+// is neither a kind nor a reference failed every call. Both are an error
+// of the tool's definition, naming it, before anything is sent.
+func TestToolScopesMalformed(t *testing.T) {
+	for _, tt := range []struct{ scopes, err string }{
+		{`{"const":"state"}`, `agent: message 0 (tool): tool "t": _scopes: the const of a tool's _scopes is an array of kinds and references, got "state"`},
+		{`{"const":["state","no kind"]}`, `agent: message 0 (tool): tool "t": _scopes: invalid scope "no kind": not a kind or a reference`},
+		{`{"type":"array","items":{"enum":["state","†input.a || †input.b"]}}`, `agent: message 0 (tool): tool "t": _scopes: invalid scope "†input.a || †input.b": a scope names one reference`},
+	} {
+		t.Run(tt.scopes, func(t *testing.T) {
+			reg := agent.NewRegistry()
+			reg.Tool("t", json.RawMessage(`{"type":"object","properties":{"_scopes":`+tt.scopes+`}}`))
+			reg.Activity("t", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+				return &agent.Result{Value: json.RawMessage(`1`)}, nil
+			}))
+			p := scripted.Solutions(`{"calls":[{"_tool":"t","_outputPath":"†state.o"}],"output":null}`, `{"calls":[],"output":1}`)
+			_, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{}`),
+				ctxOf(t, `[{"type":"tool","tool":"t"},{"type":"state","a":1}]`))
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("got %v\nwant %s", err, tt.err)
+			}
+			if n := len(p.Requests()); n != 0 {
+				t.Errorf("%d requests sent", n)
+			}
+		})
+	}
+}

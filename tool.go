@@ -145,9 +145,47 @@ func shape(name string, def json.RawMessage, explicit bool, taken []string) (*sh
 	if result != nil {
 		sh.result = sh.output
 	}
+	if err := checkToolScopes(def); err != nil {
+		return nil, err
+	}
 	sh.scopes, sh.scoped, _ = callScopes(def, nil)
 	sh.ownInstance = declares(def, "_instance")
 	return sh, nil
+}
+
+// checkToolScopes checks the scopes a tool provisions (its _scopes
+// const) or offers (the enum of its items): a const that is no list would
+// be read as no scopes at all, and a scope that does not parse would fail
+// every call that names it.
+func checkToolScopes(def json.RawMessage) error {
+	if !bytes.Contains(def, []byte(`"_scopes"`)) {
+		return nil
+	}
+	var d struct {
+		Properties struct {
+			Scopes struct {
+				Const json.RawMessage `json:"const"`
+				Items struct {
+					Enum []json.RawMessage `json:"enum"`
+				} `json:"items"`
+			} `json:"_scopes"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal(def, &d)
+	var scopes []string
+	if c := d.Properties.Scopes.Const; c != nil && json.Unmarshal(c, &scopes) != nil {
+		return fmt.Errorf("_scopes: the const of a tool's _scopes is an array of kinds and references, got %s", compact(c))
+	}
+	for _, e := range d.Properties.Scopes.Items.Enum {
+		var s string
+		if json.Unmarshal(e, &s) == nil { // the schema refuses others
+			scopes = append(scopes, s)
+		}
+	}
+	if _, err := parseScopes(scopes); err != nil {
+		return errorf("_scopes: %w", err)
+	}
+	return nil
 }
 
 // declares reports whether a tool's schema has the property name.
