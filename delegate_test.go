@@ -500,3 +500,29 @@ func TestDelegateScopedContextOfSpec(t *testing.T) {
 		t.Errorf("summary = %s", got)
 	}
 }
+
+// A tool's _delegate names an Idea or is "anonymous". One that is not a
+// string, or is empty, made a tool that was no delegate and was not
+// latent either (shaped as one that runs code, without the _output the
+// model would write): its calls ran whatever activity had its name, or
+// failed for want of one. It is an error of the tool's definition.
+func TestToolDelegateMalformed(t *testing.T) {
+	for _, tt := range []struct{ delegate, err string }{
+		{`5`, `agent: message 0 (tool): tool "t": _delegate names an Idea or is "anonymous", got 5`},
+		{`""`, `agent: message 0 (tool): tool "t": _delegate names an Idea or is "anonymous", got ""`},
+		{`{"idea":"x"}`, `agent: message 0 (tool): tool "t": _delegate names an Idea or is "anonymous", got {"idea":"x"}`},
+	} {
+		t.Run(tt.delegate, func(t *testing.T) {
+			reg := agent.NewRegistry()
+			reg.Tool("t", json.RawMessage(`{"type":"object","properties":{},"_delegate":`+tt.delegate+`}`))
+			p := scripted.Solutions(`{"calls":[],"output":1}`)
+			_, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{}`), ctxOf(t, `[{"type":"tool","tool":"t"}]`))
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("got %v\nwant %s", err, tt.err)
+			}
+			if n := len(p.Requests()); n != 0 {
+				t.Errorf("%d requests sent", n)
+			}
+		})
+	}
+}

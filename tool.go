@@ -148,6 +148,17 @@ func shape(name string, def json.RawMessage, explicit bool, taken []string) (*sh
 	if err := checkToolScopes(def); err != nil {
 		return nil, err
 	}
+	if bytes.Contains(def, []byte(`"_delegate"`)) {
+		var d struct {
+			Delegate json.RawMessage `json:"_delegate"`
+		}
+		_ = json.Unmarshal(def, &d)
+		if d.Delegate != nil && string(d.Delegate) != "null" && sh.delegate == "" {
+			// Read as no delegate, it would be a tool that neither runs
+			// an Idea nor is latent.
+			return nil, fmt.Errorf("_delegate names an Idea or is %q, got %s", Anonymous, compact(d.Delegate))
+		}
+	}
 	sh.scopes, sh.scoped, _ = callScopes(def, nil)
 	sh.ownInstance = declares(def, "_instance")
 	return sh, nil
