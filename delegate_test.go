@@ -10,6 +10,7 @@ import (
 	"testing/fstest"
 
 	"github.com/augceo/agent"
+	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/scripted"
 	"github.com/augceo/agent/ref"
@@ -524,5 +525,45 @@ func TestToolDelegateMalformed(t *testing.T) {
 				t.Errorf("%d requests sent", n)
 			}
 		})
+	}
+}
+
+// TestDelegateTokenBudget: a delegate's sub-run may spend what the run's
+// TokenBudget leaves, not the whole budget again.
+func TestDelegateTokenBudget(t *testing.T) {
+	reg := agent.NewRegistry()
+	idea, err := agent.ParseIdea([]byte(`{"schema":{"type":"object","properties":{"sent":{"type":"boolean"}}},"context":[{"type":"system","message":"Send it."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Idea("sender", idea)
+	reg.Tool("send", json.RawMessage(`{"type":"object","_delegate":"sender","properties":{"text":{"type":"string"}}}`))
+	notDone := `{"calls":[],"output":null}`
+	p := scripted.New(
+		// The parent's first step spends 600 of its 1000 tokens.
+		scripted.Response{Solutions: []string{notDone}, Usage: usage(600)},
+		scripted.Response{Solutions: []string{`{"calls":[{"_tool":"send","text":"hi","_outputPath":"†state.sent"}],"output":null}`}, Usage: usage(10)},
+		// The sub-run, never done: 300 tokens a step.
+		scripted.Response{Solutions: []string{`{"output":null}`}, Usage: usage(300)},
+		scripted.Response{Solutions: []string{`{"output":null}`}, Usage: usage(300)},
+		scripted.Response{Solutions: []string{`{"output":null}`}, Usage: usage(300)},
+		scripted.Response{Solutions: []string{`{"output":null}`}, Usage: usage(300)},
+	)
+	res, err := agent.Run(t.Context(), agent.Config{Provider: p, Registry: reg, TokenBudget: 1000, Concurrency: 1}, json.RawMessage(`{"type":"string"}`),
+		ctxOf(t, `[{"type":"tool","tool":"send"},{"type":"text","text":"Send hi"}]`))
+	if !errors.Is(err, agent.ErrTokenBudget) {
+		t.Fatalf("err %v, want the budget spent", err)
+	}
+	// The sub-run had 400 tokens left: it stopped after two requests.
+	if n := len(p.Requests()); n != 4 {
+		t.Errorf("%d requests, want 4 (2 of the parent's, 2 of the sub-run's)", n)
+	}
+	if res.Usage.Input != 1210 {
+		t.Errorf("usage %+v, want 1210 input tokens", res.Usage)
+	}
+	for _, m := range res.Log.Messages() {
+		if m.Type == message.TypeError && !strings.Contains(string(m.Error), "token budget spent: used 600 of 400 tokens") {
+			t.Errorf("the call's error: %s", m.Error)
+		}
 	}
 }

@@ -416,6 +416,11 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	// latent call or a delegate makes requests of its own, which are
 	// repaired (Config.MaxRepairs) as any Request's are.
 	xcfg := r.cfg
+	if xcfg.TokenBudget > 0 {
+		// A delegate's sub-run may spend what the budget left before
+		// this step, not the whole budget again.
+		xcfg.TokenBudget -= r.usage.Total() - r.turnTokens
+	}
 	exec := &executor{cfg: &xcfg, reg: xcfg.registry(), build: p.build}
 	advise := func(raw json.RawMessage) bool {
 		if advised {

@@ -83,7 +83,8 @@ type Config struct {
 	// DefaultMaxCallsPerStep.
 	MaxCallsPerStep int
 	// TokenBudget stops the run before a request once usage has reached
-	// it (the turn's usage, for Continue); 0 means no budget.
+	// it (the turn's usage, for Continue); 0 means no budget. A
+	// delegate's sub-run may spend what it left before the call's step.
 	TokenBudget int
 	// Concurrency bounds the calls running at once; 0 means
 	// DefaultConcurrency.
