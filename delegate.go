@@ -141,6 +141,14 @@ func (x *executor) delegate(ctx context.Context, c *Call, name string) (*Result,
 	}
 	cfg := *x.cfg
 	cfg.CallbackPath, cfg.N = "", 1
+	if cfg.CacheKey != "" {
+		// The sub-run's requests share a prefix with each other, not
+		// with the parent's.
+		cfg.CacheKey += "/" + name
+		if name == Anonymous {
+			cfg.CacheKey += c.Tool
+		}
+	}
 	// The sub-run is a run of the Idea: it shows data as the Idea says,
 	// as it would running on its own.
 	if idea.Rendering != "" {

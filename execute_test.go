@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -262,5 +263,39 @@ func TestOutputMismatchKeepsTheResult(t *testing.T) {
 	want := `runtime error in charge: result does not match the tool's _output: at /receipt: expected integer, got string; the result: {"receipt":"r-981"}`
 	if errs := errorTexts(res.Log); len(errs) != 1 || errs[0] != want {
 		t.Errorf("errors %q\nwant %q", errs, want)
+	}
+}
+
+// TestSubRequestCacheKeys: an explicit Config.CacheKey names the run's
+// prefix; a latent call's and a delegate's requests start otherwise, so
+// each gets a key of its own under it, the same at every step.
+func TestSubRequestCacheKeys(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("sentiment", json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"},"_output":{"type":"string"}}}`))
+	idea, err := agent.ParseIdea([]byte(`{"schema":{"type":"string"},"context":[{"type":"system","message":"Translate."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Idea("translator", idea)
+	reg.Tool("translate", json.RawMessage(`{"type":"object","_delegate":"translator","properties":{"text":{"type":"string"}}}`))
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"sentiment","text":"great","_outputPath":"†state.s"}],"output":null}`,
+		`{"output":"positive"}`,
+		`{"calls":[{"_tool":"translate","text":"great","_outputPath":"†state.t"}],"output":null}`,
+		`{"output":"génial"}`,
+		`{"calls":[],"output":"done"}`,
+	)
+	_, err = agent.Run(t.Context(), agent.Config{Provider: p, Registry: reg, CacheKey: "tenant-7"}, json.RawMessage(`{"type":"string"}`),
+		ctxOf(t, `[{"type":"tool","tool":"sentiment"},{"type":"tool","tool":"translate"},{"type":"text","text":"go"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, r := range p.Requests() {
+		keys = append(keys, r.CacheKey)
+	}
+	want := []string{"tenant-7", "tenant-7/sentiment", "tenant-7", "tenant-7/translator", "tenant-7"}
+	if !slices.Equal(keys, want) {
+		t.Errorf("cache keys %q, want %q", keys, want)
 	}
 }

@@ -59,6 +59,10 @@ func (x *executor) latent(ctx context.Context, c *Call) (*Result, *Response, err
 	ctxMsgs = append(ctxMsgs, message.Message{Type: message.TypeData, Kind: message.KindInput, Data: c.Args()})
 	cfg := *x.cfg
 	cfg.CallbackPath, cfg.N = "", 1
+	if cfg.CacheKey != "" {
+		// Its requests share a prefix with each other, not with the run's.
+		cfg.CacheKey += "/" + c.Tool
+	}
 	resp, err := Request(ctx, cfg, out, ctxMsgs)
 	if u := UsageOf(err); resp == nil && u != (provider.Usage{}) {
 		resp = &Response{Usage: u} // the run counts what a failed request used

@@ -140,7 +140,9 @@ type Config struct {
 	// CacheKey names the requests that share a prefix for providers that
 	// route by it (provider.Request.CacheKey); empty means a key made from
 	// the run's first message and composed schema, so runs of one agent
-	// share it.
+	// share it. A latent call's requests and a delegate's sub-run, whose
+	// prefixes differ from the run's, take it followed by "/" and the
+	// tool's or the Idea's name.
 	CacheKey string
 	// CacheRetention is how long the provider should keep the run's
 	// prefix in its prompt cache (provider.CacheRetention):
