@@ -164,6 +164,12 @@ type Chunk struct {
 	// Text, Thinking or Done: it belongs to no solution. A consumer sums
 	// the Usage of every chunk, as [Collect] does.
 	Usage *Usage
+	// UsageLost, on the last chunk, says that the stream broke after
+	// every solution had ended well, before the provider said the usage
+	// of the call (OpenAI says it in a chunk of its own, after the
+	// finish_reasons): the solutions stand, but Usage lacks what the call
+	// was billed.
+	UsageLost bool
 	// Model is the model that answered, as the provider named it (often a
 	// dated version of the one asked for: "gpt-5-mini-2025-08-07"). It is
 	// set with Usage, on the last chunk, when the response said it.
@@ -228,6 +234,7 @@ type Result struct {
 	Thinking      []string // one per solution, empty when not exposed
 	FinishReasons []string
 	Usage         Usage
+	UsageLost     bool // a chunk said so (see [Chunk.UsageLost])
 }
 
 // Collect drains a stream into a Result. On error it returns what had
@@ -257,6 +264,7 @@ func Collect(seq iter.Seq2[*Chunk, error]) (*Result, error) {
 		if c.Usage != nil {
 			r.Usage.Add(*c.Usage)
 		}
+		r.UsageLost = r.UsageLost || c.UsageLost
 	}
 	for i := range texts {
 		r.Texts = append(r.Texts, texts[i].String())

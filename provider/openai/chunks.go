@@ -118,11 +118,13 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 		refusals = map[int][]byte{}   // choice index → refusal text
 		filters  = map[int][]string{} // choice index → categories filtered
 		stopped  = map[int]bool{}     // choice index → finish_reason content_filter
+		reasons  = map[int]string{}   // choice index → finish_reason
 		u        wireUsage            // the last usage reported
 		counted  bool                 // whether any usage was reported
 		model    string               // the last model named
 		id       string               // the last response id said
 		c        chunk                // the event read last
+		ended    bool                 // whether [DONE] came
 		budget   = limit.NewBudget(p.cfg.Name, p.max)
 	)
 	emit := func(c *provider.Chunk) bool {
@@ -182,6 +184,17 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 		}
 		yield(nil, err)
 	}
+	// answered reports whether every choice ended well: each had its
+	// finish_reason "stop" and none was refused. A cut after that took
+	// nothing of the answer.
+	answered := func() bool {
+		for i := range finished {
+			if reasons[i] != "stop" || len(refusals[i]) > 0 {
+				return false
+			}
+		}
+		return len(finished) > 0
+	}
 	var streamErr error
 	for events.Next() {
 		if err := ctx.Err(); err != nil {
@@ -190,6 +203,7 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 		}
 		ev := events.Event()
 		if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
+			ended = true
 			break
 		}
 		if err := decodeChunk(ev, &c); err != nil {
@@ -229,6 +243,7 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 				chunk.Done, chunk.FinishReason = true, ch.FinishReason
 				finished[i] = true
 				stopped[i] = ch.FinishReason == finishFiltered
+				reasons[i] = ch.FinishReason
 			}
 			if chunk.Text == "" && chunk.Thinking == "" && !chunk.Done {
 				continue
@@ -246,18 +261,24 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 		fail(err)
 		return
 	}
+	broke := false // whether reading the body failed: the connection broke
 	if streamErr == nil {
 		streamErr = events.Err()
+		broke = streamErr != nil
 	}
 	if err := streamErr; err != nil {
 		if own := limit.Own(err); own != nil {
 			fail(own)
+			return
 		} else if _, ok := errors.AsType[*ssestream.StreamError](err); ok {
 			fail(p.apiError(ctx, res, err))
-		} else {
+			return
+		} else if !broke || !answered() {
 			fail(fmt.Errorf("%w: %s: %w", provider.ErrTruncated, p.cfg.Name, err))
+			return
 		}
-		return
+		// Cut after every choice ended well: only what follows the
+		// finish_reasons was lost, the usage chunk and [DONE].
 	}
 	if len(finished) == 0 {
 		fail(fmt.Errorf("%w: %s: the stream ended without any choice", provider.ErrTruncated, p.cfg.Name))
@@ -274,6 +295,9 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 		pending = &provider.Chunk{}
 	}
 	pending.Usage, pending.Model, pending.ResponseID = &total, model, id
+	// A stream that ended before [DONE] may have lost the usage chunk; a
+	// server that never says the usage ends with [DONE] all the same.
+	pending.UsageLost = !ended && !counted
 	if !yield(pending, nil) {
 		return
 	}

@@ -71,7 +71,9 @@
 // connection is a *provider.Error with Status 0 and the transport error.
 // When ctx ends, the stream ends with ctx.Err(). A stream that stops before
 // a choice's finish_reason, cleanly or not, ends with an error wrapping
-// provider.ErrTruncated, after the text that had arrived. A refusal ends
+// provider.ErrTruncated, after the text that had arrived; one that breaks
+// after every choice's finish_reason "stop" ends well, with UsageLost on
+// its last chunk when the usage chunk did not come. A refusal ends
 // the stream with a *[RefusalError] after the other chunks, and a choice a
 // content filter stopped (finish_reason "content_filter") with a
 // *[FilterError] that gives the categories Azure OpenAI marks filtered.

@@ -181,7 +181,9 @@ func New(cfg Config) (*Provider, error) {
 // when a timeout of Config fires; a *provider.LimitError past
 // Config.MaxAnswerBytes; an error wrapping
 // provider.ErrTruncated, after the text already received, when a stream
-// ends before a choice's finish_reason; a *[RefusalError] after the
+// ends before a choice's finish_reason (one that breaks after every
+// choice's finish_reason "stop" ends well, with Chunk.UsageLost when the
+// usage was not said); a *[RefusalError] after the
 // chunks when the model refused, a *[FilterError] when a content filter
 // stopped a choice (when the stream then fails, its error wraps them
 // too); [ErrNoModel], [ErrUnknownRole] or a schema error before anything
