@@ -181,8 +181,9 @@ func New(cfg Config) (*Provider, error) {
 // or an error event; a *provider.TimeoutError when a timeout of Config
 // fires; a *provider.LimitError past Config.MaxAnswerBytes; an error
 // wrapping provider.ErrNoAnswer for a network error before any byte of the
-// answer, and one wrapping provider.ErrTruncated for a stream cut after; a
-// *[StopError], after the chunks of every solution, for one that a
+// answer, and one wrapping provider.ErrTruncated for a stream cut after
+// (but before message_delta said the answer ended well: a stream cut after
+// that ends as at message_stop); a *[StopError], after the chunks of every solution, for one that a
 // refusal or the model's context window stopped; when a request fails
 // all the same, its error wraps that *StopError too.
 func (p *Provider) Generate(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {

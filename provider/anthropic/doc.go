@@ -127,6 +127,8 @@
 // status, becomes one too, with the status that goes with its type (529 for
 // overloaded_error, 500 for an unknown type). A stream that ends without
 // message_stop, or whose connection breaks, yields the text received so far
-// and then an error wrapping [provider.ErrTruncated]. When ctx ends, the
+// and then an error wrapping [provider.ErrTruncated], unless message_delta
+// had said the answer ended well (end_turn, stop_sequence, tool_use): then
+// only message_stop was lost, and the stream ends as at it. When ctx ends, the
 // stream ends with ctx.Err().
 package anthropic

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"net/http"
@@ -190,6 +191,17 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 			}
 			return yield(&provider.Chunk{Index: i, Text: held.String()}, nil)
 		}
+		// end yields the Done chunk, with the usage, as message_stop
+		// calls for, then the stop's error, if any.
+		end := func() {
+			if !unheld(stopReason == string(sdk.StopReasonMaxTokens)) {
+				return
+			}
+			u := usage.usage()
+			if yield(&provider.Chunk{Index: i, Done: true, FinishReason: stopReason, Usage: &u, Model: model, ResponseID: id}, nil) && stop != nil {
+				yield(nil, stop)
+			}
+		}
 	read:
 		for events.Next() {
 			data := events.Event().Data
@@ -262,21 +274,14 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 				stop = stopped(i, stopReason, sd.Category, sd.Explanation)
 				usage.merge(ev.Usage)
 			case "message_stop":
-				if !unheld(stopReason == string(sdk.StopReasonMaxTokens)) {
-					return
-				}
-				u := usage.usage()
-				if yield(&provider.Chunk{Index: i, Done: true, FinishReason: stopReason, Usage: &u, Model: model, ResponseID: id}, nil) && stop != nil {
-					yield(nil, stop)
-				}
+				end()
 				return
 			}
 		}
+		broke := false // whether reading the body failed: the connection broke
 		if err == nil {
 			err = events.Err()
-		}
-		if !unheld(true) {
-			return
+			broke = err != nil
 		}
 		if err != nil {
 			if started {
@@ -284,15 +289,33 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 			} else {
 				err = convertErr(ctx, err)
 			}
-			fail(err)
+		} else if cerr := ctx.Err(); cerr != nil {
+			err = cerr
+		} else {
+			err = fmt.Errorf("anthropic: %w: no message_stop", provider.ErrTruncated)
+			broke = true
+		}
+		if broke && errors.Is(err, provider.ErrTruncated) && endedWell(stopReason) {
+			// The stream broke after message_delta said the answer
+			// ended, with its usage: only message_stop was lost.
+			end()
 			return
 		}
-		if err := ctx.Err(); err != nil {
-			fail(err)
+		if !unheld(true) {
 			return
 		}
-		fail(fmt.Errorf("anthropic: %w: no message_stop", provider.ErrTruncated))
+		fail(err)
 	}
+}
+
+// endedWell reports whether a message_delta's stop_reason says that the
+// answer ended as asked: not at max_tokens, not refused or stopped.
+func endedWell(stopReason string) bool {
+	switch stopReason {
+	case string(sdk.StopReasonEndTurn), string(sdk.StopReasonStopSequence), string(sdk.StopReasonToolUse):
+		return true
+	}
+	return false
 }
 
 // gather turns the stream of solution i into its one chunk. On an error it

@@ -263,18 +263,21 @@ func TestStopErrorText(t *testing.T) {
 // partial_json has for input what content_block_start gave, {} from the
 // API. Streamed, it is yielded once the stop_reason says how the answer
 // ended: whole at tool_use, without its closing brace at max_tokens or
-// when the stream ends before message_stop, so that a schema that
-// accepts {} never takes a cut answer for a whole one.
+// when the stream ends before the stop_reason, so that a schema that
+// accepts {} never takes a cut answer for a whole one. A stream that ends
+// after the stop_reason tool_use, before message_stop, lost nothing.
 func TestToolInputNoDelta(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		stop    string // the stop_reason; none: the stream ends before it
+		cut     bool   // whether the stream ends before message_stop
 		want    string
 		wantErr error
 	}{
-		{"tool_use", "tool_use", `{}`, nil},
-		{"max_tokens", "max_tokens", `{`, nil},
-		{"no message_stop", "", `{`, provider.ErrTruncated},
+		{"tool_use", "tool_use", false, `{}`, nil},
+		{"max_tokens", "max_tokens", false, `{`, nil},
+		{"no message_delta", "", false, `{`, provider.ErrTruncated},
+		{"tool_use, no message_stop", "tool_use", true, `{}`, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p, _ := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -288,7 +291,9 @@ func TestToolInputNoDelta(t *testing.T) {
 					return
 				}
 				ev("message_delta", fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q,"stop_sequence":null},"usage":{"output_tokens":3}}`, tt.stop))
-				ev("message_stop", `{"type":"message_stop"}`)
+				if !tt.cut {
+					ev("message_stop", `{"type":"message_stop"}`)
+				}
 			}), Config{ToolOutput: true})
 			got, err := provider.Collect(p.Generate(t.Context(), request(true, 1)))
 			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
