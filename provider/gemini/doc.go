@@ -83,7 +83,8 @@
 // API completes in its final event. A stream that ends while a candidate
 // has no finishReason (or that breaks) yields the text received so far,
 // with the latest usageMetadata when an event had one, then an error
-// wrapping provider.ErrTruncated. A prompt the API blocks
+// wrapping provider.ErrTruncated; one that breaks after every candidate's
+// finishReason STOP ends well. A prompt the API blocks
 // (promptFeedback.blockReason, no candidates) is a *[BlockedError], which
 // wraps [ErrNoCandidates]. A candidate stopped for any reason but STOP,
 // MAX_TOKENS and CONTINUATION (a safety or recitation filter, LANGUAGE,

@@ -171,8 +171,9 @@ func New(cfg Config) (*Provider, error) {
 // or an error event; a *provider.TimeoutError when a timeout of Config
 // fires; a *provider.LimitError past Config.MaxAnswerBytes; an error
 // wrapping provider.ErrNoAnswer for a network error before any byte of the
-// answer, and one wrapping provider.ErrTruncated for a stream cut after; a
-// *[BlockedError] for a prompt the API blocked; a *[FinishError], after
+// answer, and one wrapping provider.ErrTruncated for a stream cut after
+// (but before every candidate's finishReason STOP: a stream cut after them
+// ends well); a *[BlockedError] for a prompt the API blocked; a *[FinishError], after
 // the chunks of every candidate, for one that a filter (or another reason
 // than its end or a token limit) stopped; when the stream then fails, its
 // error wraps that *FinishError too.
@@ -270,7 +271,9 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 		block    *BlockedError
 		stop     *FinishError // the lowest candidate stopped abnormally
 		finished = map[int]bool{}
-		order    []int // candidates in the order they first appeared
+		reasons  = map[int]string{} // candidate → finish reason
+		cut      bool               // whether the stream broke after every candidate ended
+		order    []int              // candidates in the order they first appeared
 		budget   = limit.NewBudget(name, p.maxBytes)
 	)
 	flush := func() bool {
@@ -300,12 +303,28 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 			yield(nil, err)
 		}
 	}
+	// answered reports whether every candidate ended well, with its
+	// finishReason STOP.
+	answered := func() bool {
+		for _, i := range order {
+			if reasons[i] != "stop" {
+				return false
+			}
+		}
+		return len(order) > 0 && stop == nil
+	}
 	for resp, err := range p.models.GenerateContentStream(ctx, c.model, c.contents, c.config) {
 		if err != nil {
 			// A failure after a 200 is a stream that broke.
 			err = convertError(ctx, err, ex, ex.status >= 200 && ex.status < 300)
 			if len(order) == 0 && held == nil && p.refusedCandidates(c, err) {
 				return true
+			}
+			if errors.Is(err, provider.ErrTruncated) && answered() {
+				// Broke after every candidate ended, in the event
+				// with the final usageMetadata: nothing was lost.
+				cut = true
+				break
 			}
 			fail(err)
 			return false
@@ -354,6 +373,7 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 			}
 			if ch.Done {
 				finished[ch.Index] = true
+				reasons[ch.Index] = ch.FinishReason
 				stop = first(stop, stopped(cand))
 				held = ch
 				continue
@@ -385,6 +405,7 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 		held = &provider.Chunk{Index: order[len(order)-1]}
 	}
 	held.Usage, held.Model, held.ResponseID = normalize(usage), model, id
+	held.UsageLost = cut && usage == nil
 	if flush() && stop != nil {
 		yield(nil, stop)
 	}
