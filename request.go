@@ -219,6 +219,12 @@ type Response struct {
 	Solutions []Solution
 	// Usage sums every provider call the request made, repairs included.
 	Usage provider.Usage
+	// UsageLost says that Usage lacks what a provider call was billed:
+	// its stream broke after every solution had ended well, before the
+	// provider said the usage (OpenAI says it in a chunk of its own after
+	// the answer; see provider.Chunk.UsageLost). The solutions stand;
+	// Config.Logger has a warning of it too.
+	UsageLost bool
 	// Sent is what the provider was first asked: rendered messages, the
 	// composed schema and the settings.
 	Sent *provider.Request
@@ -898,6 +904,10 @@ func send(ctx context.Context, cfg *Config, req *provider.Request, slots []int, 
 	cfg.Provider.Generate(ctx, req)(func(c *provider.Chunk, cerr error) bool {
 		if stopped {
 			return false
+		}
+		if cerr == nil && c != nil && c.UsageLost {
+			resp.UsageLost = true
+			logger(*cfg).WarnContext(ctx, "the provider's stream broke after every solution had ended, before it said the usage: the request's usage lacks what the call was billed")
 		}
 		if err = readChunk(cfg, req.N, slots, answers, resp, yield, c, cerr); err != nil {
 			stopped = true

@@ -1,0 +1,115 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/augceo/agent"
+	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider"
+)
+
+// TestRequestCutAfterFinish: with N 1, a stream that breaks once the
+// answer had ended well (OpenAI's finish_reason "stop", Anthropic's
+// message_delta with end_turn, Gemini's event with finishReason STOP)
+// lost nothing of it: the request succeeds, with the usage the provider
+// had said. OpenAI says it only in the chunk the cut took: the Response
+// says the usage was lost, and the run's log warns of it. A stream cut
+// before the answer ended fails the request, as before.
+func TestRequestCutAfterFinish(t *testing.T) {
+	const warning = `level=WARN msg="the provider's stream broke after every solution had ended, before it said the usage: the request's usage lacks what the call was billed"`
+	openaiAnswer := func(w http.ResponseWriter, finished bool) {
+		writeDeltas(w, `0 {"output":1}`)
+		if finished {
+			writeDeltas(w, "0 stop")
+		}
+	}
+	anthropicAnswer := func(w http.ResponseWriter, finished bool) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-test\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n")
+		fmt.Fprint(w, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
+		fmt.Fprint(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"{\\\"output\\\":1}\"}}\n\n")
+		if finished {
+			fmt.Fprint(w, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
+			fmt.Fprint(w, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":5}}\n\n")
+		}
+	}
+	geminiAnswer := func(w http.ResponseWriter, finished bool) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		if finished {
+			writeCandidates(w, `0 {"output":1} STOP`)
+		} else {
+			writeCandidates(w, `0 {"output":1}`)
+		}
+	}
+	for _, tt := range []struct {
+		name      string
+		new       func(url string) (provider.Provider, error)
+		answer    func(w http.ResponseWriter, finished bool)
+		finished  bool
+		wantUsage provider.Usage
+		wantLost  bool
+	}{
+		{"OpenAI, cut after stop", newOpenAI, openaiAnswer, true, provider.Usage{}, true},
+		{"OpenAI, cut before stop", newOpenAI, openaiAnswer, false, provider.Usage{}, false},
+		{"Anthropic, cut after end_turn", newAnthropic, anthropicAnswer, true, provider.Usage{Input: 9, Output: 5}, false},
+		{"Anthropic, cut before message_delta", newAnthropic, anthropicAnswer, false, provider.Usage{}, false},
+		{"Gemini, cut after STOP", newGemini, geminiAnswer, true, provider.Usage{Input: 9, Output: 5}, false},
+		{"Gemini, cut before STOP", newGemini, geminiAnswer, false, provider.Usage{}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				tt.answer(w, tt.finished)
+				w.(http.Flusher).Flush()
+				if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+					conn.Close() // the chunked body never ends
+				}
+			}))
+			defer srv.Close()
+			p, err := tt.new(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs bytes.Buffer
+			log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+				if a.Key == slog.TimeKey {
+					return slog.Attr{}
+				}
+				return a
+			}}))
+			cfg := agent.Config{Provider: p, Registry: agent.NewRegistry(), N: 1, Stream: true, Logger: log}
+			resp, err := agent.Request(context.Background(), cfg, json.RawMessage(`{"type":"integer"}`), []message.Message{message.Text("count")})
+			if !tt.finished {
+				if !errors.Is(err, provider.ErrTruncated) {
+					t.Fatalf("error %v, want a cut", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("error %v", err)
+			}
+			if got := fmt.Sprint(solutionOutputs(resp)); got != "[1]" {
+				t.Errorf("outputs %s, want [1]", got)
+			}
+			if diff := cmp.Diff(resp.Usage, tt.wantUsage); diff != "" {
+				t.Errorf("usage (-got +want):\n%s", diff)
+			}
+			if resp.UsageLost != tt.wantLost {
+				t.Errorf("UsageLost %v, want %v", resp.UsageLost, tt.wantLost)
+			}
+			if got := strings.Contains(logs.String(), warning); got != tt.wantLost {
+				t.Errorf("log %q, want the warning: %v", logs.String(), tt.wantLost)
+			}
+		})
+	}
+}
