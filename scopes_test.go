@@ -268,3 +268,41 @@ func TestToolScopesMalformed(t *testing.T) {
 		})
 	}
 }
+
+// TestToolOutputMalformed: an _outputPath or _outputMethod a tool fixes
+// (its const) or offers (its enum) that no call could use is an error of
+// the tool's definition, before any request, rather than of every call.
+func TestToolOutputMalformed(t *testing.T) {
+	for _, tt := range []struct{ props, err string }{
+		{`"_outputPath":{"const":"state.o"}`, `agent: message 0 (tool): tool "t": _outputPath "state.o": ref "state.o" at offset 0: syntax error: expected a reference starting with † but found "s"`},
+		{`"_outputPath":{"enum":["†state.o","†state."]}`, `agent: message 0 (tool): tool "t": _outputPath "†state.": ref "†state." at offset 9: syntax error: empty path segment`},
+		{`"_outputMethod":{"const":"append"}`, `agent: message 0 (tool): tool "t": _outputMethod "append": ref: unknown output method "append" (want set, merge, assign, push or concat)`},
+	} {
+		t.Run(tt.props, func(t *testing.T) {
+			reg := agent.NewRegistry()
+			reg.Tool("t", json.RawMessage(`{"type":"object","properties":{`+tt.props+`}}`))
+			reg.Activity("t", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+				return &agent.Result{Value: json.RawMessage(`1`)}, nil
+			}))
+			p := scripted.Solutions(`{"calls":[{"_tool":"t","_outputPath":"†state.o"}],"output":null}`, `{"calls":[],"output":1}`)
+			_, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{}`),
+				ctxOf(t, `[{"type":"tool","tool":"t"}]`))
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("got %v\nwant %s", err, tt.err)
+			}
+			if n := len(p.Requests()); n != 0 {
+				t.Errorf("%d requests sent", n)
+			}
+		})
+	}
+	// A const the tool fixes that is well formed runs.
+	reg := agent.NewRegistry()
+	reg.Tool("t", json.RawMessage(`{"type":"object","properties":{"_outputPath":{"const":"†state.a || †state.b"},"_outputMethod":{"enum":["set","push"]}}}`))
+	reg.Activity("t", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+		return &agent.Result{Value: json.RawMessage(`1`)}, nil
+	}))
+	p := scripted.Solutions(`{"calls":[{"_tool":"t","_outputPath":"†state.a || †state.b"}],"output":null}`, `{"calls":[],"output":1}`)
+	if _, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{}`), ctxOf(t, `[{"type":"tool","tool":"t"}]`)); err != nil {
+		t.Fatal(err)
+	}
+}

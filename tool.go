@@ -11,6 +11,7 @@ import (
 
 	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/ref"
 	"github.com/augceo/agent/schema"
 )
 
@@ -148,6 +149,9 @@ func shape(name string, def json.RawMessage, explicit bool, taken []string) (*sh
 	if err := checkToolScopes(def); err != nil {
 		return nil, err
 	}
+	if err := checkToolOutput(def); err != nil {
+		return nil, err
+	}
 	if bytes.Contains(def, []byte(`"_delegate"`)) {
 		var d struct {
 			Delegate json.RawMessage `json:"_delegate"`
@@ -195,6 +199,45 @@ func checkToolScopes(def json.RawMessage) error {
 	}
 	if _, err := parseScopes(scopes); err != nil {
 		return errorf("_scopes: %w", err)
+	}
+	return nil
+}
+
+// checkToolOutput checks the _outputPath and _outputMethod a tool fixes
+// (a const) or offers (an enum): one that does not parse would fail
+// every call that takes it.
+func checkToolOutput(def json.RawMessage) error {
+	if !bytes.Contains(def, []byte(`"_output`)) {
+		return nil
+	}
+	type values struct {
+		Const json.RawMessage   `json:"const"`
+		Enum  []json.RawMessage `json:"enum"`
+	}
+	var d struct {
+		Properties struct {
+			Path   values `json:"_outputPath"`
+			Method values `json:"_outputMethod"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal(def, &d)
+	for _, p := range []struct {
+		name  string
+		v     values
+		check func(string) error
+	}{
+		{"_outputPath", d.Properties.Path, func(s string) error { _, err := ref.Parse(s); return err }},
+		{"_outputMethod", d.Properties.Method, func(s string) error { _, err := ref.ParseMethod(s); return err }},
+	} {
+		for _, raw := range append([]json.RawMessage{p.v.Const}, p.v.Enum...) {
+			var s string
+			if raw == nil || json.Unmarshal(raw, &s) != nil || s == "" {
+				continue // no value, or one the schema refuses in a call
+			}
+			if err := p.check(s); err != nil {
+				return fmt.Errorf("%s %q: %w", p.name, s, err)
+			}
+		}
 	}
 	return nil
 }
