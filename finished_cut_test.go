@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -111,5 +112,28 @@ func TestRequestCutAfterFinish(t *testing.T) {
 				t.Errorf("log %q, want the warning: %v", logs.String(), tt.wantLost)
 			}
 		})
+	}
+}
+
+// TestRunEventUsageLost: a run's usage event says when its request's
+// usage was lost, so that a consumer adding up cost knows its sum is
+// short.
+func TestRunEventUsageLost(t *testing.T) {
+	p := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		return func(yield func(*provider.Chunk, error) bool) {
+			yield(&provider.Chunk{Text: `{"output":"done"}`, Done: true, FinishReason: "stop", UsageLost: true}, nil)
+		}
+	})
+	var lost []bool
+	for ev, err := range agent.Events(t.Context(), agent.Config{Provider: p, Registry: agent.NewRegistry()}, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[{"type":"text","text":"go"}]`)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == agent.EventUsage {
+			lost = append(lost, ev.UsageLost)
+		}
+	}
+	if len(lost) != 1 || !lost[0] {
+		t.Errorf("usage events say lost %v, want [true]", lost)
 	}
 }

@@ -89,7 +89,11 @@ type RunEvent struct {
 	Text    string           // EventThinking; EventCompacted: the sizes before and after
 	Output  *Output          // EventOutput
 	Usage   *provider.Usage  // EventUsage: the request's; EventDone: the run's
-	Result  *RunResult       // EventDone
+	// UsageLost says, on EventUsage, that Usage lacks what a provider
+	// call was billed: its stream broke after the answer, before the
+	// usage (Response.UsageLost).
+	UsageLost bool
+	Result    *RunResult // EventDone
 	// Opinions are the advisors' entries of the step's solution, with
 	// their votes (EventAdvice); Tally weighs them.
 	Opinions []Opinion
@@ -596,7 +600,7 @@ func (r *run) warnNoTools(ctx context.Context) {
 // of the step is left to run (see RunEvent.stepEnds).
 func (r *run) answered(step int, resp *Response, ends bool) bool {
 	r.usage.Add(resp.Usage)
-	return r.emit(RunEvent{Kind: EventUsage, Step: step, Usage: &resp.Usage, stepEnds: ends})
+	return r.emit(RunEvent{Kind: EventUsage, Step: step, Usage: &resp.Usage, UsageLost: resp.UsageLost, stepEnds: ends})
 }
 
 // advised takes the advisors' opinions of the step (raw is the

@@ -411,7 +411,7 @@ func (s *scheduler) finish(f finished) bool {
 	}
 	if f.resp != nil { // a latent call or a delegate asked the model
 		s.usage.Add(f.resp.Usage)
-		if !s.emit(RunEvent{Kind: EventUsage, Step: s.step, Call: f.call, Usage: &f.resp.Usage}) {
+		if !s.emit(RunEvent{Kind: EventUsage, Step: s.step, Call: f.call, Usage: &f.resp.Usage, UsageLost: f.resp.UsageLost}) {
 			return false
 		}
 	}
