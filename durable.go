@@ -341,8 +341,10 @@ type resumed struct {
 	seen int
 	// exec runs the calls the resume finishes (nil when there are none).
 	exec *executor
-	// usage sums the journal's usage entries: every request so far.
-	usage provider.Usage
+	// usage sums the journal's usage entries: every request so far;
+	// stepTokens sums them by step (a step's request and its calls').
+	usage      provider.Usage
+	stepTokens map[int]int
 	// end is the result of a run that reached its end.
 	end *runEnd
 	// lease is the run's, held by the resume.
@@ -722,7 +724,7 @@ func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, 
 	var usage store.UsageTotal
 	var last store.Entry // the last end
 	r := &resumed{settled: map[string]*message.Message{}, started: map[string]json.RawMessage{}, queued: map[string]json.RawMessage{},
-		advice: map[string]json.RawMessage{}, calls: map[string]json.RawMessage{}, at: map[string]int{}, logged: map[string]bool{}, stepAt: map[int]int{}}
+		advice: map[string]json.RawMessage{}, calls: map[string]json.RawMessage{}, at: map[string]int{}, logged: map[string]bool{}, stepAt: map[int]int{}, stepTokens: map[int]int{}}
 	note := func(id string, raw json.RawMessage) {
 		if _, ok := r.calls[id]; !ok {
 			r.calls[id] = raw
@@ -786,8 +788,16 @@ func readJournal(ctx context.Context, st store.Store, run store.Run) (*resumed, 
 			if err := usage.Add(e); err != nil {
 				return nil, errorf("agent: run %s: %w", id, err)
 			}
-			if n, err := strconv.Atoi(e.Call); err == nil { // a step's request
-				r.step = max(r.step, n)
+			// A call's request ("2.0"), or a step's ("2").
+			n, ok := stepOf(e.Call)
+			if m, err := strconv.Atoi(e.Call); err == nil {
+				r.step = max(r.step, m)
+				n, ok = m, true
+			}
+			if ok {
+				var u provider.Usage
+				_ = json.Unmarshal(e.Data, &u) // usage.Add took it
+				r.stepTokens[n] += u.Total()
 			}
 		case store.EntryEnd:
 			// Only the last end is decoded, after the loop: each holds the
@@ -1186,6 +1196,18 @@ func (r *run) finish(ctx context.Context, rs *resumed) bool {
 		bs, bp := callPosition(b)
 		return cmp.Or(cmp.Compare(as, bs), cmp.Compare(ap, bp))
 	})
+	if rs.exec != nil && r.cfg.TokenBudget > 0 {
+		// A delegate's sub-run may spend what the budget left before the
+		// step, as in the step (see run.step).
+		used := r.usage.Total() - r.turnTokens
+		for n, tokens := range rs.stepTokens {
+			if n >= step {
+				used -= tokens
+			}
+		}
+		x, cfg := *rs.exec, budgetLeft(*rs.exec.cfg, used)
+		x.cfg, rs.exec = &cfg, &x
+	}
 	// The step's queued calls are weighed by its advisors (calls that
 	// started passed already).
 	queued := rs.exec

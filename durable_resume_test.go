@@ -758,3 +758,50 @@ func TestResumeErrorNamesTheRunOnce(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestResumeDelegateTokenBudget: a delegate call a resume runs, which
+// was still waiting when the run stopped, may spend what the run's
+// TokenBudget leaves, not the whole budget again.
+func TestResumeDelegateTokenBudget(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	reg := agent.NewRegistry()
+	idea, err := agent.ParseIdea([]byte(`{"schema":{"type":"object","properties":{"sent":{"type":"boolean"}}},"context":[{"type":"system","message":"Send it."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Idea("sender", idea)
+	reg.Tool("send", json.RawMessage(`{"type":"object","_delegate":"sender","properties":{"text":{"type":"string"}}}`))
+	reg.Tool("stop", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("stop", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+		cancel() // Ctrl-C as the call returns: send has not started
+		return agent.Value("a")
+	}))
+	first := scripted.New(
+		// The parent's first step spends 600 of its 1000 tokens.
+		scripted.Response{Solutions: []string{`{"calls":[],"output":null}`}, Usage: usage(600)},
+		scripted.Response{Solutions: []string{`{"calls":[{"_tool":"stop","_outputPath":"†state.a"},{"_tool":"send","text":"hi","_outputPath":"†state.sent"}],"output":null}`}, Usage: usage(10)},
+	)
+	st := store.NewMemory()
+	cfg := agent.Config{Provider: first, Registry: reg, TokenBudget: 1000, Concurrency: 1, Store: st, RunID: "b", Clock: fixed}
+	msgs := ctxOf(t, `[{"type":"tool","tool":"stop"},{"type":"tool","tool":"send"},{"type":"text","text":"Send hi"}]`)
+	if _, err := agent.Run(ctx, cfg, json.RawMessage(`{"type":"string"}`), msgs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	// The sub-run is never done: 300 tokens a step.
+	notDone := scripted.Response{Solutions: []string{`{"output":null}`}, Usage: usage(300)}
+	again := scripted.New(notDone, notDone, notDone, notDone)
+	cfg.Provider = again
+	res, err := agent.Resume(t.Context(), cfg, "b")
+	if !errors.Is(err, agent.ErrTokenBudget) {
+		t.Fatalf("resume: err %v, want the budget spent", err)
+	}
+	// The sub-run had the 400 tokens left before the step: it stopped
+	// after two requests.
+	if n := len(again.Requests()); n != 2 {
+		t.Errorf("%d requests of the resumed sub-run, want 2", n)
+	}
+	if res.Usage.Input != 1210 {
+		t.Errorf("usage %+v, want 1210 input tokens", res.Usage)
+	}
+}

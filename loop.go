@@ -419,12 +419,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	// The calls run with the run's settings, not the step request's: a
 	// latent call or a delegate makes requests of its own, which are
 	// repaired (Config.MaxRepairs) as any Request's are.
-	xcfg := r.cfg
-	if xcfg.TokenBudget > 0 {
-		// A delegate's sub-run may spend what the budget left before
-		// this step, not the whole budget again.
-		xcfg.TokenBudget -= r.usage.Total() - r.turnTokens
-	}
+	xcfg := budgetLeft(r.cfg, r.usage.Total()-r.turnTokens)
 	exec := &executor{cfg: &xcfg, reg: xcfg.registry(), build: p.build}
 	advise := func(raw json.RawMessage) bool {
 		if advised {
@@ -594,6 +589,16 @@ func (r *run) warnNoTools(ctx context.Context) {
 		logger(r.cfg).WarnContext(ctx, "the context offers no tool, so the model cannot call the registered activities; offer tools with tool messages (message.Tool, Registry.Offer)",
 			"activities", names)
 	}
+}
+
+// budgetLeft returns cfg for the calls of a step that began with used
+// tokens of the turn spent: a delegate's sub-run may spend what the
+// budget left, not the whole budget again.
+func budgetLeft(cfg Config, used int) Config {
+	if cfg.TokenBudget > 0 {
+		cfg.TokenBudget -= used
+	}
+	return cfg
 }
 
 // answered takes the usage of the step's response; ends says nothing
