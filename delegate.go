@@ -144,10 +144,11 @@ func (x *executor) delegate(ctx context.Context, c *Call, name string) (*Result,
 	if cfg.CacheKey != "" {
 		// The sub-run's requests share a prefix with each other, not
 		// with the parent's.
-		cfg.CacheKey += "/" + name
-		if name == Anonymous {
-			cfg.CacheKey += c.Tool
+		sub := name
+		if name == Anonymous { // no Idea's name: its tool's
+			sub = c.Tool
 		}
+		cfg.CacheKey += "/" + sub
 	}
 	// The sub-run is a run of the Idea: it shows data as the Idea says,
 	// as it would running on its own.

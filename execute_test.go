@@ -299,3 +299,28 @@ func TestSubRequestCacheKeys(t *testing.T) {
 		t.Errorf("cache keys %q, want %q", keys, want)
 	}
 }
+
+// TestAnonymousDelegateCacheKey: an anonymous delegate's sub-run, which
+// has no Idea's name, takes the run's key followed by / and its tool's
+// name.
+func TestAnonymousDelegateCacheKey(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("guess", json.RawMessage(`{"type":"object","description":"You guess.","_delegate":"anonymous","properties":{"q":{"type":"string"},"_output":{"type":"string"}}}`))
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"guess","q":"which?","_outputPath":"†state.g"}],"output":null}`,
+		`{"output":"this"}`,
+		`{"calls":[],"output":"done"}`,
+	)
+	_, err := agent.Run(t.Context(), agent.Config{Provider: p, Registry: reg, CacheKey: "tenant-7"}, json.RawMessage(`{"type":"string"}`),
+		ctxOf(t, `[{"type":"tool","tool":"guess"},{"type":"text","text":"go"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, r := range p.Requests() {
+		keys = append(keys, r.CacheKey)
+	}
+	if want := []string{"tenant-7", "tenant-7/guess", "tenant-7"}; !slices.Equal(keys, want) {
+		t.Errorf("cache keys %q, want %q", keys, want)
+	}
+}
