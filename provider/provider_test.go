@@ -334,3 +334,48 @@ func TestRetryCancelledWhileWaiting(t *testing.T) {
 		}
 	})
 }
+
+// TestRetryManyAttempts: a backoff doubled past what a Duration holds
+// stays at Max: each wait is still between half of Max and Max.
+func TestRetryManyAttempts(t *testing.T) {
+	server := &provider.Error{Provider: "x", Status: http.StatusBadGateway}
+	errs := make([]error, 70)
+	for i := range errs {
+		errs[i] = server
+	}
+	p, calls := flaky(errs...)
+	var waits []time.Duration
+	r := provider.Retry(p, provider.RetryConfig{Attempts: len(errs), Sleep: func(ctx context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return nil
+	}})
+	if _, err := provider.Collect(r.Generate(context.Background(), &provider.Request{})); err != nil {
+		t.Fatal(err)
+	}
+	if *calls != len(errs)+1 {
+		t.Errorf("%d calls, want %d", *calls, len(errs)+1)
+	}
+	for i, d := range waits[len(waits)-40:] {
+		if d < provider.DefaultRetryMax/2 || d > provider.DefaultRetryMax {
+			t.Errorf("wait %d: %v, want between %v and %v", len(waits)-40+i, d, provider.DefaultRetryMax/2, provider.DefaultRetryMax)
+		}
+	}
+}
+
+// TestRetryNegativeBackoff: a negative Base waits for nothing, as a
+// negative wait did, rather than failing to draw one at random.
+func TestRetryNegativeBackoff(t *testing.T) {
+	server := &provider.Error{Provider: "x", Status: http.StatusBadGateway}
+	p, _ := flaky(server)
+	var waits []time.Duration
+	r := provider.Retry(p, provider.RetryConfig{Base: -time.Second, Sleep: func(ctx context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return nil
+	}})
+	if _, err := provider.Collect(r.Generate(context.Background(), &provider.Request{})); err != nil {
+		t.Fatal(err)
+	}
+	if len(waits) != 1 || waits[0] != 0 {
+		t.Errorf("waits %v, want one of 0", waits)
+	}
+}

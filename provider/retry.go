@@ -99,7 +99,7 @@ func Retry(p Provider, cfg RetryConfig) Provider {
 					yield(nil, failed)
 					return
 				}
-				wait := min(backoff, cfg.Max)
+				wait := max(min(backoff, cfg.Max), 0) // rand.N takes no negative
 				wait = wait/2 + rand.N(wait/2+1)
 				if after > 0 {
 					wait = after
@@ -109,7 +109,9 @@ func Retry(p Provider, cfg RetryConfig) Provider {
 					yield(nil, fmt.Errorf("%w; stopped while waiting %v to try again: %w", failed, wait, err))
 					return
 				}
-				backoff *= 2
+				if backoff < cfg.Max { // doubled on, it would overflow to a negative wait
+					backoff *= 2
+				}
 			}
 		}
 	})
