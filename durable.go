@@ -574,7 +574,10 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 	case EventUsage:
 		// A request's usage is durable as soon as it is known, so a run's
 		// total survives failures and crashes.
-		b, err := json.Marshal(ev.Usage)
+		b, err := json.Marshal(struct {
+			*provider.Usage
+			Lost bool `json:"lost,omitempty"`
+		}{ev.Usage, ev.UsageLost})
 		if err != nil {
 			return errorf("agent: journal usage: %w", err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/store"
 )
 
 // TestRequestCutAfterFinish: with N 1, a stream that breaks once the
@@ -135,5 +136,31 @@ func TestRunEventUsageLost(t *testing.T) {
 	}
 	if len(lost) != 1 || !lost[0] {
 		t.Errorf("usage events say lost %v, want [true]", lost)
+	}
+}
+
+// TestDurableUsageLost: a durable run's journal marks the usage entry of
+// a request whose usage was lost.
+func TestDurableUsageLost(t *testing.T) {
+	p := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		return func(yield func(*provider.Chunk, error) bool) {
+			yield(&provider.Chunk{Text: `{"output":"done"}`, Done: true, FinishReason: "stop", UsageLost: true}, nil)
+		}
+	})
+	st := store.NewMemory()
+	if _, err := agent.Run(t.Context(), agent.Config{Provider: p, Registry: agent.NewRegistry(), Store: st, RunID: "l"}, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[{"type":"text","text":"go"}]`)); err != nil {
+		t.Fatal(err)
+	}
+	var total store.UsageTotal
+	for e, err := range st.Entries(t.Context(), "l", 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := total.Add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if total.Lost() != 1 {
+		t.Errorf("%d usage entries marked lost, want 1", total.Lost())
 	}
 }

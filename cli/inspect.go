@@ -435,6 +435,12 @@ func trace(ctx context.Context, w io.Writer, st runStore, run store.Run, pl *pri
 	if c := pl.costText(run.Model, u); c != "" {
 		bw.printf("; %s", escapeLine(c))
 	}
+	switch n := usage.Lost(); {
+	case n == 1:
+		bw.printf("; the usage of 1 request was lost (its stream broke before the provider said it), so these totals are short")
+	case n > 1:
+		bw.printf("; the usage of %d requests was lost (their streams broke before the provider said it), so these totals are short", n)
+	}
 	bw.printf("\n")
 	return bw.err
 }

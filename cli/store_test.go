@@ -128,3 +128,25 @@ func TestLogLongCacheWrites(t *testing.T) {
 		t.Errorf("log:\n%s%s\nwant %q", out, errOut, want)
 	}
 }
+
+// TestLogUsageLost: log says when the usage of some requests was lost,
+// since its total is then short.
+func TestLogUsageLost(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "runs.db")
+	st, err := sqlite.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	err = st.Create(t.Context(), store.Run{ID: "l", Kind: "loop", Model: "openai:gpt-x", Status: store.Done, Created: now, Updated: now},
+		store.Entry{Type: store.EntryUsage, Data: json.RawMessage(`{"input":100,"output":5}`), Time: now},
+		store.Entry{Type: store.EntryUsage, Data: json.RawMessage(`{"input":0,"output":0,"lost":true}`), Time: now})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, out, errOut := acts(t.Context(), agent.NewRegistry(), "log", "l", "--store", db)
+	if want := "5 output tokens (0 thinking); the usage of 1 request was lost (its stream broke before the provider said it), so these totals are short\n"; !strings.Contains(out, want) {
+		t.Errorf("log:\n%s%s\nwant %q", out, errOut, want)
+	}
+}

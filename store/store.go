@@ -107,8 +107,10 @@ const (
 	EntryEnd EntryType = "end"
 	// EntryUsage is the usage of one request to the model, appended when
 	// its answer arrived, valid or not; Call holds the step (or the call
-	// that made the request) and Data the provider.Usage. A run's usage is
-	// the sum of its journal's usage entries.
+	// that made the request) and Data the provider.Usage, with
+	// "lost":true when the request's stream broke before the provider said
+	// it (agent.RunEvent.UsageLost). A run's usage is the sum of its
+	// journal's usage entries.
 	EntryUsage EntryType = "usage"
 	// EntryStatus records that the run stopped without reaching its end:
 	// Data holds {"status":"failed"|"interrupted","error":"..."}.

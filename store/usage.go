@@ -14,6 +14,7 @@ import (
 type UsageTotal struct {
 	sum  provider.Usage
 	seen bool
+	lost int
 }
 
 // Add counts e if it is a usage entry, and fails if its data is not one.
@@ -21,14 +22,25 @@ func (t *UsageTotal) Add(e Entry) error {
 	if e.Type != EntryUsage {
 		return nil
 	}
-	var u provider.Usage
+	var u struct {
+		provider.Usage
+		Lost bool `json:"lost"`
+	}
 	if err := json.Unmarshal(e.Data, &u); err != nil {
 		return fmt.Errorf("store: usage entry %d: %w", e.Seq, err)
 	}
-	t.sum.Add(u)
+	t.sum.Add(u.Usage)
 	t.seen = true
+	if u.Lost {
+		t.lost++
+	}
 	return nil
 }
+
+// Lost returns how many of the usage entries added are marked lost: the
+// request's stream broke after its answer, before the provider said its
+// usage, so the sum lacks what it was billed.
+func (t *UsageTotal) Lost() int { return t.lost }
 
 // Of returns run's usage: the sum of the entries added, or, when none
 // was a usage entry, run.Usage.

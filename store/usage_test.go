@@ -50,3 +50,21 @@ func TestUsageTotal(t *testing.T) {
 		t.Errorf("broken entry: %v", err)
 	}
 }
+
+// TestUsageTotalLost: a usage entry marked lost (its stream broke before
+// the provider said the usage) is counted, so that a total can say it is
+// short.
+func TestUsageTotalLost(t *testing.T) {
+	var sum store.UsageTotal
+	for i, data := range []string{`{"input":10}`, `{"input":0,"lost":true}`, `{"input":4,"lost":true}`} {
+		if err := sum.Add(store.Entry{Seq: int64(i), Type: store.EntryUsage, Data: json.RawMessage(data)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := sum.Of(store.Run{}); got.Input != 14 {
+		t.Errorf("sum %+v", got)
+	}
+	if sum.Lost() != 2 {
+		t.Errorf("%d lost, want 2", sum.Lost())
+	}
+}
