@@ -146,44 +146,38 @@ func shape(name string, def json.RawMessage, explicit bool, taken []string) (*sh
 	if result != nil {
 		sh.result = sh.output
 	}
-	if err := checkToolScopes(def); err != nil {
+	if err := checkMetaProperties(def, sh.delegate); err != nil {
 		return nil, err
-	}
-	if err := checkToolOutput(def); err != nil {
-		return nil, err
-	}
-	if bytes.Contains(def, []byte(`"_delegate"`)) {
-		var d struct {
-			Delegate json.RawMessage `json:"_delegate"`
-		}
-		_ = json.Unmarshal(def, &d)
-		if d.Delegate != nil && string(d.Delegate) != "null" && sh.delegate == "" {
-			// Read as no delegate, it would be a tool that neither runs
-			// an Idea nor is latent.
-			return nil, fmt.Errorf("_delegate names an Idea or is %q, got %s", Anonymous, compact(d.Delegate))
-		}
 	}
 	sh.scopes, sh.scoped, _ = callScopes(def, nil)
 	sh.ownInstance = declares(def, "_instance")
 	return sh, nil
 }
 
-// checkToolScopes checks the scopes a tool provisions (its _scopes
-// const) or offers (the enum of its items): a const that is no list would
-// be read as no scopes at all, and a scope that does not parse would fail
-// every call that names it.
-func checkToolScopes(def json.RawMessage) error {
-	if !bytes.Contains(def, []byte(`"_scopes"`)) {
+// checkMetaProperties checks what a tool's definition fixes (a const)
+// or offers (an enum) of the meta-properties calls take, and its
+// _delegate (delegate is the one shape read from it): each that does not
+// parse would fail every call, or, read as nothing, change what the tool
+// is. A _scopes const that is no list would be read as no scopes at all;
+// a _delegate that is no name, as a tool that neither runs an Idea nor
+// is latent.
+func checkMetaProperties(def json.RawMessage, delegate string) error {
+	if !bytes.Contains(def, []byte(`"_`)) {
 		return nil
 	}
+	type values struct {
+		Const json.RawMessage   `json:"const"`
+		Enum  []json.RawMessage `json:"enum"`
+		Items struct {
+			Enum []json.RawMessage `json:"enum"`
+		} `json:"items"`
+	}
 	var d struct {
+		Delegate   json.RawMessage `json:"_delegate"`
 		Properties struct {
-			Scopes struct {
-				Const json.RawMessage `json:"const"`
-				Items struct {
-					Enum []json.RawMessage `json:"enum"`
-				} `json:"items"`
-			} `json:"_scopes"`
+			Scopes values `json:"_scopes"`
+			Path   values `json:"_outputPath"`
+			Method values `json:"_outputMethod"`
 		} `json:"properties"`
 	}
 	_ = json.Unmarshal(def, &d)
@@ -200,27 +194,6 @@ func checkToolScopes(def json.RawMessage) error {
 	if _, err := parseScopes(scopes); err != nil {
 		return errorf("_scopes: %w", err)
 	}
-	return nil
-}
-
-// checkToolOutput checks the _outputPath and _outputMethod a tool fixes
-// (a const) or offers (an enum): one that does not parse would fail
-// every call that takes it.
-func checkToolOutput(def json.RawMessage) error {
-	if !bytes.Contains(def, []byte(`"_output`)) {
-		return nil
-	}
-	type values struct {
-		Const json.RawMessage   `json:"const"`
-		Enum  []json.RawMessage `json:"enum"`
-	}
-	var d struct {
-		Properties struct {
-			Path   values `json:"_outputPath"`
-			Method values `json:"_outputMethod"`
-		} `json:"properties"`
-	}
-	_ = json.Unmarshal(def, &d)
 	for _, p := range []struct {
 		name  string
 		v     values
@@ -238,6 +211,9 @@ func checkToolOutput(def json.RawMessage) error {
 				return fmt.Errorf("%s %q: %w", p.name, s, err)
 			}
 		}
+	}
+	if d.Delegate != nil && string(d.Delegate) != "null" && delegate == "" {
+		return fmt.Errorf("_delegate names an Idea or is %q, got %s", Anonymous, compact(d.Delegate))
 	}
 	return nil
 }
