@@ -147,13 +147,7 @@ func entryProblem(s json.RawMessage) string {
 		return "" // the message's own checks report it
 	}
 	if d.Type != nil {
-		var types []string
-		if json.Unmarshal(d.Type, &types) != nil {
-			var one string
-			_ = json.Unmarshal(d.Type, &one)
-			types = []string{one}
-		}
-		if !slices.Contains(types, "object") {
+		if types, _ := typesOf(d.Type); !slices.Contains(types, "object") {
 			return "an advisor's entry is an object, and this schema is of type " + compact(d.Type)
 		}
 	}

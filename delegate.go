@@ -319,14 +319,11 @@ func ResolveDelegate(def json.RawMessage, idea *Idea) (json.RawMessage, error) {
 // model cannot give the input to.
 func notParameters(in *ojson.Object) string {
 	if t := in.Get("type"); t != nil {
-		var one string
-		var many []string
-		if json.Unmarshal(t, &one) == nil {
-			many = []string{one}
-		} else if json.Unmarshal(t, &many) != nil {
+		types, ok := typesOf(t)
+		if !ok {
 			return "has a malformed type " + string(t)
 		}
-		if !slices.Contains(many, "object") {
+		if !slices.Contains(types, "object") {
 			return "is of type " + compact(t)
 		}
 		return ""
@@ -340,6 +337,16 @@ func notParameters(in *ojson.Object) string {
 		}
 	}
 	return "" // any value: a free-form input
+}
+
+// typesOf reads a schema's "type", one name or a list of them; ok is
+// false when it is neither.
+func typesOf(t json.RawMessage) (types []string, ok bool) {
+	var one string
+	if json.Unmarshal(t, &one) == nil {
+		return []string{one}, true
+	}
+	return types, json.Unmarshal(t, &types) == nil
 }
 
 // UpfrontDelegates resolves upfront (014) every registered tool whose
