@@ -47,12 +47,8 @@ tools are offered as acts run offers them; a Request runs no calls.`,
 			if *n < 1 {
 				return fmt.Errorf("%w: --n must be 1 or more, got %d", errUsage, *n)
 			}
-			inputs, err := readInput(env.Stdin, *input)
-			if err != nil {
+			if idea.Context, err = startContext(env, pos[0], idea, *input); err != nil {
 				return err
-			}
-			if idea.Context, err = agent.ExpandPresets(env.Registry, idea.Presets, append(idea.Context, inputs...)); err != nil {
-				return fmt.Errorf("%s: %w", pos[0], err)
 			}
 			pl, err := loadPrices(*priceFile)
 			if err != nil {

@@ -85,13 +85,9 @@ func runIdea(ctx context.Context, env *Env, rf *runFlags, pos []string, input, i
 	if err != nil {
 		return err
 	}
-	inputs, err := readInput(env.Stdin, input)
+	msgs, err := startContext(env, pos[0], idea, input)
 	if err != nil {
 		return err
-	}
-	msgs, err := agent.ExpandPresets(env.Registry, idea.Presets, append(idea.Context, inputs...))
-	if err != nil {
-		return fmt.Errorf("%s: %w", pos[0], err)
 	}
 	if err := rf.check(); err != nil {
 		return err
@@ -137,6 +133,20 @@ func runIdea(ctx context.Context, env *Env, rf *runFlags, pos []string, input, i
 	cfg.MCP = idea.MCP
 	events, total := chooseRun(ctx, cfg, idea.Schema, msgs)
 	return drive(ctx, env, rf, runID, events, total)
+}
+
+// startContext returns the context a run of the Idea in file starts
+// with: its own and the inputs of --input, presets expanded.
+func startContext(env *Env, file string, idea *agent.Idea, input string) ([]message.Message, error) {
+	inputs, err := readInput(env.Stdin, input)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := agent.ExpandPresets(env.Registry, idea.Presets, append(idea.Context, inputs...))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return msgs, nil
 }
 
 // offlinePlan returns the plan an Idea's context ends with, which runs
