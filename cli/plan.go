@@ -102,10 +102,7 @@ func planCmd(ctx context.Context, env *Env, pos []string, structure bool, input 
 	case len(ids) > 0 && !instanced(plan):
 		// A template run once per instance, as acts run runs it.
 		err = agent.ValidatePlanInstances(ctx, cfg, plan, msgs)
-		only = fmt.Sprintf(", %d instances", len(ids))
-		if len(ids) == 1 {
-			only = ", 1 instance"
-		}
+		only = ", " + count(len(ids), "instance")
 	default:
 		err = agent.ValidatePlan(ctx, cfg, plan, msgs)
 	}
@@ -113,19 +110,12 @@ func planCmd(ctx context.Context, env *Env, pos []string, structure bool, input 
 		for _, p := range pe.Problems {
 			fmt.Fprintln(stdout, escapeText(fmt.Sprint(p)))
 		}
-		if len(pe.Problems) == 1 {
-			return fmt.Errorf("%s: invalid plan (1 problem)", file)
-		}
-		return fmt.Errorf("%s: invalid plan (%d problems)", file, len(pe.Problems))
+		return fmt.Errorf("%s: invalid plan (%s)", file, count(len(pe.Problems), "problem"))
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	calls := "calls"
-	if len(plan) == 1 {
-		calls = "call"
-	}
-	_, err = fmt.Fprintf(stdout, "ok: %d %s%s\n", len(plan), calls, only)
+	_, err = fmt.Fprintf(stdout, "ok: %s%s\n", count(len(plan), "call"), only)
 	return err
 }
 
