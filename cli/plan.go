@@ -54,14 +54,8 @@ func planCmd(ctx context.Context, env *Env, pos []string, structure bool, input 
 		return fmt.Errorf("%w: --input is for plan validate", errUsage)
 	case structure:
 		return fmt.Errorf("%w: --input and --structure: the plan alone reads no input", errUsage)
-	case file == "-" && input == "@-":
-		return fmt.Errorf("%w: FILE - and --input @- both read standard input", errUsage)
 	}
-	inputs, err := readInput(stdin, input)
-	if err != nil {
-		return err
-	}
-	data, err := readFile(stdin, file)
+	data, inputs, err := readWithInput(stdin, "FILE", file, input)
 	if err != nil {
 		return err
 	}

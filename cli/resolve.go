@@ -40,14 +40,7 @@ func resolveCmd(_ context.Context, env *Env, pos []string, instance, input strin
 		return fmt.Errorf("%w: resolve takes CONTEXT.json and EXPR", errUsage)
 	}
 	file, expr := pos[0], pos[1]
-	if file == "-" && input == "@-" {
-		return fmt.Errorf("%w: CONTEXT.json - and --input @- both read standard input", errUsage)
-	}
-	inputs, err := readInput(env.Stdin, input)
-	if err != nil {
-		return err
-	}
-	data, err := readFile(env.Stdin, file)
+	data, inputs, err := readWithInput(env.Stdin, "CONTEXT.json", file, input)
 	if err != nil {
 		return err
 	}

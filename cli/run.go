@@ -673,6 +673,24 @@ func readInput(stdin io.Reader, spec string) ([]message.Message, error) {
 	return msgs, nil
 }
 
+// readWithInput reads file ("-" for standard input), the argument arg
+// names, and the inputs of --input (see readInput): only one of them can
+// read standard input.
+func readWithInput(stdin io.Reader, arg, file, input string) ([]byte, []message.Message, error) {
+	if file == "-" && input == "@-" {
+		return nil, nil, fmt.Errorf("%w: %s - and --input @- both read standard input", errUsage, arg)
+	}
+	inputs, err := readInput(stdin, input)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := readFile(stdin, file)
+	if err != nil {
+		return nil, nil, err
+	}
+	return data, inputs, nil
+}
+
 // jsonKind names the kind of a JSON value, for errors.
 func jsonKind(v json.RawMessage) string {
 	switch v = bytes.TrimSpace(v); {
