@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
@@ -245,7 +244,7 @@ func errorBody(body []byte) (msg, code string) {
 		Detail  json.RawMessage `json:"detail"`
 	}
 	if err := json.Unmarshal(body, &outer); err != nil {
-		return truncate(string(body), 500), ""
+		return limit.Truncate(string(body), 500), ""
 	}
 	var inner struct {
 		Message  string          `json:"message"`
@@ -266,7 +265,7 @@ func errorBody(body []byte) (msg, code string) {
 	case len(outer.Detail) > 0:
 		return string(outer.Detail), ""
 	}
-	return truncate(string(body), 500), ""
+	return limit.Truncate(string(body), 500), ""
 }
 
 // withUpstream adds to msg the error of the model's provider that
@@ -435,15 +434,4 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
-}
-
-// truncate cuts s to at most n bytes, on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
