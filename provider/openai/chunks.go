@@ -117,7 +117,6 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 		finished = map[int]bool{}     // choice index → finish_reason seen
 		refusals = map[int][]byte{}   // choice index → refusal text
 		filters  = map[int][]string{} // choice index → categories filtered
-		stopped  = map[int]bool{}     // choice index → finish_reason content_filter
 		reasons  = map[int]string{}   // choice index → finish_reason
 		u        wireUsage            // the last usage reported
 		counted  bool                 // whether any usage was reported
@@ -152,8 +151,8 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 			i := refused[0]
 			refusal = &RefusalError{Index: i, Message: string(refusals[i])}
 		}
-		for _, i := range slices.Sorted(maps.Keys(stopped)) {
-			if !stopped[i] {
+		for _, i := range slices.Sorted(maps.Keys(reasons)) {
+			if reasons[i] != finishFiltered {
 				continue
 			}
 			refused = append(refused, i)
@@ -242,7 +241,6 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 			if ch.FinishReason != "" && !finished[i] { // a repeated finish_reason is ignored
 				chunk.Done, chunk.FinishReason = true, ch.FinishReason
 				finished[i] = true
-				stopped[i] = ch.FinishReason == finishFiltered
 				reasons[i] = ch.FinishReason
 			}
 			if chunk.Text == "" && chunk.Thinking == "" && !chunk.Done {
