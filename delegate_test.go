@@ -554,7 +554,8 @@ func TestDelegateTokenBudget(t *testing.T) {
 	if !errors.Is(err, agent.ErrTokenBudget) {
 		t.Fatalf("err %v, want the budget spent", err)
 	}
-	// The sub-run had 400 tokens left: it stopped after two requests.
+	// The sub-run counts into the run's budget, 600 of it spent before
+	// the call's step: it stopped after two requests.
 	if n := len(p.Requests()); n != 4 {
 		t.Errorf("%d requests, want 4 (2 of the parent's, 2 of the sub-run's)", n)
 	}
@@ -562,8 +563,82 @@ func TestDelegateTokenBudget(t *testing.T) {
 		t.Errorf("usage %+v, want 1210 input tokens", res.Usage)
 	}
 	for _, m := range res.Log.Messages() {
-		if m.Type == message.TypeError && !strings.Contains(string(m.Error), "token budget spent: used 600 of 400 tokens") {
+		if m.Type == message.TypeError && !strings.Contains(string(m.Error), "token budget spent: used 1210 of 1000 tokens") {
 			t.Errorf("the call's error: %s", m.Error)
 		}
+	}
+}
+
+// Delegates running at once share the run's budget: each used to have
+// what was left before their step, so n of them could spend it n times.
+func TestDelegatesShareTokenBudget(t *testing.T) {
+	reg := agent.NewRegistry()
+	idea, err := agent.ParseIdea([]byte(`{"schema":{"type":"object","properties":{"sent":{"type":"boolean"}}},"context":[{"type":"system","message":"Send it."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Idea("sender", idea)
+	reg.Tool("send", json.RawMessage(`{"type":"object","_delegate":"sender","properties":{"text":{"type":"string"}}}`))
+	responses := []scripted.Response{
+		scripted.Response{Solutions: []string{`{"calls":[` +
+			`{"_tool":"send","text":"a","_outputPath":"†state.a"},{"_tool":"send","text":"b","_outputPath":"†state.b"},` +
+			`{"_tool":"send","text":"c","_outputPath":"†state.c"},{"_tool":"send","text":"d","_outputPath":"†state.d"}],"output":null}`}, Usage: usage(100)},
+	}
+	// The sub-runs are never done: 300 tokens a step.
+	for range 20 {
+		responses = append(responses, scripted.Response{Solutions: []string{`{"output":null}`}, Usage: usage(300)})
+	}
+	p := scripted.New(responses...)
+	res, err := agent.Run(t.Context(), agent.Config{Provider: p, Registry: reg, TokenBudget: 1000, Concurrency: 4}, json.RawMessage(`{"type":"string"}`),
+		ctxOf(t, `[{"type":"tool","tool":"send"},{"type":"text","text":"Send them"}]`))
+	if !errors.Is(err, agent.ErrTokenBudget) {
+		t.Fatalf("err %v, want the budget spent", err)
+	}
+	// 100 + 3×300 reaches the budget; each of the four sub-runs may have
+	// had one request under way when it did.
+	if n := len(p.Requests()) - 1; n > 3+3 {
+		t.Errorf("%d requests of the sub-runs, want at most 6", n)
+	}
+	if res.Usage.Input > 1000+3*300 {
+		t.Errorf("usage %d input tokens, want at most 1900", res.Usage.Input)
+	}
+}
+
+// A plan's delegates share the budget too.
+func TestPlanDelegatesShareTokenBudget(t *testing.T) {
+	reg := agent.NewRegistry()
+	idea, err := agent.ParseIdea([]byte(`{"schema":{"type":"object","properties":{"sent":{"type":"boolean"}}},"context":[{"type":"system","message":"Send it."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Idea("sender", idea)
+	reg.Tool("send", json.RawMessage(`{"type":"object","_delegate":"sender","properties":{"text":{"type":"string"}}}`))
+	var responses []scripted.Response
+	for range 20 { // never done: 300 tokens a step
+		responses = append(responses, scripted.Response{Solutions: []string{`{"output":null}`}, Usage: usage(300)})
+	}
+	p := scripted.New(responses...)
+	plan := []json.RawMessage{
+		json.RawMessage(`{"_tool":"send","text":"a","_outputPath":"†state.a"}`),
+		json.RawMessage(`{"_tool":"send","text":"b","_outputPath":"†state.b"}`),
+		json.RawMessage(`{"_tool":"send","text":"c","_outputPath":"†state.c"}`),
+	}
+	res, err := agent.ExecutePlan(t.Context(), agent.Config{Provider: p, Registry: reg, TokenBudget: 1000, Concurrency: 3}, plan, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, m := range res.Log.Messages() {
+		if m.Type == message.TypeError && strings.Contains(string(m.Error), "token budget spent") {
+			failed++
+		}
+	}
+	if failed != 3 {
+		t.Errorf("%d calls stopped by the budget, want 3", failed)
+	}
+	// 4×300 reaches the budget; each of the three sub-runs may have had
+	// one request under way when it did.
+	if n := len(p.Requests()); n > 4+2 {
+		t.Errorf("%d requests of the sub-runs, want at most 6", n)
 	}
 }

@@ -1199,17 +1199,8 @@ func (r *run) finish(ctx context.Context, rs *resumed) bool {
 		bs, bp := callPosition(b)
 		return cmp.Or(cmp.Compare(as, bs), cmp.Compare(ap, bp))
 	})
-	if rs.exec != nil && r.cfg.TokenBudget > 0 {
-		// A delegate's sub-run may spend what the budget left before the
-		// step, as in the step (see run.step).
-		used := r.usage.Total() - r.turnTokens
-		for n, tokens := range rs.stepTokens {
-			if n >= step {
-				used -= tokens
-			}
-		}
-		x, cfg := *rs.exec, budgetLeft(*rs.exec.cfg, used)
-		x.cfg, rs.exec = &cfg, &x
+	if rs.exec != nil { // built before the run: its delegates count into the run's budget
+		rs.exec.cfg.spent = r.cfg.spent
 	}
 	// The step's queued calls are weighed by its advisors (calls that
 	// started passed already).

@@ -796,8 +796,8 @@ func TestResumeDelegateTokenBudget(t *testing.T) {
 	if !errors.Is(err, agent.ErrTokenBudget) {
 		t.Fatalf("resume: err %v, want the budget spent", err)
 	}
-	// The sub-run had the 400 tokens left before the step: it stopped
-	// after two requests.
+	// The sub-run counts into the run's budget, 610 of it spent before
+	// the resume: it stopped after two requests.
 	if n := len(again.Requests()); n != 2 {
 		t.Errorf("%d requests of the resumed sub-run, want 2", n)
 	}

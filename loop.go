@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/augceo/agent/internal/ojson"
 	"github.com/augceo/agent/message"
@@ -226,6 +227,12 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 		yield, finish = j.wrap(ctx, yield)
 		defer finish()
 	}
+	// The turn's tokens so far count towards the budget; a delegate's
+	// sub-run counts into its parent's.
+	if r.cfg.spent == nil {
+		r.cfg.spent = new(spent)
+	}
+	r.cfg.spent.Add(int64(r.usage.Total() - r.turnTokens))
 	r.yield = yield
 	r.sched = newScheduler(&r.stream, &r.cfg, log, &r.usage, func() *RunResult { return r.result(nil, r.steps) })
 	r.sched.flush, r.sched.stop = flush, func() { cancel(nil) }
@@ -312,7 +319,7 @@ func (r *run) loop(ctx context.Context, first int) {
 			r.fail(fmt.Errorf("%w (%d)", ErrMaxSteps, maxSteps))
 			return
 		}
-		if used := r.usage.Total() - r.turnTokens; r.cfg.TokenBudget > 0 && used >= r.cfg.TokenBudget {
+		if used := r.cfg.spent.used(); r.cfg.TokenBudget > 0 && used >= r.cfg.TokenBudget {
 			r.fail(fmt.Errorf("%w: used %d of %d tokens", ErrTokenBudget, used, r.cfg.TokenBudget))
 			return
 		}
@@ -419,7 +426,7 @@ func (r *run) step(ctx context.Context, step int) (*Solution, bool) {
 	// The calls run with the run's settings, not the step request's: a
 	// latent call or a delegate makes requests of its own, which are
 	// repaired (Config.MaxRepairs) as any Request's are.
-	xcfg := budgetLeft(r.cfg, r.usage.Total()-r.turnTokens)
+	xcfg := r.cfg
 	exec := &executor{cfg: &xcfg, reg: xcfg.registry(), build: p.build}
 	advise := func(raw json.RawMessage) bool {
 		if advised {
@@ -591,15 +598,14 @@ func (r *run) warnNoTools(ctx context.Context) {
 	}
 }
 
-// budgetLeft returns cfg for the calls of a step that began with used
-// tokens of the turn spent: a delegate's sub-run may spend what the
-// budget left, not the whole budget again.
-func budgetLeft(cfg Config, used int) Config {
-	if cfg.TokenBudget > 0 {
-		cfg.TokenBudget -= used
-	}
-	return cfg
-}
+// spent counts the tokens a run's turn spent, against its TokenBudget.
+// A delegate's sub-run shares its parent's (Config.spent is copied with
+// the Config), so sub-runs running at once do not each spend what the
+// budget has left.
+type spent struct{ atomic.Int64 }
+
+// used returns the tokens spent so far.
+func (s *spent) used() int { return int(s.Load()) }
 
 // answered takes the usage of the step's response; ends says nothing
 // of the step is left to run (see RunEvent.stepEnds).

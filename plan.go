@@ -350,6 +350,9 @@ func planExecutor(ctx context.Context, cfg Config, log *message.Log) (*executor,
 			return nil, errorf("agent: %w", err)
 		}
 	}
+	if cfg.spent == nil { // a plan's delegates share the budget (see spent)
+		cfg.spent = new(spent)
+	}
 	return &executor{cfg: &cfg, reg: reg, build: p.build}, nil
 }
 

@@ -83,8 +83,8 @@ type Config struct {
 	// DefaultMaxCallsPerStep.
 	MaxCallsPerStep int
 	// TokenBudget stops the run before a request once usage has reached
-	// it (the turn's usage, for Continue); 0 means no budget. A
-	// delegate's sub-run may spend what it left before the call's step.
+	// it (the turn's usage, for Continue); 0 means no budget. Delegates'
+	// sub-runs count into it as they go, and stop when it is spent.
 	TokenBudget int
 	// Concurrency bounds the calls running at once; 0 means
 	// DefaultConcurrency.
@@ -177,6 +177,10 @@ type Config struct {
 	// 0 (a Request, a plan, a run journaled before it was kept): the
 	// instances are an enum of those known, however they came.
 	contextLen int
+	// spent, set by the loop for a TokenBudget, counts the tokens of the
+	// run's turn, its delegates' sub-runs included, as each request says
+	// them (see send).
+	spent *spent
 }
 
 // registry returns the Registry c names, or DefaultRegistry.
@@ -905,6 +909,9 @@ func send(ctx context.Context, cfg *Config, req *provider.Request, slots []int, 
 		if stopped {
 			return false
 		}
+		if cerr == nil && c != nil && c.Usage != nil && cfg.spent != nil {
+			cfg.spent.Add(int64(c.Usage.Total()))
+		}
 		if cerr == nil && c != nil && c.UsageLost {
 			resp.UsageLost = true
 			logger(*cfg).WarnContext(ctx, "the provider's stream broke after every solution had ended, before it said the usage: the request's usage lacks what the call was billed")
@@ -1038,7 +1045,7 @@ func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *sc
 			provider.Message{Role: provider.RoleUser, Text: repairPrompt(err)})
 		fix := *req
 		fix.Messages, fix.N = msgs, 1
-		got, err := generate(ctx, Config{Provider: cfg.Provider, CallbackPath: cfg.CallbackPath}, &fix, nil, resp, asSolution(i, yield))
+		got, err := generate(ctx, Config{Provider: cfg.Provider, CallbackPath: cfg.CallbackPath, spent: cfg.spent}, &fix, nil, resp, asSolution(i, yield))
 		if err != nil {
 			return nil, inv, err
 		}
