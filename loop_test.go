@@ -727,7 +727,7 @@ func TestConfirmReplacementErrors(t *testing.T) {
 		{"unknown tool", `{"_tool":"ghost","v":1,"_outputPath":"†state.x"}`,
 			`structural error in ghost: the call that Confirm put in its place: unknown tool "ghost" (tools: [put])`},
 		{"reference", `{"_tool":"put","v":"†state.nothing","_outputPath":"†state.x"}`,
-			`structural error in put: the call that Confirm put in its place: param /v: ref "†state.nothing" at offset 0: not found: unknown kind "state"`},
+			`structural error in put: the call that Confirm put in its place: param /v: ref "†state.nothing": not found: unknown kind "state"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := scripted.Solutions(`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.x"}],"output":null}`, `{"calls":[],"output":{"done":true}}`)

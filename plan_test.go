@@ -192,7 +192,7 @@ func TestExecutePlanSpecExamples(t *testing.T) {
 			wantState: `{"error":{"error":"runtime error in processPayment: card_declined: Your card was declined."}}`,
 			wantErrs: []string{
 				"runtime error in processPayment: card_declined: Your card was declined.",
-				`structural error in confirmOrder: never became ready: param /receipt: ref "†state.receipt" at offset 0 at path "receipt": not found`,
+				`structural error in confirmOrder: never became ready: param /receipt: ref "†state.receipt" at path "receipt": not found`,
 			},
 		},
 		{
@@ -396,7 +396,7 @@ func TestValidatePlan(t *testing.T) {
 				"call 0: invalid call: a call must be a JSON object, got a string",
 				"call 1: invalid call: the call has no _tool",
 				"call 2: invalid call: _tool must be a string, got a number",
-				`call 3 (t) param /_outputPath: ref "state.a" at offset 0: syntax error: expected a reference starting with † but found "s"`,
+				`call 3 (t) param /_outputPath: ref "state.a": syntax error: expected a reference starting with † but found "s"`,
 				`call 4 (t) param /_outputMethod: ref: unknown output method "replace" (want set, merge, assign, push or concat)`,
 				`call 5 (t) param /x: ref "†state..a" at offset 9: syntax error: empty path segment`,
 				"call 6 (t): invalid call: at /n: expected null or number, got string",
@@ -700,7 +700,7 @@ func TestExecutePlanFailures(t *testing.T) {
 			plan:      `[{"_tool":"boom","_outputPath":"†state.a"},{"_tool":"echo","a":"†state.a","_outputPath":"†state.b"}]`,
 			wantCalls: []string{"boom {}"},
 			wantErrs: []string{"runtime error in boom: panic: kaput",
-				`structural error in echo: never became ready: param /a: ref "†state.a" at offset 0: not found: unknown kind "state"`},
+				`structural error in echo: never became ready: param /a: ref "†state.a": not found: unknown kind "state"`},
 		},
 		{
 			name:      "parameters that fail once resolved",
@@ -716,7 +716,7 @@ func TestExecutePlanFailures(t *testing.T) {
 			wantCalls: []string{"echo {\"v\":\"Bob\"}", "fail {}"},
 			wantState: `{"c":{"v":"Bob"}}`,
 			wantErrs: []string{"runtime error in fail: no luck",
-				`structural error in echo: never became ready: param /a: ref "†state.a" at offset 0: not found: unknown kind "state"`},
+				`structural error in echo: never became ready: param /a: ref "†state.a": not found: unknown kind "state"`},
 		},
 		{
 			name: "rejected by confirm",

@@ -208,11 +208,11 @@ func TestScopedReferenceOutsideScopes(t *testing.T) {
 		name, call, want string
 	}{
 		{"a kind out of scope", `"_scopes":["input"],"v":"†state.secret"`,
-			`structural error in put: never became ready: param /v: ref "†state.secret" at offset 0: not found: outside the call's _scopes (input)`},
+			`structural error in put: never became ready: param /v: ref "†state.secret": not found: outside the call's _scopes (input)`},
 		{"beside a reference", `"_scopes":["input","†state.history"],"v":"†state.secret"`,
-			`structural error in put: never became ready: param /v: ref "†state.secret" at offset 0: not found: outside the call's _scopes (input, †state.history)`},
+			`structural error in put: never became ready: param /v: ref "†state.secret": not found: outside the call's _scopes (input, †state.history)`},
 		{"a kind in scope with no data", `"_scopes":["memory"],"v":"†memory.x"`,
-			`structural error in put: never became ready: param /v: ref "†memory.x" at offset 0: not found: unknown kind "memory"`},
+			`structural error in put: never became ready: param /v: ref "†memory.x": not found: unknown kind "memory"`},
 		// A scope is a reference too: one that does not resolve names itself.
 		{"a scope with no value", `"_scopes":["†state.history.first"],"v":1`,
 			`structural error in put: never became ready: _scopes: ref "†state.history.first" at path "history.first": not found`},
@@ -274,7 +274,7 @@ func TestToolScopesMalformed(t *testing.T) {
 // the tool's definition, before any request, rather than of every call.
 func TestToolOutputMalformed(t *testing.T) {
 	for _, tt := range []struct{ props, err string }{
-		{`"_outputPath":{"const":"state.o"}`, `agent: message 0 (tool): tool "t": _outputPath "state.o": ref "state.o" at offset 0: syntax error: expected a reference starting with † but found "s"`},
+		{`"_outputPath":{"const":"state.o"}`, `agent: message 0 (tool): tool "t": _outputPath "state.o": ref "state.o": syntax error: expected a reference starting with † but found "s"`},
 		{`"_outputPath":{"enum":["†state.o","†state."]}`, `agent: message 0 (tool): tool "t": _outputPath "†state.": ref "†state." at offset 9: syntax error: empty path segment`},
 		{`"_outputMethod":{"const":"append"}`, `agent: message 0 (tool): tool "t": _outputMethod "append": ref: unknown output method "append" (want set, merge, assign, push or concat)`},
 	} {

@@ -33,7 +33,7 @@ func TestResolve(t *testing.T) {
 		{"instance flag after args", []string{"resolve", "../testdata/refund.json", "†input.customerId", "--instance", "②"}, "", 0, "\"cust_456\"\n", ""},
 		{"instance falls back to global", []string{"resolve", "--instance", "②", "../testdata/refund.json", "†input.amount"}, "", 0, "50.0\n", ""},
 		{"stdin", []string{"resolve", "-", "†state.x"}, `[{"type":"state","x":[1,2]}]`, 0, "[\n  1,\n  2\n]\n", ""},
-		{"not found", []string{"resolve", "../testdata/refund.json", "†state.receipt"}, "", 1, "", "acts: ref \"†state.receipt\" at offset 0 at path \"receipt\": not found\n"},
+		{"not found", []string{"resolve", "../testdata/refund.json", "†state.receipt"}, "", 1, "", "acts: ref \"†state.receipt\" at path \"receipt\": not found\n"},
 		{"syntax", []string{"resolve", "-", "†state..x"}, `[]`, 1, "", "acts: ref \"†state..x\" at offset 9: syntax error: empty path segment\n"},
 		{"bad context", []string{"resolve", "-", "†state.x"}, `[{"type":"state"},{"type":"data","kind":"a b"}]`, 1, "", "acts: -: message 1: field \"kind\": message: invalid: \"a b\" is not a valid kind (letters, digits, '_' and '-')\n"},
 		{"missing file", []string{"resolve", "nope.json", "†state.x"}, "", 1, "", "acts: open nope.json: no such file or directory\n"},
@@ -104,7 +104,7 @@ func TestResolveIdea(t *testing.T) {
 		{"the Idea's data", []string{orders, "†config.shipping"}, 0, "4.9\n", ""},
 		{"an instance's input", []string{orders, "†input.country", "--input", ordersInput, "--instance", "order-0003"}, 0, "\"GB\"\n", ""},
 		{"one input", []string{orders, "†input.country", "--input", `{"country":"FR"}`}, 0, "\"FR\"\n", ""},
-		{"no such input", []string{orders, "†input.country"}, 1, "", "acts: ref \"†input.country\" at offset 0: not found: unknown kind \"input\"\n"},
+		{"no such input", []string{orders, "†input.country"}, 1, "", "acts: ref \"†input.country\": not found: unknown kind \"input\"\n"},
 		{"a preset", []string{preset, "†config.rate"}, 0, "0.2\n", ""},
 		{"not an Idea", []string{"-", "†state.x"}, 1, "", "acts: -: agent: idea: "},
 	} {

@@ -31,7 +31,7 @@ var (
 type Error struct {
 	Param  string // JSON pointer of the call parameter holding Expr, if any
 	Expr   string // the whole expression as written
-	Offset int    // byte offset in Expr of the failing reference or syntax error; -1 if unknown
+	Offset int    // byte offset in Expr of the failing reference or syntax error; -1 if unknown; the message gives it when above 0
 	Ref    string // the failing reference, e.g. "†state.user.name"; empty for syntax errors
 	At     string // the path (without kind) where resolution stopped, e.g. "user"
 	Err    error
@@ -58,7 +58,9 @@ func (e *Error) Error() string {
 	}
 	b.WriteString("ref ")
 	writeQuoted(&b, e.Expr)
-	if e.Offset >= 0 {
+	// Offset 0 says nothing the expression does not: the reference or
+	// the syntax error starts it.
+	if e.Offset > 0 {
 		b.WriteString(" at offset ")
 		var n [20]byte
 		b.Write(strconv.AppendInt(n[:0], int64(e.Offset), 10))
