@@ -285,7 +285,7 @@ var outputPathSchema = json.RawMessage(`{"type":"string","pattern":"^†.*$","de
 func llmTool(name string, def json.RawMessage, explicit bool) (check, llm, result, output json.RawMessage, _ error) {
 	o, err := ojson.Parse(def)
 	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("schema is not a JSON object: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("schema: %w", err)
 	}
 	props := &ojson.Object{}
 	if p := o.Get("properties"); p != nil {

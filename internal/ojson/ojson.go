@@ -6,6 +6,7 @@ package ojson
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -32,10 +33,10 @@ func Parse(data []byte) (*Object, error) {
 		if err := json.Unmarshal(data, &v); err != nil {
 			return nil, err // says where, which Compact does not
 		}
-		return nil, fmt.Errorf("ojson: invalid JSON: %w", err)
+		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
 	if c.Len() == 0 || c.Bytes()[0] != '{' {
-		return nil, fmt.Errorf("ojson: not an object")
+		return nil, errors.New("not a JSON object")
 	}
 	o := &Object{}
 	jsonfast.Members(c.Bytes(), func(k string, v []byte) bool {
