@@ -53,22 +53,24 @@ const (
 // [Retry], since nothing of the answer arrived before them.
 type TimeoutError struct {
 	Provider string        // "openai", "anthropic", "gemini", ...
+	Model    string        // the model the request asked for, when the adapter says
 	Phase    Phase         // which wait ran out
 	After    time.Duration // the timeout that fired
 }
 
-// Error returns, for example, "openai: no first byte within 1m0s" or
-// "anthropic: stream idle for 30s".
+// Error returns, for example, "openai gpt-5: no first byte within 1m0s"
+// or "anthropic claude-sonnet-4-6: stream idle for 30s".
 func (e *TimeoutError) Error() string {
+	who := named(e.Provider, e.Model)
 	switch e.Phase {
 	case PhaseConnect:
-		return fmt.Sprintf("%s: no connection within %v", e.Provider, e.After)
+		return fmt.Sprintf("%s: no connection within %v", who, e.After)
 	case PhaseFirstByte:
-		return fmt.Sprintf("%s: no first byte within %v", e.Provider, e.After)
+		return fmt.Sprintf("%s: no first byte within %v", who, e.After)
 	case PhaseIdle:
-		return fmt.Sprintf("%s: stream idle for %v", e.Provider, e.After)
+		return fmt.Sprintf("%s: stream idle for %v", who, e.After)
 	}
-	return fmt.Sprintf("%s: %s timeout after %v", e.Provider, e.Phase, e.After)
+	return fmt.Sprintf("%s: %s timeout after %v", who, e.Phase, e.After)
 }
 
 // Unwrap returns [ErrTimeout].
@@ -82,12 +84,23 @@ func (e *TimeoutError) Timeout() bool { return true }
 // stream. The stream ends with it; it wraps [ErrTooLarge].
 type LimitError struct {
 	Provider string
-	Limit    int64 // the cap, in bytes
+	Model    string // the model the request asked for, when the adapter says
+	Limit    int64  // the cap, in bytes
 }
 
-// Error returns, for example, "openai: answer exceeds the cap of 8388608 bytes".
+// Error returns, for example, "openai gpt-5: answer exceeds the cap of
+// 8388608 bytes".
 func (e *LimitError) Error() string {
-	return fmt.Sprintf("%s: answer exceeds the cap of %d bytes", e.Provider, e.Limit)
+	return fmt.Sprintf("%s: answer exceeds the cap of %d bytes", named(e.Provider, e.Model), e.Limit)
+}
+
+// named is the provider followed by the model, when known, as errors
+// begin: "openai gpt-5".
+func named(provider, model string) string {
+	if model == "" {
+		return provider
+	}
+	return provider + " " + model
 }
 
 // Unwrap returns [ErrTooLarge].
@@ -123,10 +136,7 @@ type Error struct {
 // Error returns, for example, "anthropic claude-sonnet-4-6: 529
 // Overloaded (overloaded_error): Overloaded".
 func (e *Error) Error() string {
-	s := e.Provider
-	if e.Model != "" {
-		s += " " + e.Model
-	}
+	s := named(e.Provider, e.Model)
 	if e.Status != 0 {
 		s += fmt.Sprintf(": %d", e.Status)
 		if text := statusText(e.Status); text != "" {

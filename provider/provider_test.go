@@ -269,6 +269,8 @@ func TestTimeoutError(t *testing.T) {
 		{&provider.TimeoutError{Provider: "openai", Phase: provider.PhaseConnect, After: 10 * time.Second}, "openai: no connection within 10s"},
 		{&provider.TimeoutError{Provider: "openai", Phase: provider.PhaseFirstByte, After: time.Minute}, "openai: no first byte within 1m0s"},
 		{&provider.TimeoutError{Provider: "anthropic", Phase: provider.PhaseIdle, After: 30 * time.Second}, "anthropic: stream idle for 30s"},
+		{&provider.TimeoutError{Provider: "openai", Model: "gpt-5", Phase: provider.PhaseFirstByte, After: time.Minute}, "openai gpt-5: no first byte within 1m0s"},
+		{&provider.TimeoutError{Provider: "anthropic", Model: "claude-sonnet-4-6", Phase: provider.PhaseIdle, After: 30 * time.Second}, "anthropic claude-sonnet-4-6: stream idle for 30s"},
 	} {
 		if got := tt.err.Error(); got != tt.want {
 			t.Errorf("got %q, want %q", got, tt.want)
@@ -278,6 +280,9 @@ func TestTimeoutError(t *testing.T) {
 		}
 	}
 	if got, want := (&provider.LimitError{Provider: "gemini", Limit: 8 << 20}).Error(), "gemini: answer exceeds the cap of 8388608 bytes"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got, want := (&provider.LimitError{Provider: "gemini", Model: "gemini-2.5-flash", Limit: 8 << 20}).Error(), "gemini gemini-2.5-flash: answer exceeds the cap of 8388608 bytes"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }

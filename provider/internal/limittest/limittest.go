@@ -98,7 +98,7 @@ func timeouts(t *testing.T, w Wire) {
 				rw.(http.Flusher).Flush()
 				<-r.Context().Done()
 			},
-			wantErr:     &provider.TimeoutError{Provider: w.Name, Phase: provider.PhaseFirstByte, After: 60 * time.Second},
+			wantErr:     &provider.TimeoutError{Provider: w.Name, Model: w.Model, Phase: provider.PhaseFirstByte, After: 60 * time.Second},
 			wantElapsed: 60 * time.Second,
 		},
 		{
@@ -111,7 +111,7 @@ func timeouts(t *testing.T, w Wire) {
 				<-r.Context().Done()
 			},
 			wantText:    "hi",
-			wantErr:     &provider.TimeoutError{Provider: w.Name, Phase: provider.PhaseIdle, After: 30 * time.Second},
+			wantErr:     &provider.TimeoutError{Provider: w.Name, Model: w.Model, Phase: provider.PhaseIdle, After: 30 * time.Second},
 			wantElapsed: 30 * time.Second,
 		},
 		{
@@ -126,7 +126,7 @@ func timeouts(t *testing.T, w Wire) {
 				}
 			},
 			wantText: strings.Repeat(long, 8<<20/piece),
-			wantErr:  &provider.LimitError{Provider: w.Name, Limit: 8 << 20},
+			wantErr:  &provider.LimitError{Provider: w.Name, Model: w.Model, Limit: 8 << 20},
 		},
 		{
 			name:   "a body past the cap",
@@ -135,7 +135,7 @@ func timeouts(t *testing.T, w Wire) {
 				rw.Header().Set("Content-Type", "application/json")
 				write(rw, w.Body(strings.Repeat(long, 2<<20/piece)))
 			},
-			wantErr: &provider.LimitError{Provider: w.Name, Limit: 1 << 20},
+			wantErr: &provider.LimitError{Provider: w.Name, Model: w.Model, Limit: 1 << 20},
 		},
 		{
 			name:   "a stream within the limits",
