@@ -547,3 +547,31 @@ func TestResponseID(t *testing.T) {
 		})
 	}
 }
+
+// TestUnnamedErrorEvent: an error event that a proxy sends without its
+// "event:" line ends the stream with the API's error, which names the
+// model, rather than being skipped as the unnamed events are, which
+// would leave a stream cut with the message lost.
+func TestUnnamedErrorEvent(t *testing.T) {
+	p, _ := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := answer{model: testModel, text: `{"output":"a long answer"}`}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, ev := range a.events()[:4] { // message_start … the first delta
+			io.WriteString(w, ev)
+		}
+		io.WriteString(w, `data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`+"\n\n")
+	}), Config{})
+	var text string
+	var err error
+	for c, e := range p.Generate(t.Context(), request(true, 1)) {
+		if e != nil {
+			err = e
+			break
+		}
+		text += c.Text
+	}
+	pe, ok := errors.AsType[*provider.Error](err)
+	if !ok || pe.Status != 529 || err.Error() != "anthropic "+testModel+": 529 Overloaded (overloaded_error): Overloaded" || text == "" {
+		t.Errorf("got text %q and error %v, want some text and the 529", text, err)
+	}
+}

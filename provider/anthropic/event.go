@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -123,6 +124,19 @@ func sdkEvent(data []byte, e *event) error {
 		}{valid(du.OutputTokensDetails.JSON.ThinkingTokens.Valid(), &du.OutputTokensDetails.ThinkingTokens)}
 	}
 	return nil
+}
+
+// errorData reports whether the data of an event is an error:
+// {"type":"error", ...}, or any object with an "error" member.
+func errorData(data []byte) bool {
+	if !bytes.Contains(data, []byte(`"error"`)) {
+		return false // the usual case, decided without decoding
+	}
+	var v struct {
+		Type  string          `json:"type"`
+		Error json.RawMessage `json:"error"`
+	}
+	return json.Unmarshal(data, &v) == nil && (v.Type == "error" || (len(v.Error) > 0 && string(v.Error) != "null"))
 }
 
 // streamError is the error of an error event, as the SDK's stream makes it:

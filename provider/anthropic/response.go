@@ -13,9 +13,9 @@ import (
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
-	"github.com/anthropics/anthropic-sdk-go/packages/ssestream"
 
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/internal/sse"
 	"github.com/augceo/agent/provider/internal/stops"
 )
 
@@ -94,10 +94,12 @@ func cutInput(input string) string {
 // The SDK's client posts the body, which ends with "stream": true as
 // NewStreaming would send it (NewStreaming would also parse and rewrite
 // the body to add it, and set up a stream that decodes each event into the
-// SDK's types). The events of the response are read with the SDK's decoder and
-// decoded by decodeEvent (see there). What the SDK's stream does before
-// decoding is done here too: ping events and events without data are
-// skipped, and an error event ends the stream.
+// SDK's types). The events of the response are read by package sse,
+// which also reads the error lines that proxies write without "data:",
+// and decoded by decodeEvent (see there). What the SDK's stream does
+// before decoding is done here too: ping events, events without data
+// and unnamed events are skipped, and an error event ends the stream;
+// so does an unnamed event whose data is an error.
 func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provider.Chunk, error] {
 	return func(yield func(*provider.Chunk, error) bool) {
 		var res *http.Response
@@ -109,8 +111,7 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 			yield(nil, convertErr(ctx, postErr))
 			return
 		}
-		events := ssestream.NewDecoder(res)
-		defer events.Close()
+		events := sse.NewDecoder(res.Body)
 		var (
 			started    bool // whether an event arrived
 			counted    bool // whether message_start said the usage
@@ -206,8 +207,16 @@ func (c *call) events(ctx context.Context, i int, began func()) iter.Seq2[*provi
 		for events.Next() {
 			data := events.Event().Data
 			switch events.Event().Type {
-			case "ping", "":
+			case "ping":
 				continue
+			case "":
+				// The API names every event; a proxy may not, even
+				// for an error, which then must not be skipped.
+				if !errorData(data) {
+					continue
+				}
+				err = streamError(res, data)
+				break read
 			case "error":
 				err = streamError(res, data)
 				break read

@@ -3,9 +3,15 @@ package gemini
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"io"
 	"mime"
 	"net/http"
+
+	"google.golang.org/genai"
+
+	"github.com/augceo/agent/provider/internal/limit"
+	"github.com/augceo/agent/provider/internal/sse"
 )
 
 // maxLine bounds one line of a stream, as the SDK's reader does.
@@ -39,10 +45,14 @@ func (t *sseTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // and gives out the data of each event as "data: …\n\n"; the data lines
 // of one event are joined by "\n". An event without data is dropped; one
 // left unfinished by the end of the stream is given out, as the SDK's
-// reader does.
+// reader does. An error event, and an error written as a bare line of
+// JSON (see package sse), is given out as the data of an error the SDK
+// reads (see errorData): the SDK itself takes the data of every event
+// for an answer, and our reader would drop the bare line.
 type events struct {
 	rc   io.ReadCloser
 	sc   *bufio.Scanner
+	typ  string // the type of the event being read
 	data []byte // the data of the event being read
 	has  bool   // whether it has a data field
 	out  []byte // what is ready to be read
@@ -52,7 +62,7 @@ type events struct {
 func newEvents(rc io.ReadCloser) *events {
 	sc := bufio.NewScanner(rc)
 	sc.Buffer(make([]byte, 4096), maxLine)
-	sc.Split(scanLine)
+	sc.Split(sse.ScanLine)
 	return &events{rc: rc, sc: sc}
 }
 
@@ -71,15 +81,22 @@ func (e *events) Read(p []byte) (int, error) {
 			e.dispatch()
 			continue
 		}
+		if sse.ErrorLine(line) {
+			e.typ, e.data, e.has = "error", append(e.data[:0], line...), true
+			e.dispatch()
+			continue
+		}
 		field, value, _ := bytes.Cut(line, []byte(":"))
-		if len(field) == 0 || string(field) != "data" {
-			continue // a comment, or a field other than data
-		}
 		value = bytes.TrimPrefix(value, []byte(" "))
-		if e.has {
-			e.data = append(e.data, '\n')
+		switch string(field) {
+		case "event":
+			e.typ = string(value)
+		case "data":
+			if e.has {
+				e.data = append(e.data, '\n')
+			}
+			e.data, e.has = append(e.data, value...), true
 		}
-		e.data, e.has = append(e.data, value...), true
 	}
 	if len(e.out) > 0 {
 		n := copy(p, e.out)
@@ -92,32 +109,57 @@ func (e *events) Read(p []byte) (int, error) {
 // dispatch ends the event being read.
 func (e *events) dispatch() {
 	if e.has && len(bytes.TrimSpace(e.data)) > 0 {
-		e.out = append(append(append(e.out, "data: "...), e.data...), "\n\n"...)
+		data := e.data
+		if e.typ == "error" {
+			data = errorData(data)
+		}
+		e.out = append(append(append(e.out, "data: "...), data...), "\n\n"...)
 	}
-	e.data, e.has = e.data[:0], false
+	e.typ, e.data, e.has = "", e.data[:0], false
 }
 
 func (e *events) Close() error { return e.rc.Close() }
 
-// scanLine splits lines ended by CRLF, LF or a lone CR, as the format
-// allows.
-func scanLine(data []byte, atEOF bool) (int, []byte, error) {
-	i := bytes.IndexAny(data, "\r\n")
-	switch {
-	case i < 0:
-		if atEOF && len(data) > 0 {
-			return len(data), data, nil
-		}
-		return 0, nil, nil
-	case data[i] == '\n':
-		return i + 1, data[:i], nil
-	case i+1 < len(data):
-		if data[i+1] == '\n' {
-			return i + 2, data[:i], nil
-		}
-		return i + 1, data[:i], nil
-	case atEOF:
-		return i + 1, data[:i], nil
+// errorData returns the data of an error event as the SDK reads an
+// error, {"error":{"code":…,"message":…,"status":…}}: as it is when it
+// is one already (the API's own), else with the message found in it
+// (OpenAI's error.message, an error or message that is text) or the
+// data itself as the message. It is one line of JSON either way.
+func errorData(data []byte) []byte {
+	var api struct {
+		Error *genai.APIError `json:"error"`
 	}
-	return 0, nil, nil // a CR that may start a CRLF
+	if json.Unmarshal(data, &api) == nil && api.Error != nil {
+		var b bytes.Buffer
+		if json.Compact(&b, data) == nil {
+			return b.Bytes()
+		}
+	}
+	msg := string(bytes.TrimSpace(data))
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if json.Unmarshal(data, &v) == nil {
+		var inner struct {
+			Message string `json:"message"`
+		}
+		var text string
+		switch {
+		case json.Unmarshal(v.Error, &inner) == nil && inner.Message != "":
+			msg = inner.Message
+		case json.Unmarshal(v.Error, &text) == nil && text != "":
+			msg = text
+		case v.Message != "":
+			msg = v.Message
+		}
+	}
+	b, _ := json.Marshal(struct {
+		Error genai.APIError `json:"error"`
+	}{genai.APIError{Message: limit.Truncate(msg, maxErrorText)}})
+	return b
 }
+
+// maxErrorText bounds the message of an error event that is not the
+// API's.
+const maxErrorText = 500

@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -122,4 +123,46 @@ func TestKeepAliveComments(t *testing.T) {
 			t.Errorf("text %q, want %q", got.Texts[0], `{"a":1}`)
 		}
 	})
+}
+
+// TestErrorEventShapes: an error event that is not the API's own (a
+// proxy's, in OpenAI's form or as text) ends the stream with its
+// message and the model, rather than passing for an answer without
+// candidates.
+func TestErrorEventShapes(t *testing.T) {
+	const head = `data: {"candidates":[{"content":{"parts":[{"text":"{\"a\":"}],"role":"model"},"index":0}]}` + "\n\n"
+	for _, tt := range []struct {
+		name, tail string
+		want       string
+	}{
+		{"the API's", "event: error\ndata: {\"error\":{\"code\":503,\"message\":\"The model is overloaded.\",\"status\":\"UNAVAILABLE\"}}\n\n",
+			"gemini gemini-test: 503 Service Unavailable (UNAVAILABLE): The model is overloaded."},
+		{"OpenAI's", "event: error\ndata: {\"error\":{\"message\":\"Rate limit reached\",\"code\":\"rate_limit_exceeded\"}}\n\n",
+			"gemini gemini-test: Rate limit reached"},
+		{"message at the top", "event: error\ndata: {\"message\":\"model is loading\"}\n\n",
+			"gemini gemini-test: model is loading"},
+		{"plain text", "event: error\ndata: upstream connect error\n\n",
+			"gemini gemini-test: upstream connect error"},
+		{"bare line as text", "{\"error\":\"upstream timed out\"}\n",
+			"gemini gemini-test: upstream timed out"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprint(w, head+tt.tail)
+			}))
+			defer srv.Close()
+			p, err := New(Config{APIKey: testKey, BaseURL: srv.URL, Model: testModel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := provider.Collect(p.Generate(t.Context(), &provider.Request{Stream: true}))
+			if len(got.Texts) != 1 || got.Texts[0] != `{"a":` {
+				t.Errorf("texts %q, want the text before the error", got.Texts)
+			}
+			if _, ok := errors.AsType[*provider.Error](err); !ok || err.Error() != tt.want {
+				t.Errorf("error %v, want a *provider.Error %q", err, tt.want)
+			}
+		})
+	}
 }

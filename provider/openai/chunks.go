@@ -18,6 +18,7 @@ import (
 
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/internal/limit"
+	"github.com/augceo/agent/provider/internal/sse"
 	"github.com/augceo/agent/provider/internal/stops"
 )
 
@@ -97,9 +98,10 @@ func (p *Provider) complete(ctx context.Context, body []byte, yield func(*provid
 // arrives after every finish_reason, rides on it, with the model and the
 // response id.
 //
-// The SDK sends the request, and its SSE decoder splits the body into
-// events, but each event is decoded by decodeChunk, not by the SDK's
-// stream: see there.
+// The SDK sends the request; package sse splits the body into events,
+// which the SDK's decoder does too but drops the error lines of some
+// servers; each event is decoded by decodeChunk, not by the SDK's stream:
+// see there.
 func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider.Chunk, error) bool) {
 	// As NewStreaming does, but with the response body left to us.
 	var res *http.Response
@@ -111,7 +113,7 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 		yield(nil, p.apiError(ctx, res, err))
 		return
 	}
-	events := ssestream.NewDecoder(res)
+	events := sse.NewDecoder(res.Body)
 	var (
 		pending  *provider.Chunk      // the last Done chunk, not yet yielded
 		finished = map[int]bool{}     // choice index → finish_reason seen
@@ -200,7 +202,13 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 			fail(err)
 			return
 		}
-		ev := events.Event()
+		ev := ssestream.Event{Type: events.Event().Type, Data: events.Event().Data}
+		if ev.Type == "error" {
+			// An error event, or an error line (see package sse),
+			// whatever its data: as the SDK's stream reports one.
+			streamErr = &ssestream.StreamError{Message: "an error event without a message", Event: ev}
+			break
+		}
 		if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
 			ended = true
 			break

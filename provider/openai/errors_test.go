@@ -1,9 +1,14 @@
 package openai
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/augceo/agent/provider"
 )
 
 func TestRetryAfter(t *testing.T) {
@@ -67,5 +72,46 @@ func TestTryAgainIn(t *testing.T) {
 		if got := tryAgainIn(tt.msg); got != tt.want {
 			t.Errorf("tryAgainIn(%q) = %v, want %v", tt.msg, got, tt.want)
 		}
+	}
+}
+
+// TestErrorEventShapes: an error event says the server's message
+// whatever shape its data has, as compatible servers each write their
+// own, and names the model.
+func TestErrorEventShapes(t *testing.T) {
+	const head = `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{"content":"{\"output\":"},"finish_reason":null}]}` + "\n\n"
+	for _, tt := range []struct {
+		name, tail string
+		want       string
+	}{
+		{"OpenAI's", "event: error\ndata: {\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\"}}\n\n",
+			"openai gpt-test: 500 Internal Server Error (server_error): The server had an error"},
+		{"message at the top", "event: error\ndata: {\"message\":\"model is loading\",\"code\":503}\n\n",
+			"openai gpt-test: model is loading"},
+		{"error as text", "event: error\ndata: {\"error\":\"upstream timed out\"}\n\n",
+			"openai gpt-test: upstream timed out"},
+		{"plain text", "event: error\ndata: upstream connect error\n\n",
+			"openai gpt-test: upstream connect error"},
+		{"bare line", "{\"error\":{\"message\":\"Rate limit reached\",\"code\":\"rate_limit_exceeded\"}}\n",
+			"openai gpt-test: 429 Too Many Requests (rate_limit_exceeded): Rate limit reached"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprint(w, head+tt.tail)
+			}))
+			defer srv.Close()
+			p, err := New(Config{BaseURL: srv.URL, APIKey: "sk-test", Model: "gpt-test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := gather(t, p.Generate(t.Context(), replayRequest(true)))
+			if len(got.Texts) != 1 || got.Texts[0] != `{"output":` {
+				t.Errorf("texts %q, want the text before the error", got.Texts)
+			}
+			if _, ok := errors.AsType[*provider.Error](err); !ok || err.Error() != tt.want {
+				t.Errorf("error %v, want a *provider.Error %q", err, tt.want)
+			}
+		})
 	}
 }

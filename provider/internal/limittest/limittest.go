@@ -4,6 +4,7 @@ package limittest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -62,6 +63,7 @@ func Run(t *testing.T, w Wire) {
 	t.Run("HTMLPage", func(t *testing.T) { htmlPage(t, w) })
 	t.Run("HTMLErrorPage", func(t *testing.T) { htmlErrorPage(t, w) })
 	t.Run("ErrorNamesModel", func(t *testing.T) { errorNamesModel(t, w) })
+	t.Run("ErrorInStream", func(t *testing.T) { errorInStream(t, w) })
 }
 
 func sse(w http.ResponseWriter) {
@@ -468,5 +470,53 @@ func errorNamesModel(t *testing.T, w Wire) {
 		if !ok || pe.Model != w.Model || !strings.HasPrefix(err.Error(), w.Name+" "+w.Model+": 429 ") {
 			t.Errorf("stream=%v: got %q, want a *provider.Error of %s %s", stream, err, w.Name, w.Model)
 		}
+	}
+}
+
+// errorInStream checks that an error a server writes into a 200 stream
+// ends it with that error, which names the provider, the model and the
+// server's message, after the text that came before: an error event, and
+// the error body written as a line of its own, without "data:", as some
+// compatible servers and proxies do. A stream without it would end cut,
+// or with nothing, and the server's message lost.
+func errorInStream(t *testing.T, w Wire) {
+	var body struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(w.RateLimit), &body); err != nil || body.Error.Message == "" {
+		t.Fatalf("Wire.RateLimit %s has no error.message", w.RateLimit)
+	}
+	for _, tt := range []struct {
+		name     string
+		stream   string
+		wantText string
+	}{
+		{"raw line after text", w.Start + w.Piece("hi") + w.RateLimit + "\n", "hi"},
+		{"raw line first", w.RateLimit + "\n", ""},
+		{"raw line then more", w.Start + w.Piece("hi") + w.RateLimit + "\n\n" + w.Piece("ignored") + w.End, "hi"},
+		{"error event", w.Start + w.Piece("hi") + "event: error\ndata: " + w.RateLimit + "\n\n", "hi"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+				sse(rw)
+				write(rw, tt.stream)
+			}))
+			defer srv.Close()
+			p := w.New(t, srv.Client(), srv.URL, Limits{})
+			res, err := provider.Collect(p.Generate(t.Context(), &provider.Request{Stream: true}))
+			if got := strings.Join(res.Texts, ""); got != tt.wantText {
+				t.Errorf("text %q, want %q", got, tt.wantText)
+			}
+			pe, ok := errors.AsType[*provider.Error](err)
+			if !ok || errors.Is(err, provider.ErrTruncated) {
+				t.Fatalf("error %v, want a *provider.Error", err)
+			}
+			want := w.Name + " " + w.Model + ": 429 Too Many Requests"
+			if pe.Status != http.StatusTooManyRequests || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), body.Error.Message) {
+				t.Errorf("error %q, status %d; want 429, %q and the message %q", err, pe.Status, want, body.Error.Message)
+			}
+		})
 	}
 }
