@@ -101,6 +101,9 @@ const name = "gemini"
 type exchange struct {
 	status int
 	header http.Header
+	// readErr is the error that ended the body of a stream, which the
+	// SDK is not shown (see sseTransport).
+	readErr error
 }
 
 type exchangeKey struct{}

@@ -256,6 +256,22 @@ func (p *Provider) refusedCandidates(c *call, err error) bool {
 	return true
 }
 
+// responses is the SDK's stream of c's answer, with the error that ended
+// its body, which the SDK is not shown (see sseTransport), as its last
+// item.
+func (p *Provider) responses(ctx context.Context, c *call, ex *exchange) iter.Seq2[*genai.GenerateContentResponse, error] {
+	return func(yield func(*genai.GenerateContentResponse, error) bool) {
+		for resp, err := range p.models.GenerateContentStream(ctx, c.model, c.contents, c.config) {
+			if !yield(resp, err) {
+				return
+			}
+		}
+		if ex.readErr != nil {
+			yield(nil, ex.readErr)
+		}
+	}
+}
+
 // stream runs one streamGenerateContent call. Text and thinking go out as
 // they arrive; the chunk that finishes a candidate is held back until the
 // next one, so that the very last chunk can carry the usage, which Gemini
@@ -313,7 +329,7 @@ func (p *Provider) stream(ctx context.Context, c *call, ex *exchange, yield func
 		}
 		return len(order) > 0 && stop == nil
 	}
-	for resp, err := range p.models.GenerateContentStream(ctx, c.model, c.contents, c.config) {
+	for resp, err := range p.responses(ctx, c, ex) {
 		if err != nil {
 			// A failure after a 200 is a stream that broke.
 			err = convertError(ctx, err, ex, ex.status >= 200 && ex.status < 300)

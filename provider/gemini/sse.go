@@ -26,6 +26,13 @@ const maxLine = 256 << 20
 // split over several lines, and lines ended by a lone CR. It wraps the
 // transport that enforces the timeouts, so that comments still count as
 // activity.
+//
+// It also keeps from the SDK the error that ends such a body (a broken
+// connection, a timeout, a cap): the SDK prints it to the standard
+// logger before it returns it, and this library logs through log/slog
+// only, and leaves the standard logger to the program. The SDK is shown
+// the end of the body instead, and the error goes to the exchange, where
+// the adapter finds it (see responses).
 type sseTransport struct {
 	base http.RoundTripper
 }
@@ -36,7 +43,9 @@ func (t *sseTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
-		resp.Body = newEvents(resp.Body)
+		e := newEvents(resp.Body)
+		e.ex, _ = r.Context().Value(exchangeKey{}).(*exchange)
+		resp.Body = e
 	}
 	return resp, err
 }
@@ -51,6 +60,7 @@ func (t *sseTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // for an answer, and our reader would drop the bare line.
 type events struct {
 	rc   io.ReadCloser
+	ex   *exchange // where the error that ends the body goes; nil: returned
 	sc   *bufio.Scanner
 	typ  string // the type of the event being read
 	data []byte // the data of the event being read
@@ -103,6 +113,10 @@ func (e *events) Read(p []byte) (int, error) {
 		e.out = e.out[n:]
 		return n, nil
 	}
+	if e.err != io.EOF && e.ex != nil {
+		e.ex.readErr = e.err
+		return 0, io.EOF
+	}
 	return 0, e.err
 }
 
@@ -118,7 +132,12 @@ func (e *events) dispatch() {
 	e.typ, e.data, e.has = "", e.data[:0], false
 }
 
-func (e *events) Close() error { return e.rc.Close() }
+// Close closes the body. Its error is not returned: the SDK would print
+// it to the standard logger, and the answer was read, or failed, before.
+func (e *events) Close() error {
+	e.rc.Close()
+	return nil
+}
 
 // errorData returns the data of an error event as the SDK reads an
 // error, {"error":{"code":…,"message":…,"status":…}}: as it is when it
