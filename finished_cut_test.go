@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -29,7 +31,7 @@ import (
 // says the usage was lost, and the run's log warns of it. A stream cut
 // before the answer ended fails the request, as before.
 func TestRequestCutAfterFinish(t *testing.T) {
-	const warning = `level=WARN msg="the provider's stream broke after every solution had ended, before it said the usage: the request's usage lacks what the call was billed"`
+	const warning = `level=WARN msg="the provider did not say the usage of a call (its stream broke after the answer, or the server does not report usage): the usage lacks what the call was billed, and a TokenBudget does not count it"`
 	openaiAnswer := func(w http.ResponseWriter, finished bool) {
 		writeDeltas(w, `0 {"output":1}`)
 		if finished {
@@ -162,5 +164,54 @@ func TestDurableUsageLost(t *testing.T) {
 	}
 	if total.Lost() != 1 {
 		t.Errorf("%d usage entries marked lost, want 1", total.Lost())
+	}
+}
+
+// TestRunUsageNotSaid: an OpenAI-compatible server that ignores
+// stream_options.include_usage says no usage at all. Every usage event of
+// the run says its usage was lost, and the log warns of it once for the
+// run, not at every step; the TokenBudget, which counts only the tokens
+// a provider said, does not stop the run.
+func TestRunUsageNotSaid(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		if calls.Add(1) == 1 {
+			writeDeltas(w, `0 {"output":null}`, "0 stop")
+		} else {
+			writeDeltas(w, `0 {"output":"done"}`, "0 stop")
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	p, err := newOpenAI(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	cfg := agent.Config{Provider: p, Registry: agent.NewRegistry(), Stream: true, TokenBudget: 1,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	var lost []bool
+	var res *agent.RunResult
+	for ev, err := range agent.Events(t.Context(), cfg, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[{"type":"text","text":"go"}]`)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Kind {
+		case agent.EventUsage:
+			lost = append(lost, ev.UsageLost)
+		case agent.EventDone:
+			res = ev.Result
+		}
+	}
+	if !cmp.Equal(lost, []bool{true, true}) {
+		t.Errorf("usage events say lost %v, want [true true]", lost)
+	}
+	if res == nil || res.Steps != 2 {
+		t.Errorf("result %+v, want a run of 2 steps", res)
+	}
+	const warning = "msg=\"the provider did not say the usage of a call"
+	if n := strings.Count(logs.String(), warning); n != 1 {
+		t.Errorf("log %q has the warning %d times, want once", logs.String(), n)
 	}
 }

@@ -91,7 +91,8 @@ type RunEvent struct {
 	Output  *Output          // EventOutput
 	Usage   *provider.Usage  // EventUsage: the request's; EventDone: the run's
 	// UsageLost says, on EventUsage, that Usage lacks what a provider
-	// call was billed: its stream broke after the answer, before the
+	// call was billed, which the provider did not say: its stream broke
+	// after the answer, before the usage, or the server does not report
 	// usage (Response.UsageLost).
 	UsageLost bool
 	Result    *RunResult // EventDone
@@ -187,6 +188,7 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 	if rs == nil || continued { // a resume has it from the run's spec
 		cfg.contextLen = log.Len()
 	}
+	cfg.usageWarned = new(atomic.Bool)
 	r := &run{cfg: cfg, schema: schema, log: log, steps: first - 1}
 	if continued || rs == nil && cfg.Store != nil {
 		// The first request is prepared before the journal takes the

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -170,6 +171,10 @@ type Config struct {
 	// ticks, set by the loop, marks the end of each chunk's elements
 	// (Event.tick), so the calls of a chunk start together.
 	ticks bool
+	// usageWarned, shared by the requests of a run (or of one Request),
+	// says that the warning of a usage not said was logged: a server
+	// that never says it would have it at every step otherwise.
+	usageWarned *atomic.Bool
 	// contextLen, set by the loop, is how many messages its context had:
 	// an instance that appears after them, in a call's output or after a
 	// plan opens _instance (see Build.instancesOpen), and a call must name
@@ -223,11 +228,14 @@ type Response struct {
 	Solutions []Solution
 	// Usage sums every provider call the request made, repairs included.
 	Usage provider.Usage
-	// UsageLost says that Usage lacks what a provider call was billed:
-	// its stream broke after every solution had ended well, before the
-	// provider said the usage (OpenAI says it in a chunk of its own after
-	// the answer; see provider.Chunk.UsageLost). The solutions stand;
-	// Config.Logger has a warning of it too.
+	// UsageLost says that Usage lacks what a provider call was billed,
+	// which the provider did not say: its stream broke after every
+	// solution had ended well, before the usage (OpenAI says it in a
+	// chunk of its own after the answer), or the server does not report
+	// usage (an OpenAI-compatible server that ignores
+	// stream_options.include_usage); see provider.Chunk.UsageLost. The
+	// solutions stand; Config.Logger has a warning of it too, once per
+	// run.
 	UsageLost bool
 	// Sent is what the provider was first asked: rendered messages, the
 	// composed schema and the settings.
@@ -315,6 +323,9 @@ func Stream(ctx context.Context, cfg Config, userSchema json.RawMessage, msgs []
 		if err != nil {
 			yield(Event{}, err)
 			return
+		}
+		if cfg.usageWarned == nil {
+			cfg.usageWarned = new(atomic.Bool)
 		}
 		p, err := prepare(ctx, cfg, userSchema, log)
 		if err != nil {
@@ -914,7 +925,9 @@ func send(ctx context.Context, cfg *Config, req *provider.Request, slots []int, 
 		}
 		if cerr == nil && c != nil && c.UsageLost {
 			resp.UsageLost = true
-			logger(*cfg).WarnContext(ctx, "the provider's stream broke after every solution had ended, before it said the usage: the request's usage lacks what the call was billed")
+			if cfg.usageWarned == nil || cfg.usageWarned.CompareAndSwap(false, true) {
+				logger(*cfg).WarnContext(ctx, "the provider did not say the usage of a call (its stream broke after the answer, or the server does not report usage): the usage lacks what the call was billed, and a TokenBudget does not count it")
+			}
 		}
 		if err = readChunk(cfg, req.N, slots, answers, resp, yield, c, cerr); err != nil {
 			stopped = true

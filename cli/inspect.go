@@ -437,9 +437,9 @@ func trace(ctx context.Context, w io.Writer, st runStore, run store.Run, pl *pri
 	}
 	switch n := usage.Lost(); {
 	case n == 1:
-		bw.printf("; the usage of 1 request was lost (its stream broke before the provider said it), so these totals are short")
+		bw.printf("; the usage of 1 request was lost (the provider did not say it: a stream cut after the answer, or a server that does not report usage), so these totals are short")
 	case n > 1:
-		bw.printf("; the usage of %d requests was lost (their streams broke before the provider said it), so these totals are short", n)
+		bw.printf("; the usage of %d requests was lost (the provider did not say it: streams cut after the answer, or a server that does not report usage), so these totals are short", n)
 	}
 	bw.printf("\n")
 	return bw.err

@@ -164,11 +164,12 @@ type Chunk struct {
 	// Text, Thinking or Done: it belongs to no solution. A consumer sums
 	// the Usage of every chunk, as [Collect] does.
 	Usage *Usage
-	// UsageLost, on the last chunk, says that the stream broke after
-	// every solution had ended well, before the provider said the usage
-	// of the call (OpenAI says it in a chunk of its own, after the
-	// finish_reasons): the solutions stand, but Usage lacks what the call
-	// was billed.
+	// UsageLost, on the last chunk, says that the provider did not say
+	// the usage of the call: the stream broke after every solution had
+	// ended well, before the usage (OpenAI says it in a chunk of its own,
+	// after the finish_reasons), or the server does not report usage (an
+	// OpenAI-compatible server that ignores stream_options.include_usage).
+	// The solutions stand, but Usage lacks what the call was billed.
 	UsageLost bool
 	// Model is the model that answered, as the provider named it (often a
 	// dated version of the one asked for: "gpt-5-mini-2025-08-07"). It is

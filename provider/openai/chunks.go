@@ -83,6 +83,9 @@ func (p *Provider) complete(ctx context.Context, body []byte, yield func(*provid
 		if i == len(choices)-1 {
 			u := usage(usageOf(cc.Usage))
 			chunk.Usage, chunk.Model, chunk.ResponseID = &u, cc.Model, cc.ID
+			// A compatible server may count nothing: the call was
+			// billed all the same, or ran on someone's hardware.
+			chunk.UsageLost = !cc.JSON.Usage.Valid()
 		}
 		if !yield(chunk, nil) {
 			return
@@ -125,7 +128,6 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 		model    string               // the last model named
 		id       string               // the last response id said
 		c        chunk                // the event read last
-		ended    bool                 // whether [DONE] came
 		budget   = limit.NewBudget(p.cfg.Name, p.max)
 	)
 	emit := func(c *provider.Chunk) bool {
@@ -210,7 +212,6 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 			break
 		}
 		if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
-			ended = true
 			break
 		}
 		if err := decodeChunk(ev, &c); err != nil {
@@ -302,8 +303,10 @@ func (p *Provider) stream(ctx context.Context, body []byte, yield func(*provider
 	}
 	pending.Usage, pending.Model, pending.ResponseID = &total, model, id
 	// A stream that ended before [DONE] may have lost the usage chunk; a
-	// server that never says the usage ends with [DONE] all the same.
-	pending.UsageLost = !ended && !counted
+	// compatible server that ignores stream_options.include_usage never
+	// says it, and ends with [DONE] all the same: either way, the
+	// usage is unknown.
+	pending.UsageLost = !counted
 	if !yield(pending, nil) {
 		return
 	}

@@ -73,7 +73,9 @@
 // a choice's finish_reason, cleanly or not, ends with an error wrapping
 // provider.ErrTruncated, after the text that had arrived; one that breaks
 // after every choice's finish_reason "stop" ends well, with UsageLost on
-// its last chunk when the usage chunk did not come. A refusal ends
+// its last chunk when the usage chunk did not come. So does a stream of a
+// compatible server that ignores stream_options.include_usage, and a
+// whole answer without usage: the usage is not known. A refusal ends
 // the stream with a *[RefusalError] after the other chunks, and a choice a
 // content filter stopped (finish_reason "content_filter") with a
 // *[FilterError] that gives the categories Azure OpenAI marks filtered.

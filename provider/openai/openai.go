@@ -183,7 +183,8 @@ func New(cfg Config) (*Provider, error) {
 // provider.ErrTruncated, after the text already received, when a stream
 // ends before a choice's finish_reason (one that breaks after every
 // choice's finish_reason "stop" ends well, with Chunk.UsageLost when the
-// usage was not said); a *[RefusalError] after the
+// usage was not said, as on any answer whose server said none); a
+// *[RefusalError] after the
 // chunks when the model refused, a *[FilterError] when a content filter
 // stopped a choice (when the stream then fails, its error wraps them
 // too); [ErrNoModel], [ErrUnknownRole] or a schema error before anything
