@@ -100,7 +100,11 @@ func (f *folded) fold(b *Build) error {
 			}
 			f.last = f.last[:0]
 			f.plan = planCalls(m.Plan)
-			e.msg.Text, e.last = "## Plan\n"+planIntro+"\n"+planLines(f.plan, m.Plan), true
+			shown := make([]string, len(f.plan))
+			for k, c := range f.plan {
+				shown[k] = shownCall(c, false)
+			}
+			e.msg.Text, e.last = "## Plan\n"+planIntro+"\n"+planLines(shown, m.Plan), true
 		case message.TypeError:
 			// In full: the snapshot shows data as it is now, where a
 			// later write may hide what a failure branch took.

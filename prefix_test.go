@@ -1012,3 +1012,65 @@ func TestPrefixErrorDownBranch(t *testing.T) {
 	}
 	t.Logf("requests 2 and 3: %d and %d bytes of messages", len(sentBytes(reqs[1]))-len(reqs[1].Schema), len(sentBytes(reqs[2]))-len(reqs[2].Schema))
 }
+
+// TestPrefixPlanLeavesReasoning: a call's _reasoningForCall is why the
+// model makes it, written before it commits to the call (002); the plan
+// of the step showed it, and so did an error that writes its call out,
+// in every later request of the run. Plans and errors now show the calls
+// without it: a sentence or two a call, for every call the run makes, in
+// every request after. Each request still extends the one before, and
+// an error still names its call by its place in the plan.
+func TestPrefixPlanLeavesReasoning(t *testing.T) {
+	reg := echoReg()
+	reg.Tool("send", json.RawMessage(`{"type":"object","description":"Sends a report.","properties":{"text":{"type":"string"}},"required":["text"]}`))
+	reg.Activity("send", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		return nil, errors.New("mail server unavailable")
+	}))
+	why := func(n int) string {
+		return fmt.Sprintf("Step %d needs this value recorded in the state before the report can be written and sent.", n)
+	}
+	call := func(n int, rest string) string {
+		return `{"_reasoningForCall":"` + why(n) + `",` + rest + `}`
+	}
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},{"type":"tool","tool":"send"},{"type":"text","text":"go"}]`)
+	answers := []string{
+		`{"calls":[` + call(1, `"_tool":"put","v":1,"_outputPath":"†state.a"`) + `,` + call(2, `"_tool":"put","v":2,"_outputPath":"†state.b"`) + `,` + call(3, `"_tool":"send","text":"r"`) + `],"output":null}`,
+		// the same call twice: its errors write it out
+		`{"calls":[` + call(4, `"_tool":"send","text":"s"`) + `,` + call(4, `"_tool":"send","text":"s"`) + `,` + call(5, `"_tool":"put","v":5,"_outputPath":"†state.c"`) + `],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`}
+	_, reqs := runLoop(t, agent.Config{Registry: reg, Concurrency: 1}, msgs, answers...)
+	checkExtends(t, reqs)
+	last := sentBytes(reqs[len(reqs)-1])
+	for n := 1; n <= 5; n++ {
+		if strings.Contains(last, why(n)) {
+			t.Errorf("the last request shows the reasoning of call %d:\n%s", n, last)
+		}
+	}
+	for _, s := range []string{
+		"[{\"_tool\":\"put\",\"v\":1,\"_outputPath\":\"†state.a\"}\n,{\"_tool\":\"put\",\"v\":2,\"_outputPath\":\"†state.b\"}\n,{\"_tool\":\"send\",\"text\":\"r\"}\n]",
+		"## Error\nCall 3 of the plan above (send) failed: runtime error: mail server unavailable",
+		"## Error\nThe call {\"_tool\":\"send\",\"text\":\"s\"} failed: runtime error in send: mail server unavailable",
+	} {
+		if !strings.Contains(last, s) {
+			t.Errorf("the last request does not hold %q:\n%s", s, last)
+		}
+	}
+	_, total, _, _ := cacheFigures(reqs)
+	t.Logf("%d requests: the last %d bytes; %d in all", len(reqs), len(last), total)
+
+	// Compacted, resumed and under RenderSnapshot alike.
+	_, compacted := runLoop(t, agent.Config{Registry: reg, Concurrency: 1, CompactAt: 200}, msgs, answers...)
+	_, snapshot := runLoop(t, agent.Config{Registry: reg, Concurrency: 1, Rendering: agent.RenderSnapshot}, msgs, answers...)
+	for name, r := range map[string]provider.Request{"compacted": compacted[len(compacted)-1], "snapshot": snapshot[len(snapshot)-1]} {
+		for n := 1; n <= 5; n++ {
+			if s := sentBytes(r); strings.Contains(s, why(n)) {
+				t.Errorf("%s: the last request shows the reasoning of call %d:\n%s", name, n, s)
+			}
+		}
+	}
+	before, after := cutRun(t, reg, msgs, 1, 3, answers...)
+	if got := sentBytes(after[len(after)-1]); got != last {
+		t.Errorf("resumed: %s", firstDiff(last, got))
+	}
+	checkExtends(t, append(before, after...))
+}

@@ -47,7 +47,11 @@ func renderPlan(_ context.Context, b *Build, m *message.Message) error {
 	case b.rendering == RenderSnapshot:
 		t.WriteString(intro)
 		t.Byte('\n')
-		t.JSON(m.Plan)
+		if len(b.plan) == 0 {
+			t.JSON(m.Plan)
+			break
+		}
+		t.WriteString("[" + strings.Join(b.shownCalls(b.plan), ",") + "]")
 	default:
 		// Each step's calls become a plan message: the intro is said once
 		// (and again when it changes), the calls a line each.
@@ -56,47 +60,54 @@ func renderPlan(_ context.Context, b *Build, m *message.Message) error {
 			t.Byte('\n')
 			b.planIntro = intro
 		}
-		t.WriteString(planLines(b.withoutOutputs(b.plan), m.Plan))
+		t.WriteString(planLines(b.shownCalls(b.plan), m.Plan))
 	}
 	b.Render(provider.RoleUser, t.String())
 	return nil
 }
 
-// withoutOutputs returns calls, each compact, with the _output left out
-// of those whose outputs were rendered before: a latent call the model
-// answered in the call itself (eager, 104) has its value written where
-// _outputPath says, and the data block there shows it. Said in the plan
-// too, a long value (a summary, a draft) was in every later request
-// twice. The calls rendered before decide it, so the plan renders the
-// same at every step.
-func (b *Build) withoutOutputs(calls []string) []string {
-	out := calls // cloned before a change: b.plan stays as the model wrote it, for errors to find calls in
+// shownCalls returns calls, each compact, as a plan shows them: without
+// their _reasoningForCall, and without the _output of those whose
+// outputs were rendered before. The reasoning is why the model made a
+// call, written before it committed to it (002); said in the plan, it was
+// in every later request of the run, a sentence or two a call (providers
+// leave a model's thinking of earlier turns out alike). A latent call the model answered in
+// the call itself (eager, 104) has its value written where _outputPath
+// says, and the data block there shows it; said in the plan too, a long
+// value (a summary, a draft) was in every later request twice. The calls
+// rendered before decide it, so the plan renders the same at every step.
+func (b *Build) shownCalls(calls []string) []string {
+	out := make([]string, len(calls)) // b.plan stays as the model wrote it, for errors to find calls in
 	for i, c := range calls {
-		if !b.outputs[c] || !strings.HasPrefix(c, "{") || !strings.Contains(c, `"_output"`) {
-			continue
-		}
-		if &out[0] == &calls[0] {
-			out = slices.Clone(calls)
-		}
-		var t text
-		sep := byte('{')
-		jsonfast.RawMembers([]byte(c), func(k, v []byte) bool {
-			if string(k) != `"_output"` {
-				t.Byte(sep)
-				t.Write(k)
-				t.Byte(':')
-				t.Write(v)
-				sep = ','
-			}
-			return true
-		})
-		if sep == '{' {
-			t.Byte('{')
-		}
-		t.Byte('}')
-		out[i] = t.String()
+		out[i] = shownCall(c, b.outputs[c])
 	}
 	return out
+}
+
+// shownCall returns call, compact, without its _reasoningForCall, and
+// without its _output when output is true. Anything but an object with
+// one of them is returned as it is.
+func shownCall(call string, output bool) string {
+	if !strings.HasPrefix(call, "{") || !strings.Contains(call, `"_reasoningForCall"`) && (!output || !strings.Contains(call, `"_output"`)) {
+		return call
+	}
+	var t text
+	sep := byte('{')
+	jsonfast.RawMembers([]byte(call), func(k, v []byte) bool {
+		if string(k) != `"_reasoningForCall"` && (!output || string(k) != `"_output"`) {
+			t.Byte(sep)
+			t.Write(k)
+			t.Byte(':')
+			t.Write(v)
+			sep = ','
+		}
+		return true
+	})
+	if sep == '{' {
+		t.Byte('{')
+	}
+	t.Byte('}')
+	return t.String()
 }
 
 // planCalls returns the calls of a plan, each compact.
@@ -172,7 +183,7 @@ func metaText(m *message.Message) string { return "## Meta\n" + compact(m.Meta) 
 // errorText is how the model sees an error message, plan being the calls
 // of the last plan shown before it. A failed call of that plan is named
 // by its place in it, as the plan shows it just above; another is written
-// out, compact, as the plan shows calls, since every later request
+// out, compact and without its reasoning, as the plan shows calls, since every later request
 // repeats it (indented, a call with a list of two items took 16 lines,
 // about a token each, and 274 bytes instead of 194). The error itself is
 // left out when the call wrote it down its failure branch, which a data
@@ -197,5 +208,5 @@ func errorText(m *message.Message, plan []string, failures map[string]bool) stri
 		}
 		return fmt.Sprintf("## Error\nCall %d of the plan above%s failed: %s", i+1, name, text)
 	}
-	return fmt.Sprintf("## Error\nThe call %s failed: %s", call, m.Error)
+	return fmt.Sprintf("## Error\nThe call %s failed: %s", shownCall(call, false), m.Error)
 }
