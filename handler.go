@@ -55,7 +55,7 @@ type Build struct {
 	shapeNames  []string                  // tool names, as defined
 	shapes      []*shaped                 // their definitions as given, with the schemas calls must meet
 	shown       map[message.Identity]bool // the data identities rendered
-	outputs     map[string]bool           // the calls whose outputs were rendered, compact (see withoutOutputs)
+	outputs     map[string]bool           // the calls whose outputs were rendered, compact (see shownCalls)
 	failures    map[string]bool           // a call, compact, and an error its output shows, joined by a NUL (see errorText)
 	rendering   Rendering                 // how data is rendered
 	seen        *message.Log              // the messages handled so far (RenderCached)

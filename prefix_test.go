@@ -1074,3 +1074,37 @@ func TestPrefixPlanLeavesReasoning(t *testing.T) {
 	}
 	checkExtends(t, append(before, after...))
 }
+
+// TestPrefixInstancesErrorNamesCall: a call of an instanced plan
+// (ExecutePlanInstances) that fails is the plan's call with the
+// instance's _instance added, which the plan does not hold as such: its
+// error wrote it out, once per instance it failed in, long parameters
+// and all. It now names the call by its place in the plan and the
+// instance, as the loop that goes on from the log reads it.
+func TestPrefixInstancesErrorNamesCall(t *testing.T) {
+	reg := echoReg()
+	reg.Tool("send", json.RawMessage(`{"type":"object","description":"Sends a report.","properties":{"text":{"type":"string"},"to":{"type":"string"}},"required":["text"]}`))
+	reg.Activity("send", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		return nil, errors.New("mail server unavailable")
+	}))
+	letter := strings.Repeat("Your order is on its way; it ships from the north warehouse. ", 6)
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},{"type":"tool","tool":"send"},
+		{"type":"data","kind":"input","_instance":"a","data":{"item":"a"}},{"type":"data","kind":"input","_instance":"b","data":{"item":"b"}},{"type":"data","kind":"input","_instance":"c","data":{"item":"c"}}]`)
+	plan := []json.RawMessage{json.RawMessage(`{"_tool":"put","v":"†input.item","_outputPath":"†state.kept"}`),
+		json.RawMessage(`{"_tool":"send","text":"` + letter + `","to":"†state.kept","_outputPath":"†state.sent"}`)}
+	res, err := agent.ExecutePlanInstances(context.Background(), agent.Config{Registry: reg, Clock: fixed, Concurrency: 1}, plan, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, reqs := runLoop(t, agent.Config{Registry: reg}, append(res.Log.Messages(), message.Text("what failed?")), `{"calls":[],"output":{"done":true}}`)
+	first := sentBytes(reqs[0])
+	if n := strings.Count(first, letter); n != 1 {
+		t.Errorf("the request holds the letter %d times, want once (in the plan):\n%s", n, first)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if want := "## Error\nCall 2 of the plan above (send) failed for _instance " + id + ": runtime error: mail server unavailable"; !strings.Contains(first, want) {
+			t.Errorf("no %q in:\n%s", want, first)
+		}
+	}
+	t.Logf("the loop's first request: %d bytes, %d of messages", len(first), len(first)-len(reqs[0].Schema))
+}

@@ -85,29 +85,42 @@ func (b *Build) shownCalls(calls []string) []string {
 }
 
 // shownCall returns call, compact, without its _reasoningForCall, and
-// without its _output when output is true. Anything but an object with
-// one of them is returned as it is.
+// without its _output when output is true.
 func shownCall(call string, output bool) string {
-	if !strings.HasPrefix(call, "{") || !strings.Contains(call, `"_reasoningForCall"`) && (!output || !strings.Contains(call, `"_output"`)) {
+	if !strings.Contains(call, `"_reasoningForCall"`) && (!output || !strings.Contains(call, `"_output"`)) {
 		return call
 	}
+	shown, _ := without(call, func(k string) bool { return k == `"_reasoningForCall"` || output && k == `"_output"` })
+	return shown
+}
+
+// without returns call, a compact object, without the members whose
+// quoted keys drop is true of, and the value of the last it left out;
+// anything but an object as it is.
+func without(call string, drop func(key string) bool) (string, []byte) {
+	if !strings.HasPrefix(call, "{") {
+		return call, nil
+	}
 	var t text
+	var dropped []byte
 	sep := byte('{')
 	jsonfast.RawMembers([]byte(call), func(k, v []byte) bool {
-		if string(k) != `"_reasoningForCall"` && (!output || string(k) != `"_output"`) {
-			t.Byte(sep)
-			t.Write(k)
-			t.Byte(':')
-			t.Write(v)
-			sep = ','
+		if drop(string(k)) {
+			dropped = v
+			return true
 		}
+		t.Byte(sep)
+		t.Write(k)
+		t.Byte(':')
+		t.Write(v)
+		sep = ','
 		return true
 	})
 	if sep == '{' {
 		t.Byte('{')
 	}
 	t.Byte('}')
-	return t.String()
+	return t.String(), dropped
 }
 
 // planCalls returns the calls of a plan, each compact.
@@ -180,12 +193,38 @@ func renderError(_ context.Context, b *Build, m *message.Message) error {
 // metaText is how the model sees a meta message.
 func metaText(m *message.Message) string { return "## Meta\n" + compact(m.Meta) }
 
+// planPlace returns the index of call in plan, when plan holds it once,
+// else -1. A call of an instanced plan (ExecutePlanInstances) is the
+// plan's call with an _instance added: it is found as that call, and the
+// instance returned.
+func planPlace(plan []string, call string) (int, string) {
+	if i := slices.Index(plan, call); i >= 0 {
+		if slices.Contains(plan[i+1:], call) {
+			return -1, ""
+		}
+		return i, ""
+	}
+	if !strings.Contains(call, `"_instance"`) {
+		return -1, ""
+	}
+	base, raw := without(call, func(k string) bool { return k == `"_instance"` })
+	var instance string
+	if json.Unmarshal(raw, &instance) != nil || instance == "" {
+		return -1, ""
+	}
+	if i, _ := planPlace(plan, base); i >= 0 {
+		return i, instance
+	}
+	return -1, ""
+}
+
 // errorText is how the model sees an error message, plan being the calls
 // of the last plan shown before it. A failed call of that plan is named
-// by its place in it, as the plan shows it just above; another is written
-// out, compact and without its reasoning, as the plan shows calls, since every later request
-// repeats it (indented, a call with a list of two items took 16 lines,
-// about a token each, and 274 bytes instead of 194). The error itself is
+// by its place in it (and its instance, see planPlace), as the plan shows
+// it just above; another is written out, compact and without its
+// reasoning, as the plan shows calls, since every later request repeats
+// it (indented, a call with a list of two items took 16 lines, about a
+// token each, and 274 bytes instead of 194). The error itself is
 // left out when the call wrote it down its failure branch, which a data
 // block above shows (failures holds the call and the error, joined by a
 // NUL): an error can be long, and every later request would say it twice.
@@ -194,7 +233,7 @@ func errorText(m *message.Message, plan []string, failures map[string]bool) stri
 		return "## Error\n" + m.Error
 	}
 	call := compact(m.Failed)
-	if i := slices.Index(plan, call); i >= 0 && !slices.Contains(plan[i+1:], call) {
+	if i, instance := planPlace(plan, call); i >= 0 {
 		name, text := "", m.Error
 		if tool := planTool(m.Failed); tool != "" {
 			name = " (" + tool + ")"
@@ -203,10 +242,15 @@ func errorText(m *message.Message, plan []string, failures map[string]bool) stri
 				text = kind + " error: " + rest
 			}
 		}
-		if failures[call+"\x00"+m.Error] {
-			return fmt.Sprintf("## Error\nCall %d of the plan above%s failed; its error went down the failure branch of its _outputPath.", i+1, name)
+		if instance != "" {
+			name += " failed for _instance " + instance
+		} else {
+			name += " failed"
 		}
-		return fmt.Sprintf("## Error\nCall %d of the plan above%s failed: %s", i+1, name, text)
+		if failures[call+"\x00"+m.Error] {
+			return fmt.Sprintf("## Error\nCall %d of the plan above%s; its error went down the failure branch of its _outputPath.", i+1, name)
+		}
+		return fmt.Sprintf("## Error\nCall %d of the plan above%s: %s", i+1, name, text)
 	}
 	return fmt.Sprintf("## Error\nThe call %s failed: %s", shownCall(call, false), m.Error)
 }
