@@ -170,7 +170,7 @@ func renderCompaction(_ context.Context, b *Build, _ *message.Message) error {
 		msgs = append(msgs, provider.Message{Role: provider.RoleUser, Text: b.said.block(*e.id, value, present, description, schema)})
 	}
 	msgs = append(msgs, provider.Message{Role: provider.RoleUser, Text: "## Compacted\nThe context above was compacted: each data block shows its current value, and the plan is the last one."})
-	b.messages, b.rendered = msgs, 0
+	b.messages, b.rendered, b.updated = msgs, 0, 0
 	for _, m := range msgs {
 		b.rendered += len(m.Text)
 	}

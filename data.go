@@ -116,7 +116,12 @@ func (b *Build) renderCached(m *message.Message) error {
 	}
 	if !first {
 		if !b.toolsOnly {
-			b.Render(provider.RoleUser, b.said.update(m))
+			// Right after an update of the same identity, the heading
+			// would say again what the reference of the line says: the
+			// writes of a step come one after the other.
+			heading := b.updated != len(b.messages) || b.updatedID != id
+			b.Render(provider.RoleUser, b.said.update(m, heading))
+			b.updated, b.updatedID = len(b.messages), id
 		}
 		return nil
 	}
@@ -153,12 +158,16 @@ func failureOf(value json.RawMessage) (string, bool) {
 // first data block of a request says it; a request says a description or
 // schema again only where it differs from the last said of its kind (see
 // said).
-func UpdateBlock(m *message.Message) string { return new(said).update(m) }
+func UpdateBlock(m *message.Message) string { return new(said).update(m, true) }
 
-func (sd *said) update(m *message.Message) string {
+// update renders m, a later message of its identity; without its heading
+// when heading is false (see renderCached).
+func (sd *said) update(m *message.Message, heading bool) string {
 	id := m.Identity()
 	var s text
-	s.heading("Data update", id)
+	if heading {
+		s.heading("Data update", id)
+	}
 	if method, place, value, ok := writeOf(m); ok {
 		s.WriteString(string(method) + " " + place + ": ")
 		s.Write(value) // ref.Encode writes it compact

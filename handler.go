@@ -35,8 +35,13 @@ type Build struct {
 	planIntro string   // the intro of the last plan rendered
 	said      said     // what the data blocks rendered so far said of each kind
 	plan      []string // the calls of the last plan rendered, compact: errors name theirs by place
-	compacted int      // the estimated tokens of the messages the last compaction left, the schema aside
-	rendered  int      // the bytes of the rendered messages, kept as they are rendered
+	// updated is 1 + the index in messages of the last data update
+	// rendered, of updatedID (0 for none): an update right after it
+	// leaves its heading out.
+	updated   int
+	updatedID message.Identity
+	compacted int // the estimated tokens of the messages the last compaction left, the schema aside
+	rendered  int // the bytes of the rendered messages, kept as they are rendered
 	Index     int
 	// LLM holds the settings sent to the provider; handlers may change
 	// them (a message may pick the model or the temperature).

@@ -1108,3 +1108,45 @@ func TestPrefixInstancesErrorNamesCall(t *testing.T) {
 	}
 	t.Logf("the loop's first request: %d bytes, %d of messages", len(first), len(first)-len(reqs[0].Schema))
 }
+
+// TestPrefixUpdatesShareHeading: the writes of a step come one after
+// the other, each a data update with its heading ("## Data update:
+// ¶state"), though the reference of each line already names the kind.
+// An update right after one of the same data identity leaves the heading
+// out; what an update says depends only on the messages before it, so
+// each request still extends the one before, and a resumed run renders
+// as the run did.
+func TestPrefixUpdatesShareHeading(t *testing.T) {
+	msgs := ctxOf(t, `[{"type":"text","role":"system","text":"sys"},{"type":"tool","tool":"put"},
+		{"type":"data","kind":"state","data":{"list":[]}},{"type":"data","kind":"state","_instance":"a","data":{"n":0}},{"type":"text","text":"go"}]`)
+	answers := []string{
+		`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.x"},{"_tool":"put","v":2,"_outputPath":"†state.list","_outputMethod":"push"},{"_tool":"put","v":3,"_outputPath":"†state.y"}],"output":null}`,
+		`{"calls":[{"_tool":"put","v":4,"_outputPath":"†state.z"},{"_tool":"put","_instance":"a","v":5,"_outputPath":"†state.n"},{"_tool":"put","_instance":"a","v":6,"_outputPath":"†state.m"},{"_tool":"put","v":7,"_outputPath":"†state.list","_outputMethod":"push"}],"output":null}`,
+		`{"calls":[],"output":{"done":true}}`}
+	_, reqs := runLoop(t, agent.Config{Registry: echoReg(), Concurrency: 1}, msgs, answers...)
+	checkExtends(t, reqs)
+	var texts []string
+	for _, m := range reqs[len(reqs)-1].Messages {
+		texts = append(texts, m.Text)
+	}
+	want := []string{
+		"## Data update: ¶state\nset †state.x: 1", "push †state.list: 2", "set †state.y: 3",
+		"## Data update: ¶state\nset †state.z: 4", "## Data update: ¶state (_instance: a)\nset †state.n: 5", "set †state.m: 6", "## Data update: ¶state\npush †state.list: 7",
+	}
+	var got []string
+	for _, s := range texts {
+		if strings.HasPrefix(s, "## Data update") || strings.HasPrefix(s, "set ") || strings.HasPrefix(s, "push ") {
+			got = append(got, s)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("updates:\n%q\nwant\n%q", got, want)
+	}
+	last := sentBytes(reqs[len(reqs)-1])
+	_, total, _, _ := cacheFigures(reqs)
+	t.Logf("%d requests: the last %d bytes, %d of messages; %d in all", len(reqs), len(last), len(last)-len(reqs[len(reqs)-1].Schema), total)
+	_, after := cutRun(t, echoReg(), msgs, 1, 3, answers...)
+	if got := sentBytes(after[len(after)-1]); got != last {
+		t.Errorf("resumed: %s", firstDiff(last, got))
+	}
+}
