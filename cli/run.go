@@ -61,7 +61,9 @@ instance when the inputs are instanced: with no model when its calls all
 have code activities, else its latent and delegate calls ask --model.
 Otherwise the agent loop runs with --model. --input adds inputs: a JSON
 object is one input; a JSON array, or a file of JSON lines, is one
-instanced input per element (its _instance, or its position from 1). The MCP servers the Idea
+instanced input per element (its _instance, or its position from 1).
+When the Idea declares its input (an input message with a schema and no
+data), each input must fit that schema. The MCP servers the Idea
 lists ("mcp") run while the command does, and one tool message at the start
 of the context offers their tools, unless the context offers some of them
 itself. No run is created for a command that fails its checks. Ctrl-C stops
@@ -138,7 +140,11 @@ func runIdea(ctx context.Context, env *Env, rf *runFlags, pos []string, input, i
 // startContext returns the context a run of the Idea in file starts
 // with: its own and the inputs of --input, presets expanded.
 func startContext(env *Env, file string, idea *agent.Idea, input string) ([]message.Message, error) {
-	inputs, err := readInput(env.Stdin, input)
+	check, err := inputCheck(env, file, idea)
+	if err != nil {
+		return nil, err
+	}
+	inputs, err := readInput(env.Stdin, input, check)
 	if err != nil {
 		return nil, err
 	}
@@ -147,6 +153,33 @@ func startContext(env *Env, file string, idea *agent.Idea, input string) ([]mess
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return msgs, nil
+}
+
+// inputCheck returns what checks an input against the input schema the
+// Idea in file declares (an input message with a schema and no data, the
+// last one as for an Ideator), or nil when it declares none. An input
+// that does not fit would otherwise reach the model, and a run be made
+// of it, unnoticed.
+func inputCheck(env *Env, file string, idea *agent.Idea) (func(json.RawMessage) error, error) {
+	var decl json.RawMessage
+	for _, m := range idea.Context {
+		if m.Type == message.TypeData && m.Kind == message.KindInput && m.Data == nil && m.Schema != nil {
+			decl = m.Schema
+		}
+	}
+	if decl == nil {
+		return nil, nil
+	}
+	s, err := env.Registry.Schemas().Compile(decl)
+	if err != nil {
+		return nil, fmt.Errorf("%s: input schema: %w", file, err)
+	}
+	return func(data json.RawMessage) error {
+		if err := s.Validate(data); err != nil {
+			return fmt.Errorf("does not fit the input schema of %s: %w", file, err)
+		}
+		return nil
+	}, nil
 }
 
 // offlinePlan returns the plan an Idea's context ends with, which runs
@@ -580,8 +613,9 @@ func printSummary(w io.Writer, s *summary, rf *runFlags) error {
 	return err
 }
 
-// readInput reads --input: JSON, @FILE, or @- for stdin.
-func readInput(stdin io.Reader, spec string) ([]message.Message, error) {
+// readInput reads --input: JSON, @FILE, or @- for stdin. check, when not
+// nil, checks each input (without its _instance).
+func readInput(stdin io.Reader, spec string, check func(json.RawMessage) error) ([]message.Message, error) {
 	if spec == "" {
 		return nil, nil
 	}
@@ -608,6 +642,11 @@ func readInput(stdin io.Reader, spec string) ([]message.Message, error) {
 			where = append(where, "element "+strconv.Itoa(i+1))
 		}
 	case !lines && json.Valid(data):
+		if check != nil {
+			if err := check(data); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+		}
 		return []message.Message{{Type: message.TypeData, Kind: "input", Data: data}}, nil
 	default:
 		sc := bufio.NewScanner(bytes.NewReader(data))
@@ -668,6 +707,11 @@ func readInput(stdin io.Reader, spec string) ([]message.Message, error) {
 			return nil, fmt.Errorf("%s: %s and %s are both instance %q: give each input its own _instance", name, first, where[i], inst)
 		}
 		whereOf[inst] = where[i]
+		if check != nil {
+			if err := check(e); err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", name, where[i], err)
+			}
+		}
 		msgs = append(msgs, message.Message{Type: message.TypeData, Kind: "input", Instance: inst, Data: e})
 	}
 	return msgs, nil
@@ -680,7 +724,7 @@ func readWithInput(stdin io.Reader, arg, file, input string) ([]byte, []message.
 	if file == "-" && input == "@-" {
 		return nil, nil, fmt.Errorf("%w: %s - and --input @- both read standard input", errUsage, arg)
 	}
-	inputs, err := readInput(stdin, input)
+	inputs, err := readInput(stdin, input, nil)
 	if err != nil {
 		return nil, nil, err
 	}

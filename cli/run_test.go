@@ -494,7 +494,7 @@ func TestReadInput(t *testing.T) {
 		{"@/nonexistent/x.json", nil, "--input @/nonexistent/x.json: open /nonexistent/x.json: no such file"},
 		{"@-", []string{`1={"a":1}`, `k={"a":2}`}, ""},
 	} {
-		msgs, err := readInput(strings.NewReader(`{"a":1}`+"\n"+`{"_instance":"k","a":2}`), tt.spec)
+		msgs, err := readInput(strings.NewReader(`{"a":1}`+"\n"+`{"_instance":"k","a":2}`), tt.spec, nil)
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("%q: error %v, want %q", tt.spec, err, tt.err)
@@ -786,5 +786,54 @@ func TestSummaryHidesPassword(t *testing.T) {
 	}
 	if out := b.String(); strings.Contains(out, "s3cret") || !strings.Contains(out, "trace: acts log r --store postgres://acts:xxxxx@db.internal:5432/runs") {
 		t.Errorf("summary:\n%s", out)
+	}
+}
+
+// TestInputMatchesDeclaration: an Idea that declares its input (an input
+// message with a schema and no data) takes only inputs that fit it. One
+// that does not fit is an error naming the input and the Idea, before any
+// run is created or any request made, for run and request alike.
+func TestInputMatchesDeclaration(t *testing.T) {
+	var requests atomic.Int64
+	srv := openaitest.Server(t, func([]byte) string {
+		requests.Add(1)
+		return `{"output":{"capital":"Paris"}}`
+	})
+	idea := writeFile(t, "capital.json", `{"schema":{"type":"object"},"context":[
+		{"type":"input","schema":{"type":"object","properties":{"country":{"type":"string"}},"required":["country"],"additionalProperties":false}}]}`)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	model := []string{"--model", "local:m1", "--base-url", srv.URL + "/v1"}
+	for _, tt := range []struct {
+		name, input string
+		want        string
+	}{
+		{"missing property", `{"nation":"France"}`, "--input: does not fit the input schema of " + idea + ": "},
+		{"wrong type", `{"country":5}`, "--input: does not fit the input schema of " + idea + ": "},
+		{"instanced element", `[{"country":"France"},{"country":"Italy","capital":"Rome"}]`, "--input: element 2: does not fit the input schema of " + idea + ": "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, cmd := range [][]string{
+				{"run", idea, "--input", tt.input, "--store", db, "--id", "bad"},
+				{"request", idea, "--input", tt.input},
+			} {
+				code, out, errOut := acts(t.Context(), agent.NewRegistry(), append(cmd, model...)...)
+				if code != 1 || out != "" || !strings.HasPrefix(errOut, "acts: "+tt.want) {
+					t.Errorf("%s: exit %d, %q, %q; want exit 1 and %q", cmd[0], code, out, errOut, tt.want)
+				}
+			}
+		})
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("%d requests made for inputs that do not fit", n)
+	}
+	// Inputs that fit run, the instanced ones with their _instance taken
+	// out before the check.
+	code, _, errOut := acts(t.Context(), agent.NewRegistry(), append([]string{"run", idea, "--input", `[{"country":"France","_instance":"fr"},{"country":"Italy"}]`, "--store", db, "--id", "good"}, model...)...)
+	if code != 0 {
+		t.Errorf("inputs that fit: exit %d, %q", code, errOut)
+	}
+	code, out, _ := acts(t.Context(), agent.NewRegistry(), "runs", "--store", db, "--json")
+	if code != 0 || strings.Contains(out, `"bad"`) || !strings.Contains(out, `"good"`) {
+		t.Errorf("runs: exit %d, %q; want good alone", code, out)
 	}
 }
