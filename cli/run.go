@@ -493,6 +493,11 @@ func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.S
 					runErr = fmt.Errorf("%w; acts resume %s --store %s --max-steps N goes on with a higher limit", err, escapeLine(id), escapeLine(storeName(rf.store)))
 				}
 			}
+			if _, ok := errors.AsType[*provider.Error](err); ok && rf.store != "memory:" {
+				// A rate limit or a provider's outage: what the run did
+				// is saved, and it goes on once the provider answers.
+				runErr = fmt.Errorf("%w; run %s is saved: acts resume %s --store %s goes on from where it stopped", err, escapeLine(id), escapeLine(id), escapeLine(storeName(rf.store)))
+			}
 			if le, ok := errors.AsType[*agent.LimitError](err); ok {
 				res = le.Result
 			}
@@ -547,12 +552,12 @@ func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.S
 		if rf.store == "memory:" {
 			return &exitError{code, fmt.Errorf("interrupted; run %s was in memory (--store memory:) and is gone", id)}
 		}
-		return &exitError{code, fmt.Errorf("interrupted; run %s is saved: continue it with acts resume %s", id, id)}
+		return &exitError{code, fmt.Errorf("interrupted; run %s is saved: continue it with acts resume %s --store %s", escapeLine(id), escapeLine(id), escapeLine(storeName(rf.store)))}
 	case ExitCallsFailed:
 		if rf.store == "memory:" {
 			return &exitError{code, fmt.Errorf("%d of %d calls failed", s.Failed, s.Calls)}
 		}
-		return &exitError{code, fmt.Errorf("%d of %d calls failed; see acts log %s", s.Failed, s.Calls, id)}
+		return &exitError{code, fmt.Errorf("%d of %d calls failed; see acts log %s --store %s", s.Failed, s.Calls, escapeLine(id), escapeLine(storeName(rf.store)))}
 	}
 	return runErr
 }

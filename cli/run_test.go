@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -835,5 +836,58 @@ func TestInputMatchesDeclaration(t *testing.T) {
 	code, out, _ := acts(t.Context(), agent.NewRegistry(), "runs", "--store", db, "--json")
 	if code != 0 || strings.Contains(out, `"bad"`) || !strings.Contains(out, `"good"`) {
 		t.Errorf("runs: exit %d, %q; want good alone", code, out)
+	}
+}
+
+// TestHintsNameTheStore: the command a run's end suggests works as
+// printed: it names the store the run is in, as the summary's trace line
+// does, so a run kept outside acts.db is found. A run that failed on its
+// provider (a rate limit, a server error) is saved and says how to go on.
+func TestHintsNameTheStore(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "runs.db")
+
+	reg, _ := batchEnv(true, nil)
+	idea := writeFile(t, "batch.json", batch)
+	code, _, errOut := acts(t.Context(), reg, "run", idea, "--input", `[{"n":1},{"n":7}]`, "--store", db, "--id", "f")
+	if want := "1 of 4 calls failed; see acts log f --store " + db + "\n"; code != ExitCallsFailed || !strings.HasSuffix(errOut, want) {
+		t.Errorf("failed call: exit %d, %q; want it to end %q", code, errOut, want)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	reg, _ = batchEnv(false, func(*agent.Call) { cancel() })
+	code, _, errOut = acts(ctx, reg, "run", idea, "--input", `{"n":1}`, "--store", db, "--id", "c", "--concurrency", "1")
+	if want := "interrupted; run c is saved: continue it with acts resume c --store " + db + "\n"; code != ExitInterrupted || !strings.HasSuffix(errOut, want) {
+		t.Errorf("interrupted: exit %d, %q; want it to end %q", code, errOut, want)
+	}
+
+	var fail atomic.Bool
+	fail.Store(true)
+	answer := openaitest.Server(t, func([]byte) string { return `{"output":{"capital":"Paris"}}` })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if fail.Load() {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error":{"message":"Invalid schema for response_format 'output'","type":"invalid_request_error","param":"response_format","code":null}}`)
+			return
+		}
+		target, _ := url.Parse(answer.URL)
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	loop := writeFile(t, "capital.json", `{"schema":{"type":"object"},"context":[{"type":"input","country":"France"}]}`)
+	code, _, errOut = acts(t.Context(), agent.NewRegistry(), "run", loop, "--model", "local:m1", "--base-url", srv.URL, "--store", db, "--id", "p")
+	if want := "; run p is saved: acts resume p --store " + db + " goes on from where it stopped\n"; code != 1 || !strings.HasSuffix(errOut, want) || !strings.Contains(errOut, "400 Bad Request") {
+		t.Errorf("provider failure: exit %d, %q; want it to end %q", code, errOut, want)
+	}
+	fail.Store(false)
+	if code, out, errOut := acts(t.Context(), agent.NewRegistry(), "resume", "p", "--store", db); code != 0 || !strings.Contains(out, `"capital":"Paris"`) {
+		t.Errorf("resume as the hint says: exit %d, %q, %q", code, out, errOut)
+	}
+	// A run in memory is gone: no hint to find it.
+	fail.Store(true)
+	code, _, errOut = acts(t.Context(), agent.NewRegistry(), "run", loop, "--model", "local:m1", "--base-url", srv.URL, "--store", "memory:")
+	if code != 1 || strings.Contains(errOut, "acts resume") {
+		t.Errorf("provider failure in memory: exit %d, %q", code, errOut)
 	}
 }
