@@ -134,7 +134,13 @@ func runIdea(ctx context.Context, env *Env, rf *runFlags, pos []string, input, i
 	}
 	cfg.MCP = idea.MCP
 	events, total := chooseRun(ctx, cfg, idea.Schema, msgs)
-	return drive(ctx, env, rf, runID, events, total)
+	err = drive(ctx, env, rf, runID, events, total)
+	if errors.Is(err, agent.ErrRefused) {
+		// The run's first request could not be made of the Idea: its
+		// schema or a message of its context is at fault.
+		return fmt.Errorf("%s: %w", pos[0], err)
+	}
+	return err
 }
 
 // startContext returns the context a run of the Idea in file starts

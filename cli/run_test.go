@@ -633,22 +633,29 @@ func TestRunFailedBeforeAnything(t *testing.T) {
 }
 
 // TestRunRefusedBeforeCreated: a loop whose first request cannot be made
-// sends nothing and creates no run, so it prints no summary or trace.
+// sends nothing and creates no run, so it prints no summary or trace. The
+// error is the Idea's, and names its file.
 func TestRunRefusedBeforeCreated(t *testing.T) {
-	byName := writeFile(t, "byname.json", `{"schema":{"type":"object"},"context":[{"type":"tool","tool":"weather"},{"type":"text","text":"hi"}]}`)
 	srv := openaitest.Server(t, func([]byte) string {
 		t.Error("a request was sent")
 		return `{"output":{}}`
 	})
 	db := filepath.Join(t.TempDir(), "runs.db")
-	for _, json := range []bool{false, true} {
-		args := []string{"run", byName, "--store", db, "--id", "r", "--model", "local:m1", "--base-url", srv.URL + "/v1"}
-		if json {
-			args = append(args, "--json")
-		}
-		code, out, errOut := acts(t.Context(), agent.NewRegistry(), args...)
-		if code != 1 || out != "" || !strings.Contains(errOut, `unknown tool "weather"`) {
-			t.Errorf("--json %v: exit %d, stdout %q, stderr %q", json, code, out, errOut)
+	for _, tt := range []struct{ name, idea, want string }{
+		{"byname.json", `{"schema":{"type":"object"},"context":[{"type":"tool","tool":"weather"},{"type":"text","text":"hi"}]}`, `unknown tool "weather"`},
+		{"type.json", `{"schema":{"type":"object"},"context":[{"type":"txt","text":"hi"}]}`, `message 0 (txt): no handler for message type "txt"`},
+		{"schema.json", `{"schema":{"type":"objekt"},"context":[{"type":"text","text":"hi"}]}`, `output schema`},
+	} {
+		idea := writeFile(t, tt.name, tt.idea)
+		for _, json := range []bool{false, true} {
+			args := []string{"run", idea, "--store", db, "--id", "r", "--model", "local:m1", "--base-url", srv.URL + "/v1"}
+			if json {
+				args = append(args, "--json")
+			}
+			code, out, errOut := acts(t.Context(), agent.NewRegistry(), args...)
+			if code != 1 || out != "" || !strings.HasPrefix(errOut, "acts: "+idea+": ") || !strings.Contains(errOut, tt.want) {
+				t.Errorf("%s --json %v: exit %d, stdout %q, stderr %q; want exit 1, %q after the file's name", tt.name, json, code, out, errOut, tt.want)
+			}
 		}
 	}
 	if _, out, _ := acts(t.Context(), agent.NewRegistry(), "runs", "--store", db, "--json"); strings.Contains(out, `"r"`) {
