@@ -463,6 +463,11 @@ func describe(m *message.Message) string {
 		if m.OutputPath != "" {
 			s += " ← " + escapeLine(m.OutputPath)
 		}
+		if m.Data == nil && m.Schema != nil {
+			// A declaration, an Idea's of its input say: no data, only
+			// the schema that data is to fit.
+			return s + " schema " + clip(string(m.Schema), 120)
+		}
 		return s + " " + clip(string(m.Data), 120)
 	case message.TypeTool:
 		return "tools " + clip(string(m.Tool), 120)

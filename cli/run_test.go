@@ -898,3 +898,25 @@ func TestHintsNameTheStore(t *testing.T) {
 		t.Errorf("provider failure in memory: exit %d, %q", code, errOut)
 	}
 }
+
+// TestLogInputDeclaration: acts log shows an Idea's input declaration (an
+// input message with a schema and no data) as the schema it declares,
+// not as an input with nothing in it.
+func TestLogInputDeclaration(t *testing.T) {
+	srv := openaitest.Server(t, func([]byte) string { return `{"output":{"capital":"Paris"}}` })
+	idea := writeFile(t, "capital.json", `{"schema":{"type":"object"},"context":[
+		{"type":"input","schema":{"type":"object","properties":{"country":{"type":"string"}}}}]}`)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	if code, _, errOut := acts(t.Context(), agent.NewRegistry(), "run", idea, "--input", `{"country":"France"}`, "--model", "local:m1", "--base-url", srv.URL+"/v1", "--store", db, "--id", "r"); code != 0 {
+		t.Fatalf("run: exit %d, %s", code, errOut)
+	}
+	_, out, _ := acts(t.Context(), agent.NewRegistry(), "log", "r", "--store", db)
+	for _, want := range []string{
+		"    0  input schema {\"type\":\"object\",\"properties\":{\"country\":{\"type\":\"string\"}}}\n",
+		"    1  input {\"country\":\"France\"}\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+}
