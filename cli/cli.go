@@ -121,6 +121,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/provider"
@@ -383,7 +384,20 @@ func (env *Env) provider(ctx context.Context, spec, baseURL string) (provider.Pr
 	case p == nil:
 		return nil, "", fmt.Errorf("cli.Env.Providers returned no provider for %q", spec)
 	}
-	return provider.Retry(p, provider.RetryConfig{}), model, nil
+	// A wait the provider asks for (a rate limit's Retry-After) can be
+	// minutes long: say so, rather than seem to hang.
+	sleep := func(ctx context.Context, d time.Duration) error {
+		fmt.Fprintf(env.Stderr, "acts: %s is rate limited, busy or not answering: trying the request again in %v\n", escapeLine(spec), d.Round(time.Millisecond))
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		}
+	}
+	return provider.Retry(p, provider.RetryConfig{Sleep: sleep}), model, nil
 }
 
 // noProviders is the error of a command that needs a model in a program

@@ -5,12 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -201,5 +206,34 @@ func TestJSONOutputUnescaped(t *testing.T) {
 	_, out, errOut = acts(t.Context(), agent.NewRegistry(), "run", idea, "--base-url", srv.URL+"/v1", "--model", "vllm:m", "--store", db, "--id", "r", "--json")
 	if !strings.Contains(out, want) {
 		t.Errorf("run --json:\n%s%s", out, errOut)
+	}
+}
+
+// TestRetryWaitSaid: a provider that asks to wait (a 429 with
+// Retry-After) is waited for, and the wait, which can be minutes long, is
+// said on standard error rather than left to look like a hang.
+func TestRetryWaitSaid(t *testing.T) {
+	answer := openaitest.Server(t, func([]byte) string { return `{"output":{"capital":"Paris"}}` })
+	target, _ := url.Parse(answer.URL)
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) == 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`)
+			return
+		}
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	idea := writeFile(t, "idea.json", `{"schema":{"type":"object"},"context":[{"type":"input","country":"France"}]}`)
+	code, out, errOut := acts(t.Context(), agent.NewRegistry(), "request", idea, "--model", "local:m1", "--base-url", srv.URL)
+	if code != 0 || !strings.Contains(out, `"capital": "Paris"`) {
+		t.Fatalf("exit %d, %q, %q", code, out, errOut)
+	}
+	want := "acts: local:m1 is rate limited, busy or not answering: trying the request again in 1s\n"
+	if errOut != want {
+		t.Errorf("stderr %q, want %q", errOut, want)
 	}
 }
