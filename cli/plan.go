@@ -113,6 +113,9 @@ func planCmd(ctx context.Context, env *Env, pos []string, structure bool, input 
 	return err
 }
 
+// errNotPlanFile says what a plan file holds.
+var errNotPlanFile = errors.New(`a plan file holds an array of calls, {"plan": [...], "context": [...]}, or an Idea with a plan message`)
+
 // readPlan reads a plan file: an array of calls, {plan, context}, or an
 // Idea whose context holds a plan message. hasContext reports whether the
 // file gives a context to validate against; with expand, its presets are
@@ -124,13 +127,24 @@ func readPlan(reg *agent.Registry, data []byte, expand bool) (plan []json.RawMes
 		if err := json.Unmarshal(data, &plan); err != nil {
 			return nil, nil, nil, false, fmt.Errorf("plan: %w", jsonfast.WithPosition(data, err))
 		}
+		for i, c := range plan {
+			// A context file (acts resolve takes one) is an array too:
+			// say so, rather than call each message a call with no _tool.
+			var m struct {
+				Type *string         `json:"type"`
+				Tool json.RawMessage `json:"_tool"`
+			}
+			if json.Unmarshal(c, &m) == nil && m.Type != nil && m.Tool == nil {
+				return nil, nil, nil, false, fmt.Errorf("plan: element %d is a message (its \"type\" is %q), not a call; %w", i, *m.Type, errNotPlanFile)
+			}
+		}
 		return plan, nil, nil, false, nil
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); errors.As(err, new(*json.SyntaxError)) {
 		return nil, nil, nil, false, jsonfast.WithPosition(data, err)
 	} else if err != nil || top == nil {
-		return nil, nil, nil, false, errors.New(`a plan file holds an array of calls, {"plan": [...], "context": [...]}, or an Idea with a plan message`)
+		return nil, nil, nil, false, errNotPlanFile
 	}
 	if raw, ok := top["plan"]; ok {
 		if err := json.Unmarshal(raw, &plan); err != nil {

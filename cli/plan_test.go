@@ -62,6 +62,8 @@ func TestPlanCommand(t *testing.T) {
 			err: `-: a plan file holds an array of calls, {"plan": [...], "context": [...]}, or an Idea with a plan message`},
 		{name: "not JSON", args: []string{"validate", "-"}, stdin: `{"plan":[{"_tool":"a",}]}`,
 			err: `-: line 1, column 23: invalid character '}' looking for beginning of object key string`},
+		{name: "messages, not calls", args: []string{"validate", "-"}, stdin: `[{"_tool":"a"},{"type":"input","x":1}]`,
+			err: `-: plan: element 1 is a message (its "type" is "input"), not a call; a plan file holds an array of calls, {"plan": [...], "context": [...]}, or an Idea with a plan message`},
 		{name: "calls not JSON", args: []string{"validate", "-"}, stdin: `[{"_tool":"a"`,
 			err: `-: plan: line 1, column 13: unexpected end of JSON input`},
 		{name: "bad context", args: []string{"validate", "-"}, stdin: `{"plan":[],"context":[{"type":"data","kind":"a b"}]}`,
