@@ -805,3 +805,65 @@ func TestResumeDelegateTokenBudget(t *testing.T) {
 		t.Errorf("usage %+v, want 1210 input tokens", res.Usage)
 	}
 }
+
+// A fork at a message written before a call failed does not keep the
+// failure: the call's error message is appended at the end of its tick,
+// after its settling, so both are after the fork's message, and resuming
+// the fork runs the call again (after a provider's outage, say). A fork
+// at the message a failing call wrote to its error branch keeps that
+// call's settling, as it keeps a call's that succeeded.
+func TestForkRunsCallsThatFailedAfterItsMessage(t *testing.T) {
+	var fail atomic.Bool
+	var ran atomic.Int64
+	reg := agent.NewRegistry()
+	reg.Tool("charge", json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`))
+	reg.Activity("charge", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		ran.Add(1)
+		if fail.Load() {
+			return nil, errors.New("provider outage")
+		}
+		return agent.Value(map[string]int{"ok": 1})
+	}))
+	msgs := ctxOf(t, `[{"type":"tool","tool":"charge"},{"type":"data","kind":"input","data":{"n":1}}]`)
+	for _, tt := range []struct {
+		name, outputPath string
+		at               func(*message.Log) int // the message to fork at
+		runs             bool                   // whether the fork's resume runs charge again
+	}{
+		{"before the failure", "†state.receipt", func(l *message.Log) int { return 1 }, true},
+		{"at the error branch", "†state.receipt || †state.declined", func(l *message.Log) int {
+			return slices.IndexFunc(l.Messages(), func(m message.Message) bool { return m.Kind == "state" })
+		}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			plan := []json.RawMessage{json.RawMessage(`{"_tool":"charge","n":"†input.n","_outputPath":"` + tt.outputPath + `"}`)}
+			st := store.NewMemory()
+			cfg := agent.Config{Registry: reg, Store: st, RunID: "parent", Clock: fixed}
+			fail.Store(true)
+			parent, err := agent.ExecutePlan(context.Background(), cfg, plan, msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if errs := planErrors(parent.Log); len(errs) != 1 {
+				t.Fatalf("the parent's errors %q, want the one of charge", errs)
+			}
+			at := tt.at(parent.Log)
+			if _, err := store.Fork(context.Background(), st, st, "parent", at, "fork", fixed()); err != nil {
+				t.Fatal(err)
+			}
+			fail.Store(false)
+			ran.Store(0)
+			res, err := agent.Resume(context.Background(), cfg, "fork")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ran.Load() == 1; got != tt.runs {
+				t.Errorf("the fork's resume ran charge %d times; want it to run again: %v", ran.Load(), tt.runs)
+			}
+			if errs := planErrors(res.Log); (len(errs) > 0) == tt.runs {
+				t.Errorf("the fork's errors %q", errs)
+			}
+			sameLog(t, st, "fork", res.Log)
+		})
+	}
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -22,7 +23,11 @@ import (
 // fork, that call has not run yet (its [EntryQueued], when the model had
 // written it by then, stays, and a resume of the fork runs it).
 // [EntryQueued] and [EntryAdvice] entries after the message are left out:
-// the model wrote them later.
+// the model wrote them later. So is the [EntrySettled] of a call that
+// failed (its Data holds its error message) after the message, unless it
+// is that of the call that wrote the message (to its error branch): a
+// failed call's error message is appended at the end of its tick, after
+// the message, and in the fork the call has not run yet.
 //
 // Fork returns an error wrapping [ErrNotFound] if the parent does not
 // exist, [ErrExists] if newID does, and [ErrRange] if at is negative or
@@ -50,6 +55,8 @@ func Fork(ctx context.Context, s Store, c Catalog, id string, at int, newID stri
 		prefix   []Entry
 		messages int
 		forkedAt int64 = -1
+		byCall   bool  // whether message at is a call's output
+		owned    bool  // whether its call's settling is in prefix
 	)
 	for e, err := range s.Entries(ctx, id, 0) {
 		if err != nil {
@@ -65,6 +72,17 @@ func Fork(ctx context.Context, s Store, c Catalog, id string, at int, newID stri
 			if e.Type == EntryQueued || e.Type == EntryAdvice {
 				continue // the model wrote it after the message
 			}
+			if e.Type == EntrySettled {
+				// The first settling is that of the call that wrote the
+				// message, if one did. Another call's failure is after
+				// the message: its error message is appended at the end
+				// of its tick, so in the fork the call has not run yet.
+				mine := byCall && !owned
+				owned = owned || byCall
+				if !mine && len(e.Data) > 0 {
+					continue
+				}
+			}
 			prefix = append(prefix, e)
 			continue
 		}
@@ -72,6 +90,10 @@ func Fork(ctx context.Context, s Store, c Catalog, id string, at int, newID stri
 		if e.Type == EntryMessage {
 			if messages == at {
 				forkedAt = e.Seq
+				var m struct {
+					Call json.RawMessage `json:"_call"`
+				}
+				byCall = json.Unmarshal(e.Data, &m) == nil && m.Call != nil
 			}
 			messages++
 		}

@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) (store.Store, store.Catalog)) {
 		{"ConcurrentRuns", testConcurrentRuns},
 		{"ConcurrentAppend", testConcurrentAppend},
 		{"Fork", testFork},
+		{"ForkFailed", testForkFailed},
 		{"ForkErrors", testForkErrors},
 		{"ForkRace", testForkRace},
 		{"Fencing", testFencing},
@@ -629,8 +630,8 @@ func checkPairs(t *testing.T, es []store.Entry, writers, appends int) {
 }
 
 // forkParent creates run "parent", held by host/7, with this journal,
-// written as a run writes it: a call's messages, then its settled entry,
-// in one Append.
+// written as a run writes it: a call's messages (with their _call), then
+// its settled entry (with no data: the call succeeded), in one Append.
 //
 //	1 message m0        log index 0
 //	2 started A
@@ -656,18 +657,24 @@ func forkParent(t *testing.T, s store.Store) (store.Run, []store.Entry) {
 	call := func(typ store.EntryType, call string, sec int) store.Entry {
 		return store.Entry{Type: typ, Call: call, Data: json.RawMessage(`{"call":"` + call + `"}`), Time: at(time.Duration(sec) * time.Second)}
 	}
+	settled := func(call string, sec int) store.Entry {
+		return store.Entry{Type: store.EntrySettled, Call: call, Time: at(time.Duration(sec) * time.Second)}
+	}
+	output := func(text, call string, sec int) store.Entry {
+		return store.Entry{Type: store.EntryMessage, Data: json.RawMessage(`{"text":"` + text + `","_call":{"call":"` + call + `"}}`), Time: at(time.Duration(sec) * time.Second)}
+	}
 	journal := []store.Entry{
 		message("m0", at(1*time.Second)),
 		call(store.EntryStarted, "A", 2),
-		message("m1", at(3*time.Second)),
-		call(store.EntrySettled, "A", 4),
+		output("m1", "A", 3),
+		settled("A", 4),
 		call(store.EntryStarted, "B", 5),
 		call(store.EntryStarted, "C", 6),
 		call(store.EntrySolution, "1", 7),
-		message("m2", at(8*time.Second)),
-		call(store.EntrySettled, "B", 9),
-		message("m3", at(10*time.Second)),
-		call(store.EntrySettled, "C", 11),
+		output("m2", "B", 8),
+		settled("B", 9),
+		output("m3", "C", 10),
+		settled("C", 11),
 		message("m4", at(12*time.Second)),
 		{Type: store.EntryEnd, Time: at(13 * time.Second)},
 	}
@@ -749,6 +756,57 @@ func testFork(t *testing.T, s store.Store, c store.Catalog) {
 	}
 	if diff := cmp.Diff(entries(t, s, "fork-2-1", 0), pick(1, 2, 3, 4, 7), opts); diff != "" {
 		t.Errorf("Entries of the fork of a fork mismatch (-got +want):\n%s", diff)
+	}
+}
+
+// testForkFailed forks a run whose call B failed in the tick of A's
+// message: B's settled entry holds its error message, which the run
+// appends at the end of the tick. The fork at A's message leaves B's
+// failure out, since it came after the message, so a resume runs B
+// again; the fork at a message B wrote (its error branch) keeps B's.
+func testForkFailed(t *testing.T, s store.Store, c store.Catalog) {
+	entry := func(typ store.EntryType, call, data string, sec int) store.Entry {
+		e := store.Entry{Type: typ, Call: call, Time: at(time.Duration(sec) * time.Second)}
+		if data != "" {
+			e.Data = json.RawMessage(data)
+		}
+		return e
+	}
+	journal := []store.Entry{
+		message("m0", at(1*time.Second)),
+		entry(store.EntryStarted, "A", `{"call":"A"}`, 2),
+		entry(store.EntryStarted, "B", `{"call":"B"}`, 3),
+		entry(store.EntryMessage, "", `{"text":"m1","_call":{"call":"A"}}`, 4),
+		entry(store.EntrySettled, "A", "", 5),
+		entry(store.EntryStarted, "C", `{"call":"C"}`, 6),
+		entry(store.EntryMessage, "", `{"text":"m2","_call":{"call":"C"}}`, 7),
+		entry(store.EntrySettled, "C", `{"type":"error","error":"C failed"}`, 8),
+		entry(store.EntrySettled, "B", `{"type":"error","error":"B failed"}`, 9),
+		entry(store.EntryMessage, "C", `{"type":"error","error":"C failed"}`, 10),
+		entry(store.EntryMessage, "B", `{"type":"error","error":"B failed"}`, 11),
+	}
+	run := sampleRun("failing")
+	create(t, s, run, journal...)
+	journal = numbered(journal...)
+	for _, tt := range []struct {
+		at   int
+		want []int // the seqs of the parent's entries the fork keeps
+	}{
+		{0, []int{1}},
+		{1, []int{1, 2, 4, 5}},
+		{2, []int{1, 2, 4, 5, 6, 7, 8}},
+	} {
+		id := fmt.Sprint("failing-", tt.at)
+		if _, err := store.Fork(t.Context(), s, c, "failing", tt.at, id, t0); err != nil {
+			t.Fatalf("Fork at %d: %v", tt.at, err)
+		}
+		var want []store.Entry
+		for _, seq := range tt.want {
+			want = append(want, journal[seq-1])
+		}
+		if diff := cmp.Diff(entries(t, s, id, 0), numbered(want...), opts); diff != "" {
+			t.Errorf("Entries of the fork at %d mismatch (-got +want):\n%s", tt.at, diff)
+		}
 	}
 }
 
