@@ -234,7 +234,7 @@ func fork(ctx context.Context, w io.Writer, storeURL, src string, at int, id str
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
-	_, err = fmt.Fprintf(w, "run %s: forked from %s at message %d; continue it with: acts resume %s\n", escapeLine(r.ID), escapeLine(src), at, escapeLine(r.ID))
+	_, err = fmt.Fprintf(w, "run %s: forked from %s at message %d; continue it with: acts resume %s --store %s\n", escapeLine(r.ID), escapeLine(src), at, escapeLine(r.ID), escapeLine(storeName(storeURL)))
 	return err
 }
 

@@ -103,7 +103,7 @@ func runIdea(ctx context.Context, env *Env, rf *runFlags, pos []string, input, i
 	if runID == "" {
 		runID = platform.NewID(ctx)
 	} else if _, err := st.Load(ctx, runID); err == nil {
-		return fmt.Errorf("run %s already exists in %s; continue it with: acts resume %s", runID, rf.store, runID)
+		return fmt.Errorf("run %s already exists in %s; continue it with: acts resume %s --store %s", runID, storeName(rf.store), runID, storeName(rf.store))
 	}
 	// Every check comes before the run is created: a command that fails
 	// leaves no run behind. The agent creates it, atomically: of two

@@ -144,7 +144,7 @@ func TestRunPlanOffline(t *testing.T) {
 	}
 
 	// The id is taken.
-	if code, _, errOut := acts(ctx, reg, "run", idea, "--store", db, "--id", "r1"); code != 1 || !strings.Contains(errOut, "already exists") {
+	if code, _, errOut := acts(ctx, reg, "run", idea, "--store", db, "--id", "r1"); code != 1 || !strings.HasSuffix(errOut, "already exists in "+db+"; continue it with: acts resume r1 --store "+db+"\n") {
 		t.Errorf("run with a taken id: %d %q", code, errOut)
 	}
 }
@@ -275,7 +275,7 @@ func TestFork(t *testing.T) {
 	// Messages 0-1 are the tools and the plan, 2-3 the inputs, 4 the first
 	// output: the fork keeps one output and runs the rest.
 	code, out, errOut := acts(ctx, reg, "fork", "p", "--at", "4", "--id", "b", "--store", db)
-	if code != 0 || out != "run b: forked from p at message 4; continue it with: acts resume b\n" {
+	if code != 0 || out != "run b: forked from p at message 4; continue it with: acts resume b --store "+db+"\n" {
 		t.Fatalf("fork: %d %q %q", code, out, errOut)
 	}
 	// --json: one object, and an id of the store's choosing.
