@@ -385,9 +385,12 @@ func (env *Env) provider(ctx context.Context, spec, baseURL string) (provider.Pr
 		return nil, "", fmt.Errorf("cli.Env.Providers returned no provider for %q", spec)
 	}
 	// A wait the provider asks for (a rate limit's Retry-After) can be
-	// minutes long: say so, rather than seem to hang.
+	// minutes long: say so, rather than seem to hang. A short backoff is
+	// not worth a line, one per call of a run.
 	sleep := func(ctx context.Context, d time.Duration) error {
-		fmt.Fprintf(env.Stderr, "acts: %s is rate limited, busy or not answering: trying the request again in %v\n", escapeLine(spec), d.Round(time.Millisecond))
+		if d >= time.Second {
+			fmt.Fprintf(env.Stderr, "acts: %s is rate limited, busy or not answering: trying the request again in %v\n", escapeLine(spec), d.Round(time.Millisecond))
+		}
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {

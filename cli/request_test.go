@@ -236,4 +236,20 @@ func TestRetryWaitSaid(t *testing.T) {
 	if errOut != want {
 		t.Errorf("stderr %q, want %q", errOut, want)
 	}
+	// A short backoff (a 500 with no Retry-After) is not worth a line:
+	// runs with many calls would print one per call.
+	requests.Store(0)
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) == 1 {
+			w.WriteHeader(http.StatusInternalServerError)
+			io.WriteString(w, `{"error":{"message":"boom"}}`)
+			return
+		}
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+	}))
+	defer plain.Close()
+	code, out, errOut = acts(t.Context(), agent.NewRegistry(), "request", idea, "--model", "local:m1", "--base-url", plain.URL)
+	if code != 0 || !strings.Contains(out, `"capital": "Paris"`) || errOut != "" {
+		t.Errorf("a short backoff: exit %d, %q, stderr %q; want nothing on stderr", code, out, errOut)
+	}
 }
