@@ -26,6 +26,9 @@ func TestPlanCommand(t *testing.T) {
 		"plan":[{"_tool":"t","x":"†state.b","_outputPath":"†state.a"},{"_tool":"t","x":"†state.a","_outputPath":"†state.b"},
 		{"_tool":"u"},{"_tool":"t","x":"†input.y"}]}`)
 	noPlan := write("noplan.json", `{"schema":{},"context":[{"type":"input","x":1}]}`)
+	declared := write("declared.json", `{"schema":{},"context":[{"type":"tool","tool":{"t":{"type":"object"}}},
+		{"type":"input","schema":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}},
+		{"type":"plan","plan":[{"_tool":"t","x":"†input.x"}]}]}`)
 	cycle := write("cycle.json", `[{"_tool":"a","x":"†state.a","_outputPath":"†state.a"}]`)
 	const data = "../testdata/plan/"
 	const orders, ordersInput = "../examples/orders/orders.json", "../examples/orders/orders.jsonl"
@@ -93,6 +96,10 @@ func TestPlanCommand(t *testing.T) {
 		// The inputs are the context: no tool message defines the tools.
 		{name: "calls and an input", args: []string{"validate", "-", "--input", `{"x":1}`}, stdin: `[{"_tool":"a"}]`,
 			stdout: "call 0 (a): unknown tool \"a\" (no tool is defined)\n", err: "-: invalid plan (1 problem)"},
+		// As acts run takes them: inputs that fit the Idea's declaration.
+		{name: "declared input", args: []string{"validate", declared, "--input", `{"x":1}`}, stdout: "ok: 1 call\n"},
+		{name: "input that does not fit", args: []string{"validate", declared, "--input", `[{"x":1},{"x":"one"}]`},
+			err: "--input: element 2: does not fit the input schema of " + declared + ": at /x: expected integer, got string"},
 		{name: "bad input", args: []string{"validate", orders, "--input", "{nope"}, err: "--input: line 1: not valid JSON"},
 		{name: "input with structure", args: []string{"validate", orders, "--input", "{}", "--structure"}, err: "usage: --input and --structure: the plan alone reads no input", isUsage: true},
 		{name: "input of graph", args: []string{"graph", orders, "--input", "{}"}, err: "usage: --input is for plan validate", isUsage: true},

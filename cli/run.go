@@ -176,7 +176,11 @@ func inputCheck(env *Env, file string, idea *agent.Idea) (func(json.RawMessage) 
 	if decl == nil {
 		return nil, nil
 	}
-	s, err := env.Registry.Schemas().Compile(decl)
+	reg := env.Registry
+	if reg == nil {
+		reg = agent.DefaultRegistry
+	}
+	s, err := reg.Schemas().Compile(decl)
 	if err != nil {
 		return nil, fmt.Errorf("%s: input schema: %w", file, err)
 	}
