@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"os"
+	"sync/atomic"
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/provider"
@@ -70,19 +72,30 @@ tools are offered as acts run offers them; a Request runs no calls.`,
 				return fmt.Errorf("%s: %w", pos[0], err)
 			}
 			cfg := agent.Config{Provider: p, Registry: env.Registry, Model: name, N: *n, Thinking: *thinking, Stream: *stream, Rendering: idea.Rendering}
-			return request(ctx, env, cfg, idea, *model, pl, *asJSON)
+			return request(ctx, env, cfg, pos[0], idea, *model, pl, *asJSON)
 		}
 	},
 }
 
-// request runs one Request from a saved Idea: acts request IDEA.json.
-func request(ctx context.Context, env *Env, cfg agent.Config, idea *agent.Idea, model string, pl *prices, asJSON bool) error {
+// request runs one Request from the Idea in file: acts request IDEA.json.
+func request(ctx context.Context, env *Env, cfg agent.Config, file string, idea *agent.Idea, model string, pl *prices, asJSON bool) error {
 	if cfg.Stream {
 		cfg.CallbackPath = "calls"
 	}
+	// An error before the model is asked is the Idea's: a message no
+	// handler takes, a schema that does not compile.
+	var asked atomic.Bool
+	p := cfg.Provider
+	cfg.Provider = provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		asked.Store(true)
+		return p.Generate(ctx, req)
+	})
 	var resp *agent.Response
 	for ev, err := range agent.Stream(ctx, cfg, idea.Schema, idea.Context) {
 		if err != nil {
+			if !asked.Load() {
+				return fmt.Errorf("%s: %w", file, err)
+			}
 			return err
 		}
 		switch {

@@ -98,12 +98,15 @@ func TestRequestCommand(t *testing.T) {
 
 func TestRequestCommandErrors(t *testing.T) {
 	idea := writeIdea(t)
+	typo := writeFile(t, "typo.json", `{"schema":{"type":"object"},"context":[{"type":"txt","text":"hi"}]}`)
 	for _, tt := range []struct {
 		name string
 		args []string
 		code int
 		want string
 	}{
+		// The Idea's fault, before any request: the error names its file.
+		{"unknown message type", []string{"request", typo, "--model", "vllm:m", "--base-url", "http://127.0.0.1:1/v1"}, 1, "acts: " + typo + `: agent: message 0 (txt): no handler for message type "txt"`},
 		{"no model", []string{"request", idea, "--model", ""}, 2, "--model must be provider:model"},
 		{"unknown provider", []string{"request", idea, "--model", "acme:x"}, 2, `unknown provider "acme"`},
 		{"missing idea", []string{"request", "nope.json", "--model", "openai:x"}, 1, "no such file"},
@@ -128,7 +131,7 @@ func TestRequestLostSolution(t *testing.T) {
 	cfg := agent.Config{Provider: scripted.Solutions(`{"output":"one"}`, `{"output":2}`), Registry: agent.NewRegistry(), N: 2, MaxRepairs: -1,
 		Logger: slog.New(slog.DiscardHandler)}
 	var stdout, stderr bytes.Buffer
-	if err := request(context.Background(), &Env{Stdout: &stdout, Stderr: &stderr}, cfg, idea, "", nil, false); err != nil {
+	if err := request(context.Background(), &Env{Stdout: &stdout, Stderr: &stderr}, cfg, "idea.json", idea, "", nil, false); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := stderr.String(), "solution 0 left out: at /output: expected null or integer, got string\n"; got != want {
