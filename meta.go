@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,6 +86,12 @@ func (v Version) lastNumbers() int {
 // successors says the versions that may follow c: each number of its
 // last run bumped, or a branch.
 func successors(c Version) string {
+	return "the next version is " + strings.Join(bumps(c), ", ") + " or a branch " + c.String() + ".NAME.1"
+}
+
+// bumps returns the versions that follow c on its line: each number of
+// its last run bumped, the numbers after it restarting at 0.
+func bumps(c Version) []string {
 	start := c.lastNumbers()
 	var next []string
 	for i := len(c.Parts) - 1; i >= start; i-- {
@@ -96,7 +103,34 @@ func successors(c Version) string {
 		}
 		next = append(next, strings.Join(parts, "."))
 	}
-	return "the next version is " + strings.Join(next, ", ") + " or a branch " + strings.Join(c.Parts, ".") + ".NAME.1"
+	return next
+}
+
+// versionSchema is the schema of the version of the meta that follows
+// one at version cur: a pattern that admits what CheckBump takes (a
+// branch named by a number, which it refuses, or by digits with a
+// leading 0, is left out), since a strict provider's model writes only
+// what the schema allows, and one asked again for a version the schema
+// would let it write wrong may write it wrong again. The generic schema
+// serves a cur that is no version.
+func versionSchema(cur string) string {
+	c, err := ParseVersion(cur)
+	if err != nil {
+		return `{"type":"string","description":"The next version: one of the last numbers bumped, or a new branch VERSION.NAME.1, whose NAME is then added to branches."}`
+	}
+	next := bumps(c)
+	alts := make([]string, len(next), len(next)+1)
+	for i, v := range next {
+		alts[i] = regexp.QuoteMeta(v)
+	}
+	// A branch name holds no dot, and something other than digits.
+	alts = append(alts, regexp.QuoteMeta(cur)+`\.[^.]*[^.0-9][^.]*\.1`)
+	s, _ := json.Marshal(map[string]string{
+		"type":        "string",
+		"description": "The next version: " + strings.Join(next, ", ") + ", or a new branch " + cur + ".NAME.1, whose NAME is then added to branches.",
+		"pattern":     "^(" + strings.Join(alts, "|") + ")$",
+	})
+	return string(s)
 }
 
 // checkBump is CheckBump once cur is parsed as c.
@@ -159,7 +193,7 @@ func isNumber(s string) bool {
 var metaFields = []struct{ name, schema string }{
 	{"domain", `{"type":"string"}`},
 	{"path", `{"type":"string"}`},
-	{"version", `{"type":"string","description":"The next version: one of the last numbers bumped, or a new branch VERSION.NAME.1, whose NAME is then added to branches."}`},
+	{"version", ""}, // versionSchema
 	{"branches", `{"type":"array","items":{"type":"string"}}`},
 	{"createdAt", `{"type":"string"}`},
 }
@@ -199,7 +233,12 @@ func metaSchema(cur json.RawMessage) (s json.RawMessage, partial bool) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, "%q:%s", f.name, f.schema)
+		schema := f.schema
+		if f.name == "version" {
+			v, _ := fields["version"].(string)
+			schema = versionSchema(v)
+		}
+		fmt.Fprintf(&b, "%q:%s", f.name, schema)
 		if _, ok := fields[f.name]; ok || f.name == "version" {
 			required = append(required, f.name)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -63,7 +64,9 @@ func TestCheckBumpNamesTheSuccessors(t *testing.T) {
 
 func TestRequestChecksTheMetaVersion(t *testing.T) {
 	// Page 016: the model gets the current meta and must return the next
-	// version; a wrong bump is re-asked with the reason.
+	// version; a wrong bump is re-asked with the reason: the schema's
+	// pattern, which names the versions that follow, for an unchanged
+	// one, and CheckBump's for a branch not listed.
 	p := scripted.Solutions(
 		`{"meta":{"domain":"reactor.ideas.services","path":"/games/321","version":"1.2.3","branches":["main"],"createdAt":"2025-10-26T10:05:00Z"},"output":{"turn":"O"}}`,
 		`{"meta":{"domain":"reactor.ideas.services","path":"/games/321","version":"1.2.3.my-feature.1","branches":["main"],"createdAt":"2025-10-26T10:05:00Z"},"output":{"turn":"O"}}`,
@@ -84,7 +87,7 @@ func TestRequestChecksTheMetaVersion(t *testing.T) {
 	}
 	first := reqs[1].Messages[len(reqs[1].Messages)-1].Text
 	second := reqs[2].Messages[len(reqs[2].Messages)-1].Text
-	if !strings.Contains(first, "the version did not change") || !strings.Contains(second, `branch "my-feature", which is not listed`) {
+	if !strings.Contains(first, `at /meta/version: "1.2.3" does not match pattern "^(1\\.2\\.4|1\\.3\\.0|2\\.0\\.0|`) || !strings.Contains(second, `branch "my-feature", which is not listed`) {
 		t.Errorf("repair prompts:\n%s\n%s", first, second)
 	}
 	if !strings.Contains(string(reqs[0].Schema), `"meta"`) || !strings.Contains(reqs[0].Messages[0].Text, "## Meta") {
@@ -176,5 +179,51 @@ func TestMetaKeepsWhatItsSchemaLeavesOut(t *testing.T) {
 				t.Errorf("the meta schema does not offer owner's name: %s", meta)
 			}
 		})
+	}
+}
+
+// A strict provider's model writes only what the schema allows: the
+// meta's version is offered as a pattern that admits the successors of
+// the current version, which CheckBump takes, and nothing CheckBump
+// refuses, so a constrained model cannot write a version the run would
+// send back again and again.
+func TestMetaVersionPattern(t *testing.T) {
+	for cur, cands := range map[string][]string{
+		"1.2.3":          {"1.2.4", "1.3.0", "2.0.0", "1.2.3.feat.1", "1.2.3.b-2.1", "1.2.3", "1.2.5", "1.3.1", "1.2.3.feat.2", "1.2.3.7.1", "1.2.4.0", "1.2.3.f.e.1", "1x2.4", "1.2.3.feat.1 ", "01.2.4", "1.2.3..1"},
+		"1.2.staging.1":  {"1.2.staging.2", "1.2.staging.1.x.1", "1.2.staging.3", "1.3.staging.1", "1.2.staging.1.1"},
+		"2":              {"3", "2.a.1", "2.0", "4", "2.1"},
+		"1.0.0.a+b(c).1": {"1.0.0.a+b(c).2", "1.0.0.aab(c).2", "1.0.0.a+b(c).1.x.1"},
+	} {
+		p := scripted.Solutions(`{"meta":{"version":"x"},"output":{}}`)
+		_, _ = agent.Request(t.Context(), agent.Config{Provider: p, Registry: agent.NewRegistry(), MaxRepairs: -1}, json.RawMessage(`{"type":"object"}`),
+			ctxOf(t, `[{"type":"meta","meta":{"version":"`+cur+`"}},{"type":"text","text":"go on"}]`))
+		var composed struct {
+			Properties struct {
+				Meta struct {
+					Properties struct {
+						Version struct {
+							Pattern     string `json:"pattern"`
+							Description string `json:"description"`
+						} `json:"version"`
+					} `json:"properties"`
+				} `json:"meta"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal(p.Requests()[0].Schema, &composed); err != nil {
+			t.Fatal(err)
+		}
+		v := composed.Properties.Meta.Properties.Version
+		re, err := regexp.Compile(v.Pattern)
+		if v.Pattern == "" || err != nil {
+			t.Fatalf("%s: version pattern %q: %v", cur, v.Pattern, err)
+		}
+		if !strings.Contains(v.Description, cur) {
+			t.Errorf("%s: the description does not name the current version: %s", cur, v.Description)
+		}
+		for _, next := range cands {
+			if matched, ok := re.MatchString(next), agent.CheckBump(cur, next) == nil; matched != ok {
+				t.Errorf("%s → %q: pattern matches %v, CheckBump takes it %v", cur, next, matched, ok)
+			}
+		}
 	}
 }
