@@ -37,7 +37,8 @@ type ServerConfig struct {
 	Agent agent.Config
 	// Tools names the registered tools to serve, each under its own name:
 	// its parameters (meta-properties left out) are the input schema, its
-	// _output the output schema, named schemas bundled into $defs. A call
+	// _output the output schema, named schemas and the tool's definitions
+	// they refer to bundled into $defs. A call
 	// runs as a plan of that one call ([agent.ExecutePlan]): parameters
 	// checked against the tool's schema (a string argument is a literal,
 	// never a reference), its activity run, its result checked against
@@ -197,6 +198,9 @@ func newServedTool(cfg agent.Config, name string, def json.RawMessage) (*sdk.Too
 		return nil, nil, fmt.Errorf("input schema: %w", err)
 	}
 	if out := props.Get("_output"); out != nil {
+		if out, err = withDefs(out, o.Get("$defs")); err != nil {
+			return nil, nil, fmt.Errorf("output schema: %w", err)
+		}
 		if t.OutputSchema, err = outputSchema(cfg.Registry, out); err != nil {
 			return nil, nil, fmt.Errorf("output schema: %w", err)
 		}
@@ -212,6 +216,31 @@ func newServedTool(cfg agent.Config, name string, def json.RawMessage) (*sdk.Too
 		return nil, nil, fmt.Errorf("_outputPath: %w", err)
 	}
 	return t, st, nil
+}
+
+// withDefs returns a tool's _output schema out standing alone: inside
+// the tool, its local refs point to the tool's definitions (defs, the
+// value of its "$defs"), which go along with it. An out that is only a
+// ref to one of them (a recursive type) becomes that definition, so that
+// an object's schema reads as one (see outputSchema).
+func withDefs(out, defs json.RawMessage) (json.RawMessage, error) {
+	if defs == nil || !bytes.Contains(out, []byte(`"#/$defs/`)) {
+		return out, nil
+	}
+	d, err := ojson.Parse(defs)
+	if err != nil {
+		return nil, fmt.Errorf("$defs: %w", err)
+	}
+	list := make([]schema.Def, len(d.Keys))
+	for i, k := range d.Keys {
+		list[i] = schema.Def{Name: k, Schema: d.Values[i]}
+	}
+	o, err := ojson.Parse(schema.Deref(out, list))
+	if err != nil || o.Get("$defs") != nil { // not an object, or definitions of its own
+		return out, nil
+	}
+	o.Set("$defs", defs)
+	return o.Bytes(), nil
 }
 
 // selfContained returns a schema with the named schemas it refers to

@@ -320,3 +320,66 @@ func TestServerIdeaPresetsCopied(t *testing.T) {
 		t.Errorf("temperature %v, want 0.5", temp)
 	}
 }
+
+// section is a recursive type: a tool made of it by agent.Func keeps it
+// as a definition of the tool's $defs.
+type section struct {
+	Title    string    `json:"title"`
+	Sections []section `json:"sections,omitempty"`
+}
+
+// TestServerOutputSchemaDefs serves tools whose results refer to a
+// definition of the tool's $defs: each outputSchema carries the
+// definitions it refers to, is an object's schema, and the result meets
+// it; and the tools come back through the client side of the package.
+func TestServerOutputSchemaDefs(t *testing.T) {
+	reg := agent.NewRegistry()
+	type outline struct {
+		Root section `json:"root"`
+	}
+	if err := agent.Func(reg, "outline", "Outlines a topic.", func(_ context.Context, p struct {
+		Topic string `json:"topic"`
+	}) (outline, error) {
+		return outline{Root: section{Title: p.Topic, Sections: []section{{Title: "a"}}}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.Func(reg, "flatten", "Flattens a section.", func(_ context.Context, s section) (section, error) {
+		return section{Title: s.Title}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := mcp.ServerConfig{Agent: agent.Config{Registry: reg}, Tools: []string{"outline", "flatten"}}
+	cs := serve(t, cfg)
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := map[string]string{"outline": `{"topic":"Go"}`, "flatten": `{"title":"Go","sections":[{"title":"a"}]}`}
+	for _, tool := range list.Tools {
+		out := jsonOf(t, tool.OutputSchema)
+		check, err := agent.NewRegistry().Schemas().Compile(json.RawMessage(out))
+		if err != nil {
+			t.Errorf("%s: outputSchema %s: %v", tool.Name, out, err)
+			continue
+		}
+		if !strings.HasPrefix(out, "{") || !strings.Contains(out, `"type":"object"`) {
+			t.Errorf("%s: outputSchema %s, want an object's schema", tool.Name, out)
+		}
+		isError, structured, text := result(t, cs, tool.Name, json.RawMessage(args[tool.Name]))
+		if isError || structured == "" {
+			t.Fatalf("%s: isError %v, structured %s, text %s", tool.Name, isError, structured, text)
+		}
+		if err := check.Validate(json.RawMessage(structured)); err != nil {
+			t.Errorf("%s: the result %s does not meet the outputSchema %s: %v", tool.Name, structured, out, err)
+		}
+	}
+	srv, err := mcp.NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := memClient(t, srv, "remote_").Register(context.Background(), agent.NewRegistry())
+	if err != nil || len(names) != 2 {
+		t.Errorf("registering the served tools: %v, %v", names, err)
+	}
+}
