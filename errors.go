@@ -44,6 +44,9 @@ var (
 	ErrNoInstances = errors.New("agent: no instances in the context")
 )
 
+// errGoexit is why a call whose code called runtime.Goexit failed.
+var errGoexit = errors.New("the activity called runtime.Goexit and did not return")
+
 // ErrAnswerCut reports an invalid answer that the provider ended at the
 // output token limit (finish reason "length", "max_tokens" or Gemini's
 // "continuation"): it was cut off before it was whole. An *InvalidError

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"log/slog"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -796,5 +797,55 @@ func TestLoopReaderWaitsForWriterOfItsStep(t *testing.T) {
 				t.Errorf("the reader got %s, want %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestRunActivityGoexit runs an activity that ends its goroutine with
+// runtime.Goexit, as t.Fatal in a test's tool does: the call fails with
+// an error that says so, and the run goes on, the other call's output
+// kept, rather than waiting forever for a call that will never finish.
+func TestRunActivityGoexit(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("quit", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("quit", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+		runtime.Goexit()
+		return nil, nil
+	}))
+	reg.Tool("ok", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("ok", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+		return agent.Value("fine")
+	}))
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"quit","_outputPath":"†state.q || †state.failed"},{"_tool":"ok","_outputPath":"†state.ok"}],"output":null}`,
+		`{"calls":[],"output":{}}`,
+	)
+	type ran struct {
+		res *agent.RunResult
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, Clock: fixed},
+			json.RawMessage(`{"type":"object"}`), ctxOf(t, `[{"type":"tool","tool":"quit"},{"type":"tool","tool":"ok"}]`))
+		done <- ran{res, err}
+	}()
+	var r ran
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run still waits for the call that called runtime.Goexit")
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	want := "runtime error in quit: the activity called runtime.Goexit and did not return"
+	if errs := errorTexts(r.res.Log); !slices.Contains(errs, want) {
+		t.Errorf("errors %q, want %q", errs, want)
+	}
+	if got := lookup(t, r.res.Log, "†state.failed"); got != `{"error":"`+want+`"}` {
+		t.Errorf("state.failed = %s", got)
+	}
+	if got := lookup(t, r.res.Log, "†state.ok"); got != `"fine"` {
+		t.Errorf("state.ok = %s", got)
 	}
 }

@@ -254,8 +254,24 @@ func (s *scheduler) start(ctx context.Context) bool {
 			s.bg++
 		}
 		run := func() {
-			msgs, resp, err := t.exec.runCall(platform.WithCall(ctx, c.ID), c)
-			s.done <- finished{t: t, call: c, bg: bg, msgs: msgs, resp: resp, err: err}
+			f := finished{t: t, call: c, bg: bg}
+			returned := false
+			defer func() {
+				if returned {
+					return
+				}
+				if p := recover(); p != nil {
+					panic(p) // not the call's code, whose panics invoke recovers: a bug here
+				}
+				// runtime.Goexit in the call's code (t.Fatal in a test's
+				// tool): the goroutine ends, and the run would wait for
+				// the call forever.
+				f.msgs, f.resp, f.err = t.exec.record(ctx, c, nil, nil, &CallError{Kind: Runtime, Tool: c.Tool, Err: errGoexit})
+				s.done <- f
+			}()
+			f.msgs, f.resp, f.err = t.exec.runCall(platform.WithCall(ctx, c.ID), c)
+			returned = true
+			s.done <- f
 		}
 		if s.flush == nil {
 			platform.Go(ctx, run) // nothing to make durable first
