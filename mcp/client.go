@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -436,7 +437,11 @@ func (t *tail) Write(p []byte) (int, error) {
 	defer t.mu.Unlock()
 	t.b = append(t.b, p...)
 	if len(t.b) > tailSize {
-		t.b = append(t.b[:0], t.b[len(t.b)-tailSize:]...)
+		cut := len(t.b) - tailSize
+		for cut < len(t.b) && !utf8.RuneStart(t.b[cut]) { // whole runes: the text goes to a log and a model
+			cut++
+		}
+		t.b = append(t.b[:0], t.b[cut:]...)
 	}
 	return len(p), nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -625,5 +626,28 @@ func TestRegisterNamelessTool(t *testing.T) {
 	}
 	if names := append(reg.ToolNames(), reg.ActivityNames()...); len(names) != 0 {
 		t.Errorf("registered %v", names)
+	}
+}
+
+func init() {
+	// A server that dies at once after writing more to its standard
+	// error than the client keeps, in two-byte runes.
+	serverModes["die_long"] = func() {
+		fmt.Fprintln(os.Stderr, strings.Repeat("é", 1500))
+		os.Exit(2)
+	}
+}
+
+// TestConnectStderrWhole: the end of a dead server's standard error that
+// an error quotes starts on a rune, so the error is valid UTF-8 (as a
+// log and a model take it) whatever the length of what the server wrote.
+func TestConnectStderrWhole(t *testing.T) {
+	c, err := mcp.Connect(context.Background(), agent.MCPServer{Name: "db", Command: []string{os.Args[0]}, Env: []string{"ACTS_MCP_TEST_SERVER=die_long"}})
+	if err == nil {
+		c.Close()
+		t.Fatal("no error")
+	}
+	if got := err.Error(); !utf8.ValidString(got) || !strings.Contains(got, "(stderr: é") || !strings.HasSuffix(got, "é)") {
+		t.Errorf("got %q, want the end of the server's standard error, whole runes", got)
 	}
 }
