@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/schema"
@@ -57,8 +58,12 @@ func Value(v any) (*Result, error) {
 // is encoded as the result. Meta-properties (_tool, _outputPath, ...) are
 // not part of P unless P declares them.
 func Bind[P, R any](f func(ctx context.Context, params P) (R, error)) Activity {
+	var meta []string
+	if schema.Check[P]() == nil { // else Decode says why, call by call
+		meta = declaredMeta(schema.For[P]())
+	}
 	return ActivityFunc(func(ctx context.Context, call *Call) (*Result, error) {
-		p, err := schema.Decode[P](call.Args())
+		p, err := schema.Decode[P](call.argsWith(meta))
 		if err != nil {
 			return nil, &CallError{Kind: Structural, Err: fmt.Errorf("params: %w", err)}
 		}
@@ -68,6 +73,29 @@ func Bind[P, R any](f func(ctx context.Context, params P) (R, error)) Activity {
 		}
 		return Value(r)
 	})
+}
+
+// declaredMeta returns the meta-properties ("_"-prefixed) among the
+// properties of the object schema s, its root definition's when s refers
+// to one (a recursive type).
+func declaredMeta(s json.RawMessage) []string {
+	if !bytes.Contains(s, []byte(`"_`)) {
+		return nil
+	}
+	if body, defs, err := schema.Embed(s, "params", nil); err == nil {
+		s = schema.Deref(body, defs)
+	}
+	var o struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	_ = json.Unmarshal(s, &o)
+	var meta []string
+	for k := range o.Properties {
+		if strings.HasPrefix(k, "_") {
+			meta = append(meta, k)
+		}
+	}
+	return meta
 }
 
 // Activity registers a under name. A tool uses it when its definition

@@ -87,14 +87,17 @@ func (c *Call) Context() []message.Message { return slices.Clone(c.scoped) }
 // Args returns the parameters without meta-properties, as written and
 // in their order. Parameters that are not a JSON object come back as
 // they are.
-func (c *Call) Args() json.RawMessage {
+func (c *Call) Args() json.RawMessage { return c.argsWith(nil) }
+
+// argsWith is Args with the meta-properties named in meta kept.
+func (c *Call) argsWith(meta []string) json.RawMessage {
 	if !jsonfast.Valid(c.Params) || bytes.TrimLeft(c.Params, " \t\r\n")[0] != '{' {
 		return bytes.Clone(c.Params)
 	}
 	b := make([]byte, 1, len(c.Params)) // no longer, but for odd escapes
 	b[0] = '{'
 	jsonfast.Members(c.Params, func(k string, v []byte) bool {
-		if !strings.HasPrefix(k, "_") {
+		if !strings.HasPrefix(k, "_") || slices.Contains(meta, k) {
 			if len(b) > 1 {
 				b = append(b, ',')
 			}

@@ -194,3 +194,33 @@ func TestFuncResultMeetsItsSchema(t *testing.T) {
 		t.Errorf("errors (-got +want):\n%s", diff)
 	}
 }
+
+// P may declare meta-properties, as Bind says: the function gets those
+// as the call has them, and not the others.
+func TestFuncParamsDeclareMeta(t *testing.T) {
+	reg := agent.NewRegistry()
+	type where struct {
+		OutputPath string `json:"_outputPath"`
+		Instance   string `json:"_instance,omitempty"`
+		X          int    `json:"x"`
+	}
+	var got []where
+	if err := agent.Func(reg, "where", "Says where its result goes.", func(_ context.Context, p where) (int, error) {
+		got = append(got, p)
+		return p.X, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p := scripted.Solutions(`{"calls":[{"_tool":"where","x":1,"_outputPath":"†state.a"}],"output":null}`, `{"calls":[],"output":"ok"}`)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, Clock: fixed},
+		json.RawMessage(`{"type":"string"}`), []message.Message{message.Tool("where")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := errorTexts(res.Log); len(errs) > 0 {
+		t.Errorf("errors %q", errs)
+	}
+	if diff := cmp.Diff(got, []where{{OutputPath: "†state.a", X: 1}}); diff != "" {
+		t.Errorf("the function got (-got +want):\n%s", diff)
+	}
+}
