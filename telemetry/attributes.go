@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"reflect"
@@ -99,7 +100,26 @@ func errorText(err error) string {
 	if v, ok := errors.AsType[*schema.ValidationError](err); ok {
 		text = strings.Replace(text, v.Error(), violations(v), 1)
 	}
+	if d, ok := errors.AsType[*schema.DecodeError](err); ok {
+		text = strings.Replace(text, d.Error(), undecoded(d), 1)
+	}
 	return text
+}
+
+// undecoded says where a value that met its schema did not decode into
+// its Go type, and into what when encoding/json says it, without the
+// value, which encoding/json's text and a type's UnmarshalJSON may quote.
+func undecoded(d *schema.DecodeError) string {
+	at := d.InstancePath
+	if at == "" {
+		at = "(root)"
+	}
+	why := "the value does not decode"
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](d.Err); ok && te.Type != nil {
+		kind, _, _ := strings.Cut(te.Value, " ") // "number 1e40": the kind, then the value
+		why = "cannot decode JSON " + kind + " into " + te.Type.String()
+	}
+	return "schema: decode at " + at + ": " + why
 }
 
 // violations lists where v and its causes failed, and on which keyword,

@@ -1051,3 +1051,60 @@ func TestRunDefaultModel(t *testing.T) {
 		t.Errorf("%d step logs name the model:\n%s", n, buf.String())
 	}
 }
+
+// roomCode is a room's code, which UnmarshalText checks.
+type roomCode string
+
+func (c *roomCode) UnmarshalText(b []byte) error {
+	if len(b) != 4 {
+		return fmt.Errorf("room code %q is not 4 characters", b)
+	}
+	*c = roomCode(b)
+	return nil
+}
+
+func TestDecodeErrorsHoldNoArguments(t *testing.T) {
+	// A typed tool's arguments that meet its schema but do not decode (a
+	// text its type's UnmarshalText refuses, a number too large for its
+	// Go type): the span says where, and into what when encoding/json
+	// says it, not what the model wrote there.
+	tr, rec := recording()
+	reg := agent.NewRegistry()
+	if err := agent.Func(reg, "meet", "", func(_ context.Context, p struct {
+		Room roomCode `json:"room"`
+	}) (int, error) {
+		return 1, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.Func(reg, "count", "", func(_ context.Context, p struct {
+		N int `json:"n"`
+	}) (int, error) {
+		return 1, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	model := scripted.Solutions(`{"calls":[{"_tool":"meet","room":"tea with ada.lovelace@secret.org","_outputPath":"†state.a"},`+
+		`{"_tool":"count","n":98765e30,"_outputPath":"†state.b"}],"output":null}`, `{"calls":[],"output":{}}`)
+	cfg := agent.Config{Provider: model, Registry: reg, Model: "m", Logger: slog.New(slog.DiscardHandler)}
+	if _, err := tr.Run(context.Background(), cfg, anyOutput, append(tools("meet", "count"), message.Text("go"))); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"meet":  "structural error in meet: params: schema: decode at (root): the value does not decode",
+		"count": "structural error in count: params: schema: decode at /n: cannot decode JSON number into int",
+	} {
+		call := find(rec.Ended(), "execute_tool "+name)[0]
+		if got := call.Status().Description; got != want {
+			t.Errorf("%s: status %q, want %q", name, got, want)
+		}
+		for _, ev := range call.Events() {
+			for _, a := range ev.Attributes {
+				if v := a.Value.String(); strings.Contains(v, "secret") || strings.Contains(v, "98765") {
+					t.Errorf("%s: %s = %q holds the arguments", name, a.Key, v)
+				}
+			}
+		}
+		checkAttrs(t, call, map[string]any{"error.type": "structural"})
+	}
+}
