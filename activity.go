@@ -21,8 +21,9 @@ import (
 // value, written where the call's _outputPath says, or messages appended
 // as they are (to choose a branch, say). Run may be called concurrently for
 // different calls. A panic in Run is recovered and reported as a runtime
-// error of that call, and so is a runtime.Goexit, which ends the goroutine
-// the call ran on.
+// error of that call, and so are a runtime.Goexit, which ends the
+// goroutine the call ran on, and an error whose Error method panics (a
+// nil *T returned as an error).
 type Activity interface {
 	Run(ctx context.Context, call *Call) (*Result, error)
 }

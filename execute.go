@@ -270,6 +270,7 @@ func (x *executor) invoke(ctx context.Context, c *Call) (res *Result, resp *Resp
 		}()
 		res, err = a.Run(ctx, c.handed())
 		if err != nil {
+			err = readable(err)
 			var ce *CallError
 			if !errors.As(err, &ce) {
 				err = &CallError{Kind: Runtime, Tool: c.Tool, Err: err}
@@ -287,6 +288,19 @@ func (x *executor) invoke(ctx context.Context, c *Call) (res *Result, resp *Resp
 		return res, nil, nil
 	}
 	return x.latent(ctx, c)
+}
+
+// readable returns err, or an error that says why not when its Error
+// method panics, as a nil *T returned as an error does: its text is read
+// later, where no recover would keep the panic from ending the program.
+func readable(err error) (out error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out = fmt.Errorf("the activity returned an error, a %T, whose Error method panicked: %v", err, p)
+		}
+	}()
+	_ = err.Error()
+	return err
 }
 
 // checkResult validates the value an activity returned against the

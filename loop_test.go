@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -847,5 +848,41 @@ func TestRunActivityGoexit(t *testing.T) {
 	}
 	if got := lookup(t, r.res.Log, "†state.ok"); got != `"fine"` {
 		t.Errorf("state.ok = %s", got)
+	}
+}
+
+// lostError is an error type whose Error method reads through its
+// pointer, as most do.
+type lostError struct{ msg string }
+
+func (e *lostError) Error() string { return e.msg }
+
+// TestRunActivityErrorPanics runs an activity that returns a nil
+// *lostError as its error, Go's typed nil, which is not a nil error and
+// whose Error method panics: the call fails with an error that says so,
+// rather than the panic taking the program down.
+func TestRunActivityErrorPanics(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("find", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("find", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+		var err *lostError // nothing went wrong, but an error it is
+		return nil, err
+	}))
+	p := scripted.Solutions(
+		`{"calls":[{"_tool":"find","_outputPath":"†state.found || †state.failed"}],"output":null}`,
+		`{"calls":[],"output":{}}`,
+	)
+	res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, Clock: fixed},
+		json.RawMessage(`{"type":"object"}`), ctxOf(t, `[{"type":"tool","tool":"find"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "runtime error in find: the activity returned an error, a *agent_test.lostError, whose Error method panicked: " +
+		"runtime error: invalid memory address or nil pointer dereference"
+	if errs := errorTexts(res.Log); !slices.Equal(errs, []string{want}) {
+		t.Errorf("errors %q, want %q", errs, want)
+	}
+	if got := lookup(t, res.Log, "†state.failed.error"); got != strconv.Quote(want) {
+		t.Errorf("state.failed.error = %s", got)
 	}
 }
