@@ -220,22 +220,12 @@ func newServedTool(cfg agent.Config, name string, def json.RawMessage) (*sdk.Too
 
 // withDefs returns a tool's _output schema out standing alone: inside
 // the tool, its local refs point to the tool's definitions (defs, the
-// value of its "$defs"), which go along with it. An out that is only a
-// ref to one of them (a recursive type) becomes that definition, so that
-// an object's schema reads as one (see outputSchema).
+// value of its "$defs"), which go along with it.
 func withDefs(out, defs json.RawMessage) (json.RawMessage, error) {
 	if defs == nil || !bytes.Contains(out, []byte(`"#/$defs/`)) {
 		return out, nil
 	}
-	d, err := ojson.Parse(defs)
-	if err != nil {
-		return nil, fmt.Errorf("$defs: %w", err)
-	}
-	list := make([]schema.Def, len(d.Keys))
-	for i, k := range d.Keys {
-		list[i] = schema.Def{Name: k, Schema: d.Values[i]}
-	}
-	o, err := ojson.Parse(schema.Deref(out, list))
+	o, err := ojson.Parse(out)
 	if err != nil || o.Get("$defs") != nil { // not an object, or definitions of its own
 		return out, nil
 	}
@@ -259,6 +249,7 @@ func outputSchema(reg *agent.Registry, s json.RawMessage) (json.RawMessage, erro
 	if err != nil {
 		return nil, err
 	}
+	out = rootDef(out)
 	var root struct {
 		Type json.RawMessage `json:"type"`
 	}
@@ -266,6 +257,25 @@ func outputSchema(reg *agent.Registry, s json.RawMessage) (json.RawMessage, erro
 		return nil, nil
 	}
 	return out, nil
+}
+
+// rootDef returns s as the definition its root refers to, when s is a
+// ref to one of its own definitions (a registered schema, a recursive
+// type), so that an object's schema reads as one; else s.
+func rootDef(s json.RawMessage) json.RawMessage {
+	o, err := ojson.Parse(s)
+	if err != nil || o.Get("$ref") == nil || o.Get("$defs") == nil {
+		return s
+	}
+	d, err := ojson.Parse(o.Get("$defs"))
+	if err != nil {
+		return s
+	}
+	defs := make([]schema.Def, len(d.Keys))
+	for i, k := range d.Keys {
+		defs[i] = schema.Def{Name: k, Schema: d.Values[i]}
+	}
+	return schema.Deref(s, defs)
 }
 
 // call runs a call of the tool as a plan of one call, and reads its

@@ -329,9 +329,10 @@ type section struct {
 }
 
 // TestServerOutputSchemaDefs serves tools whose results refer to a
-// definition of the tool's $defs: each outputSchema carries the
-// definitions it refers to, is an object's schema, and the result meets
-// it; and the tools come back through the client side of the package.
+// definition of the tool's $defs, or to a registered schema: each
+// outputSchema carries the definitions it refers to, is an object's
+// schema, and the result meets it; and the tools come back through the
+// client side of the package.
 func TestServerOutputSchemaDefs(t *testing.T) {
 	reg := agent.NewRegistry()
 	type outline struct {
@@ -349,13 +350,18 @@ func TestServerOutputSchemaDefs(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := mcp.ServerConfig{Agent: agent.Config{Registry: reg}, Tools: []string{"outline", "flatten"}}
+	reg.Schemas().Register("Weather", json.RawMessage(`{"type":"object","properties":{"temp":{"type":"number"}},"required":["temp"]}`))
+	reg.Tool("weather", json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"},"_output":{"$ref":"Weather"}}}`))
+	reg.Activity("weather", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
+		return agent.Value(map[string]int{"temp": 21})
+	}))
+	cfg := mcp.ServerConfig{Agent: agent.Config{Registry: reg}, Tools: []string{"outline", "flatten", "weather"}}
 	cs := serve(t, cfg)
 	list, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := map[string]string{"outline": `{"topic":"Go"}`, "flatten": `{"title":"Go","sections":[{"title":"a"}]}`}
+	args := map[string]string{"outline": `{"topic":"Go"}`, "flatten": `{"title":"Go","sections":[{"title":"a"}]}`, "weather": `{"city":"Oslo"}`}
 	for _, tool := range list.Tools {
 		out := jsonOf(t, tool.OutputSchema)
 		check, err := agent.NewRegistry().Schemas().Compile(json.RawMessage(out))
@@ -379,7 +385,7 @@ func TestServerOutputSchemaDefs(t *testing.T) {
 		t.Fatal(err)
 	}
 	names, err := memClient(t, srv, "remote_").Register(context.Background(), agent.NewRegistry())
-	if err != nil || len(names) != 2 {
+	if err != nil || len(names) != 3 {
 		t.Errorf("registering the served tools: %v, %v", names, err)
 	}
 }
