@@ -75,7 +75,8 @@ type MCPServer struct {
 }
 
 // Check reports a server description that names both a command and a
-// URL, or neither, that has a malformed Env entry, or Env for a URL.
+// URL, or neither, that has a malformed Env entry, or Env for a URL, or
+// a Prefix that no tool name may start with ("_", "Tool.").
 func (s MCPServer) Check() error {
 	switch {
 	case len(s.Command) > 0 && s.URL != "":
@@ -87,6 +88,10 @@ func (s MCPServer) Check() error {
 	case s.URL != "" && len(s.Env) > 0:
 		// It would be dropped: env goes to a program the run starts.
 		return errors.New("env is set for a url server; it is for a command")
+	case strings.HasPrefix(s.Prefix, "_"):
+		return fmt.Errorf(`prefix %q starts with "_", which marks a meta-property: no tool could take its name`, s.Prefix)
+	case strings.HasPrefix(s.Prefix, "Tool."):
+		return fmt.Errorf(`prefix %q starts with "Tool.", which names the tool after it: no tool could take its name`, s.Prefix)
 	}
 	for _, e := range s.Env {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {

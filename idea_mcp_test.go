@@ -50,6 +50,8 @@ func TestIdeaMCPErrors(t *testing.T) {
 		{`[{"url":"http://a","env":["TOKEN=x"]}]`, `agent: idea: mcp[0]: env is set for a url server; it is for a command`},
 		{`[{"command":[""]}]`, `agent: idea: mcp[0]: the command's program is empty`},
 		{`[{"command":["a"],"env":["NOVALUE"]}]`, `agent: idea: mcp[0]: env entry "NOVALUE" is not KEY=VALUE`},
+		{`[{"command":["a"],"prefix":"_git"}]`, `agent: idea: mcp[0]: prefix "_git" starts with "_", which marks a meta-property: no tool could take its name`},
+		{`[{"command":["a"],"prefix":"Tool.git_"}]`, `agent: idea: mcp[0]: prefix "Tool.git_" starts with "Tool.", which names the tool after it: no tool could take its name`},
 		{`{"command":["a"]}`, `agent: idea: field "mcp": unexpected JSON object`},
 		{`[{"command":"a b"}]`, `agent: idea: field "mcp.command": unexpected JSON string`},
 	} {

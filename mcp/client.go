@@ -237,11 +237,15 @@ func (c *Client) tools(ctx context.Context) ([]tool, error) {
 			return nil, fmt.Errorf("mcp: server %q: a tool has no name", c.name)
 		}
 		name := c.prefix + t.Name
+		fix := "give the server a prefix"
+		if c.prefix != "" { // the prefix made the name so
+			fix = fmt.Sprintf("give the server a prefix other than %q", c.prefix)
+		}
 		if strings.HasPrefix(name, "_") {
-			return nil, fmt.Errorf("mcp: server %q: tool %q: a name starting with \"_\" is kept for meta-properties; give the server a prefix", c.name, t.Name)
+			return nil, fmt.Errorf("mcp: server %q: tool %q: a name starting with \"_\" is kept for meta-properties; %s", c.name, t.Name, fix)
 		}
 		if strings.HasPrefix(name, "Tool.") { // "Tool.x" is another name of the tool x
-			return nil, fmt.Errorf("mcp: server %q: tool %q: a name starting with \"Tool.\" names the tool after it in Acts; give the server a prefix", c.name, t.Name)
+			return nil, fmt.Errorf("mcp: server %q: tool %q: a name starting with \"Tool.\" names the tool after it in Acts; %s", c.name, t.Name, fix)
 		}
 		def, err := toolDef(t)
 		if err != nil {

@@ -579,7 +579,8 @@ func TestConnectIdeaClashNamesServers(t *testing.T) {
 
 // TestRegisterToolDotName: in Acts "Tool.x" names the tool x, so a
 // server's tool named "Tool.x" would be registered and never reachable.
-// Register refuses it, and a prefix makes it usable.
+// Register refuses it, as it does a name a prefix made so, and a prefix
+// makes it usable.
 func TestRegisterToolDotName(t *testing.T) {
 	newServer := func() *sdk.Server {
 		srv := sdk.NewServer(&sdk.Implementation{Name: "dots", Version: "v1"}, nil)
@@ -596,6 +597,10 @@ func TestRegisterToolDotName(t *testing.T) {
 	}
 	if names := reg.ToolNames(); len(names) != 0 {
 		t.Errorf("registered %v", names)
+	}
+	_, err = memClient(t, newServer(), "_").Register(context.Background(), reg)
+	if want := `mcp: server "mem": tool "Tool.search": a name starting with "_" is kept for meta-properties; give the server a prefix other than "_"`; err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
 	}
 	names, err := memClient(t, newServer(), "d_").Register(context.Background(), reg)
 	if err != nil || len(names) != 1 || names[0] != "d_Tool.search" {
