@@ -370,6 +370,9 @@ func isSet(fs *flag.FlagSet, name string) bool {
 func (env *Env) provider(ctx context.Context, spec, baseURL string) (provider.Provider, string, error) {
 	name, model, ok := strings.Cut(spec, ":")
 	if !ok || name == "" || model == "" {
+		if spec != "" && spec == os.Getenv("ACTS_MODEL") { // the flag's default, most likely not given
+			return nil, "", fmt.Errorf("%w: ACTS_MODEL must be provider:model, got %q", errUsage, spec)
+		}
 		return nil, "", fmt.Errorf("%w: --model must be provider:model (or set ACTS_MODEL), got %q", errUsage, spec)
 	}
 	if env.Providers == nil {

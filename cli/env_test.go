@@ -52,6 +52,13 @@ func TestNoProviders(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "--model must be provider:model") {
 		t.Errorf("request with no model: %d %q", code, errOut)
 	}
+	// A model named only by ACTS_MODEL is blamed on it, not on a flag
+	// the user never gave.
+	t.Setenv("ACTS_MODEL", "openai")
+	code, _, errOut = noModels("request", loopIdea)
+	if code != 2 || !strings.Contains(errOut, `ACTS_MODEL must be provider:model, got "openai"`) {
+		t.Errorf("request with a bad ACTS_MODEL: %d %q", code, errOut)
+	}
 }
 
 // TestNoSDKs keeps the provider SDKs out of package cli and of programs
