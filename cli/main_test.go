@@ -94,6 +94,10 @@ func TestResolveIdea(t *testing.T) {
 		"context":[{"type":"preset","preset":"rates"}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	declared := filepath.Join(dir, "declared.json")
+	if err := os.WriteFile(declared, []byte(`{"schema":{},"context":[{"type":"input","schema":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		name   string
 		args   []string
@@ -102,6 +106,10 @@ func TestResolveIdea(t *testing.T) {
 		stderr string
 	}{
 		{"the Idea's data", []string{orders, "†config.shipping"}, 0, "4.9\n", ""},
+		// As acts run takes them: inputs that fit the Idea's declaration.
+		{"a declared input", []string{declared, "†input.x", "--input", `{"x":1}`}, 0, "1\n", ""},
+		{"an input that does not fit", []string{declared, "†input.x", "--input", `{"x":"one"}`}, 1, "",
+			"acts: --input: does not fit the input schema of " + declared + ": at /x: expected integer, got string"},
 		{"an instance's input", []string{orders, "†input.country", "--input", ordersInput, "--instance", "order-0003"}, 0, "\"GB\"\n", ""},
 		{"one input", []string{orders, "†input.country", "--input", `{"country":"FR"}`}, 0, "\"FR\"\n", ""},
 		{"no such input", []string{orders, "†input.country"}, 1, "", "acts: ref \"†input.country\": not found: unknown kind \"input\"\n"},

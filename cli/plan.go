@@ -43,7 +43,7 @@ the plan as a Mermaid flowchart.`,
 //	acts plan validate [--structure] [--input JSON|@FILE] FILE
 //	acts plan graph FILE
 func planCmd(ctx context.Context, env *Env, pos []string, structure bool, input string) error {
-	stdin, stdout := env.Stdin, env.Stdout
+	stdout := env.Stdout
 	if len(pos) != 2 || (pos[0] != "validate" && pos[0] != "graph") {
 		return fmt.Errorf("%w: plan takes validate or graph, and FILE", errUsage)
 	}
@@ -55,28 +55,13 @@ func planCmd(ctx context.Context, env *Env, pos []string, structure bool, input 
 	case structure:
 		return fmt.Errorf("%w: --input and --structure: the plan alone reads no input", errUsage)
 	}
-	if file == "-" && input == "@-" {
-		return fmt.Errorf("%w: FILE - and --input @- both read standard input", errUsage)
-	}
-	data, err := readFile(stdin, file)
+	data, inputs, err := readWithInput(env, "FILE", file, input)
 	if err != nil {
 		return err
 	}
 	plan, msgs, servers, hasContext, err := readPlan(env.Registry, data, !structure)
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
-	}
-	var check func(json.RawMessage) error
-	if idea, err := agent.ParseIdea(data); input != "" && err == nil {
-		// The inputs acts run would take: those that fit the Idea's
-		// input declaration, if it has one.
-		if check, err = inputCheck(env, file, idea); err != nil {
-			return err
-		}
-	}
-	inputs, err := readInput(stdin, input, check)
-	if err != nil {
-		return err
 	}
 	if input != "" {
 		msgs, hasContext = append(msgs, inputs...), true

@@ -40,7 +40,7 @@ func resolveCmd(_ context.Context, env *Env, pos []string, instance, input strin
 		return fmt.Errorf("%w: resolve takes CONTEXT.json and EXPR", errUsage)
 	}
 	file, expr := pos[0], pos[1]
-	data, inputs, err := readWithInput(env.Stdin, "CONTEXT.json", file, input)
+	data, inputs, err := readWithInput(env, "CONTEXT.json", file, input)
 	if err != nil {
 		return err
 	}

@@ -734,16 +734,23 @@ func readInput(stdin io.Reader, spec string, check func(json.RawMessage) error) 
 
 // readWithInput reads file ("-" for standard input), the argument arg
 // names, and the inputs of --input (see readInput): only one of them can
-// read standard input.
-func readWithInput(stdin io.Reader, arg, file, input string) ([]byte, []message.Message, error) {
+// read standard input. When file is an Idea that declares its input, the
+// inputs are those acts run would take: each must fit the declaration.
+func readWithInput(env *Env, arg, file, input string) ([]byte, []message.Message, error) {
 	if file == "-" && input == "@-" {
 		return nil, nil, fmt.Errorf("%w: %s - and --input @- both read standard input", errUsage, arg)
 	}
-	inputs, err := readInput(stdin, input, nil)
+	data, err := readFile(env.Stdin, file)
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := readFile(stdin, file)
+	var check func(json.RawMessage) error
+	if idea, err := agent.ParseIdea(data); input != "" && err == nil {
+		if check, err = inputCheck(env, file, idea); err != nil {
+			return nil, nil, err
+		}
+	}
+	inputs, err := readInput(env.Stdin, input, check)
 	if err != nil {
 		return nil, nil, err
 	}
