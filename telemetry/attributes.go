@@ -30,6 +30,16 @@ func providerName(adapter string) string {
 	return adapter
 }
 
+// operation returns the gen_ai.operation.name of a request to an
+// Endpoint's Provider: the conventions name Gemini's API
+// generate_content, and the others' chat.
+func operation(adapter string) attribute.KeyValue {
+	if adapter == "gemini" {
+		return semconv.GenAIOperationNameGenerateContent
+	}
+	return semconv.GenAIOperationNameChat
+}
+
 // endpointAttrs returns the attributes that say where requests go: the
 // provider, and the server of its base URL.
 func endpointAttrs(e provider.Endpoint) []attribute.KeyValue {

@@ -27,7 +27,8 @@
 // a child of the run. Each call is a span "execute_tool {tool}"
 // (gen_ai.operation.name execute_tool), a child of its step, from its
 // start to the moment the run took its result. Each request to the model
-// is a span "chat {model}" (gen_ai.operation.name chat): the step's own
+// is a span "chat {model}" (gen_ai.operation.name chat; for Gemini,
+// "generate_content {model}", as the conventions name its API): the step's own
 // request is a child of the step; a latent call's, a delegate's and
 // whatever else a call's code asks are children of the call, as are the
 // spans that code starts from its context (which holds the call's span,

@@ -102,7 +102,7 @@ func (m *metrics) record(ctx context.Context, attrs []attribute.KeyValue, v meas
 // room left after them for the span's own.
 func (p *traced) metricAttrs(req *provider.Request, more int) []attribute.KeyValue {
 	attrs := make([]attribute.KeyValue, 0, 3+len(p.endpoint)+more)
-	attrs = append(attrs, semconv.GenAIOperationNameChat)
+	attrs = append(attrs, p.op)
 	attrs = append(attrs, p.endpoint...)
 	if model := p.requested(req); model != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(model))

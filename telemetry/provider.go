@@ -14,7 +14,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
-// Provider returns p traced: each Generate is a span "chat {model}". Its
+// Provider returns p traced: each Generate is a span "chat {model}"
+// ("generate_content {model}" for Gemini, as the conventions name it). Its
 // parent is the open step of the traced run its context belongs to (see
 // Events), else the run, else the span in its context. The span holds the
 // request's settings and model (the adapter's default, from its
@@ -37,13 +38,13 @@ func (t *Tracer) Provider(p provider.Provider) provider.Provider {
 	case *traced, described:
 		return p
 	}
-	tp := &traced{t: t, tracer: t.tracer, inner: p}
+	tp := &traced{t: t, tracer: t.tracer, inner: p, op: semconv.GenAIOperationNameChat}
 	if tp.tracer == nil { // measured only
 		tp.tracer = noop.NewTracerProvider().Tracer(ScopeName)
 	}
 	if d, ok := p.(provider.Describer); ok {
 		e := d.Endpoint()
-		tp.endpoint, tp.model = endpointAttrs(e), e.Model
+		tp.endpoint, tp.model, tp.op = endpointAttrs(e), e.Model, operation(e.Provider)
 		return described{tp, d}
 	}
 	return tp
@@ -56,6 +57,7 @@ type traced struct {
 	inner    provider.Provider
 	endpoint []attribute.KeyValue // of the provider, when it says
 	model    string               // of a request that names none, when the provider says
+	op       attribute.KeyValue   // gen_ai.operation.name, which names the span too
 }
 
 // described is a traced Describer.
@@ -80,7 +82,7 @@ func (p *traced) Generate(ctx context.Context, req *provider.Request) iter.Seq2[
 		if r := stateOf(ctx); r != nil {
 			parent, conv = r.request(ctx, model)
 		}
-		ctx, span := p.tracer.Start(parent, spanName("chat", model), trace.WithSpanKind(trace.SpanKindClient),
+		ctx, span := p.tracer.Start(parent, spanName(p.op.Value.AsString(), model), trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithAttributes(p.requestAttrs(req, conv)...))
 		defer span.End()
 		// The clock is read only for what is recorded: the duration and
