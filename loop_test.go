@@ -886,3 +886,22 @@ func TestRunActivityErrorPanics(t *testing.T) {
 		t.Errorf("state.failed.error = %s", got)
 	}
 }
+
+// Confirm is the program's code, called by the run: a panic in it fails
+// the run as an error of Confirm would, with the log as it was, rather
+// than unwinding through Run into the program.
+func TestConfirmPanics(t *testing.T) {
+	p := scripted.Solutions(`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.x"}],"output":null}`, `{"calls":[],"output":{"done":true}}`)
+	cfg := agent.Config{Registry: echoReg(), Provider: p, Confirm: func(ctx context.Context, c *agent.Call) (agent.Decision, error) {
+		var m map[string]int
+		m["x"]++ // assignment to entry in nil map
+		return agent.Decision{}, nil
+	}}
+	res, err := agent.Run(context.Background(), cfg, anyOut, ctxOf(t, `[{"type":"tool","tool":"put"},{"type":"text","text":"go"}]`))
+	if err == nil || !strings.Contains(err.Error(), "agent: confirm: panic: assignment to entry in nil map") {
+		t.Fatalf("err %v, want Confirm's panic", err)
+	}
+	if res == nil || len(res.Log.Messages()) == 0 {
+		t.Errorf("the run's log is lost")
+	}
+}

@@ -92,7 +92,7 @@ type Config struct {
 	Concurrency int
 	// Confirm, when set, sees every call that is ready to run and decides
 	// whether it runs (human in the loop). It is called on the run's
-	// goroutine, one call at a time.
+	// goroutine, one call at a time. An error, or a panic, ends the run.
 	Confirm func(ctx context.Context, call *Call) (Decision, error)
 	// Clock gives the time written into output messages; nil means the
 	// wall clock.

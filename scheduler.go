@@ -213,7 +213,7 @@ func (s *scheduler) start(ctx context.Context) bool {
 		}
 		if err == nil && s.confirm != nil && !t.approved {
 			c.ID = t.id // the call Confirm sees is the one that runs
-			d, cerr := s.confirm(ctx, c.handed())
+			d, cerr := s.confirmed(ctx, c)
 			switch {
 			case cerr != nil:
 				failure = errorf("agent: confirm: %w", cerr)
@@ -579,4 +579,16 @@ func readsWrites(r, w *planNode) bool {
 		}
 	}
 	return false
+}
+
+// confirmed asks Config.Confirm about c. Confirm is the program's code,
+// called on the run's goroutine: a panic in it is its error, which fails
+// the run with the log as it was, rather than unwinding through Run.
+func (s *scheduler) confirmed(ctx context.Context, c *Call) (d Decision, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return s.confirm(ctx, c.handed())
 }
