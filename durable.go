@@ -494,9 +494,7 @@ func (j *journal) flush(ctx context.Context) error {
 	}
 	// The entries must land even when the run is being cancelled: they
 	// record what already happened.
-	err := j.lease.write(ctx, func(ctx context.Context) error {
-		return j.st.Append(ctx, j.run.ID, j.lease.owner, j.buf...)
-	})
+	err := j.lease.append(ctx, j.buf)
 	j.buf, j.lastCall = j.buf[:0], 0
 	if err != nil {
 		return errorf("agent: journal of run %s: %w", j.run.ID, err)

@@ -87,11 +87,12 @@ func BenchmarkDurablePlan(b *testing.B) {
 	}
 }
 
-// countingStore counts the transactions (Create, Save, Acquire, Append)
-// and the journal entries written through a store.
+// countingStore counts the transactions (Create, Save, Acquire, Append),
+// the Acquires among them, and the journal entries written through a
+// store.
 type countingStore struct {
 	store.Store
-	tx, entries, bytes atomic.Int64
+	tx, acquires, entries, bytes atomic.Int64
 }
 
 func (s *countingStore) Create(ctx context.Context, run store.Run, es ...store.Entry) error {
@@ -110,16 +111,17 @@ func (s *countingStore) Save(ctx context.Context, owner string, run store.Run) e
 
 func (s *countingStore) Acquire(ctx context.Context, id string, l store.Lease, now time.Time) error {
 	s.tx.Add(1)
+	s.acquires.Add(1)
 	return s.Store.Acquire(ctx, id, l, now)
 }
 
-func (s *countingStore) Append(ctx context.Context, id, owner string, es ...store.Entry) error {
+func (s *countingStore) Append(ctx context.Context, id string, lease store.Lease, es ...store.Entry) error {
 	s.tx.Add(1)
 	s.entries.Add(int64(len(es)))
 	for _, e := range es {
 		s.bytes.Add(int64(len(e.Data)))
 	}
-	return s.Store.Append(ctx, id, owner, es...)
+	return s.Store.Append(ctx, id, lease, es...)
 }
 
 // BenchmarkDurableTurn holds conversations of T turns in each store, each

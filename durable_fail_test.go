@@ -123,11 +123,11 @@ type failingAppends struct {
 
 var errStoreGone = errors.New("connection reset by peer")
 
-func (s *failingAppends) Append(ctx context.Context, id, owner string, es ...store.Entry) error {
+func (s *failingAppends) Append(ctx context.Context, id string, lease store.Lease, es ...store.Entry) error {
 	if s.appends.Add(1) > s.failAt.Load() && !s.healed.Load() {
 		return errStoreGone
 	}
-	return s.runStore.Append(ctx, id, owner, es...)
+	return s.runStore.Append(ctx, id, lease, es...)
 }
 
 // TestDurableAppendFails: whichever journal write fails, the run returns

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -292,6 +293,59 @@ func TestDurableLeaseRenewed(t *testing.T) {
 	})
 }
 
+// countedRenewals is a store that counts the Acquires made through it.
+type countedRenewals struct {
+	store.Store
+	acquires atomic.Int64
+}
+
+func (s *countedRenewals) Acquire(ctx context.Context, id string, l store.Lease, now time.Time) error {
+	s.acquires.Add(1)
+	return s.Store.Acquire(ctx, id, l, now)
+}
+
+func TestDurableLeaseRenewedByWrites(t *testing.T) {
+	// A run that writes its journal more often than its lease's renewal
+	// period renews the lease by those writes alone: each carries the
+	// lease on, so the run needs no Acquire of its own, and another
+	// process still cannot take the run while it works.
+	synctest.Test(t, func(t *testing.T) {
+		reg := agent.NewRegistry()
+		reg.Tool("step", json.RawMessage(`{"type":"object"}`))
+		reg.Activity("step", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+			time.Sleep(400 * time.Millisecond) // a journal write each 0.4 s, a lease period each 1 s
+			return agent.Value("done")
+		}))
+		const calls = 25 // 10 s, ten lease periods
+		plan := []string{`{"_tool":"step","_outputPath":"†state.s0"}`}
+		for i := 1; i < calls; i++ {
+			plan = append(plan, fmt.Sprintf(`{"_tool":"step","after":"†state.s%d","_outputPath":"†state.s%d"}`, i-1, i))
+		}
+		mem := store.NewMemory()
+		st := &countedRenewals{Store: mem}
+		cfg := agent.Config{Registry: reg, Store: st, RunID: "busy", LeaseTTL: 3 * time.Second}
+		done := make(chan error, 1)
+		go func() {
+			_, err := agent.ExecutePlan(context.Background(), cfg, planOf(t, "["+strings.Join(plan, ",")+"]"), planCtx(t, `[{"type":"tool","tool":"step"}]`))
+			done <- err
+		}()
+		time.Sleep(7*time.Second + 100*time.Millisecond)
+		err := mem.Acquire(context.Background(), "busy", store.Lease{Owner: "other", Expires: time.Now().Add(time.Minute)}, time.Now())
+		if !errors.Is(err, store.ErrLeased) {
+			t.Fatalf("seven lease periods in, another took the run: %v", err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if n := st.acquires.Load(); n != 0 {
+			t.Errorf("the run renewed its lease %d times; want none: its writes renew it", n)
+		}
+		if run, _ := mem.Load(context.Background(), "busy"); run.Lease.Owner != "" || run.Status != store.Done {
+			t.Errorf("after the run: %+v", run)
+		}
+	})
+}
+
 // hangingRenewals is a store whose Acquire, once the run is created, waits
 // until its ctx is done: a database that stopped answering.
 type hangingRenewals struct{ store.Store }
@@ -359,7 +413,7 @@ func TestDurableLeaseExpiredNotRenewed(t *testing.T) {
 		if err := st.Acquire(context.Background(), "slept", store.Lease{Owner: "other", Expires: clock().Add(time.Minute)}, clock()); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.Append(context.Background(), "slept", "other", store.Entry{Type: store.EntryEnd, Time: clock()}); err != nil {
+		if err := st.Append(context.Background(), "slept", store.Lease{Owner: "other"}, store.Entry{Type: store.EntryEnd, Time: clock()}); err != nil {
 			t.Fatal(err)
 		}
 		run.Status, run.Lease = store.Done, store.Lease{}
@@ -769,7 +823,7 @@ type hangingAppends struct {
 	renewals atomic.Int64 // made while an Append hung
 }
 
-func (s *hangingAppends) Append(ctx context.Context, id, owner string, entries ...store.Entry) error {
+func (s *hangingAppends) Append(ctx context.Context, id string, lease store.Lease, entries ...store.Entry) error {
 	s.hanging.Store(true)
 	<-ctx.Done()
 	return ctx.Err()

@@ -334,14 +334,21 @@ CREATE TRIGGER refuse BEFORE INSERT ON entries FOR EACH STATEMENT EXECUTE FUNCTI
 // pings of a connection idle for more than a second, or prepared a
 // statement; and the store's writes per step. With wait=1.1s the model
 // takes 1.1 s to answer, as a real one does, so the connections sit
-// idle between steps.
+// idle between steps. With ttl=3s the lease's renewal period, a third of
+// Config.LeaseTTL, is shorter than a step, so the run's lease is renewed
+// as it goes (each Acquire is a write here).
 //
 //	ACTS_TEST_POSTGRES=postgres://… go test -run '^$' -bench PostgresRoundTrips -benchtime 3x .
 func BenchmarkPostgresRoundTrips(b *testing.B) {
 	reg, _, schema, newReplay := manyStepsRun()
 	_, msgs := tenTools()
-	for _, wait := range []time.Duration{0, 1100 * time.Millisecond} {
-		b.Run(fmt.Sprint("wait=", wait), func(b *testing.B) {
+	for _, tt := range []struct{ wait, ttl time.Duration }{{0, 0}, {1100 * time.Millisecond, 0}, {1100 * time.Millisecond, 3 * time.Second}} {
+		wait := tt.wait
+		name := fmt.Sprint("wait=", wait)
+		if tt.ttl > 0 {
+			name += fmt.Sprint("/ttl=", tt.ttl)
+		}
+		b.Run(name, func(b *testing.B) {
 			url, count := pgtest.Proxy(b, pgtest.Schema(b))
 			pg, err := postgres.Open(b.Context(), url)
 			if err != nil {
@@ -359,7 +366,7 @@ func BenchmarkPostgresRoundTrips(b *testing.B) {
 					time.Sleep(wait)
 					return answers.Generate(ctx, req)
 				})
-				res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, Store: st, RunID: fmt.Sprint("r", runs)}, schema, msgs)
+				res, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg, Store: st, RunID: fmt.Sprint("r", runs), LeaseTTL: tt.ttl}, schema, msgs)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -370,6 +377,7 @@ func BenchmarkPostgresRoundTrips(b *testing.B) {
 			b.ReportMetric(float64(count.Pings.Load()-beforePings)/n, "pings/step")
 			b.ReportMetric(float64(count.Prepares.Load()-beforePrepares)/n, "prepares/step")
 			b.ReportMetric(float64(st.tx.Load())/n, "writes/step")
+			b.ReportMetric(float64(st.acquires.Load())/n, "acquires/step")
 		})
 	}
 }

@@ -60,14 +60,14 @@ func (s *crashStore) Create(ctx context.Context, run store.Run, es ...store.Entr
 	return s.Memory.Create(ctx, run, es...)
 }
 
-func (s *crashStore) Append(ctx context.Context, id, owner string, es ...store.Entry) error {
+func (s *crashStore) Append(ctx context.Context, id string, lease store.Lease, es ...store.Entry) error {
 	if s.crashOn != nil && slices.ContainsFunc(es, s.crashOn) {
 		s.left.Store(0)
 	}
 	if err := s.write(es); err != nil {
 		return err
 	}
-	if err := s.Memory.Append(ctx, id, owner, es...); err != nil {
+	if err := s.Memory.Append(ctx, id, lease, es...); err != nil {
 		return err
 	}
 	for _, e := range es {
@@ -757,11 +757,11 @@ type appendsStore struct {
 	appends [][]store.Entry
 }
 
-func (s *appendsStore) Append(ctx context.Context, id, owner string, es ...store.Entry) error {
+func (s *appendsStore) Append(ctx context.Context, id string, lease store.Lease, es ...store.Entry) error {
 	s.mu.Lock()
 	s.appends = append(s.appends, slices.Clone(es))
 	s.mu.Unlock()
-	return s.Memory.Append(ctx, id, owner, es...)
+	return s.Memory.Append(ctx, id, lease, es...)
 }
 
 // TestDurableStepEndIsOneAppend: once a step's answer is whole and

@@ -49,6 +49,11 @@ type lease struct {
 	// silent is the deadline of a write the store did not answer in
 	// time: later writes get none of their own (see write).
 	silent atomic.Pointer[time.Time]
+	// period counts keep's ticks; renewedIn is the latest period in which
+	// a journal write that renewed the lease began, or 0, as the write
+	// that took the lease (Create, Acquire) came just before keep; and
+	// until the latest expiry such a write gave it, in Unix nanoseconds.
+	period, renewedIn, until atomic.Int64
 }
 
 // newOwner names this process and attempt as a lease owner, as a person
@@ -94,7 +99,10 @@ func acquire(ctx context.Context, cfg *Config, id string) (*lease, error) {
 
 // keep renews the lease until release; when it cannot (another owner
 // took the run over, or the store failed or did not answer until the
-// lease expired), it cancels the run with the reason.
+// lease expired), it cancels the run with the reason. A journal write
+// renews the lease as it lands (see append), so a run that wrote since
+// the tick before is not renewed at this one: a busy run renews by its
+// writes alone.
 func (l *lease) keep(ctx context.Context, cancel context.CancelCauseFunc) {
 	l.stop, l.done = make(chan struct{}), make(chan struct{})
 	go func() {
@@ -109,6 +117,7 @@ func (l *lease) keep(ctx context.Context, cancel context.CancelCauseFunc) {
 				return
 			case <-t.C:
 			}
+			ended := l.period.Add(1) - 1 // the period this tick ends
 			// writing before silent: a write given up sets silent before
 			// it clears writing (see write), so one of them says so.
 			w := l.writing.Load()
@@ -118,13 +127,19 @@ func (l *lease) keep(ctx context.Context, cancel context.CancelCauseFunc) {
 				return
 			}
 			now := platform.Now(ctx).UTC()
+			held = l.renewedUntil(held)
 			var err error
-			if w != 0 && w == pending {
+			switch {
+			case w != 0 && w == pending:
 				// The store has not answered a write for a whole period:
 				// holding the run on for it would only delay whoever
 				// takes it over once the write is given up.
 				err = fmt.Errorf("%w a write for %v", errNoAnswer, l.ttl/3)
-			} else {
+			case l.renewedIn.Load() == ended:
+				// A write begun since the tick before renewed the lease.
+				pending = w
+				continue
+			default:
 				pending = w
 				err = l.renew(ctx, now, held)
 			}
@@ -140,6 +155,32 @@ func (l *lease) keep(ctx context.Context, cancel context.CancelCauseFunc) {
 			}
 		}
 	}()
+}
+
+// renewedBy notes that a journal write the store took renewed the lease
+// to expires: the write began in the period it was given.
+func (l *lease) renewedBy(period int64, expires time.Time) {
+	for n := expires.UnixNano(); ; {
+		u := l.until.Load()
+		if u >= n || l.until.CompareAndSwap(u, n) {
+			break
+		}
+	}
+	for {
+		r := l.renewedIn.Load()
+		if r >= period || l.renewedIn.CompareAndSwap(r, period) {
+			return
+		}
+	}
+}
+
+// renewedUntil is the later of held and the expiry the journal's writes
+// renewed the lease to.
+func (l *lease) renewedUntil(held time.Time) time.Time {
+	if u := l.until.Load(); u > held.UnixNano() {
+		return time.Unix(0, u).UTC()
+	}
+	return held
 }
 
 // renew renews the lease at now, waiting no longer than until held, when
@@ -219,6 +260,20 @@ func (l *lease) write(ctx context.Context, f func(context.Context) error) error 
 		return l.noAnswer(err)
 	}
 	return err
+}
+
+// append appends entries to the run's journal, a write (see write)
+// that renews the lease: the store extends it as Acquire would.
+func (l *lease) append(ctx context.Context, entries []store.Entry) error {
+	return l.write(ctx, func(ctx context.Context) error {
+		period := l.period.Load() // before the terms: a tick between makes it older
+		terms := l.terms(ctx)
+		if err := l.st.Append(ctx, l.run, terms, entries...); err != nil {
+			return err
+		}
+		l.renewedBy(period, terms.Expires)
+		return nil
+	})
 }
 
 // noAnswer is err, of a write the store did not answer within the lease.

@@ -12,7 +12,7 @@
 //	m := store.NewMemory()
 //	lease := store.Lease{Owner: "host/42", Expires: now.Add(time.Minute)}
 //	_ = m.Create(ctx, store.Run{ID: "r1", Kind: "loop", Status: store.Running, Created: now, Updated: now, Lease: lease})
-//	_ = m.Append(ctx, "r1", "host/42", store.Entry{Type: store.EntryMessage, Data: msg, Time: now})
+//	_ = m.Append(ctx, "r1", lease, store.Entry{Type: store.EntryMessage, Data: msg, Time: now})
 //	for e, err := range m.Entries(ctx, "r1", 0) {
 //		if err != nil {
 //			return err

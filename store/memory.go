@@ -69,6 +69,7 @@ func (m *Memory) Save(ctx context.Context, owner string, run Run) error {
 	if err != nil {
 		return err
 	}
+	run.Lease = r.run.Lease.Extend(run.Lease)
 	r.run = run
 	return nil
 }
@@ -87,22 +88,26 @@ func (m *Memory) Acquire(ctx context.Context, id string, lease Lease, now time.T
 	if err := r.run.Lease.Yield(id, lease.Owner, now); err != nil {
 		return err
 	}
-	r.run.Lease = Lease{Owner: lease.Owner, Expires: lease.Expires.UTC()}
+	r.run.Lease = r.run.Lease.Extend(Lease{Owner: lease.Owner, Expires: lease.Expires.UTC()})
 	return nil
 }
 
-// Append adds entries to the end of a run's journal for owner, numbering
-// them from the journal's last Seq plus one. It returns ErrNotFound for a
-// run never created, and appends nothing if ctx is already done.
-func (m *Memory) Append(ctx context.Context, id, owner string, entries ...Entry) error {
+// Append adds entries to the end of a run's journal for lease.Owner,
+// numbering them from the journal's last Seq plus one, and renews the
+// lease to lease.Expires. It returns ErrNotFound for a run never
+// created, and appends nothing if ctx is already done.
+func (m *Memory) Append(ctx context.Context, id string, lease Lease, entries ...Entry) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r, err := m.held(id, owner, "append to")
+	r, err := m.held(id, lease.Owner, "append to")
 	if err != nil {
 		return err
+	}
+	if lease.Owner != "" {
+		r.run.Lease = r.run.Lease.Extend(Lease{Owner: lease.Owner, Expires: lease.Expires.UTC()})
 	}
 	r.entries = append(r.entries, copyEntries(entries, len(r.entries))...)
 	return nil

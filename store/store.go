@@ -63,6 +63,17 @@ func (l Lease) Fence(run, owner string) error {
 	return nil
 }
 
+// Extend is the lease a write of its holder leaves, for backends: l, the
+// lease held, as next would have it (next.Owner takes it), but expiring
+// no sooner than l when l's owner keeps it. A write sent before another
+// but landing after it so cannot shorten the lease the other renewed.
+func (l Lease) Extend(next Lease) Lease {
+	if next.Owner != "" && next.Owner == l.Owner && l.Expires.After(next.Expires) {
+		next.Expires = l.Expires
+	}
+	return next
+}
+
 // Yield is the rule of Acquire, for backends: it returns a *LeaseError
 // when l, run's lease, keeps owner from taking it at now: another owner
 // holds it, and its lease has not expired.
@@ -151,18 +162,23 @@ type Store interface {
 	Create(ctx context.Context, run Run, entries ...Entry) error
 	// Save replaces the metadata of a run, its Lease included (a zero
 	// Lease releases it), for owner: the holder of its lease, or "" for
-	// a run no one holds. It returns ErrNotFound for a run never created.
+	// a run no one holds. A holder that keeps its lease never shortens
+	// it: the lease expires at the later of run.Lease.Expires and its
+	// expiry before. It returns ErrNotFound for a run never created.
 	Save(ctx context.Context, owner string, run Run) error
 	// Acquire leases run id to lease.Owner until lease.Expires when no
 	// one holds it, when its holder's lease expired at or before now, or
-	// when lease.Owner holds it already (a renewal). Otherwise it returns
-	// a *LeaseError naming the holder and when its lease expires.
+	// when lease.Owner holds it already (a renewal, which never shortens
+	// the lease). Otherwise it returns a *LeaseError naming the holder
+	// and when its lease expires.
 	Acquire(ctx context.Context, id string, lease Lease, now time.Time) error
-	// Append adds entries to the end of a run's journal for owner (as for
-	// Save) and returns once they are durable: a process killed after
-	// Append returned keeps them. It returns ErrNotFound for a run never
-	// created.
-	Append(ctx context.Context, id, owner string, entries ...Entry) error
+	// Append adds entries to the end of a run's journal for lease.Owner
+	// (as for Save) and returns once they are durable: a process killed
+	// after Append returned keeps them. The write renews the lease: when
+	// lease.Expires is later than the lease's expiry, the lease expires
+	// then (a zero Expires leaves it). It returns ErrNotFound for a run
+	// never created.
+	Append(ctx context.Context, id string, lease Lease, entries ...Entry) error
 	// Entries walks a run's journal in order, from the first entry whose
 	// Seq is greater than after. It yields ErrNotFound for an unknown run.
 	Entries(ctx context.Context, id string, after int64) iter.Seq2[Entry, error]

@@ -235,10 +235,13 @@ func (s *Store) Save(ctx context.Context, owner string, run store.Run) error {
 	}
 	fence := func(l store.Lease) error { return l.Fence(run.ID, owner) }
 	token := writeID()
+	// The SET expressions read the row as it was: a holder that keeps its
+	// lease never shortens it (times sort as text).
 	err = s.write(ctx, run.ID, owner, token, fence, `
 WITH run AS (
 	UPDATE runs SET kind = $2, idea = $3, model = $4, status = $5, error = $6, usage = $7, parent = $8,
-		forked_at = $9, spec = $10, created = $11, updated = $12, lease_owner = $13, lease_expires = $14,
+		forked_at = $9, spec = $10, created = $11, updated = $12, lease_owner = $13,
+		lease_expires = CASE WHEN $13::bytea <> '' AND $13::bytea = $15::bytea THEN GREATEST(lease_expires, $14) ELSE $14 END,
 		last_write = $16
 	WHERE id = $1 AND lease_owner = $15 AND last_write <> $16
 	RETURNING 1
@@ -266,11 +269,12 @@ func (s *Store) Acquire(ctx context.Context, id string, lease store.Lease, now t
 		at = ""
 	}
 	// No write id: sent again after it landed, an Acquire renews the lease
-	// it took, to the same expiry.
+	// it took, to the same expiry. A renewal never shortens the lease (the
+	// SET expressions read the row as it was).
 	yield := func(l store.Lease) error { return l.Yield(id, lease.Owner, now) }
 	err = s.write(ctx, id, lease.Owner, nil, yield, `
 WITH run AS (
-	UPDATE runs SET lease_owner = $2, lease_expires = $3
+	UPDATE runs SET lease_owner = $2, lease_expires = CASE WHEN lease_owner = $2 THEN GREATEST(lease_expires, $3) ELSE $3 END
 	WHERE id = $1 AND (lease_owner = '' OR lease_owner = $2 OR lease_expires <= $4)
 	RETURNING 1
 )
@@ -279,30 +283,36 @@ SELECT count(*) FROM run`,
 	return columns.Wrap(err, "acquire", id)
 }
 
-// Append adds entries to the end of a run's journal for owner, in one
-// statement: it writes only if owner holds the run's lease, and numbers
-// the entries from the run's last Seq, which it moves on in the run's
-// row. Waiting for that row's lock puts concurrent writes to one run one
-// after the other, and the statement then reads the row as the write
-// before it left it.
-func (s *Store) Append(ctx context.Context, id, owner string, entries ...store.Entry) error {
+// Append adds entries to the end of a run's journal for lease.Owner,
+// in one statement: it writes only if lease.Owner holds the run's lease,
+// renews the lease to lease.Expires, and numbers the entries from the
+// run's last Seq, which it moves on in the run's row. Waiting for that
+// row's lock puts concurrent writes to one run one after the other, and
+// the statement then reads the row as the write before it left it.
+func (s *Store) Append(ctx context.Context, id string, lease store.Lease, entries ...store.Entry) error {
 	es, err := entryValues(entries)
 	if err != nil {
 		return fmt.Errorf("append to run %s: %w", id, err)
 	}
+	var expires string // "" sorts before every expiry: no renewal
+	if lease.Owner != "" && !lease.Expires.IsZero() {
+		if expires, err = columns.FormatTime(lease.Expires); err != nil {
+			return fmt.Errorf("append to run %s: lease expiry: %w", id, err)
+		}
+	}
 	// GREATEST with the journal's own last Seq: a process of schema
 	// version 2, still open after another migrated the tables, appends
 	// without moving runs.seq on.
-	fence := func(l store.Lease) error { return l.Fence(id, owner) }
+	fence := func(l store.Lease) error { return l.Fence(id, lease.Owner) }
 	token := writeID()
-	err = s.write(ctx, id, owner, token, fence, `
+	err = s.write(ctx, id, lease.Owner, token, fence, `
 WITH run AS (
 	UPDATE runs SET seq = GREATEST(seq, (SELECT COALESCE(max(seq), 0) FROM entries WHERE run = $1)) + cardinality($3::bytea[]),
-		last_write = $7
+		lease_expires = GREATEST(lease_expires, $8), last_write = $7
 	WHERE id = $1 AND lease_owner = $2 AND last_write <> $7
 	RETURNING seq - cardinality($3::bytea[]) AS base
 ), `+insertEntries(3)+`
-SELECT count(*) FROM run`, []byte(id), []byte(owner), es.types, es.calls, es.data, es.times, token)
+SELECT count(*) FROM run`, []byte(id), []byte(lease.Owner), es.types, es.calls, es.data, es.times, token, expires)
 	return columns.Wrap(err, "append to", id)
 }
 

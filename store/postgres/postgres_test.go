@@ -143,7 +143,7 @@ func TestMigrate(t *testing.T) {
 		t.Fatalf("Acquire: %v", err)
 	}
 	more := store.Entry{Type: store.EntrySettled, Call: "c1\x00", Data: json.RawMessage(`{}`), Time: t0}
-	if err := s.Append(t.Context(), want.ID, lease.Owner, more); err != nil {
+	if err := s.Append(t.Context(), want.ID, store.Lease{Owner: lease.Owner}, more); err != nil {
 		t.Fatalf("Append: %v", err)
 	}
 	var es []store.Entry
@@ -178,7 +178,7 @@ func TestMigrate2(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"a", "a", "a", "b"} {
-		if err := s.Append(t.Context(), id, "", e); err != nil {
+		if err := s.Append(t.Context(), id, store.Lease{Owner: ""}, e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -186,7 +186,7 @@ func TestMigrate2(t *testing.T) {
 	execSQL(t, url, `ALTER TABLE runs DROP COLUMN seq, DROP COLUMN last_write; UPDATE store_version SET version = 2`)
 	s = open(t, url)
 	for id, want := range map[string]int64{"a": 4, "b": 2, "empty": 1} {
-		if err := s.Append(t.Context(), id, "", e); err != nil {
+		if err := s.Append(t.Context(), id, store.Lease{Owner: ""}, e); err != nil {
 			t.Fatal(err)
 		}
 		var last int64
@@ -233,7 +233,7 @@ SELECT 'r', (SELECT COALESCE(max(seq), 0) FROM entries WHERE run = 'r') + x.n, x
 FROM unnest('{message}'::bytea[], '{""}'::bytea[], '{"{}"}'::bytea[], '{1970-01-01T00:00:00.000000000Z}'::text[])
 	WITH ORDINALITY AS x(type, call, data, time, n)`)
 	for range 2 {
-		if err := s.Append(t.Context(), "r", "", e); err != nil {
+		if err := s.Append(t.Context(), "r", store.Lease{Owner: ""}, e); err != nil {
 			t.Fatal(err)
 		}
 	}

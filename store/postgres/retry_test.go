@@ -91,9 +91,9 @@ func TestWritesAfterConnectionsEnded(t *testing.T) {
 	}{
 		{"create", func() error { return s.Create(ctx, store.Run{ID: "r", Lease: lease}, entry("a")) }},
 		{"acquire", func() error { return s.Acquire(ctx, "r", lease, now) }},
-		{"append", func() error { return s.Append(ctx, "r", "me", entry("b"), entry("c")) }},
+		{"append", func() error { return s.Append(ctx, "r", store.Lease{Owner: "me"}, entry("b"), entry("c")) }},
 		{"save", func() error { return s.Save(ctx, "me", store.Run{ID: "r", Status: store.Done, Lease: lease}) }},
-		{"append again", func() error { return s.Append(ctx, "r", "me", entry("d")) }},
+		{"append again", func() error { return s.Append(ctx, "r", store.Lease{Owner: "me"}, entry("d")) }},
 		{"release", func() error { return s.Save(ctx, "me", store.Run{ID: "r", Status: store.Done}) }},
 	} {
 		end(t)
@@ -225,10 +225,10 @@ func TestWriteLandedAnswerLost(t *testing.T) {
 		write func() error
 	}{
 		{"create", func() error { return s.Create(ctx, store.Run{ID: "r", Lease: lease}, entry("a")) }},
-		{"append", func() error { return s.Append(ctx, "r", "me", entry("b"), entry("c")) }},
+		{"append", func() error { return s.Append(ctx, "r", store.Lease{Owner: "me"}, entry("b"), entry("c")) }},
 		{"save", func() error { return s.Save(ctx, "me", store.Run{ID: "r", Status: store.Running, Lease: lease}) }},
 		{"acquire", func() error { return s.Acquire(ctx, "r", lease, now) }},
-		{"append again", func() error { return s.Append(ctx, "r", "me", entry("d")) }},
+		{"append again", func() error { return s.Append(ctx, "r", store.Lease{Owner: "me"}, entry("d")) }},
 		{"release", func() error { return s.Save(ctx, "me", store.Run{ID: "r", Status: store.Done}) }},
 	} {
 		c.armed.Store(true)
@@ -268,7 +268,7 @@ BEGIN
 	RAISE EXCEPTION 'the journal is closed';
 END $$;
 CREATE TRIGGER refuse BEFORE INSERT ON entries FOR EACH STATEMENT EXECUTE FUNCTION refuse();`)
-	err := s.Append(ctx, "r", "", store.Entry{Type: store.EntryStarted, Call: "a", Time: now})
+	err := s.Append(ctx, "r", store.Lease{Owner: ""}, store.Entry{Type: store.EntryStarted, Call: "a", Time: now})
 	if err == nil || !strings.Contains(err.Error(), "append to run r: ERROR: the journal is closed") {
 		t.Fatalf("Append the server refused: %v", err)
 	}
@@ -304,7 +304,7 @@ func TestWriteAfterIdleOneRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, write := range []func() error{
-				func() error { return s.Append(ctx, "r", "me", entry) },
+				func() error { return s.Append(ctx, "r", store.Lease{Owner: "me"}, entry) },
 				func() error { return s.Acquire(ctx, "r", lease, now) },
 			} {
 				// Each statement is prepared on its first use on a connection.

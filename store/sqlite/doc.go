@@ -12,7 +12,7 @@
 //	if err := s.Create(ctx, run); err != nil {
 //		return err
 //	}
-//	err = s.Append(ctx, id, lease.Owner, store.Entry{Type: store.EntryMessage, Data: msg, Time: now})
+//	err = s.Append(ctx, id, lease, store.Entry{Type: store.EntryMessage, Data: msg, Time: now})
 //
 // # Concurrency and durability
 //

@@ -31,6 +31,7 @@ type Store struct {
 	lease  *sql.Stmt // the lease of a run
 	head   *sql.Stmt // the lease of a run and the last Seq of its journal
 	insert *sql.Stmt // an entry
+	renew  *sql.Stmt // a run's lease expiry
 }
 
 var (
@@ -156,6 +157,7 @@ func (s *Store) init(ctx context.Context) error {
 		{&s.lease, `SELECT lease_owner, lease_expires FROM runs WHERE id = ?`},
 		{&s.head, `SELECT lease_owner, lease_expires, COALESCE((SELECT MAX(seq) FROM entries WHERE run = ?1), 0) FROM runs WHERE id = ?1`},
 		{&s.insert, `INSERT INTO entries (run, seq, type, call, data, time) VALUES (?, ?, ?, ?, ?, ?)`},
+		{&s.renew, `UPDATE runs SET lease_expires = ? WHERE id = ?`},
 	} {
 		if *p.stmt, err = s.write.PrepareContext(ctx, p.query); err != nil {
 			return err
@@ -196,7 +198,7 @@ const walRetry = 5 * time.Millisecond
 // Close closes the database. Calls after Close fail.
 func (s *Store) Close() error {
 	var errs []error
-	for _, stmt := range []*sql.Stmt{s.lease, s.head, s.insert} {
+	for _, stmt := range []*sql.Stmt{s.lease, s.head, s.insert, s.renew} {
 		if stmt != nil {
 			errs = append(errs, stmt.Close())
 		}
@@ -246,12 +248,12 @@ func (s *Store) Save(ctx context.Context, owner string, run store.Run) error {
 		return fmt.Errorf("save run %s: %w", run.ID, err)
 	}
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		held, err := scanLease(tx.StmtContext(ctx, s.lease).QueryRowContext(ctx, run.ID))
+		heldExpires, _, err := s.readHead(ctx, tx, run.ID, owner)
 		if err != nil {
 			return err
 		}
-		if err := held.Fence(run.ID, owner); err != nil {
-			return err
+		if owner != "" && run.Lease.Owner == owner && heldExpires > cols[13].(string) {
+			cols[13] = heldExpires // a holder keeping its lease never shortens it
 		}
 		_, err = tx.ExecContext(ctx, `
 UPDATE runs SET kind = ?2, idea = ?3, model = ?4, status = ?5, error = ?6, usage = ?7, parent = ?8,
@@ -277,38 +279,61 @@ func (s *Store) Acquire(ctx context.Context, id string, lease store.Lease, now t
 		if err := held.Yield(id, lease.Owner, now); err != nil {
 			return err
 		}
+		if held.Owner == lease.Owner && held.Expires.After(lease.Expires) {
+			return nil // a renewal never shortens the lease
+		}
 		_, err = tx.ExecContext(ctx, `UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE id = ?`, lease.Owner, expires, id)
 		return err
 	})
 	return s.wrap(err, "acquire", id)
 }
 
-// Append adds entries to the end of a run's journal for owner in one
-// transaction, numbering them from the journal's last Seq plus one.
-func (s *Store) Append(ctx context.Context, id, owner string, entries ...store.Entry) error {
+// Append adds entries to the end of a run's journal for lease.Owner in
+// one transaction, numbering them from the journal's last Seq plus one,
+// and renews the lease to lease.Expires.
+func (s *Store) Append(ctx context.Context, id string, lease store.Lease, entries ...store.Entry) error {
 	times, err := entryTimes(entries)
 	if err != nil {
 		return fmt.Errorf("append to run %s: %w", id, err)
 	}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		var (
-			heldOwner, heldExpires string
-			last                   int64
-		)
-		err := tx.StmtContext(ctx, s.head).QueryRowContext(ctx, id).Scan(&heldOwner, &heldExpires, &last)
-		if err != nil {
-			return notFound(err)
+	var expires string
+	if lease.Owner != "" && !lease.Expires.IsZero() {
+		if expires, err = columns.FormatTime(lease.Expires); err != nil {
+			return fmt.Errorf("append to run %s: lease expiry: %w", id, err)
 		}
-		if heldOwner != owner { // the lease is parsed only to say whose it is
-			held, err := columns.Lease(heldOwner, heldExpires)
-			if err != nil {
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		heldExpires, last, err := s.readHead(ctx, tx, id, lease.Owner)
+		if err != nil {
+			return err
+		}
+		if expires > heldExpires { // times sort as their text
+			if _, err := tx.StmtContext(ctx, s.renew).ExecContext(ctx, expires, id); err != nil {
 				return err
 			}
-			return held.Fence(id, owner)
 		}
 		return s.insertEntries(ctx, tx, id, last, entries, times)
 	})
 	return s.wrap(err, "append to", id)
+}
+
+// readHead reads, in tx, the lease of run id, as its columns hold it, and
+// the last Seq of its journal, for a write by owner: a *LeaseError unless
+// owner holds the run.
+func (s *Store) readHead(ctx context.Context, tx *sql.Tx, id, owner string) (heldExpires string, last int64, err error) {
+	var heldOwner string
+	err = tx.StmtContext(ctx, s.head).QueryRowContext(ctx, id).Scan(&heldOwner, &heldExpires, &last)
+	if err != nil {
+		return "", 0, notFound(err)
+	}
+	if heldOwner != owner { // the lease is parsed only to say whose it is
+		held, err := columns.Lease(heldOwner, heldExpires)
+		if err != nil {
+			return "", 0, err
+		}
+		return "", 0, held.Fence(id, owner)
+	}
+	return heldExpires, last, nil
 }
 
 // inTx runs f in a transaction on the writer, BEGIN IMMEDIATE, and

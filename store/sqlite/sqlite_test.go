@@ -101,7 +101,7 @@ func TestReopen(t *testing.T) {
 	if err := s.Create(t.Context(), run, journal[:1]...); err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	if err := s.Append(t.Context(), run.ID, run.Lease.Owner, journal[1:]...); err != nil {
+	if err := s.Append(t.Context(), run.ID, store.Lease{Owner: run.Lease.Owner}, journal[1:]...); err != nil {
 		t.Fatalf("Append: %v", err)
 	}
 	if err := s.Close(); err != nil {
@@ -121,7 +121,7 @@ func TestKilled(t *testing.T) {
 			err = s.Create(t.Context(), run, journal[:1]...)
 		}
 		if err == nil {
-			err = s.Append(t.Context(), run.ID, run.Lease.Owner, journal[1:]...)
+			err = s.Append(t.Context(), run.ID, store.Lease{Owner: run.Lease.Owner}, journal[1:]...)
 		}
 		if err != nil {
 			fmt.Println("error:", err)
@@ -258,7 +258,7 @@ func BenchmarkAppend(b *testing.B) {
 				entries[i] = store.Entry{Type: store.EntryMessage, Data: data, Time: t0}
 			}
 			for b.Loop() {
-				if err := s.Append(b.Context(), run.ID, run.Lease.Owner, entries...); err != nil {
+				if err := s.Append(b.Context(), run.ID, run.Lease, entries...); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -312,7 +312,7 @@ func TestErrorsNameFile(t *testing.T) {
 	if err := s.Create(t.Context(), run, journal[:1]...); err != nil {
 		t.Fatal(err)
 	}
-	unknown, held := s.Append(t.Context(), "nope", ""), s.Append(t.Context(), run.ID, "other")
+	unknown, held := s.Append(t.Context(), "nope", store.Lease{Owner: ""}), s.Append(t.Context(), run.ID, store.Lease{Owner: "other"})
 	// Another process holds the write lock longer than the write waits.
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
@@ -325,12 +325,12 @@ func TestErrorsNameFile(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
-	locked := s.Append(ctx, run.ID, run.Lease.Owner, journal[1:]...)
+	locked := s.Append(ctx, run.ID, store.Lease{Owner: run.Lease.Owner}, journal[1:]...)
 	if _, err := db.ExecContext(t.Context(), "ROLLBACK"); err != nil {
 		t.Fatal(err)
 	}
 	execSQL(t, path, `CREATE TRIGGER refuse BEFORE INSERT ON entries BEGIN SELECT RAISE(ABORT, 'the journal is closed'); END`)
-	refused := s.Append(t.Context(), run.ID, run.Lease.Owner, journal[1:]...)
+	refused := s.Append(t.Context(), run.ID, store.Lease{Owner: run.Lease.Owner}, journal[1:]...)
 	execSQL(t, path, `DROP TRIGGER refuse; ALTER TABLE entries RENAME TO gone`)
 	var read error
 	for _, err := range s.Entries(t.Context(), run.ID, 0) {

@@ -46,8 +46,8 @@ func testFencing(t *testing.T, s store.Store, c store.Catalog) {
 	changed.Lease = store.Lease{}
 	for _, owner := range []string{"b", ""} {
 		checkLeaseError(t, fmt.Sprintf("Save as %q", owner), s.Save(t.Context(), owner, changed), "r", owner, run.Lease)
-		checkLeaseError(t, fmt.Sprintf("Append as %q", owner), s.Append(t.Context(), "r", owner, message("x", t0)), "r", owner, run.Lease)
-		checkLeaseError(t, fmt.Sprintf("Append of nothing as %q", owner), s.Append(t.Context(), "r", owner), "r", owner, run.Lease)
+		checkLeaseError(t, fmt.Sprintf("Append as %q", owner), s.Append(t.Context(), "r", store.Lease{Owner: owner}, message("x", t0)), "r", owner, run.Lease)
+		checkLeaseError(t, fmt.Sprintf("Append of nothing as %q", owner), s.Append(t.Context(), "r", store.Lease{Owner: owner}), "r", owner, run.Lease)
 	}
 	if diff := cmp.Diff(load(t, c, "r"), utc(run), opts); diff != "" {
 		t.Errorf("Load after refused writes mismatch (-got +want):\n%s", diff)
@@ -74,7 +74,7 @@ func testFencing(t *testing.T, s store.Store, c store.Catalog) {
 		t.Errorf("Lease after a release = %+v, want none", got)
 	}
 	checkLeaseError(t, "Save by the former owner", s.Save(t.Context(), "a", run), "r", "a", store.Lease{})
-	checkLeaseError(t, "Append by the former owner", s.Append(t.Context(), "r", "a", message("x", t0)), "r", "a", store.Lease{})
+	checkLeaseError(t, "Append by the former owner", s.Append(t.Context(), "r", store.Lease{Owner: "a"}, message("x", t0)), "r", "a", store.Lease{})
 	m2 := message("m2", t0)
 	appendEntries(t, s, "r", m2)
 	run.Error = "by no one"
@@ -94,7 +94,7 @@ func testFencing(t *testing.T, s store.Store, c store.Catalog) {
 		if err := s.Save(t.Context(), owner, store.Run{ID: "unknown"}); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("Save(unknown) as %q: error = %v, want ErrNotFound", owner, err)
 		}
-		if err := s.Append(t.Context(), "unknown", owner, m0); !errors.Is(err, store.ErrNotFound) {
+		if err := s.Append(t.Context(), "unknown", store.Lease{Owner: owner}, m0); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("Append(unknown) as %q: error = %v, want ErrNotFound", owner, err)
 		}
 		if err := s.Acquire(t.Context(), "unknown", store.Lease{Owner: owner, Expires: at(time.Minute)}, t0); !errors.Is(err, store.ErrNotFound) {
@@ -144,7 +144,7 @@ func testAcquire(t *testing.T, s store.Store, c store.Catalog) {
 	checkLease("a takeover", lb)
 
 	// a has lost the run: its writes and its renewal are refused.
-	checkLeaseError(t, "Append by the former holder", s.Append(t.Context(), "r", "a", message("late", t0)), "r", "a", lb)
+	checkLeaseError(t, "Append by the former holder", s.Append(t.Context(), "r", store.Lease{Owner: "a"}, message("late", t0)), "r", "a", lb)
 	checkLeaseError(t, "Save by the former holder", s.Save(t.Context(), "a", run), "r", "a", lb)
 	checkLeaseError(t, "renewal by the former holder",
 		s.Acquire(t.Context(), "r", store.Lease{Owner: "a", Expires: at(time.Hour)}, at(3*time.Minute)), "r", "a", lb)
@@ -200,5 +200,64 @@ func testAcquireRace(t *testing.T, s store.Store, c store.Catalog) {
 				t.Errorf("Lease of %s mismatch, want the winner's (-got +want):\n%s", id, diff)
 			}
 		}
+	}
+}
+
+// testRenewal: the holder's writes renew its lease as an Acquire would,
+// and none of its writes shortens it; a write refused changes nothing.
+func testRenewal(t *testing.T, s store.Store, c store.Catalog) {
+	run := sampleRun("r")
+	run.Lease = store.Lease{Owner: "a", Expires: at(time.Minute)}
+	create(t, s, run)
+	checkLease := func(what string, want store.Lease) {
+		t.Helper()
+		got := load(t, c, "r").Lease
+		if diff := cmp.Diff(got, utc(store.Run{Lease: want}).Lease); diff != "" {
+			t.Errorf("Lease after %s mismatch (-got +want):\n%s", what, diff)
+		}
+		checkUTC(t, what+": Lease.Expires", got.Expires)
+	}
+
+	// An Append renews the lease to its expiry, to the nanosecond.
+	m1, m2, m3 := message("m1", t0), message("m2", t0), message("m3", t0)
+	renewed := store.Lease{Owner: "a", Expires: at(2*time.Minute + time.Nanosecond)}
+	if err := s.Append(t.Context(), "r", renewed, m1); err != nil {
+		t.Fatalf("Append renewing the lease: %v", err)
+	}
+	checkLease("an Append renewing it", renewed)
+	checkLeaseError(t, "Acquire by b before the lease an Append renewed expired",
+		s.Acquire(t.Context(), "r", store.Lease{Owner: "b", Expires: at(time.Hour)}, at(2*time.Minute)), "r", "b", renewed)
+
+	// An earlier expiry, or none, leaves it: a write sent before another
+	// and landing after it does not undo the other's renewal.
+	for _, l := range []store.Lease{{Owner: "a", Expires: at(time.Minute)}, {Owner: "a"}} {
+		if err := s.Append(t.Context(), "r", l, m2); err != nil {
+			t.Fatalf("Append with lease %+v: %v", l, err)
+		}
+		checkLease(fmt.Sprintf("an Append with lease %+v", l), renewed)
+	}
+	acquire(t, s, "r", store.Lease{Owner: "a", Expires: at(time.Minute)}, at(30*time.Second))
+	checkLease("an Acquire renewing it to an earlier expiry", renewed)
+	kept := run
+	kept.Lease = store.Lease{Owner: "a", Expires: at(time.Minute)}
+	save(t, s, "a", kept)
+	checkLease("a Save keeping it to an earlier expiry", renewed)
+
+	// Refused, an Append renews nothing; the lease taken over, the
+	// former holder's writes do not touch it.
+	checkLeaseError(t, "Append by b", s.Append(t.Context(), "r", store.Lease{Owner: "b", Expires: at(time.Hour)}, m3), "r", "b", renewed)
+	checkLease("an Append refused", renewed)
+	lb := store.Lease{Owner: "b", Expires: at(3 * time.Minute)}
+	acquire(t, s, "r", lb, renewed.Expires)
+	checkLeaseError(t, "Append by the former holder", s.Append(t.Context(), "r", store.Lease{Owner: "a", Expires: at(time.Hour)}, m3), "r", "a", lb)
+	checkLease("the former holder's Append", lb)
+
+	// A Save gives the lease up, whatever its expiry was.
+	released := kept
+	released.Lease = store.Lease{}
+	save(t, s, "b", released)
+	checkLease("a release", store.Lease{})
+	if diff := cmp.Diff(entries(t, s, "r", 0), numbered(m1, m2, m2), opts); diff != "" {
+		t.Errorf("Entries mismatch (-got +want):\n%s", diff)
 	}
 }

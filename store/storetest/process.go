@@ -168,7 +168,7 @@ func racer(t *testing.T, s store.Store, name string) {
 		}
 	}
 	for i := range appends {
-		if err := s.Append(t.Context(), "shared", "", pair(name, i)...); err != nil {
+		if err := s.Append(t.Context(), "shared", store.Lease{Owner: ""}, pair(name, i)...); err != nil {
 			t.Errorf("%s: Append(shared): %v", name, err)
 		}
 	}

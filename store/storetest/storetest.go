@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) (store.Store, store.Catalog)) {
 		{"Fencing", testFencing},
 		{"Acquire", testAcquire},
 		{"AcquireRace", testAcquireRace},
+		{"Renewal", testRenewal},
 		{"Strings", testStrings},
 		{"LargeData", testLargeData},
 		{"JSONBytes", testJSONBytes},
@@ -124,7 +125,7 @@ func appendEntries(t *testing.T, s store.Store, id string, entries ...store.Entr
 
 func appendAs(t *testing.T, s store.Store, id, owner string, entries ...store.Entry) {
 	t.Helper()
-	if err := s.Append(t.Context(), id, owner, entries...); err != nil {
+	if err := s.Append(t.Context(), id, store.Lease{Owner: owner}, entries...); err != nil {
 		t.Fatalf("Append(%q) as %q: %v", id, owner, err)
 	}
 }
@@ -265,10 +266,10 @@ func testLoadUnknown(t *testing.T, s store.Store, c store.Catalog) {
 
 func testAppendUnknown(t *testing.T, s store.Store, c store.Catalog) {
 	create(t, s, sampleRun("known"))
-	if err := s.Append(t.Context(), "unknown", "", message("x", t0)); !errors.Is(err, store.ErrNotFound) {
+	if err := s.Append(t.Context(), "unknown", store.Lease{Owner: ""}, message("x", t0)); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Append(unknown) error = %v, want ErrNotFound", err)
 	}
-	if err := s.Append(t.Context(), "unknown", ""); !errors.Is(err, store.ErrNotFound) {
+	if err := s.Append(t.Context(), "unknown", store.Lease{Owner: ""}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Append(unknown) of no entries: error = %v, want ErrNotFound", err)
 	}
 	if _, err := c.Load(t.Context(), "unknown"); !errors.Is(err, store.ErrNotFound) {
@@ -366,7 +367,7 @@ func testEntriesBreak(t *testing.T, s store.Store, c store.Catalog) {
 		if n != 2 {
 			t.Fatalf("Entries gave %d entries before the break, want 2", n)
 		}
-		if err := s.Append(ctx, "r", "", message(fmt.Sprint("more ", i), t0)); err != nil {
+		if err := s.Append(ctx, "r", store.Lease{Owner: ""}, message(fmt.Sprint("more ", i), t0)); err != nil {
 			t.Fatalf("Append after a break: %v", err)
 		}
 		for range c.Runs(ctx) {
@@ -388,7 +389,7 @@ func testAppendAtomic(t *testing.T, s store.Store, c store.Catalog) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	err := s.Append(ctx, "r", "", message("a", t0), message("b", t0), message("c", t0))
+	err := s.Append(ctx, "r", store.Lease{Owner: ""}, message("a", t0), message("b", t0), message("c", t0))
 	if err == nil {
 		t.Errorf("Append with a cancelled ctx returned nil")
 	}
@@ -542,7 +543,7 @@ func testConcurrentRuns(t *testing.T, s store.Store, c store.Catalog) {
 		wg.Go(func() {
 			id := fmt.Sprint("run-", g)
 			for i := range appends {
-				if err := s.Append(t.Context(), id, "", message(fmt.Sprint(g, "/", i), t0)); err != nil {
+				if err := s.Append(t.Context(), id, store.Lease{Owner: ""}, message(fmt.Sprint(g, "/", i), t0)); err != nil {
 					t.Errorf("Append(%s): %v", id, err)
 					return
 				}
@@ -570,7 +571,7 @@ func testConcurrentAppend(t *testing.T, s store.Store, c store.Catalog) {
 	for g := range concurrency {
 		wg.Go(func() {
 			for i := range appends {
-				if err := s.Append(t.Context(), "r", "writer", pair(fmt.Sprint(g), i)...); err != nil {
+				if err := s.Append(t.Context(), "r", store.Lease{Owner: "writer"}, pair(fmt.Sprint(g), i)...); err != nil {
 					t.Errorf("Append: %v", err)
 					return
 				}

@@ -54,7 +54,7 @@ func testStrings(t *testing.T, s store.Store, c store.Catalog) {
 
 	// Owners differ after a NUL, and in bytes that are not UTF-8.
 	for _, owner := range []string{"owner", "owner\x00", "owner\x00\xfe", "owner\x00\uFFFD"} {
-		checkLeaseError(t, "Append as "+owner, s.Append(t.Context(), run.ID, owner, more), run.ID, owner, run.Lease)
+		checkLeaseError(t, "Append as "+owner, s.Append(t.Context(), run.ID, store.Lease{Owner: owner}, more), run.ID, owner, run.Lease)
 	}
 	next := store.Lease{Owner: "next\x00" + odd, Expires: at(time.Hour)}
 	acquire(t, s, run.ID, next, run.Lease.Expires)
