@@ -604,10 +604,8 @@ func (j *journal) record(ctx context.Context, ev RunEvent) error {
 		if err != nil {
 			return errorf("agent: journal end: %w", err)
 		}
+		// The end goes with the run's last Save (see close).
 		j.buf = append(j.buf, store.Entry{Type: store.EntryEnd, Data: b, Time: now})
-		if err := j.flush(ctx); err != nil {
-			return err
-		}
 		return j.close(ctx, nil, ev.Result)
 	default:
 		return nil
@@ -631,11 +629,48 @@ func endOf(res *RunResult) runEnd {
 	return e
 }
 
-// close saves how the run ended, and gives its lease up. A run that
-// stopped short of its end says why in its journal too.
+// close saves how the run ended, and gives its lease up, in one write
+// with the journal's last entries (the end, or the status of a run that
+// stopped short of it, which says why): a run is saved done only with
+// its end in the journal. When that write fails, the run is saved
+// without them: as it stopped, or failed with the write's error when it
+// had reached its end.
 func (j *journal) close(ctx context.Context, runErr error, res *RunResult) error {
 	j.closed = true
 	j.lease.release()
+	j.status(runErr)
+	now := platform.Now(ctx).UTC()
+	if runErr != nil {
+		b, _ := json.Marshal(runStatus{Status: j.run.Status, Error: j.run.Error})
+		j.buf = append(j.buf, store.Entry{Type: store.EntryStatus, Data: b, Time: now})
+	}
+	if res != nil {
+		j.run.Usage = res.Usage
+	}
+	j.run.Updated, j.run.Lease = now, store.Lease{}
+	err := j.save(ctx, j.buf)
+	j.buf, j.lastCall = j.buf[:0], 0
+	if err == nil {
+		return nil
+	}
+	jerr := errorf("agent: journal of run %s: %w", j.run.ID, err)
+	if errors.Is(err, store.ErrLeased) || errors.Is(err, errNoAnswer) {
+		// Another holds the run, or the store is not answering: a save
+		// would not land either.
+		return jerr
+	}
+	if runErr == nil {
+		j.status(jerr)
+	}
+	if err := j.save(ctx, nil); err != nil {
+		return errors.Join(jerr, errorf("agent: save run %s: %w", j.run.ID, err))
+	}
+	return jerr
+}
+
+// status sets the run's status and error for a run that stopped with
+// runErr (nil: it reached its end).
+func (j *journal) status(runErr error) {
 	switch {
 	case runErr == nil:
 		j.run.Status, j.run.Error = store.Done, ""
@@ -644,21 +679,11 @@ func (j *journal) close(ctx context.Context, runErr error, res *RunResult) error
 	default:
 		j.run.Status, j.run.Error = store.Failed, runErr.Error()
 	}
-	now := platform.Now(ctx).UTC()
-	var ferr error
-	if runErr != nil {
-		b, _ := json.Marshal(runStatus{Status: j.run.Status, Error: j.run.Error})
-		j.buf = append(j.buf, store.Entry{Type: store.EntryStatus, Data: b, Time: now})
-		ferr = j.flush(ctx)
-	}
-	if res != nil {
-		j.run.Usage = res.Usage
-	}
-	j.run.Updated, j.run.Lease = now, store.Lease{}
-	if err := j.lease.write(ctx, func(ctx context.Context) error { return j.st.Save(ctx, j.lease.owner, j.run) }); err != nil {
-		return errors.Join(ferr, errorf("agent: save run %s: %w", j.run.ID, err))
-	}
-	return ferr
+}
+
+// save saves the run with entries appended to its journal, together.
+func (j *journal) save(ctx context.Context, entries []store.Entry) error {
+	return j.lease.write(ctx, func(ctx context.Context) error { return j.st.Save(ctx, j.lease.owner, j.run, entries...) })
 }
 
 // wrap returns the yield a scheduler uses when its run is journaled.
@@ -673,14 +698,14 @@ func (j *journal) wrap(ctx context.Context, yield func(RunEvent, error) bool) (w
 		if err != nil {
 			stopped, closed = true, true
 			err = withLeaseCause(ctx, err)
-			ferr := j.flush(ctx)
 			res := j.result()
 			var le *LimitError
 			if errors.As(err, &le) && le.Result != nil {
 				res = le.Result
 			}
-			if cerr := j.close(ctx, err, res); cerr != nil || ferr != nil {
-				err = errors.Join(err, ferr, cerr)
+			// What the journal holds yet goes with the run's last Save.
+			if cerr := j.close(ctx, err, res); cerr != nil {
+				err = errors.Join(err, cerr)
 			}
 			yield(ev, err)
 			return false
@@ -713,7 +738,6 @@ func (j *journal) wrap(ctx context.Context, yield func(RunEvent, error) bool) (w
 			return
 		}
 		// The consumer stopped early: keep what happened, resumable.
-		_ = j.flush(ctx)
 		_ = j.close(ctx, context.Canceled, j.result())
 	}
 	return wrapped, finish

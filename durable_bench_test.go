@@ -104,9 +104,13 @@ func (s *countingStore) Create(ctx context.Context, run store.Run, es ...store.E
 	return s.Store.Create(ctx, run, es...)
 }
 
-func (s *countingStore) Save(ctx context.Context, owner string, run store.Run) error {
+func (s *countingStore) Save(ctx context.Context, owner string, run store.Run, es ...store.Entry) error {
 	s.tx.Add(1)
-	return s.Store.Save(ctx, owner, run)
+	s.entries.Add(int64(len(es)))
+	for _, e := range es {
+		s.bytes.Add(int64(len(e.Data)))
+	}
+	return s.Store.Save(ctx, owner, run, es...)
 }
 
 func (s *countingStore) Acquire(ctx context.Context, id string, l store.Lease, now time.Time) error {

@@ -130,6 +130,14 @@ func (s *failingAppends) Append(ctx context.Context, id string, lease store.Leas
 	return s.runStore.Append(ctx, id, lease, es...)
 }
 
+// Save with entries is a journal write, failing as an Append does.
+func (s *failingAppends) Save(ctx context.Context, owner string, run store.Run, es ...store.Entry) error {
+	if len(es) > 0 && s.appends.Add(1) > s.failAt.Load() && !s.healed.Load() {
+		return errStoreGone
+	}
+	return s.runStore.Save(ctx, owner, run, es...)
+}
+
 // TestDurableAppendFails: whichever journal write fails, the run returns
 // its error, is saved as stopped and gives its lease up (it renewed the
 // lease for ever, holding the run, after some of them), and a resume once

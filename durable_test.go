@@ -61,13 +61,31 @@ func (s *crashStore) Create(ctx context.Context, run store.Run, es ...store.Entr
 }
 
 func (s *crashStore) Append(ctx context.Context, id string, lease store.Lease, es ...store.Entry) error {
+	return s.journal(es, func() error { return s.Memory.Append(ctx, id, lease, es...) })
+}
+
+// Save with entries is a journal write as an Append is; without, it
+// fails once the store crashed.
+func (s *crashStore) Save(ctx context.Context, owner string, run store.Run, es ...store.Entry) error {
+	if len(es) > 0 {
+		return s.journal(es, func() error { return s.Memory.Save(ctx, owner, run, es...) })
+	}
+	if s.crashed.Load() {
+		return errCrash
+	}
+	return s.Memory.Save(ctx, owner, run)
+}
+
+// journal makes write, a write of es to the journal, unless the store
+// crashes at it.
+func (s *crashStore) journal(es []store.Entry, write func() error) error {
 	if s.crashOn != nil && slices.ContainsFunc(es, s.crashOn) {
 		s.left.Store(0)
 	}
 	if err := s.write(es); err != nil {
 		return err
 	}
-	if err := s.Memory.Append(ctx, id, lease, es...); err != nil {
+	if err := write(); err != nil {
 		return err
 	}
 	for _, e := range es {
@@ -76,13 +94,6 @@ func (s *crashStore) Append(ctx context.Context, id string, lease store.Lease, e
 		}
 	}
 	return nil
-}
-
-func (s *crashStore) Save(ctx context.Context, owner string, run store.Run) error {
-	if s.crashed.Load() {
-		return errCrash
-	}
-	return s.Memory.Save(ctx, owner, run)
 }
 
 // restart is the store as a new process finds it once the crashed
@@ -750,26 +761,37 @@ func TestDurableRunRefusedBeforeCreated(t *testing.T) {
 	}
 }
 
-// appendsStore is a store.Memory that keeps the entries of each Append.
+// appendsStore is a store.Memory that keeps the entries of each Append
+// and Save after the run's Create, and the runs saved, by write (a run
+// with no Status for an Append).
 type appendsStore struct {
 	*store.Memory
 	mu      sync.Mutex
 	appends [][]store.Entry
+	saved   []store.Run
 }
 
 func (s *appendsStore) Append(ctx context.Context, id string, lease store.Lease, es ...store.Entry) error {
 	s.mu.Lock()
-	s.appends = append(s.appends, slices.Clone(es))
+	s.appends, s.saved = append(s.appends, slices.Clone(es)), append(s.saved, store.Run{})
 	s.mu.Unlock()
 	return s.Memory.Append(ctx, id, lease, es...)
+}
+
+func (s *appendsStore) Save(ctx context.Context, owner string, run store.Run, es ...store.Entry) error {
+	s.mu.Lock()
+	s.appends, s.saved = append(s.appends, slices.Clone(es)), append(s.saved, run)
+	s.mu.Unlock()
+	return s.Memory.Save(ctx, owner, run, es...)
 }
 
 // TestDurableStepEndIsOneAppend: once a step's answer is whole and
 // nothing of it is left to run, the settling of its last call (or the
 // answer's usage, when the calls settled as it streamed) goes in one
-// Append with its plan message, and the last step's usage in one with
-// the run's end: nothing comes between them but the loop's own work,
-// so a second write would only cost a round trip.
+// Append with its plan message, and the last step's usage in one write
+// with the run's end and its last Save, which says it is done and gives
+// its lease up: nothing comes between them but the loop's own work, so
+// a second write would only cost a round trip.
 func TestDurableStepEndIsOneAppend(t *testing.T) {
 	reg, _, schema, newReplay := manyStepsRun()
 	_, msgs := tenTools()
@@ -794,19 +816,22 @@ func TestDurableStepEndIsOneAppend(t *testing.T) {
 		if has(store.EntryEnd, "") {
 			ends++
 			if !has(store.EntryUsage, "") {
-				t.Errorf("Append %d holds the end and no usage: %v", i, entryTypes(es))
+				t.Errorf("write %d holds the end and no usage: %v", i, entryTypes(es))
+			}
+			if run := st.saved[i]; i != len(st.appends)-1 || run.Status != store.Done || run.Lease != (store.Lease{}) {
+				t.Errorf("write %d of %d holds the end, saving %+v; want the last, a Save of the run done with no lease", i, len(st.appends), run)
 			}
 		}
 	}
 	if plans != 3 || ends != 1 {
-		t.Errorf("%d Appends with a plan, %d with the end; want 3 and 1", plans, ends)
+		t.Errorf("%d writes with a plan, %d with the end; want 3 and 1", plans, ends)
 	}
 	// Per step with calls: their start, the usage, and at most one
 	// settling per call, the last with the plan; then the last step's
-	// usage with the end: at most 3×5+1 Appends (20 when both pairs were
-	// written apart).
+	// usage with the end and the run's Save: at most 3×5+1 writes (21
+	// when the three pairs were written apart).
 	if n := len(st.appends); n > 3*5+1 {
-		t.Errorf("%d Appends, want at most 16", n)
+		t.Errorf("%d writes, want at most 16", n)
 	}
 	journalHolds(t, st, "r", res.Log)
 }

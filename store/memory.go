@@ -57,8 +57,9 @@ func (m *Memory) Create(ctx context.Context, run Run, entries ...Entry) error {
 	return nil
 }
 
-// Save replaces the metadata of a run for owner, keeping its journal.
-func (m *Memory) Save(ctx context.Context, owner string, run Run) error {
+// Save replaces the metadata of a run for owner and appends entries to
+// its journal.
+func (m *Memory) Save(ctx context.Context, owner string, run Run, entries ...Entry) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -71,6 +72,7 @@ func (m *Memory) Save(ctx context.Context, owner string, run Run) error {
 	}
 	run.Lease = r.run.Lease.Extend(run.Lease)
 	r.run = run
+	r.entries = append(r.entries, copyEntries(entries, len(r.entries))...)
 	return nil
 }
 

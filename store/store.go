@@ -162,10 +162,12 @@ type Store interface {
 	Create(ctx context.Context, run Run, entries ...Entry) error
 	// Save replaces the metadata of a run, its Lease included (a zero
 	// Lease releases it), for owner: the holder of its lease, or "" for
-	// a run no one holds. A holder that keeps its lease never shortens
-	// it: the lease expires at the later of run.Lease.Expires and its
-	// expiry before. It returns ErrNotFound for a run never created.
-	Save(ctx context.Context, owner string, run Run) error
+	// a run no one holds; and appends entries to its journal, as Append
+	// does, together: it writes all of it or nothing. A holder that keeps
+	// its lease never shortens it: the lease expires at the later of
+	// run.Lease.Expires and its expiry before. It returns ErrNotFound for
+	// a run never created.
+	Save(ctx context.Context, owner string, run Run, entries ...Entry) error
 	// Acquire leases run id to lease.Owner until lease.Expires when no
 	// one holds it, when its holder's lease expired at or before now, or
 	// when lease.Owner holds it already (a renewal, which never shortens

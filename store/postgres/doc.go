@@ -20,9 +20,10 @@
 // inserts the run with INSERT … ON CONFLICT (id) DO NOTHING, which waits
 // for a concurrent insert of the same id to end: no row inserted is
 // ErrExists. Save, Acquire and Append are an UPDATE of the run's row whose
-// condition is the lease's rule (for Append, it also moves on runs.seq, the
-// journal's last Seq, and its entries are numbered from there in the same
-// statement). An UPDATE waits for the row's lock and then reads the row
+// condition is the lease's rule (for Append, and a Save with entries, it
+// also moves on runs.seq, the journal's last Seq, and the entries are
+// numbered from there in the same statement; an Append also renews the
+// lease). An UPDATE waits for the row's lock and then reads the row
 // as the write before it left it, so that writes to one run, from any
 // process, happen one after the other: one of two processes acquiring a
 // run wins, and concurrent Appends get consecutive Seqs. A write the lease

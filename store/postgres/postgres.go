@@ -226,10 +226,15 @@ SELECT count(*) FROM run`, append(cols, es.types, es.calls, es.data, es.times, t
 	return columns.Wrap(err, "create", run.ID)
 }
 
-// Save replaces the metadata of a run for owner, in one statement that
-// writes the run's row only if owner holds its lease.
-func (s *Store) Save(ctx context.Context, owner string, run store.Run) error {
+// Save replaces the metadata of a run for owner and appends entries to
+// its journal, in one statement that writes only if owner holds the
+// run's lease, numbering the entries as Append does.
+func (s *Store) Save(ctx context.Context, owner string, run store.Run, entries ...store.Entry) error {
 	cols, err := runValues(run)
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", run.ID, err)
+	}
+	es, err := entryValues(entries)
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", run.ID, err)
 	}
@@ -237,16 +242,28 @@ func (s *Store) Save(ctx context.Context, owner string, run store.Run) error {
 	token := writeID()
 	// The SET expressions read the row as it was: a holder that keeps its
 	// lease never shortens it (times sort as text).
-	err = s.write(ctx, run.ID, owner, token, fence, `
-WITH run AS (
+	update := `
 	UPDATE runs SET kind = $2, idea = $3, model = $4, status = $5, error = $6, usage = $7, parent = $8,
 		forked_at = $9, spec = $10, created = $11, updated = $12, lease_owner = $13,
 		lease_expires = CASE WHEN $13::bytea <> '' AND $13::bytea = $15::bytea THEN GREATEST(lease_expires, $14) ELSE $14 END,
-		last_write = $16
-	WHERE id = $1 AND lease_owner = $15 AND last_write <> $16
+		last_write = $16`
+	where := `
+	WHERE id = $1 AND lease_owner = $15 AND last_write <> $16`
+	args := append(cols, []byte(owner), token)
+	if len(entries) == 0 { // no insert, which the entries' triggers would see
+		err = s.write(ctx, run.ID, owner, token, fence, `
+WITH run AS (`+update+where+`
 	RETURNING 1
 )
-SELECT count(*) FROM run`, append(cols, []byte(owner), token)...)
+SELECT count(*) FROM run`, args...)
+		return columns.Wrap(err, "save", run.ID)
+	}
+	err = s.write(ctx, run.ID, owner, token, fence, `
+WITH run AS (`+update+`,
+		seq = GREATEST(seq, (SELECT COALESCE(max(seq), 0) FROM entries WHERE run = $1)) + cardinality($17::bytea[])`+where+`
+	RETURNING seq - cardinality($17::bytea[]) AS base
+), `+insertEntries(17)+`
+SELECT count(*) FROM run`, append(args, es.types, es.calls, es.data, es.times)...)
 	return columns.Wrap(err, "save", run.ID)
 }
 

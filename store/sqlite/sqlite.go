@@ -240,15 +240,19 @@ func (s *Store) Create(ctx context.Context, run store.Run, entries ...store.Entr
 	return s.wrap(err, "create", run.ID)
 }
 
-// Save replaces the metadata of a run for owner, in one transaction that
-// checks the run's lease.
-func (s *Store) Save(ctx context.Context, owner string, run store.Run) error {
+// Save replaces the metadata of a run for owner and appends entries to
+// its journal, in one transaction that checks the run's lease.
+func (s *Store) Save(ctx context.Context, owner string, run store.Run, entries ...store.Entry) error {
 	cols, err := runValues(run)
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", run.ID, err)
 	}
+	times, err := entryTimes(entries)
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", run.ID, err)
+	}
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		heldExpires, _, err := s.readHead(ctx, tx, run.ID, owner)
+		heldExpires, last, err := s.readHead(ctx, tx, run.ID, owner)
 		if err != nil {
 			return err
 		}
@@ -259,7 +263,10 @@ func (s *Store) Save(ctx context.Context, owner string, run store.Run) error {
 UPDATE runs SET kind = ?2, idea = ?3, model = ?4, status = ?5, error = ?6, usage = ?7, parent = ?8,
 	forked_at = ?9, spec = ?10, created = ?11, updated = ?12, lease_owner = ?13, lease_expires = ?14
 WHERE id = ?1`, cols...)
-		return err
+		if err != nil {
+			return err
+		}
+		return s.insertEntries(ctx, tx, run.ID, last, entries, times)
 	})
 	return s.wrap(err, "save", run.ID)
 }

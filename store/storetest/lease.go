@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -259,5 +260,46 @@ func testRenewal(t *testing.T, s store.Store, c store.Catalog) {
 	checkLease("a release", store.Lease{})
 	if diff := cmp.Diff(entries(t, s, "r", 0), numbered(m1, m2, m2), opts); diff != "" {
 		t.Errorf("Entries mismatch (-got +want):\n%s", diff)
+	}
+}
+
+// testSaveEntries: a Save with entries appends them to the journal,
+// numbered on from its last Seq, together with the run: a Save refused
+// appends nothing.
+func testSaveEntries(t *testing.T, s store.Store, c store.Catalog) {
+	run := sampleRun("r")
+	run.Lease = store.Lease{Owner: "a", Expires: at(time.Minute)}
+	m0, m1 := message("m0", t0), message("m1", t0)
+	create(t, s, run, m0)
+	appendAs(t, s, "r", "a", m1)
+
+	end := store.Entry{Type: store.EntryEnd, Data: json.RawMessage(`{"usage":{}}`), Time: at(time.Second)}
+	done := run
+	done.Status, done.Lease = store.Done, store.Lease{}
+	checkLeaseError(t, "Save with entries by b", s.Save(t.Context(), "b", done, end), "r", "b", run.Lease)
+	if diff := cmp.Diff(entries(t, s, "r", 0), numbered(m0, m1), opts); diff != "" {
+		t.Errorf("Entries after a refused Save mismatch (-got +want):\n%s", diff)
+	}
+	if err := s.Save(t.Context(), "a", done, end); err != nil {
+		t.Fatalf("Save with entries: %v", err)
+	}
+	if diff := cmp.Diff(load(t, c, "r"), utc(done), opts); diff != "" {
+		t.Errorf("Load after a Save with entries mismatch (-got +want):\n%s", diff)
+	}
+	if diff := cmp.Diff(entries(t, s, "r", 0), numbered(m0, m1, end), opts); diff != "" {
+		t.Errorf("Entries after a Save with entries mismatch (-got +want):\n%s", diff)
+	}
+	// The run is no one's now; a Save by no one appends too, and an
+	// unknown run is not found.
+	m2 := message("m2", t0)
+	save(t, s, "", done)
+	if err := s.Save(t.Context(), "", done, m2); err != nil {
+		t.Fatalf("Save with entries by no one: %v", err)
+	}
+	if diff := cmp.Diff(entries(t, s, "r", 0), numbered(m0, m1, end, m2), opts); diff != "" {
+		t.Errorf("Entries mismatch (-got +want):\n%s", diff)
+	}
+	if err := s.Save(t.Context(), "", store.Run{ID: "unknown"}, m2); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Save(unknown) with entries: error = %v, want ErrNotFound", err)
 	}
 }

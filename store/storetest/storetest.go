@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) (store.Store, store.Catalog)) {
 		{"Acquire", testAcquire},
 		{"AcquireRace", testAcquireRace},
 		{"Renewal", testRenewal},
+		{"SaveEntries", testSaveEntries},
 		{"Strings", testStrings},
 		{"LargeData", testLargeData},
 		{"JSONBytes", testJSONBytes},
