@@ -399,22 +399,20 @@ func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msg
 			}
 		}
 		rs.written = true // from here on, an error may leave the run changed
-		if err := cfg.Store.Save(ctx, j.lease.owner, run); err != nil {
-			return nil, errorf("agent: save run %s: %w", run.ID, err)
-		}
-		j.run = run
 		if rs.continued {
 			// The turn's messages are durable before its first request,
-			// in one Append: the journal holds all of them or none.
+			// with the Save that makes the run running again: the journal
+			// holds all of them or none, and the run runs only with them.
 			for i := range msgs[rs.from:] {
 				if err := j.message(ctx, &msgs[rs.from+i], ""); err != nil {
 					return nil, err
 				}
 			}
-			if err := j.flush(ctx); err != nil {
-				return nil, err
-			}
 		}
+		if err := cfg.Store.Save(ctx, j.lease.owner, run, j.buf...); err != nil {
+			return nil, errorf("agent: save run %s: %w", run.ID, err)
+		}
+		j.buf, j.run = j.buf[:0], run
 		// The calls that failed before the resume and whose error message
 		// the log lacks: the resume appends those messages first.
 		j.failing = map[string][]failedCall{}

@@ -134,7 +134,7 @@ func (s *countingStore) Append(ctx context.Context, id string, lease store.Lease
 // message (turn=run), or as Continue of one run (turn=continue). It
 // reports the time, the journal entries and the journal bytes per turn:
 // a new run writes the whole conversation again, Continue only what the
-// turn adds.
+// turn adds. It reports the store's writes per turn too.
 func BenchmarkDurableTurn(b *testing.B) {
 	reg, msgs := tenTools()
 	r := &replay{answers: []string{`{"calls":[{"_tool":"t1","x":1,"_outputPath":"†state.y"}],"output":null}`, `{"calls":[],"output":{"done":true}}`}}
@@ -177,6 +177,7 @@ func BenchmarkDurableTurn(b *testing.B) {
 					}
 					n := float64(convs * turns)
 					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/turn")
+					b.ReportMetric(float64(counted.tx.Load())/n, "writes/turn")
 					b.ReportMetric(float64(counted.entries.Load())/n, "entries/turn")
 					b.ReportMetric(float64(counted.bytes.Load())/n, "B/turn")
 				})

@@ -148,6 +148,36 @@ func testContinue(t *testing.T, st runStore) {
 	}
 }
 
+// TestContinueOneWriteOpensTurn: Continue makes the run running again
+// and journals the turn's first messages (the run's answer, the user's
+// message) in one write, a Save with those entries.
+func TestContinueOneWriteOpensTurn(t *testing.T) {
+	st := &appendsStore{Memory: store.NewMemory()}
+	cfg := chatConfig(st)
+	cfg.Provider, cfg.RunID = scripted.New(chatTurn(1)...), "chat"
+	if _, err := agent.Run(t.Context(), cfg, chatSchema, append(cacheContext(), chatSaid(1))); err != nil {
+		t.Fatal(err)
+	}
+	st.appends, st.saved = nil, nil
+	reg, _ := cacheAgent(1)
+	if _, err := agent.Continue(t.Context(), agent.Config{Provider: scripted.New(chatTurn(2)...), Registry: reg, Clock: fixed, Store: st}, "chat", chatSaid(2)); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.appends) == 0 {
+		t.Fatal("Continue wrote nothing")
+	}
+	first, run := st.appends[0], st.saved[0]
+	var said []string
+	for _, e := range first {
+		if e.Type == store.EntryMessage {
+			said = append(said, string(e.Data))
+		}
+	}
+	if run.Status != store.Running || len(said) != 2 || len(first) != 2 || !strings.Contains(said[1], "turn 2, please") {
+		t.Errorf("Continue's first write saved the run %q with entries %v; want it running, with the answer and the message", run.Status, entryTypes(first))
+	}
+}
+
 func scaled(u provider.Usage, n int) provider.Usage {
 	return provider.Usage{Input: u.Input * n, Output: u.Output * n}
 }
