@@ -293,10 +293,19 @@ func TestDurableLeaseRenewed(t *testing.T) {
 	})
 }
 
-// countedRenewals is a store that counts the Acquires made through it.
+// countedRenewals is a store that counts the Acquires made through it,
+// and the Appends, those that renew the lease among them.
 type countedRenewals struct {
 	store.Store
-	acquires atomic.Int64
+	acquires, appends, renewing atomic.Int64
+}
+
+func (s *countedRenewals) Append(ctx context.Context, id string, l store.Lease, es ...store.Entry) error {
+	s.appends.Add(1)
+	if !l.Expires.IsZero() {
+		s.renewing.Add(1)
+	}
+	return s.Store.Append(ctx, id, l, es...)
 }
 
 func (s *countedRenewals) Acquire(ctx context.Context, id string, l store.Lease, now time.Time) error {
@@ -339,6 +348,11 @@ func TestDurableLeaseRenewedByWrites(t *testing.T) {
 		}
 		if n := st.acquires.Load(); n != 0 {
 			t.Errorf("the run renewed its lease %d times; want none: its writes renew it", n)
+		}
+		// The first Append of each of the ten periods renews the lease;
+		// the others leave it.
+		if n, all := st.renewing.Load(), st.appends.Load(); n == 0 || n > 10 {
+			t.Errorf("%d of the run's %d Appends renewed the lease; want one a period, at most 10", n, all)
 		}
 		if run, _ := mem.Load(context.Background(), "busy"); run.Lease.Owner != "" || run.Status != store.Done {
 			t.Errorf("after the run: %+v", run)

@@ -263,15 +263,24 @@ func (l *lease) write(ctx context.Context, f func(context.Context) error) error 
 }
 
 // append appends entries to the run's journal, a write (see write)
-// that renews the lease: the store extends it as Acquire would.
+// that renews the lease, as Acquire would, when no write renewed it in
+// this period yet: once a period is all keep asks, and an expiry on
+// every Append would cost a store that does not rewrite the run's
+// record on each (SQLite) a write of it each time.
 func (l *lease) append(ctx context.Context, entries []store.Entry) error {
 	return l.write(ctx, func(ctx context.Context) error {
 		period := l.period.Load() // before the terms: a tick between makes it older
-		terms := l.terms(ctx)
+		terms := store.Lease{Owner: l.owner}
+		renew := l.renewedIn.Load() < period
+		if renew {
+			terms = l.terms(ctx)
+		}
 		if err := l.st.Append(ctx, l.run, terms, entries...); err != nil {
 			return err
 		}
-		l.renewedBy(period, terms.Expires)
+		if renew {
+			l.renewedBy(period, terms.Expires)
+		}
 		return nil
 	})
 }
