@@ -893,12 +893,10 @@ func TestRunActivityErrorPanics(t *testing.T) {
 func TestConfirmPanics(t *testing.T) {
 	p := scripted.Solutions(`{"calls":[{"_tool":"put","v":1,"_outputPath":"†state.x"}],"output":null}`, `{"calls":[],"output":{"done":true}}`)
 	cfg := agent.Config{Registry: echoReg(), Provider: p, Confirm: func(ctx context.Context, c *agent.Call) (agent.Decision, error) {
-		var m map[string]int
-		m["x"]++ // assignment to entry in nil map
-		return agent.Decision{}, nil
+		panic("no reviewer on duty")
 	}}
 	res, err := agent.Run(context.Background(), cfg, anyOut, ctxOf(t, `[{"type":"tool","tool":"put"},{"type":"text","text":"go"}]`))
-	if err == nil || !strings.Contains(err.Error(), "agent: confirm: panic: assignment to entry in nil map") {
+	if err == nil || !strings.Contains(err.Error(), "agent: confirm: panic: no reviewer on duty") {
 		t.Fatalf("err %v, want Confirm's panic", err)
 	}
 	if res == nil || len(res.Log.Messages()) == 0 {
