@@ -215,3 +215,52 @@ func TestRunUsageNotSaid(t *testing.T) {
 		t.Errorf("log %q has the warning %d times, want once", logs.String(), n)
 	}
 }
+
+// TestRepairUsageNotSaid: a repair's request whose server says no usage
+// warns in the Request's own logger, and once with the request it
+// repairs: the warning is the Request's, however many calls it made.
+func TestRepairUsageNotSaid(t *testing.T) {
+	const usageChunk = "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-test\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":2,\"total_tokens\":12}}\n\n"
+	for _, tt := range []struct {
+		name       string
+		firstCount bool // whether the first answer says its usage
+	}{
+		{"first said", true},
+		{"none said", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				if calls.Add(1) == 1 {
+					writeDeltas(w, `0 {"output":5}`, "0 stop") // not a string: repaired
+					if tt.firstCount {
+						io.WriteString(w, usageChunk)
+					}
+				} else {
+					writeDeltas(w, `0 {"output":"done"}`, "0 stop")
+				}
+				io.WriteString(w, "data: [DONE]\n\n")
+			}))
+			defer srv.Close()
+			p, err := newOpenAI(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs bytes.Buffer
+			cfg := agent.Config{Provider: p, Registry: agent.NewRegistry(), Stream: true,
+				Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+			resp, err := agent.Request(t.Context(), cfg, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[{"type":"text","text":"go"}]`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if calls.Load() != 2 || !resp.UsageLost {
+				t.Errorf("%d calls, UsageLost %v; want a repair, and the usage lost", calls.Load(), resp.UsageLost)
+			}
+			const warning = "msg=\"the provider did not say the usage of a call"
+			if n := strings.Count(logs.String(), warning); n != 1 {
+				t.Errorf("log %q has the warning %d times, want once", logs.String(), n)
+			}
+		})
+	}
+}

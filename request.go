@@ -1058,12 +1058,20 @@ func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *sc
 			provider.Message{Role: provider.RoleUser, Text: repairPrompt(err)})
 		fix := *req
 		fix.Messages, fix.N = msgs, 1
-		got, err := generate(ctx, Config{Provider: cfg.Provider, CallbackPath: cfg.CallbackPath, spent: cfg.spent}, &fix, nil, resp, asSolution(i, yield))
+		got, err := generate(ctx, repairConfig(cfg), &fix, nil, resp, asSolution(i, yield))
 		if err != nil {
 			return nil, inv, err
 		}
 		text, finish = got[0].text, got[0].finish
 	}
+}
+
+// repairConfig is cfg for a repair's request: what its provider call
+// needs, with the Request's logger, budget and warnings, so that a
+// repair warns where, and as often as, the request it repairs.
+func repairConfig(cfg Config) Config {
+	return Config{Provider: cfg.Provider, CallbackPath: cfg.CallbackPath, Logger: cfg.Logger,
+		spent: cfg.spent, usageWarned: cfg.usageWarned}
 }
 
 // asSolution is yield for the events of a repair of solution i: the
