@@ -102,7 +102,11 @@ func (e *events) Read(p []byte) (int, error) {
 		case "event":
 			e.typ = string(value)
 		case "data":
-			if e.has {
+			// An empty data line adds only a newline, and the SDK's
+			// reader would take "\n\n" inside the data for the end of
+			// the event: it is left out, which the JSON of the data
+			// reads alike.
+			if len(e.data) > 0 && len(value) > 0 {
 				e.data = append(e.data, '\n')
 			}
 			e.data, e.has = append(e.data, value...), true

@@ -49,6 +49,8 @@ func TestStreamFraming(t *testing.T) {
 		{"comments", ": connected\n\n" + each(func(e string) string { return ": keep-alive\n" + e })},
 		{"other fields", each(func(e string) string { return "retry: 3000\nid: 7\nevent: message\n" + e })},
 		{"data in two lines", each(func(e string) string { return strings.Replace(e, "data: {", "data: {\ndata:", 1) })},
+		{"an empty data line", each(func(e string) string { return strings.Replace(e, "data: {", "data: {\ndata:\ndata:", 1) })},
+		{"an empty data line last", each(func(e string) string { return e + "\ndata:" })},
 		{"no final blank line", lf},
 	} {
 		for _, size := range []int{1, 3, 7, len(tt.body)} {
