@@ -20,6 +20,7 @@ import (
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/scripted"
 	"github.com/augceo/agent/store"
 )
 
@@ -262,5 +263,51 @@ func TestRepairUsageNotSaid(t *testing.T) {
 				t.Errorf("log %q has the warning %d times, want once", logs.String(), n)
 			}
 		})
+	}
+}
+
+// TestDelegateUsageNotSaid: a run whose delegate's sub-run asks a
+// server that says no usage warns of it once, as a run whose own steps
+// do: the sub-run is part of the run's call, not a run of its own.
+func TestDelegateUsageNotSaid(t *testing.T) {
+	reg := agent.NewRegistry()
+	idea, err := agent.ParseIdea([]byte(`{"schema":{"type":"string"},"context":[{"type":"system","message":"Send it."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Idea("sender", idea)
+	reg.Tool("send", json.RawMessage(`{"type":"object","_delegate":"sender","properties":{"text":{"type":"string"}}}`))
+	sp := scripted.New(
+		scripted.Response{Solutions: []string{`{"calls":[{"_tool":"send","text":"a","_outputPath":"†state.a"},{"_tool":"send","text":"b","_outputPath":"†state.b"}],"output":null}`}},
+		scripted.Response{Solutions: []string{`{"output":"sent"}`}},
+		scripted.Response{Solutions: []string{`{"output":"sent"}`}},
+		scripted.Response{Solutions: []string{`{"calls":[],"output":"done"}`}},
+	)
+	// The server says no usage: every last chunk says it was lost.
+	p := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		return func(yield func(*provider.Chunk, error) bool) {
+			for c, err := range sp.Generate(ctx, req) {
+				if c != nil && c.Usage != nil {
+					c.Usage, c.UsageLost = nil, true
+				}
+				if !yield(c, err) {
+					return
+				}
+			}
+		}
+	})
+	var logs bytes.Buffer
+	cfg := agent.Config{Provider: p, Registry: reg, Concurrency: 1,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	res, err := agent.Run(t.Context(), cfg, json.RawMessage(`{"type":"string"}`), ctxOf(t, `[{"type":"tool","tool":"send"},{"type":"text","text":"Send them"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Solution.Output) != `"done"` || len(sp.Requests()) != 4 {
+		t.Fatalf("output %s after %d requests, want \"done\" after 4", res.Solution.Output, len(sp.Requests()))
+	}
+	const warning = "msg=\"the provider did not say the usage of a call"
+	if n := strings.Count(logs.String(), warning); n != 1 {
+		t.Errorf("log %q has the warning %d times, want once", logs.String(), n)
 	}
 }

@@ -188,7 +188,9 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 	if rs == nil || continued { // a resume has it from the run's spec
 		cfg.contextLen = log.Len()
 	}
-	cfg.usageWarned = new(atomic.Bool)
+	if cfg.usageWarned == nil { // a delegate's sub-run warns with its parent, once
+		cfg.usageWarned = new(atomic.Bool)
+	}
 	r := &run{cfg: cfg, schema: schema, log: log, steps: first - 1}
 	if continued || rs == nil && cfg.Store != nil {
 		// The first request is prepared before the journal takes the

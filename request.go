@@ -171,9 +171,10 @@ type Config struct {
 	// ticks, set by the loop, marks the end of each chunk's elements
 	// (Event.tick), so the calls of a chunk start together.
 	ticks bool
-	// usageWarned, shared by the requests of a run (or of one Request),
-	// says that the warning of a usage not said was logged: a server
-	// that never says it would have it at every step otherwise.
+	// usageWarned, shared by the requests of a run (its delegates'
+	// sub-runs' included) or of one Request, says that the warning of a
+	// usage not said was logged: a server that never says it would have
+	// it at every step otherwise.
 	usageWarned *atomic.Bool
 	// contextLen, set by the loop, is how many messages its context had:
 	// an instance that appears after them, in a call's output or after a
