@@ -1219,8 +1219,8 @@ func (r *run) finish(ctx context.Context, rs *resumed) bool {
 		bs, bp := callPosition(b)
 		return cmp.Or(cmp.Compare(as, bs), cmp.Compare(ap, bp))
 	})
-	if rs.exec != nil { // built before the run: its delegates count into the run's budget
-		rs.exec.cfg.spent = r.cfg.spent
+	if rs.exec != nil { // built before the run: its calls count into the run's budget and warnings
+		rs.exec.cfg.spent, rs.exec.cfg.usageWarned = r.cfg.spent, r.cfg.usageWarned
 	}
 	// The step's queued calls are weighed by its advisors (calls that
 	// started passed already).

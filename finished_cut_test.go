@@ -21,6 +21,7 @@ import (
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/scripted"
+	"github.com/augceo/agent/ref"
 	"github.com/augceo/agent/store"
 )
 
@@ -283,19 +284,7 @@ func TestDelegateUsageNotSaid(t *testing.T) {
 		scripted.Response{Solutions: []string{`{"output":"sent"}`}},
 		scripted.Response{Solutions: []string{`{"calls":[],"output":"done"}`}},
 	)
-	// The server says no usage: every last chunk says it was lost.
-	p := provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
-		return func(yield func(*provider.Chunk, error) bool) {
-			for c, err := range sp.Generate(ctx, req) {
-				if c != nil && c.Usage != nil {
-					c.Usage, c.UsageLost = nil, true
-				}
-				if !yield(c, err) {
-					return
-				}
-			}
-		}
-	})
+	p := usageNotSaid(sp)
 	var logs bytes.Buffer
 	cfg := agent.Config{Provider: p, Registry: reg, Concurrency: 1,
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))}
@@ -305,6 +294,93 @@ func TestDelegateUsageNotSaid(t *testing.T) {
 	}
 	if string(res.Solution.Output) != `"done"` || len(sp.Requests()) != 4 {
 		t.Fatalf("output %s after %d requests, want \"done\" after 4", res.Solution.Output, len(sp.Requests()))
+	}
+	const warning = "msg=\"the provider did not say the usage of a call"
+	if n := strings.Count(logs.String(), warning); n != 1 {
+		t.Errorf("log %q has the warning %d times, want once", logs.String(), n)
+	}
+}
+
+// usageNotSaid returns a provider that answers as p does, and says no
+// usage: every last chunk says it was lost.
+func usageNotSaid(p provider.Provider) provider.Provider {
+	return provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		return func(yield func(*provider.Chunk, error) bool) {
+			for c, err := range p.Generate(ctx, req) {
+				if c != nil && c.Usage != nil {
+					c.Usage, c.UsageLost = nil, true
+				}
+				if !yield(c, err) {
+					return
+				}
+			}
+		}
+	})
+}
+
+// TestPlanUsageNotSaid: a plan whose latent calls ask a server that says
+// no usage warns of it once for the plan, not once a call.
+func TestPlanUsageNotSaid(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("guess", json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"},"_output":{"type":"integer"}},"required":["q"]}`))
+	sp := scripted.New(
+		scripted.Response{Solutions: []string{`{"output":1}`}},
+		scripted.Response{Solutions: []string{`{"output":2}`}},
+		scripted.Response{Solutions: []string{`{"output":3}`}},
+	)
+	var logs bytes.Buffer
+	cfg := agent.Config{Provider: usageNotSaid(sp), Registry: reg, Concurrency: 1,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	plan := []json.RawMessage{
+		json.RawMessage(`{"_tool":"guess","q":"a","_outputPath":"†state.a"}`),
+		json.RawMessage(`{"_tool":"guess","q":"b","_outputPath":"†state.b"}`),
+		json.RawMessage(`{"_tool":"guess","q":"c","_outputPath":"†state.c"}`),
+	}
+	res, err := agent.ExecutePlan(t.Context(), cfg, plan, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ref.EvalString(res.Log, "†state.c"); err != nil || len(sp.Requests()) != 3 {
+		t.Fatalf("state.c %s (%v) after %d requests, want an answer of each of 3", got, err, len(sp.Requests()))
+	}
+	const warning = "msg=\"the provider did not say the usage of a call"
+	if n := strings.Count(logs.String(), warning); n != 1 {
+		t.Errorf("log %q has the warning %d times, want once", logs.String(), n)
+	}
+}
+
+// TestResumeUsageNotSaid: a run cut while its step's latent calls ran,
+// resumed against a server that says no usage, warns of it once, its
+// resumed calls' requests included.
+func TestResumeUsageNotSaid(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("guess", json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"},"_output":{"type":"integer"}},"required":["q"]}`))
+	msgs := ctxOf(t, `[{"type":"tool","tool":"guess"},{"type":"text","text":"go"}]`)
+	first := scripted.Solutions(`{"calls":[{"_tool":"guess","q":"a","_outputPath":"†state.a"},{"_tool":"guess","q":"b","_outputPath":"†state.b"}],"output":null}`)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cut := provider.Func(func(c context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+		if len(first.Requests()) == 1 { // the first latent call's
+			cancel()
+			return func(yield func(*provider.Chunk, error) bool) { yield(nil, c.Err()) }
+		}
+		return first.Generate(c, req)
+	})
+	st := store.NewMemory()
+	cfg := agent.Config{Registry: reg, Concurrency: 1, Store: st, RunID: "r", Provider: cut}
+	if _, err := agent.Run(ctx, cfg, json.RawMessage(`{"type":"string"}`), msgs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	rest := scripted.Solutions(`{"output":1}`, `{"output":2}`, `{"calls":[],"output":"done"}`)
+	var logs bytes.Buffer
+	cfg.Provider, cfg.RunID = usageNotSaid(rest), ""
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	res, err := agent.Resume(t.Context(), cfg, "r")
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if string(res.Solution.Output) != `"done"` || len(rest.Requests()) != 3 {
+		t.Fatalf("output %s after %d requests, want \"done\" after 3", res.Solution.Output, len(rest.Requests()))
 	}
 	const warning = "msg=\"the provider did not say the usage of a call"
 	if n := strings.Count(logs.String(), warning); n != 1 {

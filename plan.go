@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
@@ -352,6 +353,9 @@ func planExecutor(ctx context.Context, cfg Config, log *message.Log) (*executor,
 	}
 	if cfg.spent == nil { // a plan's delegates share the budget (see spent)
 		cfg.spent = new(spent)
+	}
+	if cfg.usageWarned == nil { // a plan warns once, not once a call
+		cfg.usageWarned = new(atomic.Bool)
 	}
 	return &executor{cfg: &cfg, reg: reg, build: p.build}, nil
 }
