@@ -503,7 +503,7 @@ func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.S
 					runErr = fmt.Errorf("%w; acts resume %s --store %s --max-steps N goes on with a higher limit", err, escapeLine(id), escapeLine(storeName(rf.store)))
 				}
 			}
-			if _, ok := errors.AsType[*provider.Error](err); ok && rf.store != "memory:" {
+			if providerFailed(err) && rf.store != "memory:" {
 				// A rate limit or a provider's outage: what the run did
 				// is saved, and it goes on once the provider answers.
 				runErr = fmt.Errorf("%w; run %s is saved: acts resume %s --store %s goes on from where it stopped", err, escapeLine(id), escapeLine(id), escapeLine(storeName(rf.store)))
@@ -626,6 +626,13 @@ func printSummary(w io.Writer, s *summary, rf *runFlags) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// providerFailed reports whether err is a failure of the provider: an
+// error it answered, or a stream that broke or that it left waiting.
+func providerFailed(err error) bool {
+	_, ok := errors.AsType[*provider.Error](err)
+	return ok || errors.Is(err, provider.ErrTruncated) || errors.Is(err, provider.ErrTimeout)
 }
 
 // readInput reads --input: JSON, @FILE, or @- for stdin. check, when not

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/internal/openaitest"
@@ -896,6 +898,55 @@ func TestHintsNameTheStore(t *testing.T) {
 	code, _, errOut = acts(t.Context(), agent.NewRegistry(), "run", loop, "--model", "local:m1", "--base-url", srv.URL, "--store", "memory:")
 	if code != 1 || strings.Contains(errOut, "acts resume") {
 		t.Errorf("provider failure in memory: exit %d, %q", code, errOut)
+	}
+}
+
+// TestHintAfterProviderCut: a run whose provider's stream broke, or
+// never answered, is saved as one a provider's error failed, and says
+// how to go on as that one does.
+func TestHintAfterProviderCut(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "runs.db")
+	var fail atomic.Bool
+	fail.Store(true)
+	answer := openaitest.Server(t, func([]byte) string { return `{"output":{"capital":"Paris"}}` })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if fail.Load() { // a first chunk, then the connection breaks
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m1","choices":[{"index":0,"delta":{"content":"{\"output\":"},"finish_reason":null}]}`+"\n\n")
+			w.(http.Flusher).Flush()
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		target, _ := url.Parse(answer.URL)
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	loop := writeFile(t, "capital.json", `{"schema":{"type":"object"},"context":[{"type":"input","country":"France"}]}`)
+	code, _, errOut := acts(t.Context(), agent.NewRegistry(), "run", loop, "--model", "local:m1", "--base-url", srv.URL, "--store", db, "--id", "p")
+	if want := "; run p is saved: acts resume p --store " + db + " goes on from where it stopped\n"; code != 1 || !strings.HasSuffix(errOut, want) || !strings.Contains(errOut, "stream ended early") {
+		t.Errorf("cut stream: exit %d, %q; want it to end %q", code, errOut, want)
+	}
+	fail.Store(false)
+	if code, out, errOut := acts(t.Context(), agent.NewRegistry(), "resume", "p", "--store", db); code != 0 || !strings.Contains(out, `"capital":"Paris"`) {
+		t.Errorf("resume as the hint says: exit %d, %q, %q", code, out, errOut)
+	}
+
+	// A stream that went idle (not retried: the answer had begun).
+	idle := func(ctx context.Context, name, model, baseURL string) (provider.Provider, error) {
+		return provider.Func(func(ctx context.Context, req *provider.Request) iter.Seq2[*provider.Chunk, error] {
+			return func(yield func(*provider.Chunk, error) bool) {
+				yield(nil, &provider.TimeoutError{Provider: "local", Model: model, Phase: provider.PhaseIdle, After: 2 * time.Minute})
+			}
+		}), nil
+	}
+	var stdout, stderr bytes.Buffer
+	code = Main(t.Context(), []string{"run", loop, "--model", "local:m1", "--store", db, "--id", "i"},
+		Env{Registry: agent.NewRegistry(), Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Providers: idle})
+	if want := "; run i is saved: acts resume i --store " + db + " goes on from where it stopped\n"; code != 1 || !strings.HasSuffix(stderr.String(), want) || !strings.Contains(stderr.String(), "stream idle for 2m0s") {
+		t.Errorf("idle stream: exit %d, %q; want it to end %q", code, stderr.String(), want)
 	}
 }
 
