@@ -575,3 +575,47 @@ func TestUnnamedErrorEvent(t *testing.T) {
 		t.Errorf("got text %q and error %v, want some text and the 529", text, err)
 	}
 }
+
+// TestErrorEventShapes: an error event that is not the API's own (a
+// proxy's, in OpenAI's form or as text) ends the stream with its
+// message, not with its JSON, as the other adapters do.
+func TestErrorEventShapes(t *testing.T) {
+	for _, tt := range []struct {
+		name, tail string
+		want       string
+	}{
+		{"the API's", "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+			"anthropic " + testModel + ": 529 Overloaded (overloaded_error): Overloaded"},
+		{"OpenAI's", "event: error\ndata: {\"error\":{\"message\":\"Rate limit reached\",\"code\":\"rate_limit_exceeded\"}}\n\n",
+			"anthropic " + testModel + ": 500 Internal Server Error: Rate limit reached"},
+		{"error as text", "event: error\ndata: {\"error\":\"upstream timed out\"}\n\n",
+			"anthropic " + testModel + ": 500 Internal Server Error: upstream timed out"},
+		{"message at the top", "event: error\ndata: {\"message\":\"model is loading\"}\n\n",
+			"anthropic " + testModel + ": 500 Internal Server Error: model is loading"},
+		{"plain text", "event: error\ndata: upstream connect error\n\n",
+			"anthropic " + testModel + ": 500 Internal Server Error: upstream connect error"},
+		{"bare line as text", "{\"error\":\"upstream timed out\"}\n",
+			"anthropic " + testModel + ": 500 Internal Server Error: upstream timed out"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, _ := newTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				a := answer{model: testModel, text: `{"output":"a long answer"}`}
+				w.Header().Set("Content-Type", "text/event-stream")
+				for _, ev := range a.events()[:4] { // message_start … the first delta
+					io.WriteString(w, ev)
+				}
+				io.WriteString(w, tt.tail)
+			}), Config{})
+			var err error
+			for _, e := range p.Generate(t.Context(), request(true, 1)) {
+				if e != nil {
+					err = e
+					break
+				}
+			}
+			if _, ok := errors.AsType[*provider.Error](err); !ok || err.Error() != tt.want {
+				t.Errorf("error %v, want a *provider.Error %q", err, tt.want)
+			}
+		})
+	}
+}

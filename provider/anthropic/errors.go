@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -131,8 +132,26 @@ func convertStreamErr(ctx context.Context, err error) error {
 	return fmt.Errorf("anthropic: %w: %w", provider.ErrTruncated, err)
 }
 
+// proxyMessage returns the message of an error body in a proxy's form,
+// {"error":"text"} or {"message":…}, "" for another.
+func proxyMessage(raw string) string {
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if json.Unmarshal([]byte(raw), &v) != nil {
+		return ""
+	}
+	var text string
+	if json.Unmarshal(v.Error, &text) == nil && text != "" {
+		return text
+	}
+	return v.Message
+}
+
 // apiError converts an error response, or an error event of a stream, whose
-// body is {"type":"error","error":{"type":…,"message":…}}.
+// body is {"type":"error","error":{"type":…,"message":…}}. A proxy's
+// {"error":"text"} or {"message":…} says its message too.
 func apiError(ae *sdk.Error) *provider.Error {
 	raw := ae.RawJSON()
 	var body struct {
@@ -149,10 +168,7 @@ func apiError(ae *sdk.Error) *provider.Error {
 			pe.Status = http.StatusInternalServerError
 		}
 	}
-	msg := body.Error.Message
-	if msg == "" {
-		msg = strings.TrimSpace(raw)
-	}
+	msg := cmp.Or(body.Error.Message, proxyMessage(raw), strings.TrimSpace(raw))
 	if msg == "" {
 		msg = http.StatusText(pe.Status)
 	}
