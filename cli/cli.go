@@ -121,6 +121,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/augceo/agent"
@@ -390,9 +391,14 @@ func (env *Env) provider(ctx context.Context, spec, baseURL string) (provider.Pr
 	// A wait the provider asks for (a rate limit's Retry-After) can be
 	// minutes long: say so, rather than seem to hang. A short backoff is
 	// not worth a line, one per call of a run.
+	// The calls of a run wait at once, each on its own goroutine: one
+	// line at a time.
+	var mu sync.Mutex
 	sleep := func(ctx context.Context, d time.Duration) error {
 		if d >= time.Second {
+			mu.Lock()
 			fmt.Fprintf(env.Stderr, "acts: %s is rate limited, busy or not answering: trying the request again in %v\n", escapeLine(spec), d.Round(time.Millisecond))
+			mu.Unlock()
 		}
 		t := time.NewTimer(d)
 		defer t.Stop()

@@ -256,3 +256,37 @@ func TestRetryWaitSaid(t *testing.T) {
 		t.Errorf("a short backoff: exit %d, %q, stderr %q; want nothing on stderr", code, out, errOut)
 	}
 }
+
+// TestRetryWaitSaidConcurrently: the calls of a plan that wait for the
+// provider at once each say so on standard error, a line each, without
+// writing into it at once.
+func TestRetryWaitSaidConcurrently(t *testing.T) {
+	answer := openaitest.Server(t, func([]byte) string { return `{"output":1}` })
+	target, _ := url.Parse(answer.URL)
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) <= 6 { // the first request of each call
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`)
+			return
+		}
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	// Two latent calls, which run at once.
+	idea := writeFile(t, "plan.json", `{"schema":{"type":"object"},"context":[
+		{"type":"tool","tool":{"guess":{"type":"object","properties":{"q":{"type":"string"},"_output":{"type":"integer"}},"required":["q"]}}},
+		{"type":"plan","plan":[{"_tool":"guess","q":"a","_outputPath":"†state.a"},{"_tool":"guess","q":"b","_outputPath":"†state.b"},
+		{"_tool":"guess","q":"c","_outputPath":"†state.c"},{"_tool":"guess","q":"d","_outputPath":"†state.d"},
+		{"_tool":"guess","q":"e","_outputPath":"†state.e"},{"_tool":"guess","q":"f","_outputPath":"†state.f"}]}]}`)
+	code, _, errOut := acts(t.Context(), agent.NewRegistry(), "run", idea, "--model", "local:m1", "--base-url", srv.URL, "--store", "memory:")
+	if code != 0 {
+		t.Fatalf("exit %d, %q", code, errOut)
+	}
+	line := "acts: local:m1 is rate limited, busy or not answering: trying the request again in 1s\n"
+	if n := strings.Count(errOut, line); n != 6 {
+		t.Errorf("stderr %q has the wait %d times, want 6", errOut, n)
+	}
+}
