@@ -78,10 +78,10 @@ func TestRequestCutSolutions(t *testing.T) {
 			"[1 2]", []int{3, 2}, []string{`lost 2 {"out`}},
 		{"nothing whole", 3,
 			[]scripted.Response{{Solutions: []string{`{"out`, `{"output":`}, Err: errCut}},
-			"agent: provider: " + errCut.Error(), []int{3}, nil},
+			"agent: " + errCut.Error(), []int{3}, nil},
 		{"one asked", 1,
 			[]scripted.Response{{Solutions: []string{`{"output":1}`}, Err: errCut}},
-			"agent: provider: " + errCut.Error(), []int{1}, nil},
+			"agent: " + errCut.Error(), []int{1}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := scripted.New(tt.answers...)

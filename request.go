@@ -943,6 +943,9 @@ func send(ctx context.Context, cfg *Config, req *provider.Request, slots []int, 
 // goes to answers[slots[k]] (to answers[k] when slots is nil).
 func readChunk(cfg *Config, n int, slots []int, answers *[]*answer, resp *Response, yield func(Event, error) bool, c *provider.Chunk, err error) error {
 	if err != nil {
+		if strings.HasPrefix(err.Error(), "provider: ") { // the provider package's own errors say so
+			return errorf("agent: %w", err)
+		}
 		return errorf("agent: provider: %w", err)
 	}
 	if c.Index < 0 || c.Index >= max(n, 1) {

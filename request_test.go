@@ -735,3 +735,24 @@ func TestRequestRepairEventsIndex(t *testing.T) {
 		t.Errorf("events %q\nwant %q", seen, want)
 	}
 }
+
+// The provider package's errors say "provider:" themselves: a request
+// that fails with one says it once, not "provider: provider: …".
+func TestProviderErrorSaysProviderOnce(t *testing.T) {
+	for _, perr := range []error{
+		fmt.Errorf("%w after 12 bytes", provider.ErrTruncated),
+		provider.ErrNoKey,
+		&provider.Error{Provider: "openai", Model: "gpt-5", Status: 500, Err: errors.New("boom")},
+	} {
+		p := provider.Func(func(context.Context, *provider.Request) iter.Seq2[*provider.Chunk, error] {
+			return func(yield func(*provider.Chunk, error) bool) { yield(nil, perr) }
+		})
+		_, err := agent.Request(t.Context(), agent.Config{Provider: p}, json.RawMessage(`{"type":"string"}`), []message.Message{message.Text("hi")})
+		if !errors.Is(err, perr) {
+			t.Fatalf("err %v, want it to wrap %v", err, perr)
+		}
+		if n := strings.Count(err.Error(), "provider:"); n != 1 {
+			t.Errorf("%q says provider: %d times, want once", err, n)
+		}
+	}
+}
