@@ -83,8 +83,9 @@ type Config struct {
 	// MaxCallsPerStep bounds the calls one solution may make; 0 means
 	// DefaultMaxCallsPerStep.
 	MaxCallsPerStep int
-	// TokenBudget stops the run before a request once usage has reached
-	// it (the turn's usage, for Continue); 0 means no budget. Delegates'
+	// TokenBudget stops the run before a step once usage has reached it
+	// (the turn's usage, for Continue); 0 means no budget. The requests of
+	// a step's latent calls and repairs are not held back. Delegates'
 	// sub-runs count into it as they go, and stop when it is spent.
 	TokenBudget int
 	// Concurrency bounds the calls running at once; 0 means
