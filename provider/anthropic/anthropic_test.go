@@ -594,6 +594,8 @@ func TestErrorEventShapes(t *testing.T) {
 			"anthropic " + testModel + ": 500 Internal Server Error: model is loading"},
 		{"plain text", "event: error\ndata: upstream connect error\n\n",
 			"anthropic " + testModel + ": 500 Internal Server Error: upstream connect error"},
+		{"no message", "event: error\ndata:\n\n",
+			"anthropic " + testModel + ": 500 Internal Server Error: an error event without a message"},
 		{"bare line as text", "{\"error\":\"upstream timed out\"}\n",
 			"anthropic " + testModel + ": 500 Internal Server Error: upstream timed out"},
 	} {

@@ -146,6 +146,9 @@ func streamError(res *http.Response, data []byte) error {
 		Request: res.Request, Response: res, StatusCode: res.StatusCode,
 		RequestID: res.Header.Get("request-id"), WorkspaceID: res.Header.Get("anthropic-workspace-id"),
 	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		data = []byte("an error event without a message")
+	}
 	if ae.UnmarshalJSON(data) != nil {
 		return fmt.Errorf("received error while streaming: %s", data)
 	}

@@ -126,7 +126,9 @@ func (e *events) Read(p []byte) (int, error) {
 
 // dispatch ends the event being read.
 func (e *events) dispatch() {
-	if e.has && len(bytes.TrimSpace(e.data)) > 0 {
+	// An error event says the stream failed, with a message or without:
+	// it is not skipped as blank.
+	if e.has && len(bytes.TrimSpace(e.data)) > 0 || e.typ == "error" {
 		data := e.data
 		if e.typ == "error" {
 			data = errorData(data)
@@ -159,6 +161,9 @@ func errorData(data []byte) []byte {
 		}
 	}
 	msg := string(bytes.TrimSpace(data))
+	if msg == "" {
+		msg = "an error event without a message"
+	}
 	var v struct {
 		Error   json.RawMessage `json:"error"`
 		Message string          `json:"message"`

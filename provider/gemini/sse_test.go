@@ -145,6 +145,7 @@ func TestErrorEventShapes(t *testing.T) {
 			"gemini gemini-test: model is loading"},
 		{"plain text", "event: error\ndata: upstream connect error\n\n",
 			"gemini gemini-test: upstream connect error"},
+		{"no message", "event: error\ndata:\n\n", "gemini gemini-test: an error event without a message"},
 		{"bare line as text", "{\"error\":\"upstream timed out\"}\n",
 			"gemini gemini-test: upstream timed out"},
 	} {

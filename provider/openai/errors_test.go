@@ -92,6 +92,7 @@ func TestErrorEventShapes(t *testing.T) {
 			"openai gpt-test: upstream timed out"},
 		{"plain text", "event: error\ndata: upstream connect error\n\n",
 			"openai gpt-test: upstream connect error"},
+		{"no message", "event: error\ndata:\n\n", "openai gpt-test: an error event without a message"},
 		{"bare line", "{\"error\":{\"message\":\"Rate limit reached\",\"code\":\"rate_limit_exceeded\"}}\n",
 			"openai gpt-test: 429 Too Many Requests (rate_limit_exceeded): Rate limit reached"},
 	} {

@@ -32,9 +32,10 @@ type Event struct {
 // Decoder reads the events of a stream. Like the SDKs' readers, it
 // drops the event left unfinished at the end of the stream.
 type Decoder struct {
-	sc   *bufio.Scanner
-	data []byte // the data of the event being read, reused for the next
-	ev   Event
+	sc      *bufio.Scanner
+	data    []byte // the data of the event being read, reused for the next
+	ev      Event
+	started bool // a line was read: a byte order mark is no longer the stream's
 }
 
 // NewDecoder returns a Decoder reading r.
@@ -46,15 +47,21 @@ func NewDecoder(r io.Reader) *Decoder {
 }
 
 // Next reads the next event with data, skipping those whose data is
-// blank; it reports false at the end of the stream or on an error of the
+// blank, but for an error event; it reports false at the end of the stream or on an error of the
 // reader (see [Decoder.Err]).
 func (d *Decoder) Next() bool {
 	typ, has := "", false
 	d.data = d.data[:0]
 	for d.sc.Scan() {
 		line := d.sc.Bytes()
+		if !d.started {
+			// The format lets a stream begin with a byte order mark.
+			line, d.started = bytes.TrimPrefix(line, []byte("\ufeff")), true
+		}
 		if len(line) == 0 {
-			if has && len(bytes.TrimSpace(d.data)) > 0 {
+			// An error event says the stream failed, with a message or
+			// without: it is not skipped as blank.
+			if has && len(bytes.TrimSpace(d.data)) > 0 || typ == "error" {
 				d.ev = Event{Type: typ, Data: d.data}
 				return true
 			}

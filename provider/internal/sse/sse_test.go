@@ -39,6 +39,8 @@ func TestDecoder(t *testing.T) {
 		{"error line", "data: a\n\n" + errLine + "\n", []ev{{"", "a"}, {"error", errLine}}},
 		{"error line ends the event being read", "data: a\n" + errLine + "\n\ndata: b\n\n", []ev{{"error", errLine}, {"", "b"}}},
 		{"error event", "event: error\ndata: " + errLine + "\n\n", []ev{{"error", errLine}}},
+		{"error event without data", "data: a\n\nevent: error\n\nevent: error\ndata:\n\n", []ev{{"", "a"}, {"error", ""}, {"error", ""}}},
+		{"a byte order mark first", "\ufeffdata: a\n\ndata: \ufeffb\n\n", []ev{{"", "a"}, {"", "\ufeffb"}}},
 		{"other JSON lines ignored", `{"status":"ok"}` + "\n" + `{"error":null}` + "\n" + `{"error"` + "\ndata: a\n\n", []ev{{"", "a"}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
