@@ -123,6 +123,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/provider"
@@ -389,27 +390,51 @@ func (env *Env) provider(ctx context.Context, spec, baseURL string) (provider.Pr
 		return nil, "", fmt.Errorf("cli.Env.Providers returned no provider for %q", spec)
 	}
 	// A wait the provider asks for (a rate limit's Retry-After) can be
-	// minutes long: say so, rather than seem to hang. A short backoff is
-	// not worth a line, one per call of a run.
-	// The calls of a run wait at once, each on its own goroutine: one
-	// line at a time.
+	// minutes long: say so and why, rather than seem to hang. A short
+	// backoff is not worth a line, one per call of a run. The calls of a
+	// run wait at once, each on its own goroutine: one line at a time.
 	var mu sync.Mutex
-	sleep := func(ctx context.Context, d time.Duration) error {
+	onRetry := func(ctx context.Context, err error, d time.Duration) {
 		if d >= time.Second {
 			mu.Lock()
-			fmt.Fprintf(env.Stderr, "acts: %s is rate limited, busy or not answering: trying the request again in %v\n", escapeLine(spec), d.Round(time.Millisecond))
-			mu.Unlock()
-		}
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			return nil
+			defer mu.Unlock()
+			fmt.Fprintf(env.Stderr, "acts: %s: %s; retrying in %v\n", escapeLine(spec), escapeLine(retryReason(err)), d.Round(time.Millisecond))
 		}
 	}
-	return provider.Retry(p, provider.RetryConfig{Sleep: sleep}), model, nil
+	return provider.Retry(p, provider.RetryConfig{OnRetry: onRetry}), model, nil
+}
+
+// retryReason says briefly why a request is tried again: the status and
+// code of an error response (its message can be a paragraph), the
+// timeout that fired, or the first line of another error, cut short.
+// The model is left out, since the notice names it already.
+func retryReason(err error) string {
+	if pe, ok := errors.AsType[*provider.Error](err); ok {
+		if pe.Status != 0 {
+			short := provider.Error{Status: pe.Status, Code: pe.Code}
+			return strings.TrimPrefix(short.Error(), ": ")
+		}
+		if pe.Err != nil {
+			err = pe.Err
+			if pe.Code != "" {
+				err = fmt.Errorf("%s: %w", pe.Code, pe.Err)
+			}
+		}
+	}
+	if te, ok := errors.AsType[*provider.TimeoutError](err); ok {
+		short := provider.TimeoutError{Phase: te.Phase, After: te.After}
+		return strings.TrimPrefix(short.Error(), ": ")
+	}
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	const most = 100
+	if len(s) > most {
+		cut := most
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
 }
 
 // noProviders is the error of a command that needs a model in a program

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,12 +18,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/augceo/agent"
 	"github.com/augceo/agent/internal/openaitest"
 	"github.com/augceo/agent/message"
+	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/scripted"
 )
 
@@ -235,7 +238,7 @@ func TestRetryWaitSaid(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"capital": "Paris"`) {
 		t.Fatalf("exit %d, %q, %q", code, out, errOut)
 	}
-	want := "acts: local:m1 is rate limited, busy or not answering: trying the request again in 1s\n"
+	want := "acts: local:m1: 429 Too Many Requests (rate_limit_exceeded); retrying in 1s\n"
 	if errOut != want {
 		t.Errorf("stderr %q, want %q", errOut, want)
 	}
@@ -285,8 +288,36 @@ func TestRetryWaitSaidConcurrently(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, %q", code, errOut)
 	}
-	line := "acts: local:m1 is rate limited, busy or not answering: trying the request again in 1s\n"
+	line := "acts: local:m1: 429 Too Many Requests (rate_limit_exceeded); retrying in 1s\n"
 	if n := strings.Count(errOut, line); n != 6 {
 		t.Errorf("stderr %q has the wait %d times, want 6", errOut, n)
+	}
+}
+
+// TestRetryReason: the notice of a retry says briefly why: the status of
+// an error response and the provider's code, not its long message; the
+// timeout that fired; or the first line of another error, cut short.
+func TestRetryReason(t *testing.T) {
+	long := strings.Repeat("x", 200)
+	for _, tt := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"rate limit", &provider.Error{Provider: "openai", Model: "gpt-5", Status: 429, Code: "rate_limit_exceeded", Err: errors.New("Rate limit reached for gpt-5 in organization org-1 on tokens per min")}, "429 Too Many Requests (rate_limit_exceeded)"},
+		{"server error", &provider.Error{Provider: "openai", Status: 503, Err: errors.New("busy")}, "503 Service Unavailable"},
+		{"overloaded", &provider.Error{Provider: "anthropic", Status: 529, Code: "overloaded_error", Err: errors.New("Overloaded")}, "529 Overloaded (overloaded_error)"},
+		{"error event without a status", &provider.Error{Provider: "anthropic", Code: "api_error", Err: errors.New("Internal server error")}, "api_error: Internal server error"},
+		{"timeout", &provider.TimeoutError{Provider: "openai", Model: "gpt-5", Phase: provider.PhaseFirstByte, After: time.Minute}, "no first byte within 1m0s"},
+		{"no answer", fmt.Errorf("%w: %w", provider.ErrNoAnswer, errors.New("connection refused")), "provider: no answer: connection refused"},
+		{"first line only", errors.New("refused\nand more"), "refused"},
+		{"cut short", errors.New(long), long[:100] + "…"},
+		{"wrapped error response", fmt.Errorf("attempt: %w", &provider.Error{Provider: "gemini", Status: 500}), "500 Internal Server Error"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := retryReason(tt.err); got != tt.want {
+				t.Errorf("retryReason(%v) = %q, want %q", tt.err, got, tt.want)
+			}
+		})
 	}
 }

@@ -384,3 +384,47 @@ func TestRetryNegativeBackoff(t *testing.T) {
 		t.Errorf("waits %v, want one of 0", waits)
 	}
 }
+
+// TestRetryOnRetry: OnRetry sees each error that is retried and the wait
+// before the next try, so that a caller can say why it waits; the error
+// that ends the stream is not announced as retried.
+func TestRetryOnRetry(t *testing.T) {
+	rate := &provider.Error{Provider: "x", Status: http.StatusTooManyRequests, RetryAfter: 7 * time.Second}
+	timeout := &provider.TimeoutError{Provider: "x", Phase: provider.PhaseFirstByte, After: time.Minute}
+	final := &provider.Error{Provider: "x", Status: http.StatusServiceUnavailable, RetryAfter: 3 * time.Second}
+	p, _ := flaky(rate, timeout, final)
+	type retried struct {
+		err  error
+		wait time.Duration
+	}
+	var got []retried
+	var slept []time.Duration
+	r := provider.Retry(p, provider.RetryConfig{
+		Attempts: 2,
+		OnRetry: func(ctx context.Context, err error, wait time.Duration) {
+			if len(got) != len(slept) {
+				t.Errorf("OnRetry called again before the wait of the last one")
+			}
+			got = append(got, retried{err, wait})
+		},
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			slept = append(slept, d)
+			return nil
+		},
+	})
+	_, err := provider.Collect(r.Generate(context.Background(), &provider.Request{}))
+	if !errors.Is(err, final) {
+		t.Errorf("err %v, want %v", err, final)
+	}
+	if len(got) != 2 || got[0].err != rate || got[1].err != timeout {
+		t.Fatalf("OnRetry saw %v, want %v then %v", got, rate, timeout)
+	}
+	for i, g := range got {
+		if g.wait != slept[i] {
+			t.Errorf("OnRetry %d: wait %v, but slept %v", i, g.wait, slept[i])
+		}
+	}
+	if got[0].wait != 7*time.Second {
+		t.Errorf("OnRetry wait %v, want the 7s Retry-After", got[0].wait)
+	}
+}

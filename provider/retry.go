@@ -28,6 +28,12 @@ type RetryConfig struct {
 	// Sleep waits for d or until ctx is done; nil means a timer. Tests
 	// replace it, and a durable engine can route it through its own clock.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// OnRetry, if not nil, is called before each wait with the error
+	// that is retried and the wait, so that a caller can say why it
+	// waits (a command line: "429 Too Many Requests; retrying in 20s").
+	// It runs on the goroutine that reads the stream, so the wait starts
+	// when it returns.
+	OnRetry func(ctx context.Context, err error, wait time.Duration)
 }
 
 // Defaults of [RetryConfig].
@@ -103,6 +109,9 @@ func Retry(p Provider, cfg RetryConfig) Provider {
 				wait = wait/2 + rand.N(wait/2+1)
 				if after > 0 {
 					wait = after
+				}
+				if cfg.OnRetry != nil {
+					cfg.OnRetry(ctx, failed, wait)
 				}
 				if err := cfg.Sleep(ctx, wait); err != nil {
 					// Both: the caller sees why it stopped, and what failed.
