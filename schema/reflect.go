@@ -221,12 +221,100 @@ func Decode[T any](data json.RawMessage) (T, error) {
 	if err := json.Unmarshal(data, &v); err != nil {
 		de := &DecodeError{Err: err}
 		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			de.InstancePath = pointer(strings.Split(te.Field, "."))
+		if errors.As(err, &te) {
+			if at, ok := pointerAt(data, te.Offset-1); ok {
+				de.InstancePath = at
+			} else if te.Field != "" {
+				de.InstancePath = pointer(strings.Split(te.Field, "."))
+			}
 		}
 		return v, de
 	}
 	return v, nil
+}
+
+// pointerAt returns the JSON pointer of the innermost value of data that
+// holds the byte at off, or of the member whose key starts there; false
+// when there is none. encoding/json says where a value it cannot decode
+// ends (where an object or array starts, where a key starts) but names
+// only the struct fields on the way to it: not a map's key, not an
+// array's index.
+func pointerAt(data []byte, off int64) (string, bool) {
+	if off < 0 {
+		return "", false
+	}
+	type frame struct {
+		object  bool
+		wantKey bool
+		key     string // the member being read, in an object
+		index   int    // the element being read, in an array
+	}
+	var stack []*frame
+	var tokens []string // the pointer of the innermost open container
+	member := func() []string {
+		if len(stack) == 0 {
+			return tokens
+		}
+		f := stack[len(stack)-1]
+		m := f.key
+		if !f.object {
+			m = strconv.Itoa(f.index)
+		}
+		return append(slices.Clip(tokens), m)
+	}
+	done := func() { // a value of the innermost container ended
+		if len(stack) > 0 {
+			f := stack[len(stack)-1]
+			f.wantKey = f.object
+			f.index++
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	for {
+		start := dec.InputOffset()
+		for start < int64(len(data)) && strings.IndexByte(" \t\r\n,:", data[start]) >= 0 {
+			start++
+		}
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		end := dec.InputOffset()
+		if len(stack) > 0 && stack[len(stack)-1].wantKey {
+			if key, ok := tok.(string); ok {
+				stack[len(stack)-1].key, stack[len(stack)-1].wantKey = key, false
+				if start == off {
+					return pointer(member()), true
+				}
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			at := member()
+			if start == off {
+				return pointer(at), true
+			}
+			stack = append(stack, &frame{object: tok == json.Delim('{'), wantKey: tok == json.Delim('{')})
+			tokens = at
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			if len(stack) == 0 {
+				return "", false
+			}
+			tokens = tokens[:len(tokens)-1]
+			done()
+		default:
+			if start <= off && off < end {
+				return pointer(member()), true
+			}
+			if len(stack) == 0 {
+				return "", false
+			}
+			done()
+		}
+	}
 }
 
 // mustWalk applies f to every schema object of v, which cannot fail.
