@@ -79,6 +79,36 @@ func (e *InvalidError) what() string {
 
 func (e *InvalidError) Unwrap() error { return e.Err }
 
+// UndecodedError reports solutions of [RequestAs] whose output conforms
+// to the schema of T but does not decode into a T. RequestAs returns it
+// with the solutions that decoded.
+type UndecodedError struct {
+	// Indexes are the solutions that did not decode, as
+	// Response.Solutions numbers them, in increasing order.
+	Indexes []int
+	// Errs says why each did not, in the same order: a
+	// *schema.DecodeError, which names the exact place.
+	Errs []error
+}
+
+// Error returns, for example, "agent: solution 1: schema: decode at
+// /count/a: json: cannot unmarshal number 1.0 into Go struct field
+// tally.count of type int8", the solutions joined by "; ".
+func (e *UndecodedError) Error() string {
+	var b strings.Builder
+	b.WriteString("agent: ")
+	for i, index := range e.Indexes {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "solution %d: %s", index, inner(e.Errs[i]))
+	}
+	return b.String()
+}
+
+// Unwrap returns why each solution did not decode.
+func (e *UndecodedError) Unwrap() []error { return e.Errs }
+
 // NoSolutionError reports a Request for several solutions (Config.N > 1)
 // that ends with none: each one the provider answered was left out (see
 // Event.Lost), and the provider gave no other.

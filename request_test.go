@@ -756,3 +756,44 @@ func TestProviderErrorSaysProviderOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestAsUndecoded: an output that conforms to T's schema but does
+// not decode into a T (1.0 for an int8, an integer to JSON Schema, not to
+// encoding/json) is named by its exact place, the map key included; and
+// with several solutions, those that decode are kept, returned with an
+// error that says which did not.
+func TestRequestAsUndecoded(t *testing.T) {
+	type tally struct {
+		Count map[string]int8 `json:"count"`
+	}
+	good0, bad, good2 := `{"output":{"count":{"a":1}}}`, `{"output":{"count":{"b":2,"a":1.0}}}`, `{"output":{"count":{"c":3}}}`
+	msgs := []message.Message{message.Text("count")}
+
+	p := scripted.New(scripted.Response{Solutions: []string{good0, bad, good2}})
+	got, resp, err := agent.RequestAs[tally](context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry(), N: 3}, msgs)
+	ue, ok := errors.AsType[*agent.UndecodedError](err)
+	if !ok {
+		t.Fatalf("got %v, want an *agent.UndecodedError", err)
+	}
+	if diff := cmp.Diff([]int{1}, ue.Indexes); diff != "" {
+		t.Errorf("Indexes (-want +got):\n%s", diff)
+	}
+	de, ok := errors.AsType[*schema.DecodeError](err)
+	if !ok || de.InstancePath != "/count/a" {
+		t.Errorf("got %v, want a *schema.DecodeError at /count/a", err)
+	}
+	const wantText = `agent: solution 1: schema: decode at /count/a: json: cannot unmarshal number 1.0 into Go struct field tally.count of type int8`
+	if err.Error() != wantText {
+		t.Errorf("error text\n%s\nwant\n%s", err, wantText)
+	}
+	if len(got) != 2 || got[0].Value.Count["a"] != 1 || got[1].Value.Count["c"] != 3 || string(got[1].Output) != string(resp.Solutions[2].Output) {
+		t.Errorf("typed results %+v, want solutions 0 and 2", got)
+	}
+
+	// One solution that does not decode: no result, the same error.
+	p = scripted.New(scripted.Response{Solutions: []string{bad}})
+	got, _, err = agent.RequestAs[tally](context.Background(), agent.Config{Provider: p, Registry: agent.NewRegistry()}, msgs)
+	if len(got) != 0 || err == nil || err.Error() != strings.Replace(wantText, "solution 1", "solution 0", 1) {
+		t.Errorf("got %+v, %v; want no result and the decode error", got, err)
+	}
+}
