@@ -36,7 +36,8 @@ func (f ActivityFunc) Run(ctx context.Context, call *Call) (*Result, error) { re
 
 // Result is what an Activity produced.
 type Result struct {
-	// Value is the result, written to the call's _outputPath.
+	// Value is the result, written to the call's _outputPath; nil or
+	// empty writes null, and is not checked against the tool's _output.
 	Value json.RawMessage
 	// Branch picks the alternative of a branching _outputPath
 	// (†state.ok || †state.failed); the zero value is the first.

@@ -257,3 +257,39 @@ func TestActivityMessagesCountedAsReturned(t *testing.T) {
 		})
 	}
 }
+
+// TestActivityEmptyValue: a Result whose Value is an empty RawMessage
+// (what an empty buffer or body gives) is no value, as nil is: null is
+// written, rather than the call failing as not valid JSON; and, like nil,
+// it is not checked against the tool's _output.
+func TestActivityEmptyValue(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		value json.RawMessage
+	}{
+		{"nil", nil},
+		{"empty", json.RawMessage("")},
+		{"empty, not nil", json.RawMessage{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := agent.NewRegistry()
+			reg.Tool("t", json.RawMessage(`{"type":"object","_activity":"impl","properties":{"x":{"type":"integer"},"_output":{"type":"object"}}}`))
+			res := &agent.Result{Value: tt.value}
+			reg.Activity("impl", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+				return res, nil
+			}))
+			p := scripted.Solutions(`{"calls":[{"_tool":"t","x":1,"_outputPath":"†state.a"}],"output":null}`, `{"calls":[],"output":{}}`)
+			msgs := []message.Message{{Type: message.TypeTool, Tool: json.RawMessage(`"t"`)}, message.Text("go")}
+			out, err := agent.Run(context.Background(), agent.Config{Provider: p, Registry: reg}, json.RawMessage(`{"type":"object"}`), msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, _, err := out.Log.Value(message.Identity{Kind: "state"}); err != nil || string(v) != `{"a":null}` {
+				t.Errorf("state %s, %v; want {\"a\":null}: %s", v, err, marshal(t, out.Log.Messages()))
+			}
+			if (res.Value == nil) != (tt.value == nil) {
+				t.Errorf("the activity's Result was changed: Value %q", res.Value)
+			}
+		})
+	}
+}

@@ -226,10 +226,14 @@ func (x *executor) record(ctx context.Context, c *Call, res *Result, resp *Respo
 		}
 		return msgs, resp, nil
 	}
-	if res.Value == nil {
-		res.Value = json.RawMessage("null")
+	// An empty Value is no value, as nil is (an empty buffer or body
+	// gives one). The Result is the activity's, which may share it
+	// between calls, so it is not written to.
+	value := res.Value
+	if len(value) == 0 {
+		value = json.RawMessage("null")
 	}
-	msgs, err := c.outputs(res.Value, res.Branch, now)
+	msgs, err := c.outputs(value, res.Branch, now)
 	if err != nil {
 		return nil, resp, &CallError{Kind: Runtime, Tool: c.Tool, Err: err}
 	}
@@ -309,7 +313,7 @@ func readable(err error) (out error) {
 // itself, are its own business.
 func (x *executor) checkResult(c *Call, res *Result) error {
 	sh := c.shape
-	if sh == nil || res.Value == nil || res.Messages != nil || res.Branch != message.Success {
+	if sh == nil || len(res.Value) == 0 || res.Messages != nil || res.Branch != message.Success {
 		return nil
 	}
 	compiled, err := sh.compiledResult(x.reg)
