@@ -90,3 +90,21 @@ func ExamplePlanGraph() {
 	//     s0 --> c0
 	//     c0 -->|state.userProfileData| c1
 }
+
+// A template plan is checked per instance, as ExecutePlanInstances runs
+// it: an instance whose data lacks what a call reads is a problem of that
+// instance.
+func ExampleValidatePlanInstances() {
+	reg := agent.NewRegistry()
+	reg.Tool("weather", json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`))
+	msgs := []message.Message{
+		message.Data(message.KindInput, json.RawMessage(`{"name":"Oslo"}`)),
+		message.Data(message.KindInput, json.RawMessage(`{"city":"Lisbon"}`)),
+	}
+	msgs[0].Instance, msgs[1].Instance = "1", "2"
+	plan := []json.RawMessage{json.RawMessage(`{"_tool":"weather","name":"†input.name","_outputPath":"†state.forecast"}`)}
+	err := agent.ValidatePlanInstances(context.Background(), agent.Config{Registry: reg}, plan, msgs)
+	fmt.Println(err)
+	// Output:
+	// agent: invalid plan: call 0 (weather) instance 2 param /name ref †input.name: unsatisfiable reference: no call writes it and the context has no value there
+}

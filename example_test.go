@@ -11,6 +11,60 @@ import (
 	"github.com/augceo/agent/store"
 )
 
+// The output streams to the caller as the model writes it: with a string
+// output, each piece's Text is the text it adds, escapes decoded, as a
+// chat shows it (docs/request.md, Streaming).
+func ExampleEvents() {
+	// A scripted model stands in for a real provider here; it streams its
+	// answer in two chunks.
+	model := scripted.New(scripted.Response{Chunks: []string{`{"output":"Bonjour, `, `Ad\u00e8le !"}`}})
+	msgs := []message.Message{message.Text("Greet Adèle in French.")}
+	for ev, err := range agent.Events(context.Background(), agent.Config{Provider: model}, json.RawMessage(`{"type":"string"}`), msgs) {
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		if ev.Kind == agent.EventOutput {
+			fmt.Printf("%q\n", ev.Output.Text)
+		}
+	}
+	// Output:
+	// "Bonjour, "
+	// "Adèle !"
+}
+
+// A preset bundles messages and request settings under a name; a preset
+// message in the context stands for them (docs/request.md, Presets).
+func ExampleRegistry_Preset() {
+	reg := agent.NewRegistry()
+	t := 0.2
+	reg.Preset("Coach", agent.Preset{Messages: []message.Message{message.System("You are a running coach.")}, Model: "gpt-5-mini", Temperature: &t})
+	coach, err := message.Parse([]byte(`{"type":"preset","preset":"Coach"}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// A scripted model stands in for a real provider here.
+	model := scripted.Solutions(`{"output":"Walk first, then run slowly."}`)
+	msgs := []message.Message{coach, message.Text("How do I start running?")}
+	res, err := agent.Run(context.Background(), agent.Config{Provider: model, Registry: reg}, json.RawMessage(`{"type":"string"}`), msgs)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	req := model.Requests()[0]
+	fmt.Println("model:", req.Model, "temperature:", *req.Temperature)
+	for _, m := range req.Messages {
+		fmt.Printf("%s: %s\n", m.Role, m.Text)
+	}
+	fmt.Println(string(res.Solution.Output))
+	// Output:
+	// model: gpt-5-mini temperature: 0.2
+	// system: You are a running coach.
+	// user: How do I start running?
+	// "Walk first, then run slowly."
+}
+
 func ExampleRequest() {
 	// A scripted model stands in for a real provider here.
 	model := scripted.Solutions(`{"output":{"capital":"Paris"}}`)
