@@ -137,9 +137,15 @@ type Env struct {
 	// request, resume and continue register the tools of an Idea's MCP
 	// servers on it for as long as they run; mcp serve serves its tools.
 	Registry *agent.Registry
-	Stdin    io.Reader
-	Stdout   io.Writer
-	Stderr   io.Writer
+	// Name is how a user runs the program, as the usage and the commands
+	// the output suggests next (trace: NAME log RUN) spell it; empty
+	// means acts. A program with activities of its own names itself, as
+	// examples/orders does: acts lacks its activities, so acts resume
+	// could not go on with its runs.
+	Name   string
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
 	// Providers builds the provider a command calls for --model
 	// NAME:MODEL, with --base-url as baseURL (or, on resume, the model
 	// and base URL the run was made with). Main wraps what it returns in
@@ -153,6 +159,14 @@ type Env struct {
 	Providers func(ctx context.Context, name, model, baseURL string) (provider.Provider, error)
 }
 
+// name is the program's name: Name, else acts.
+func (e *Env) name() string {
+	if e.Name == "" {
+		return "acts"
+	}
+	return e.Name
+}
+
 // Exit statuses of Main besides 0, 1 and 2.
 const (
 	ExitCallsFailed = 3   // the run ended, and some calls failed
@@ -162,7 +176,7 @@ const (
 // A command is one of acts' commands.
 type command struct {
 	name     string
-	synopsis []string // usage lines, after "acts "
+	synopsis []string // usage lines, after the program's name
 	summary  string   // what it does, for the list of commands
 	doc      string   // what it does, a paragraph for its help
 	// setup registers the command's flags on fs and returns the function
@@ -182,20 +196,20 @@ func lookupCommand(name string) *command {
 	return nil
 }
 
-// usage is the global usage.
-func usage() string {
+// usage is the global usage of the program called name.
+func usage(name string) string {
 	var b strings.Builder
-	b.WriteString("Usage: acts COMMAND [ARGUMENTS] [FLAGS]\n\nCommands:\n")
+	fmt.Fprintf(&b, "Usage: %s COMMAND [ARGUMENTS] [FLAGS]\n\nCommands:\n", name)
 	for _, c := range commands {
 		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
 	}
-	b.WriteString(`
-Run "acts help COMMAND" or "acts COMMAND --help" for a command's flags.
+	fmt.Fprintf(&b, `
+Run "%[1]s help COMMAND" or "%[1]s COMMAND --help" for a command's flags.
 Flags may come before or after the arguments.
 
 Exit status: 0 ok, 1 error, 2 usage error, 3 run ended with failed calls,
-130 run interrupted (acts resume continues it).
-`)
+130 run interrupted (%[1]s resume continues it).
+`, name)
 	return b.String()
 }
 
@@ -214,31 +228,31 @@ func Main(ctx context.Context, args []string, env Env) int {
 		env.Stderr = os.Stderr
 	}
 	if len(args) == 0 {
-		fmt.Fprint(env.Stderr, usage())
+		fmt.Fprint(env.Stderr, usage(env.name()))
 		return 2
 	}
 	name := args[0]
 	switch name {
 	case "-h", "-help", "--help":
-		fmt.Fprint(env.Stdout, usage())
+		fmt.Fprint(env.Stdout, usage(env.name()))
 		return 0
 	case "help":
 		if len(args) == 1 {
-			fmt.Fprint(env.Stdout, usage())
+			fmt.Fprint(env.Stdout, usage(env.name()))
 			return 0
 		}
 		name, args = args[1], []string{args[1], "--help"}
 	}
 	c := lookupCommand(name)
 	if c == nil {
-		fmt.Fprintf(env.Stderr, "acts: %v: unknown command %q\n%s", errUsage, name, usage())
+		fmt.Fprintf(env.Stderr, "acts: %v: unknown command %q\n%s", errUsage, name, usage(env.name()))
 		return 2
 	}
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	run := c.setup(fs)
 	pos, err := parseFlags(fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
-		if _, err := io.WriteString(env.Stdout, help(c, fs, true)); err != nil {
+		if _, err := io.WriteString(env.Stdout, help(env.name(), c, fs, true)); err != nil {
 			return 1
 		}
 		return 0
@@ -251,7 +265,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 	case err == nil:
 		return 0
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(env.Stderr, "acts: %s\n%s", escapeText(err.Error()), help(c, fs, false))
+		fmt.Fprintf(env.Stderr, "acts: %s\n%s", escapeText(err.Error()), help(env.name(), c, fs, false))
 		return 2
 	case errors.As(err, &ee):
 		fmt.Fprintf(env.Stderr, "acts: %s\n", escapeText(err.Error()))
@@ -262,13 +276,13 @@ func Main(ctx context.Context, args []string, env Env) int {
 	}
 }
 
-// help is a command's help: its synopsis, what it does when full, and its
-// flags with their defaults.
-func help(c *command, fs *flag.FlagSet, full bool) string {
+// help is a command's help in the program called name: its synopsis, what
+// it does when full, and its flags with their defaults.
+func help(name string, c *command, fs *flag.FlagSet, full bool) string {
 	var b strings.Builder
 	b.WriteString("Usage:\n")
 	for _, s := range c.synopsis {
-		fmt.Fprintf(&b, "  acts %s\n", s)
+		fmt.Fprintf(&b, "  %s %s\n", name, s)
 	}
 	if full {
 		fmt.Fprintf(&b, "\n%s\n", strings.TrimSpace(c.doc))
@@ -291,7 +305,7 @@ func help(c *command, fs *flag.FlagSet, full bool) string {
 		})
 	}
 	if !full {
-		fmt.Fprintf(&b, "\nRun \"acts %s --help\" for more.\n", c.name)
+		fmt.Fprintf(&b, "\nRun \"%s %s --help\" for more.\n", name, c.name)
 	}
 	return b.String()
 }

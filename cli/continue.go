@@ -96,7 +96,7 @@ func continueRun(ctx context.Context, env *Env, rf *runFlags, said []turnMessage
 	case run.Kind != "loop":
 		return fmt.Errorf("continue %s: %w: it is a %s run, which has no conversation to go on with", run.ID, agent.ErrNotLoop, run.Kind)
 	case run.Status != store.Done:
-		return fmt.Errorf("continue %s: %w: it is %s; resume it first: acts resume %s", run.ID, agent.ErrUnfinished, run.Status, run.ID)
+		return fmt.Errorf("continue %s: %w: it is %s; resume it first: %s resume %s", run.ID, agent.ErrUnfinished, run.Status, env.name(), run.ID)
 	}
 	cfg, saved, err := rf.reopenConfig(ctx, env, st, run, true)
 	if err != nil {

@@ -203,13 +203,14 @@ as it now would. The source run is left as it was. Prints the new run's id
 			if *at < 0 {
 				return fmt.Errorf("%w: --at must be 0 or more, got %d", errUsage, *at)
 			}
-			return fork(ctx, env.Stdout, *storeURL, pos[0], *at, *id, *asJSON)
+			return fork(ctx, env, *storeURL, pos[0], *at, *id, *asJSON)
 		}
 	},
 }
 
 // fork copies a run up to a message into a new run: acts fork RUN --at N.
-func fork(ctx context.Context, w io.Writer, storeURL, src string, at int, id string, asJSON bool) error {
+func fork(ctx context.Context, env *Env, storeURL, src string, at int, id string, asJSON bool) error {
+	w := env.Stdout
 	st, err := openStore(ctx, storeURL, false)
 	if err != nil {
 		return err
@@ -234,7 +235,7 @@ func fork(ctx context.Context, w io.Writer, storeURL, src string, at int, id str
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
-	_, err = fmt.Fprintf(w, "run %s: forked from %s at message %d; continue it with: acts resume %s --store %s\n", escapeLine(r.ID), escapeLine(src), at, escapeLine(r.ID), escapeLine(storeName(storeURL)))
+	_, err = fmt.Fprintf(w, "run %s: forked from %s at message %d; continue it with: %s resume %s --store %s\n", escapeLine(r.ID), escapeLine(src), at, env.name(), escapeLine(r.ID), escapeLine(storeName(storeURL)))
 	return err
 }
 

@@ -103,7 +103,7 @@ func runIdea(ctx context.Context, env *Env, rf *runFlags, pos []string, input, i
 	if runID == "" {
 		runID = platform.NewID(ctx)
 	} else if _, err := st.Load(ctx, runID); err == nil {
-		return fmt.Errorf("run %s already exists in %s; continue it with: acts resume %s --store %s", runID, storeName(rf.store), runID, storeName(rf.store))
+		return fmt.Errorf("run %s already exists in %s; continue it with: %s resume %s --store %s", runID, storeName(rf.store), env.name(), runID, storeName(rf.store))
 	}
 	// Every check comes before the run is created: a command that fails
 	// leaves no run behind. The agent creates it, atomically: of two
@@ -500,13 +500,13 @@ func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.S
 				if rf.store == "memory:" {
 					runErr = fmt.Errorf("%w; --max-steps N raises the limit", err)
 				} else {
-					runErr = fmt.Errorf("%w; acts resume %s --store %s --max-steps N goes on with a higher limit", err, escapeLine(id), escapeLine(storeName(rf.store)))
+					runErr = fmt.Errorf("%w; %s resume %s --store %s --max-steps N goes on with a higher limit", err, env.name(), escapeLine(id), escapeLine(storeName(rf.store)))
 				}
 			}
 			if providerFailed(err) && rf.store != "memory:" {
 				// A rate limit or a provider's outage: what the run did
 				// is saved, and it goes on once the provider answers.
-				runErr = fmt.Errorf("%w; run %s is saved: acts resume %s --store %s goes on from where it stopped", err, escapeLine(id), escapeLine(id), escapeLine(storeName(rf.store)))
+				runErr = fmt.Errorf("%w; run %s is saved: %s resume %s --store %s goes on from where it stopped", err, escapeLine(id), env.name(), escapeLine(id), escapeLine(storeName(rf.store)))
 			}
 			if le, ok := errors.AsType[*agent.LimitError](err); ok {
 				res = le.Result
@@ -552,7 +552,7 @@ func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.S
 	case s.Failed > 0:
 		code = ExitCallsFailed
 	}
-	if err := printSummary(env.Stdout, &s, rf); err != nil {
+	if err := printSummary(env, &s, rf); err != nil {
 		return err
 	}
 	switch code {
@@ -562,17 +562,18 @@ func drive(ctx context.Context, env *Env, rf *runFlags, id string, events iter.S
 		if rf.store == "memory:" {
 			return &exitError{code, fmt.Errorf("interrupted; run %s was in memory (--store memory:) and is gone", id)}
 		}
-		return &exitError{code, fmt.Errorf("interrupted; run %s is saved: continue it with acts resume %s --store %s", escapeLine(id), escapeLine(id), escapeLine(storeName(rf.store)))}
+		return &exitError{code, fmt.Errorf("interrupted; run %s is saved: continue it with %s resume %s --store %s", escapeLine(id), env.name(), escapeLine(id), escapeLine(storeName(rf.store)))}
 	case ExitCallsFailed:
 		if rf.store == "memory:" {
 			return &exitError{code, fmt.Errorf("%d of %d calls failed", s.Failed, s.Calls)}
 		}
-		return &exitError{code, fmt.Errorf("%d of %d calls failed; see acts log %s --store %s", s.Failed, s.Calls, escapeLine(id), escapeLine(storeName(rf.store)))}
+		return &exitError{code, fmt.Errorf("%d of %d calls failed; see %s log %s --store %s", s.Failed, s.Calls, env.name(), escapeLine(id), escapeLine(storeName(rf.store)))}
 	}
 	return runErr
 }
 
-func printSummary(w io.Writer, s *summary, rf *runFlags) error {
+func printSummary(env *Env, s *summary, rf *runFlags) error {
+	w := env.Stdout
 	if rf.json {
 		b, err := marshal(s, "")
 		if err != nil {
@@ -622,7 +623,7 @@ func printSummary(w io.Writer, s *summary, rf *runFlags) error {
 	} else {
 		// A PostgreSQL URL without its password: a summary may end up in
 		// a log.
-		fmt.Fprintf(&b, "  trace: acts log %s --store %s\n", escapeLine(s.Run), escapeLine(storeName(rf.store)))
+		fmt.Fprintf(&b, "  trace: %s log %s --store %s\n", env.name(), escapeLine(s.Run), escapeLine(storeName(rf.store)))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -791,7 +791,7 @@ func TestRunPlanNotLast(t *testing.T) {
 func TestSummaryHidesPassword(t *testing.T) {
 	var b bytes.Buffer
 	rf := &runFlags{store: "postgres://acts:s3cret@db.internal:5432/runs"}
-	if err := printSummary(&b, &summary{Run: "r", Status: store.Done, ran: true}, rf); err != nil {
+	if err := printSummary(&Env{Stdout: &b}, &summary{Run: "r", Status: store.Done, ran: true}, rf); err != nil {
 		t.Fatal(err)
 	}
 	if out := b.String(); strings.Contains(out, "s3cret") || !strings.Contains(out, "trace: acts log r --store postgres://acts:xxxxx@db.internal:5432/runs") {
@@ -969,5 +969,43 @@ func TestLogInputDeclaration(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestNameInHints: a program with activities of its own, such as
+// examples/orders, names itself in the commands its output tells the user
+// to type next, since acts (cmd/acts) lacks its activities and cannot
+// resume its runs.
+func TestNameInHints(t *testing.T) {
+	ctx := context.Background()
+	idea := writeFile(t, "batch.json", batch)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	reg, _ := batchEnv(false, nil)
+	orders := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := Main(ctx, args, Env{Registry: reg, Name: "go run ./examples/orders", Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
+		return code, stdout.String(), stderr.String()
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string // in standard output or error
+	}{
+		{"run", []string{"run", idea, "--input", `[{"n":1},{"n":7}]`, "--store", db, "--id", "p"}, "  trace: go run ./examples/orders log p --store " + db + "\n"},
+		{"run taken", []string{"run", idea, "--store", db, "--id", "p"}, "continue it with: go run ./examples/orders resume p --store " + db + "\n"},
+		{"fork", []string{"fork", "p", "--at", "4", "--id", "b", "--store", db}, "continue it with: go run ./examples/orders resume b --store " + db + "\n"},
+		{"usage", []string{"log"}, "Usage:\n  go run ./examples/orders log RUN [flags]\n"},
+		{"more", []string{"log"}, `Run "go run ./examples/orders log --help" for more.`},
+		{"commands", []string{"help"}, `Run "go run ./examples/orders help COMMAND" or "go run ./examples/orders COMMAND --help"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, out, errOut := orders(tt.args...)
+			if !strings.Contains(out+errOut, tt.want) {
+				t.Errorf("got\n%s%s\nwant it to hold %q", out, errOut, tt.want)
+			}
+			if strings.Contains(out+errOut, "acts log") || strings.Contains(out+errOut, "acts resume") {
+				t.Errorf("got\n%s%s\nwhich names acts", out, errOut)
+			}
+		})
 	}
 }

@@ -272,7 +272,7 @@ func TestInterruptResume(t *testing.T) {
 	}
 	err := cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "continue it with acts resume int") {
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "continue it with go run ./examples/orders resume int") {
 		t.Fatalf("exit %v; stderr %s", err, stderr.String())
 	}
 	if !strings.Contains(stdout.String(), `"status":"interrupted"`) {

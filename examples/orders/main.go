@@ -36,5 +36,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(cli.Main(ctx, os.Args[1:], cli.Env{Registry: reg}))
+	// The commands it suggests (trace: … log RUN) name this program, which
+	// has the activities its runs need, not acts, which lacks them.
+	os.Exit(cli.Main(ctx, os.Args[1:], cli.Env{Registry: reg, Name: "go run ./examples/orders"}))
 }
