@@ -19,7 +19,9 @@
 // plans whose calls all have activities run, and a command that needs a
 // model says the program has none. Setting [Env.Providers] to
 // providers.New (package github.com/augceo/agent/cli/providers) gives it
-// the providers of cmd/acts.
+// the providers of cmd/acts. [Env.Name] says how a user runs it, so that
+// the commands its output suggests (resume, log) name it rather than
+// acts, which lacks its activities.
 //
 // # Commands
 //
