@@ -33,6 +33,38 @@ func ExampleEvents() {
 	// "Adèle !"
 }
 
+// Stream hands over each call as soon as it is complete, while the rest
+// of the answer still streams (Config.CallbackPath), then the Response
+// (docs/request.md, Streaming).
+func ExampleStream() {
+	// A scripted model stands in for a real provider here; it streams its
+	// answer in three chunks.
+	model := scripted.New(scripted.Response{Chunks: []string{
+		`{"calls":[{"_tool":"search","q":"Oslo"},`,
+		`{"_tool":"search","q":"Lisbon"}],`,
+		`"output":null}`,
+	}})
+	reg := agent.NewRegistry()
+	reg.Tool("search", json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`))
+	cfg := agent.Config{Provider: model, Registry: reg, CallbackPath: "calls"}
+	msgs := []message.Message{message.Tool("search"), message.Text("Look up Oslo and Lisbon.")}
+	for ev, err := range agent.Stream(context.Background(), cfg, json.RawMessage(`{"type":"string"}`), msgs) {
+		switch {
+		case err != nil:
+			fmt.Println(err)
+			return
+		case ev.Element != nil:
+			fmt.Printf("call at %s: %s\n", ev.Element.Path, ev.Element.Value)
+		case ev.Response != nil:
+			fmt.Println("solutions:", len(ev.Response.Solutions))
+		}
+	}
+	// Output:
+	// call at calls.0: {"_tool":"search","q":"Oslo"}
+	// call at calls.1: {"_tool":"search","q":"Lisbon"}
+	// solutions: 1
+}
+
 // A preset bundles messages and request settings under a name; a preset
 // message in the context stands for them (docs/request.md, Presets).
 func ExampleRegistry_Preset() {
