@@ -3,6 +3,8 @@ package schema
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -67,5 +69,104 @@ func TestPointerAt(t *testing.T) {
 	}
 	if got, ok := pointerAt([]byte(` 1.0`), 3); !ok || got != "" {
 		t.Errorf("a scalar document: %q, %v; want the root", got, ok)
+	}
+}
+
+// FuzzPointerAt: at every offset of a JSON document, pointerAt does not
+// panic, and a pointer it gives names a value of the document.
+func FuzzPointerAt(f *testing.F) {
+	for _, s := range []string{`{"a": [1, {"b~": "x"}], "c" : {}, "d":[]}`, `[[1],[2,1.0]]`, `{"\u0041\"":{"x/y":[null,true]}}`, ` 1.0 `, `""`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		var root any
+		if json.Unmarshal([]byte(doc), &root) != nil || duplicateKeys(doc) {
+			return // a later member of the same key hides the earlier one
+		}
+		for off := int64(-1); off <= int64(len(doc)); off++ {
+			p, ok := pointerAt([]byte(doc), off)
+			if !ok {
+				continue
+			}
+			if !resolves(root, p) {
+				t.Fatalf("pointerAt(%q, %d) = %q, which names no value", doc, off, p)
+			}
+		}
+	})
+}
+
+// resolves reports whether the JSON pointer p names a value of v.
+func resolves(v any, p string) bool {
+	if p == "" {
+		return true
+	}
+	if !strings.HasPrefix(p, "/") {
+		return false
+	}
+	for _, tok := range strings.Split(p[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch c := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = c[tok]; !ok {
+				return false
+			}
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return false
+			}
+			v = c[i]
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// duplicateKeys reports whether an object of the JSON document doc has a
+// key twice.
+func duplicateKeys(doc string) bool {
+	dec := json.NewDecoder(strings.NewReader(doc))
+	type frame struct {
+		keys    map[string]bool
+		wantKey bool
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			if top != nil && top.keys != nil {
+				top.wantKey = true
+			}
+			f := &frame{}
+			if tok == json.Delim('{') {
+				f.keys, f.wantKey = map[string]bool{}, true
+			}
+			stack = append(stack, f)
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		if top != nil && top.keys != nil {
+			if top.wantKey {
+				k := tok.(string)
+				if top.keys[k] {
+					return true
+				}
+				top.keys[k], top.wantKey = true, false
+			} else {
+				top.wantKey = true
+			}
+		}
 	}
 }
