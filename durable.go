@@ -450,7 +450,7 @@ func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msg
 	}
 	// The run and its context are created together: a run exists with
 	// all of its context or not at all.
-	if err := j.lease.take(ctx, func(ctx context.Context) error { return cfg.Store.Create(ctx, j.run, j.buf...) }); err != nil {
+	if err := j.lease.take(ctx, j.run.Lease.Expires, func(ctx context.Context) error { return cfg.Store.Create(ctx, j.run, j.buf...) }); err != nil {
 		if errors.Is(err, store.ErrExists) {
 			return nil, errorf("agent: run %s already exists: resume it, or give another id: %w", id, err)
 		}

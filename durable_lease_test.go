@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -938,4 +939,135 @@ func TestDurableTakeHangs(t *testing.T) {
 			}
 		}
 	})
+}
+
+// errStoreDown is the error of a store that cannot be reached.
+var errStoreDown = errors.New("connection refused")
+
+// unrenewable is a store whose renewals of a lease fail at once, as when
+// its server went away, and whose write that takes the run (a Create or
+// a resume's Acquire) answers rtt after it landed: the run's clock, now
+// plus *skew, moves on by rtt meanwhile. A hanging read (Entries) waits
+// until its ctx is done, noting the run's clock then in *stopped.
+type unrenewable struct {
+	runStore
+	skew    *atomic.Int64
+	rtt     time.Duration
+	took    atomic.Bool
+	hang    bool
+	reading chan struct{}
+	stopped *atomic.Int64
+}
+
+func (s *unrenewable) Create(ctx context.Context, run store.Run, entries ...store.Entry) error {
+	err := s.runStore.Create(ctx, run, entries...)
+	s.skew.Add(int64(s.rtt))
+	s.took.Store(true)
+	return err
+}
+
+func (s *unrenewable) Acquire(ctx context.Context, id string, l store.Lease, now time.Time) error {
+	if s.took.Load() {
+		return errStoreDown
+	}
+	err := s.runStore.Acquire(ctx, id, l, now)
+	s.skew.Add(int64(s.rtt))
+	s.took.Store(true)
+	return err
+}
+
+func (s *unrenewable) Entries(ctx context.Context, id string, after int64) iter.Seq2[store.Entry, error] {
+	if !s.hang {
+		return s.runStore.Entries(ctx, id, after)
+	}
+	return func(yield func(store.Entry, error) bool) {
+		close(s.reading)
+		<-ctx.Done()
+		s.stopped.Store(time.Now().Add(time.Duration(s.skew.Load())).UnixNano())
+		yield(store.Entry{}, ctx.Err())
+	}
+}
+
+func TestDurableLeaseLapsesWhenItExpires(t *testing.T) {
+	// A run whose renewals fail holds its lease until the expiry the
+	// store has for it, and not a moment longer: from then on another
+	// process may take the run over, so the run must have stopped its
+	// calls by then. The run's own idea of that expiry is the one its
+	// writes sent, not one it took later (the write that took the run
+	// answered a round trip after it was sent), and it lets go at that
+	// expiry, not at the renewal tick after it (a write renewed the
+	// lease between two ticks).
+	const ttl = 3 * time.Second
+	for _, tt := range []struct {
+		name string
+		rtt  time.Duration
+		// plan runs the run; resume resumes it (its journal read hangs).
+		plan   string
+		resume bool
+	}{
+		{name: "created a round trip before", rtt: 200 * time.Millisecond, plan: `[{"_tool":"long","_outputPath":"†state.s"}]`},
+		{name: "resumed a round trip before", rtt: 200 * time.Millisecond, resume: true},
+		{name: "renewed by a write between ticks", plan: `[{"_tool":"half","_outputPath":"†state.h"},{"_tool":"long","after":"†state.h","_outputPath":"†state.s"}]`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var skew, stopped atomic.Int64
+				clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+				reg := agent.NewRegistry()
+				working := make(chan struct{})
+				reg.Tool("half", json.RawMessage(`{"type":"object"}`))
+				reg.Activity("half", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+					time.Sleep(ttl / 2) // the journal write after it falls between two renewal ticks
+					return agent.Value("half")
+				}))
+				reg.Tool("long", json.RawMessage(`{"type":"object"}`))
+				reg.Activity("long", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+					close(working)
+					<-ctx.Done()
+					stopped.Store(clock().UnixNano())
+					return nil, ctx.Err()
+				}))
+				mem := store.NewMemory()
+				st := &unrenewable{runStore: mem, skew: &skew, rtt: tt.rtt, hang: tt.resume, reading: working, stopped: &stopped}
+				cfg := agent.Config{Registry: reg, Store: st, RunID: "r", LeaseTTL: ttl, Clock: clock}
+				start, done := clock(), make(chan error, 1)
+				if tt.resume {
+					if err := mem.Create(context.Background(), store.Run{ID: "r", Kind: "plan", Status: store.Interrupted}); err != nil {
+						t.Fatal(err)
+					}
+					go func() {
+						_, err := agent.Resume(context.Background(), cfg, "r")
+						done <- err
+					}()
+				} else {
+					go func() {
+						_, err := agent.ExecutePlan(context.Background(), cfg, planOf(t, tt.plan), planCtx(t, `[{"type":"tool","tool":"half"},{"type":"tool","tool":"long"}]`))
+						done <- err
+					}()
+				}
+				<-working
+				run, err := mem.Load(context.Background(), "r")
+				if err != nil {
+					t.Fatal(err)
+				}
+				expires := run.Lease.Expires
+				time.Sleep(expires.Sub(clock()))
+				synctest.Wait()
+				// The store lets another take the run from now on.
+				if err := mem.Acquire(context.Background(), "r", store.Lease{Owner: "other", Expires: expires.Add(time.Minute)}, clock()); err != nil {
+					t.Fatalf("another process at the lease's expiry: %v", err)
+				}
+				if stopped.Load() == 0 {
+					t.Errorf("the run still worked %v in, when its lease expired and another took the run", expires.Sub(start))
+				}
+				err = <-done
+				if !strings.Contains(err.Error(), "lost its lease: not renewed before it expired") || !errors.Is(err, errStoreDown) {
+					t.Errorf("the run whose renewals failed: %v", err)
+				}
+				if at := time.Unix(0, stopped.Load()); at.After(expires) {
+					t.Errorf("the run stopped %v after its lease expired", at.Sub(expires))
+				}
+			})
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -33,6 +34,10 @@ var errLeaseLost = errors.New("lost its lease")
 // store did not answer it within the lease's time.
 var errNoAnswer = errors.New("the store did not answer")
 
+// errNoRenewal is why a lease expired when no renewal failed: none was
+// tried in time (the process stalled).
+var errNoRenewal = errors.New("no renewal was made in time")
+
 // lease is a run's lease held by this process.
 type lease struct {
 	st    store.Store
@@ -52,7 +57,8 @@ type lease struct {
 	// period counts keep's ticks; renewedIn is the latest period in which
 	// a journal write that renewed the lease began, or 0, as the write
 	// that took the lease (Create, Acquire) came just before keep; and
-	// until the latest expiry such a write gave it, in Unix nanoseconds.
+	// until the latest expiry such a write, or the one that took the
+	// lease, gave it, in Unix nanoseconds.
 	period, renewedIn, until atomic.Int64
 }
 
@@ -84,8 +90,9 @@ func (l *lease) terms(ctx context.Context) store.Lease {
 // holds it.
 func acquire(ctx context.Context, cfg *Config, id string) (*lease, error) {
 	l := newLease(cfg, id)
-	err := l.take(ctx, func(ctx context.Context) error {
-		return cfg.Store.Acquire(ctx, id, l.terms(ctx), platform.Now(ctx).UTC())
+	terms := l.terms(ctx)
+	err := l.take(ctx, terms.Expires, func(ctx context.Context) error {
+		return cfg.Store.Acquire(ctx, id, terms, platform.Now(ctx).UTC())
 	})
 	if err != nil {
 		// The caller names the run, and the store's error names it too.
@@ -102,18 +109,34 @@ func acquire(ctx context.Context, cfg *Config, id string) (*lease, error) {
 // lease expired), it cancels the run with the reason. A journal write
 // renews the lease as it lands (see append), so a run that wrote since
 // the tick before is not renewed at this one: a busy run renews by its
-// writes alone.
+// writes alone. The run is cancelled when its lease expires, not at the
+// tick after: another process may take the run over from then on.
 func (l *lease) keep(ctx context.Context, cancel context.CancelCauseFunc) {
 	l.stop, l.done = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(l.done)
 		t := time.NewTicker(l.ttl / 3)
 		defer t.Stop()
-		held := platform.Now(ctx).Add(l.ttl)
-		var pending int64 // the write in flight at the tick before
+		// The expiry the write that took the lease sent: the store's is
+		// no earlier, and one taken once it answered could be later.
+		held := l.renewedUntil(time.Time{})
+		expiry := time.NewTimer(held.Sub(platform.Now(ctx)))
+		defer expiry.Stop()
+		var (
+			pending int64 // the write in flight at the tick before
+			failed  error // why the last renewal failed, if it did
+		)
 		for {
 			select {
 			case <-l.stop:
+				return
+			case <-expiry.C:
+				// Unless a write renewed it since, the lease expired.
+				if held = l.renewedUntil(held); platform.Now(ctx).Before(held) {
+					expiry.Reset(held.Sub(platform.Now(ctx)))
+					continue
+				}
+				cancel(errorf("agent: run %s: %w: not renewed before it expired: %w", l.run, errLeaseLost, cmp.Or(failed, errNoRenewal)))
 				return
 			case <-t.C:
 			}
@@ -145,13 +168,16 @@ func (l *lease) keep(ctx context.Context, cancel context.CancelCauseFunc) {
 			}
 			switch {
 			case err == nil:
-				held = now.Add(l.ttl)
+				held, failed = now.Add(l.ttl), nil
+				expiry.Reset(held.Sub(platform.Now(ctx)))
 			case errors.Is(err, store.ErrLeased):
 				cancel(errorf("agent: run %s: %w: %w", l.run, errLeaseLost, err))
 				return
 			case !platform.Now(ctx).Before(held):
 				cancel(errorf("agent: run %s: %w: not renewed before it expired: %w", l.run, errLeaseLost, err))
 				return
+			default:
+				failed = err // the expiry timer cancels the run unless a write renews it first
 			}
 		}
 	}()
@@ -214,15 +240,19 @@ func (l *lease) giveUp(ctx context.Context, run store.Run) {
 }
 
 // take runs f, the write that takes the run (its Create, or a resume's
-// Acquire), waiting for it no longer than the lease lasts, as write does,
-// but cancelled with ctx: nothing has happened yet that the run would
-// lose.
-func (l *lease) take(ctx context.Context, f func(context.Context) error) error {
+// Acquire) until expires, waiting for it no longer than the lease lasts,
+// as write does, but cancelled with ctx: nothing has happened yet that
+// the run would lose. Taken, the lease is held until expires, as sent:
+// the store answers later.
+func (l *lease) take(ctx context.Context, expires time.Time, f func(context.Context) error) error {
 	wctx, cancel := context.WithTimeout(ctx, l.ttl)
 	defer cancel()
 	err := f(wctx)
 	if err != nil && ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
 		return l.noAnswer(err)
+	}
+	if err == nil {
+		l.until.Store(expires.UnixNano())
 	}
 	return err
 }
