@@ -305,6 +305,9 @@ type journal struct {
 	lastCall int
 	// closed is set once close saved, or tried to save, how the run ended.
 	closed bool
+	// reopen is set while a resumed run is not saved running yet: its
+	// first write does (see flush).
+	reopen bool
 }
 
 // failedCall is a call that failed, waiting for its error message.
@@ -409,10 +412,10 @@ func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msg
 				}
 			}
 		}
-		if err := cfg.Store.Save(ctx, j.lease.owner, run, j.buf...); err != nil {
-			return nil, errorf("agent: save run %s: %w", run.ID, err)
-		}
-		j.buf, j.run = j.buf[:0], run
+		// The Save that makes the run running again goes with the
+		// journal's first write (see flush), which comes before anything
+		// the run does outside: a call's start, a request to the model.
+		j.run, j.reopen = run, true
 		// The calls that failed before the resume and whose error message
 		// the log lacks: the resume appends those messages first.
 		j.failing = map[string][]failedCall{}
@@ -486,13 +489,23 @@ func messageEntry(ctx context.Context, m *message.Message, call string) (store.E
 	return store.Entry{Type: store.EntryMessage, Call: call, Data: b, Time: platform.Now(ctx).UTC()}, nil
 }
 
+// flush writes the journal's entries; a resumed run's first flush
+// saves the run running again with them, in one write, so a crash finds
+// the run as it was or reopened with them.
 func (j *journal) flush(ctx context.Context) error {
-	if len(j.buf) == 0 {
+	if len(j.buf) == 0 && !j.reopen {
 		return nil
 	}
 	// The entries must land even when the run is being cancelled: they
 	// record what already happened.
-	err := j.lease.append(ctx, j.buf)
+	var err error
+	if j.reopen {
+		j.reopen = false
+		j.run.Updated = platform.Now(ctx).UTC()
+		err = j.lease.save(ctx, &j.run, j.buf)
+	} else {
+		err = j.lease.append(ctx, j.buf)
+	}
 	j.buf, j.lastCall = j.buf[:0], 0
 	if err != nil {
 		return errorf("agent: journal of run %s: %w", j.run.ID, err)
@@ -646,6 +659,7 @@ func (j *journal) close(ctx context.Context, runErr error, res *RunResult) error
 		j.run.Usage = res.Usage
 	}
 	j.run.Updated, j.run.Lease = now, store.Lease{}
+	j.reopen = false // this Save reopens it, if none did yet
 	err := j.save(ctx, j.buf)
 	j.buf, j.lastCall = j.buf[:0], 0
 	if err == nil {

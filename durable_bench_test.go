@@ -16,6 +16,7 @@ import (
 	"github.com/augceo/agent/internal/pgtest"
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
+	"github.com/augceo/agent/provider/scripted"
 	"github.com/augceo/agent/store"
 	"github.com/augceo/agent/store/postgres"
 	"github.com/augceo/agent/store/sqlite"
@@ -349,6 +350,73 @@ func BenchmarkContinueGrowth(b *testing.B) {
 						b.Fatalf("log of %d messages, want %d", res.Log.Len(), want)
 					}
 				}
+			})
+		}
+	}
+}
+
+// BenchmarkDurableResumeWrites resumes a small run cut short, in each
+// store, and reports the store's writes per resume (the Acquire that
+// takes the run included): a loop run cut as it asked the model
+// (cut=request), or in a call the resume runs again (cut=call), and a
+// plan run cut in a call (cut=plan).
+func BenchmarkDurableResumeWrites(b *testing.B) {
+	reg := agent.NewRegistry()
+	reg.Tool("again", json.RawMessage(`{"type":"object"}`))
+	var cut atomic.Pointer[context.CancelFunc] // set: the next call cuts its run
+	reg.Activity("again", agent.Idempotent(agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+		if cancel := cut.Swap(nil); cancel != nil {
+			(*cancel)()
+			<-c.Done()
+			return nil, c.Err()
+		}
+		return agent.Value("done")
+	})))
+	msgs := []message.Message{{Type: message.TypeTool, Tool: json.RawMessage(`"again"`)}, message.Text("go")}
+	step1 := `{"calls":[{"_tool":"again","_outputPath":"†state.s"}],"output":null}`
+	last := `{"calls":[],"output":"†state.s"}`
+	plan := []json.RawMessage{json.RawMessage(`{"_tool":"again","_outputPath":"†state.s"}`)}
+	for _, tt := range benchStores(false) {
+		for _, mode := range []string{"request", "call", "plan"} {
+			b.Run(fmt.Sprintf("store=%s/cut=%s", tt.name, mode), func(b *testing.B) {
+				inner := tt.open(b)
+				counted := &countingStore{Store: inner}
+				st := struct {
+					*countingStore
+					store.Catalog
+				}{counted, inner.(store.Catalog)}
+				runs := 0
+				for b.Loop() {
+					runs++
+					id := fmt.Sprint("r", runs)
+					b.StopTimer()
+					ctx, cancel := context.WithCancel(context.Background())
+					cfg := agent.Config{Registry: reg, Store: inner, RunID: id}
+					var err error
+					switch mode {
+					case "request":
+						cfg.Provider = cutAt(2, cancel, step1)
+						_, err = agent.Run(ctx, cfg, json.RawMessage(`{}`), msgs)
+					case "call":
+						cut.Store(&cancel)
+						cfg.Provider = scripted.Solutions(step1)
+						_, err = agent.Run(ctx, cfg, json.RawMessage(`{}`), msgs)
+					case "plan":
+						cut.Store(&cancel)
+						_, err = agent.ExecutePlan(ctx, cfg, plan, msgs[:1])
+					}
+					cancel()
+					if !errors.Is(err, context.Canceled) {
+						b.Fatalf("cut run: %v", err)
+					}
+					b.StartTimer()
+					// Only the resume writes through counted.
+					res, err := agent.Resume(context.Background(), agent.Config{Provider: scripted.Solutions(last), Registry: reg, Store: st}, id)
+					if err != nil || res.Log.Len() == 0 {
+						b.Fatalf("resume: %v", err)
+					}
+				}
+				b.ReportMetric(float64(counted.tx.Load())/float64(runs), "writes/resume")
 			})
 		}
 	}

@@ -867,3 +867,111 @@ func TestForkRunsCallsThatFailedAfterItsMessage(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeOneWriteReopens: a resume that goes on by running a call
+// again makes the run running again and journals the call's start in one
+// write, a Save with that entry: nothing comes between the two but the
+// resume's own work, so a second write would only cost a round trip.
+func TestResumeOneWriteReopens(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		run  func(ctx context.Context, cfg agent.Config) error
+	}{
+		{"loop", func(ctx context.Context, cfg agent.Config) error {
+			cfg.Provider = scripted.Solutions(`{"calls":[{"_tool":"again","_outputPath":"†state.s"}],"output":null}`, `{"calls":[],"output":"†state.s"}`)
+			_, err := agent.Run(ctx, cfg, json.RawMessage(`{}`), ctxOf(t, `[{"type":"tool","tool":"again"}]`))
+			return err
+		}},
+		{"plan", func(ctx context.Context, cfg agent.Config) error {
+			_, err := agent.ExecutePlan(ctx, cfg, planOf(t, `[{"_tool":"again","_outputPath":"†state.s"}]`), planCtx(t, `[{"type":"tool","tool":"again"}]`))
+			return err
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := agent.NewRegistry()
+			reg.Tool("again", json.RawMessage(`{"type":"object"}`))
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			var runs atomic.Int64
+			reg.Activity("again", agent.Idempotent(agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+				if runs.Add(1) == 1 {
+					return interrupt(c, cancel) // the first attempt is cut short
+				}
+				return agent.Value("done")
+			})))
+			st := &appendsStore{Memory: store.NewMemory()}
+			cfg := agent.Config{Registry: reg, Store: st, RunID: "r"}
+			if err := tt.run(ctx, cfg); !errors.Is(err, context.Canceled) {
+				t.Fatalf("the cut run: %v", err)
+			}
+			st.appends, st.saved = nil, nil
+			cfg.Provider = scripted.Solutions(`{"calls":[],"output":"†state.s"}`)
+			res, err := agent.Resume(t.Context(), cfg, "r")
+			if err != nil || stateOf(t, res.Log) != `{"s":"done"}` {
+				t.Fatalf("resume: %v", err)
+			}
+			if len(st.appends) == 0 {
+				t.Fatal("the resume wrote nothing")
+			}
+			first, run := st.appends[0], st.saved[0]
+			if run.Status != store.Running || len(first) != 1 || first[0].Type != store.EntryStarted {
+				t.Errorf("the resume's first write saved the run %q with entries %v; want it running, with the call's start", run.Status, entryTypes(first))
+			}
+			// Then the call's settling, the step's plan, and the run's end
+			// with its last Save (with the plan, for a plan run).
+			if want := map[string]int{"loop": 4, "plan": 3}[tt.name]; len(st.appends) != want {
+				var got []map[store.EntryType]int
+				for _, es := range st.appends {
+					got = append(got, entryTypes(es))
+				}
+				t.Errorf("the resume made %d writes, want %d: %v", len(st.appends), want, got)
+			}
+		})
+	}
+}
+
+// TestResumeCrashAtReopen: a resume that crashes at its first write,
+// which saves the run running again with the start of the call it runs
+// again, leaves the run as it found it, and the next resume runs the
+// call and ends the run.
+func TestResumeCrashAtReopen(t *testing.T) {
+	reg := agent.NewRegistry()
+	reg.Tool("again", json.RawMessage(`{"type":"object"}`))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var runs atomic.Int64
+	reg.Activity("again", agent.Idempotent(agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+		if runs.Add(1) == 1 {
+			return interrupt(c, cancel)
+		}
+		return agent.Value("done")
+	})))
+	st := newCrashStore(1 << 40)
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "r",
+		Provider: scripted.Solutions(`{"calls":[{"_tool":"again","_outputPath":"†state.s"}],"output":null}`)}
+	if _, err := agent.Run(ctx, cfg, json.RawMessage(`{}`), ctxOf(t, `[{"type":"tool","tool":"again"}]`)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cut run: %v", err)
+	}
+	before := journal(t, st, "r")
+	st.left.Store(0) // the resume's first write crashes
+	cfg.Provider = scripted.Solutions(`{"calls":[],"output":"†state.s"}`)
+	if _, err := agent.Resume(t.Context(), cfg, "r"); !errors.Is(err, errCrash) {
+		t.Fatalf("the resume that crashed: %v", err)
+	}
+	if run, _ := st.Load(t.Context(), "r"); run.Status != store.Interrupted {
+		t.Errorf("after the crash the run is %s, want it interrupted as it was", run.Status)
+	}
+	if after := journal(t, st, "r"); len(after) != len(before) {
+		t.Errorf("the crashed resume left %d entries in the journal, want none", len(after)-len(before))
+	}
+	if _, err := agent.Resume(t.Context(), cfg, "r"); !errors.Is(err, store.ErrLeased) {
+		t.Fatalf("a resume while the crashed one's lease holds the run: %v", err)
+	}
+	res, err := agent.Resume(t.Context(), agent.Config{Registry: reg, Store: restart(t, st, "r"), Provider: cfg.Provider}, "r")
+	if err != nil || stateOf(t, res.Log) != `{"s":"done"}` {
+		t.Fatalf("the resume after the crash: %v", err)
+	}
+	if n := runs.Load(); n != 2 {
+		t.Errorf("the call ran %d times, want twice (cut, then resumed)", n)
+	}
+}

@@ -315,6 +315,20 @@ func (l *lease) append(ctx context.Context, entries []store.Entry) error {
 	})
 }
 
+// save saves run, which keeps the lease, with entries appended to its
+// journal: a write (see write) that renews the lease, as append does.
+func (l *lease) save(ctx context.Context, run *store.Run, entries []store.Entry) error {
+	return l.write(ctx, func(ctx context.Context) error {
+		period := l.period.Load() // before the terms, as in append
+		run.Lease = l.terms(ctx)
+		if err := l.st.Save(ctx, l.owner, *run, entries...); err != nil {
+			return err
+		}
+		l.renewedBy(period, run.Lease.Expires)
+		return nil
+	})
+}
+
 // noAnswer is err, of a write the store did not answer within the lease.
 func (l *lease) noAnswer(err error) error {
 	return fmt.Errorf("%w within the run's lease (%v): %w", errNoAnswer, l.ttl, err)
