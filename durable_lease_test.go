@@ -1071,3 +1071,65 @@ func TestDurableLeaseLapsesWhenItExpires(t *testing.T) {
 		})
 	}
 }
+
+// renewedFirst is a store where a renewal of the lease, sent after the
+// resume's first Save, lands before it: at that Save, the holder's
+// Acquire for a round trip later goes first. It notes the lease the
+// renewal gave and the one the store has after the Save.
+type renewedFirst struct {
+	runStore
+	renewed, after store.Lease
+}
+
+func (s *renewedFirst) Save(ctx context.Context, owner string, run store.Run, entries ...store.Entry) error {
+	if run.Lease.Owner == "" || s.renewed.Owner != "" { // a release, or not the first
+		return s.runStore.Save(ctx, owner, run, entries...)
+	}
+	s.renewed = store.Lease{Owner: owner, Expires: run.Lease.Expires.Add(200 * time.Millisecond)}
+	if err := s.runStore.Acquire(ctx, run.ID, s.renewed, run.Lease.Expires); err != nil {
+		return err
+	}
+	if err := s.runStore.Save(ctx, owner, run, entries...); err != nil {
+		return err
+	}
+	got, err := s.Load(ctx, run.ID)
+	s.after = got.Lease
+	return err
+}
+
+func TestDurableResumeSaveKeepsRenewal(t *testing.T) {
+	forEachStore(t, testDurableResumeSaveKeepsRenewal)
+}
+
+// A resume's first Save, sent before a renewal of its lease and landing
+// after it, leaves the lease the renewal gave: a write of the holder
+// never shortens its lease.
+func testDurableResumeSaveKeepsRenewal(t *testing.T, st runStore) {
+	reg := agent.NewRegistry()
+	reg.Tool("again", json.RawMessage(`{"type":"object"}`))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var runs atomic.Int64
+	reg.Activity("again", agent.Idempotent(agent.ActivityFunc(func(c context.Context, _ *agent.Call) (*agent.Result, error) {
+		if runs.Add(1) == 1 {
+			return interrupt(c, cancel)
+		}
+		return agent.Value("done")
+	})))
+	cfg := agent.Config{Registry: reg, Store: st, RunID: "r"}
+	plan, msgs := planOf(t, `[{"_tool":"again","_outputPath":"†state.s"}]`), planCtx(t, `[{"type":"tool","tool":"again"}]`)
+	if _, err := agent.ExecutePlan(ctx, cfg, plan, msgs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cut run: %v", err)
+	}
+	rf := &renewedFirst{runStore: st}
+	cfg.Store = rf
+	if _, err := agent.Resume(t.Context(), cfg, "r"); err != nil {
+		t.Fatal(err)
+	}
+	if rf.renewed.Owner == "" {
+		t.Fatal("the resume made no Save keeping its lease")
+	}
+	if rf.after.Owner != rf.renewed.Owner || rf.after.Expires.Before(rf.renewed.Expires) {
+		t.Errorf("after the resume's first Save the lease is %+v; the renewal before it gave %+v", rf.after, rf.renewed)
+	}
+}
