@@ -531,13 +531,7 @@ func TestToolDelegateMalformed(t *testing.T) {
 // TestDelegateTokenBudget: a delegate's sub-run may spend what the run's
 // TokenBudget leaves, not the whole budget again.
 func TestDelegateTokenBudget(t *testing.T) {
-	reg := agent.NewRegistry()
-	idea, err := agent.ParseIdea([]byte(`{"schema":{"type":"object","properties":{"sent":{"type":"boolean"}}},"context":[{"type":"system","message":"Send it."}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg.Idea("sender", idea)
-	reg.Tool("send", json.RawMessage(`{"type":"object","_delegate":"sender","properties":{"text":{"type":"string"}}}`))
+	reg := senderRegistry(t)
 	notDone := `{"calls":[],"output":null}`
 	p := scripted.New(
 		// The parent's first step spends 600 of its 1000 tokens.
@@ -572,13 +566,7 @@ func TestDelegateTokenBudget(t *testing.T) {
 // Delegates running at once share the run's budget: each used to have
 // what was left before their step, so n of them could spend it n times.
 func TestDelegatesShareTokenBudget(t *testing.T) {
-	reg := agent.NewRegistry()
-	idea, err := agent.ParseIdea([]byte(`{"schema":{"type":"object","properties":{"sent":{"type":"boolean"}}},"context":[{"type":"system","message":"Send it."}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg.Idea("sender", idea)
-	reg.Tool("send", json.RawMessage(`{"type":"object","_delegate":"sender","properties":{"text":{"type":"string"}}}`))
+	reg := senderRegistry(t)
 	responses := []scripted.Response{
 		scripted.Response{Solutions: []string{`{"calls":[` +
 			`{"_tool":"send","text":"a","_outputPath":"†state.a"},{"_tool":"send","text":"b","_outputPath":"†state.b"},` +
@@ -606,13 +594,7 @@ func TestDelegatesShareTokenBudget(t *testing.T) {
 
 // A plan's delegates share the budget too.
 func TestPlanDelegatesShareTokenBudget(t *testing.T) {
-	reg := agent.NewRegistry()
-	idea, err := agent.ParseIdea([]byte(`{"schema":{"type":"object","properties":{"sent":{"type":"boolean"}}},"context":[{"type":"system","message":"Send it."}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg.Idea("sender", idea)
-	reg.Tool("send", json.RawMessage(`{"type":"object","_delegate":"sender","properties":{"text":{"type":"string"}}}`))
+	reg := senderRegistry(t)
 	var responses []scripted.Response
 	for range 20 { // never done: 300 tokens a step
 		responses = append(responses, scripted.Response{Solutions: []string{`{"output":null}`}, Usage: usage(300)})
@@ -641,4 +623,18 @@ func TestPlanDelegatesShareTokenBudget(t *testing.T) {
 	if n := len(p.Requests()); n > 4+2 {
 		t.Errorf("%d requests of the sub-runs, want at most 6", n)
 	}
+}
+
+// senderRegistry registers the Idea "sender" and the tool "send" that
+// delegates to it, whose sub-run tests make say what the model answers.
+func senderRegistry(t *testing.T) *agent.Registry {
+	t.Helper()
+	reg := agent.NewRegistry()
+	idea, err := agent.ParseIdea([]byte(`{"schema":{"type":"object","properties":{"sent":{"type":"boolean"}}},"context":[{"type":"system","message":"Send it."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Idea("sender", idea)
+	reg.Tool("send", json.RawMessage(`{"type":"object","_delegate":"sender","properties":{"text":{"type":"string"}}}`))
+	return reg
 }

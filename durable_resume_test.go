@@ -765,13 +765,7 @@ func TestResumeErrorNamesTheRunOnce(t *testing.T) {
 func TestResumeDelegateTokenBudget(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	reg := agent.NewRegistry()
-	idea, err := agent.ParseIdea([]byte(`{"schema":{"type":"object","properties":{"sent":{"type":"boolean"}}},"context":[{"type":"system","message":"Send it."}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg.Idea("sender", idea)
-	reg.Tool("send", json.RawMessage(`{"type":"object","_delegate":"sender","properties":{"text":{"type":"string"}}}`))
+	reg := senderRegistry(t)
 	reg.Tool("stop", json.RawMessage(`{"type":"object"}`))
 	reg.Activity("stop", agent.ActivityFunc(func(context.Context, *agent.Call) (*agent.Result, error) {
 		cancel() // Ctrl-C as the call returns: send has not started
