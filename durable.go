@@ -444,6 +444,7 @@ func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msg
 			model = e.Provider + ":" + model
 		}
 	}
+	sent := j.lease.since() // the lease is held for a TTL from its terms
 	j.run = store.Run{ID: id, Kind: kind, Idea: cfg.Origin, Model: model, Status: store.Running, Spec: b,
 		Created: now, Updated: now, Lease: j.lease.terms(ctx)}
 	for i := range msgs {
@@ -453,7 +454,7 @@ func openJournal(ctx context.Context, cfg Config, kind string, spec runSpec, msg
 	}
 	// The run and its context are created together: a run exists with
 	// all of its context or not at all.
-	if err := j.lease.take(ctx, j.run.Lease.Expires, func(ctx context.Context) error { return cfg.Store.Create(ctx, j.run, j.buf...) }); err != nil {
+	if err := j.lease.take(ctx, sent, func(ctx context.Context) error { return cfg.Store.Create(ctx, j.run, j.buf...) }); err != nil {
 		if errors.Is(err, store.ErrExists) {
 			return nil, errorf("agent: run %s already exists: resume it, or give another id: %w", id, err)
 		}

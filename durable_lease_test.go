@@ -946,12 +946,11 @@ var errStoreDown = errors.New("connection refused")
 
 // unrenewable is a store whose renewals of a lease fail at once, as when
 // its server went away, and whose write that takes the run (a Create or
-// a resume's Acquire) answers rtt after it landed: the run's clock, now
-// plus *skew, moves on by rtt meanwhile. A hanging read (Entries) waits
-// until its ctx is done, noting the run's clock then in *stopped.
+// a resume's Acquire) answers rtt after it landed. A hanging read
+// (Entries) waits until its ctx is done, noting the time then in
+// *stopped.
 type unrenewable struct {
 	runStore
-	skew    *atomic.Int64
 	rtt     time.Duration
 	took    atomic.Bool
 	hang    bool
@@ -961,7 +960,7 @@ type unrenewable struct {
 
 func (s *unrenewable) Create(ctx context.Context, run store.Run, entries ...store.Entry) error {
 	err := s.runStore.Create(ctx, run, entries...)
-	s.skew.Add(int64(s.rtt))
+	time.Sleep(s.rtt) // the answer's way back
 	s.took.Store(true)
 	return err
 }
@@ -971,7 +970,7 @@ func (s *unrenewable) Acquire(ctx context.Context, id string, l store.Lease, now
 		return errStoreDown
 	}
 	err := s.runStore.Acquire(ctx, id, l, now)
-	s.skew.Add(int64(s.rtt))
+	time.Sleep(s.rtt)
 	s.took.Store(true)
 	return err
 }
@@ -983,7 +982,7 @@ func (s *unrenewable) Entries(ctx context.Context, id string, after int64) iter.
 	return func(yield func(store.Entry, error) bool) {
 		close(s.reading)
 		<-ctx.Done()
-		s.stopped.Store(time.Now().Add(time.Duration(s.skew.Load())).UnixNano())
+		s.stopped.Store(time.Now().UnixNano())
 		yield(store.Entry{}, ctx.Err())
 	}
 }
@@ -1011,8 +1010,8 @@ func TestDurableLeaseLapsesWhenItExpires(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var skew, stopped atomic.Int64
-				clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+				var stopped atomic.Int64
+				clock := time.Now
 				reg := agent.NewRegistry()
 				working := make(chan struct{})
 				reg.Tool("half", json.RawMessage(`{"type":"object"}`))
@@ -1028,7 +1027,7 @@ func TestDurableLeaseLapsesWhenItExpires(t *testing.T) {
 					return nil, ctx.Err()
 				}))
 				mem := store.NewMemory()
-				st := &unrenewable{runStore: mem, skew: &skew, rtt: tt.rtt, hang: tt.resume, reading: working, stopped: &stopped}
+				st := &unrenewable{runStore: mem, rtt: tt.rtt, hang: tt.resume, reading: working, stopped: &stopped}
 				cfg := agent.Config{Registry: reg, Store: st, RunID: "r", LeaseTTL: ttl, Clock: clock}
 				start, done := clock(), make(chan error, 1)
 				if tt.resume {
@@ -1131,5 +1130,40 @@ func testDurableResumeSaveKeepsRenewal(t *testing.T, st runStore) {
 	}
 	if rf.after.Owner != rf.renewed.Owner || rf.after.Expires.Before(rf.renewed.Expires) {
 		t.Errorf("after the resume's first Save the lease is %+v; the renewal before it gave %+v", rf.after, rf.renewed)
+	}
+}
+
+func TestDurableLeaseClockAhead(t *testing.T) {
+	// Config.Clock stamps what the run writes; it need not keep pace
+	// with the time that passes. A run whose clock runs ahead (a test's
+	// clock that steps a minute at each reading, here) or stands still
+	// keeps its lease while its store answers: the lease lasts its TTL
+	// of the time that passes, not of the clock's readings.
+	for name, clock := range map[string]func() func() time.Time{
+		"stepping": func() func() time.Time {
+			var steps atomic.Int64
+			return func() time.Time { return fixed().Add(time.Duration(steps.Add(1)) * time.Minute) }
+		},
+		"fixed": func() func() time.Time { return fixed },
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				reg := agent.NewRegistry()
+				reg.Tool("slow", json.RawMessage(`{"type":"object"}`))
+				reg.Activity("slow", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+					select {
+					case <-time.After(10 * time.Second):
+						return agent.Value("done")
+					case <-ctx.Done():
+						return nil, context.Cause(ctx)
+					}
+				}))
+				st := store.NewMemory()
+				cfg := agent.Config{Registry: reg, Store: st, RunID: "r", LeaseTTL: 3 * time.Second, Clock: clock()}
+				if _, err := agent.ExecutePlan(context.Background(), cfg, planOf(t, `[{"_tool":"slow","_outputPath":"†state.s"}]`), planCtx(t, `[{"type":"tool","tool":"slow"}]`)); err != nil {
+					t.Fatalf("a healthy run: %v", err)
+				}
+			})
+		})
 	}
 }

@@ -58,9 +58,19 @@ type lease struct {
 	// a journal write that renewed the lease began, or 0, as the write
 	// that took the lease (Create, Acquire) came just before keep; and
 	// until the latest expiry such a write, or the one that took the
-	// lease, gave it, in Unix nanoseconds.
+	// lease, gave it, as time since start (see since).
 	period, renewedIn, until atomic.Int64
+	// start is when the lease was made, on the wall clock: the run's own
+	// idea of its expiry is a TTL of the time that passes from the write
+	// that renewed it, whatever Config.Clock, which stamps the store's
+	// expiry, says. Not the monotonic clock, which stands still while
+	// the machine sleeps, when the lease runs out all the same.
+	start time.Time
 }
+
+// since is the time passed since the lease was made (start has no
+// monotonic reading, so this is wall time).
+func (l *lease) since() time.Duration { return time.Since(l.start) }
 
 // newOwner names this process and attempt as a lease owner, as a person
 // reading an error wants it: host, process and a random part.
@@ -78,7 +88,7 @@ func leaseTTL(cfg *Config) time.Duration {
 
 // newLease returns the lease a new run is created with.
 func newLease(cfg *Config, id string) *lease {
-	return &lease{st: cfg.Store, run: id, owner: newOwner(), ttl: leaseTTL(cfg)}
+	return &lease{st: cfg.Store, run: id, owner: newOwner(), ttl: leaseTTL(cfg), start: time.Now().Round(0)}
 }
 
 // terms returns the lease to hold from now.
@@ -90,8 +100,8 @@ func (l *lease) terms(ctx context.Context) store.Lease {
 // holds it.
 func acquire(ctx context.Context, cfg *Config, id string) (*lease, error) {
 	l := newLease(cfg, id)
-	terms := l.terms(ctx)
-	err := l.take(ctx, terms.Expires, func(ctx context.Context) error {
+	sent, terms := l.since(), l.terms(ctx)
+	err := l.take(ctx, sent, func(ctx context.Context) error {
 		return cfg.Store.Acquire(ctx, id, terms, platform.Now(ctx).UTC())
 	})
 	if err != nil {
@@ -119,8 +129,8 @@ func (l *lease) keep(ctx context.Context, cancel context.CancelCauseFunc) {
 		defer t.Stop()
 		// The expiry the write that took the lease sent: the store's is
 		// no earlier, and one taken once it answered could be later.
-		held := l.renewedUntil(time.Time{})
-		expiry := time.NewTimer(held.Sub(platform.Now(ctx)))
+		held := l.renewedUntil(0)
+		expiry := time.NewTimer(held - l.since())
 		defer expiry.Stop()
 		var (
 			pending int64 // the write in flight at the tick before
@@ -132,8 +142,8 @@ func (l *lease) keep(ctx context.Context, cancel context.CancelCauseFunc) {
 				return
 			case <-expiry.C:
 				// Unless a write renewed it since, the lease expired.
-				if held = l.renewedUntil(held); platform.Now(ctx).Before(held) {
-					expiry.Reset(held.Sub(platform.Now(ctx)))
+				if held = l.renewedUntil(held); l.since() < held {
+					expiry.Reset(held - l.since())
 					continue
 				}
 				cancel(errorf("agent: run %s: %w: not renewed before it expired: %w", l.run, errLeaseLost, cmp.Or(failed, errNoRenewal)))
@@ -149,7 +159,7 @@ func (l *lease) keep(ctx context.Context, cancel context.CancelCauseFunc) {
 				// lease lapses for another process to take the run over.
 				return
 			}
-			now := platform.Now(ctx).UTC()
+			sent := l.since()
 			held = l.renewedUntil(held)
 			var err error
 			switch {
@@ -164,16 +174,16 @@ func (l *lease) keep(ctx context.Context, cancel context.CancelCauseFunc) {
 				continue
 			default:
 				pending = w
-				err = l.renew(ctx, now, held)
+				err = l.renew(ctx, held-sent)
 			}
 			switch {
 			case err == nil:
-				held, failed = now.Add(l.ttl), nil
-				expiry.Reset(held.Sub(platform.Now(ctx)))
+				held, failed = sent+l.ttl, nil
+				expiry.Reset(held - l.since())
 			case errors.Is(err, store.ErrLeased):
 				cancel(errorf("agent: run %s: %w: %w", l.run, errLeaseLost, err))
 				return
-			case !platform.Now(ctx).Before(held):
+			case l.since() >= held:
 				cancel(errorf("agent: run %s: %w: not renewed before it expired: %w", l.run, errLeaseLost, err))
 				return
 			default:
@@ -184,9 +194,10 @@ func (l *lease) keep(ctx context.Context, cancel context.CancelCauseFunc) {
 }
 
 // renewedBy notes that a journal write the store took renewed the lease
-// to expires: the write began in the period it was given.
-func (l *lease) renewedBy(period int64, expires time.Time) {
-	for n := expires.UnixNano(); ; {
+// for a TTL from sent, when it was sent (see since): the write began in
+// the period it was given.
+func (l *lease) renewedBy(period int64, sent time.Duration) {
+	for n := int64(sent + l.ttl); ; {
 		u := l.until.Load()
 		if u >= n || l.until.CompareAndSwap(u, n) {
 			break
@@ -201,21 +212,18 @@ func (l *lease) renewedBy(period int64, expires time.Time) {
 }
 
 // renewedUntil is the later of held and the expiry the journal's writes
-// renewed the lease to.
-func (l *lease) renewedUntil(held time.Time) time.Time {
-	if u := l.until.Load(); u > held.UnixNano() {
-		return time.Unix(0, u).UTC()
-	}
-	return held
+// renewed the lease to, as time since start.
+func (l *lease) renewedUntil(held time.Duration) time.Duration {
+	return max(held, time.Duration(l.until.Load()))
 }
 
-// renew renews the lease at now, waiting no longer than until held, when
-// the lease expires: a store that does not answer by then has let the
-// run go to whoever takes it over.
-func (l *lease) renew(ctx context.Context, now, held time.Time) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), held.Sub(now))
+// renew renews the lease, waiting no longer than left, until the lease
+// expires: a store that does not answer by then has let the run go to
+// whoever takes it over.
+func (l *lease) renew(ctx context.Context, left time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), left)
 	defer cancel()
-	return l.st.Acquire(ctx, l.run, l.terms(ctx), now)
+	return l.st.Acquire(ctx, l.run, l.terms(ctx), platform.Now(ctx).UTC())
 }
 
 // release stops renewing the lease; the last Save of the run gives it up.
@@ -240,11 +248,11 @@ func (l *lease) giveUp(ctx context.Context, run store.Run) {
 }
 
 // take runs f, the write that takes the run (its Create, or a resume's
-// Acquire) until expires, waiting for it no longer than the lease lasts,
-// as write does, but cancelled with ctx: nothing has happened yet that
-// the run would lose. Taken, the lease is held until expires, as sent:
-// the store answers later.
-func (l *lease) take(ctx context.Context, expires time.Time, f func(context.Context) error) error {
+// Acquire), waiting for it no longer than the lease lasts, as write
+// does, but cancelled with ctx: nothing has happened yet that the run
+// would lose. Taken, the lease is held for a TTL from sent, when its
+// terms were made (see since): the store answers later.
+func (l *lease) take(ctx context.Context, sent time.Duration, f func(context.Context) error) error {
 	wctx, cancel := context.WithTimeout(ctx, l.ttl)
 	defer cancel()
 	err := f(wctx)
@@ -252,7 +260,7 @@ func (l *lease) take(ctx context.Context, expires time.Time, f func(context.Cont
 		return l.noAnswer(err)
 	}
 	if err == nil {
-		l.until.Store(expires.UnixNano())
+		l.until.Store(int64(sent + l.ttl))
 	}
 	return err
 }
@@ -300,7 +308,7 @@ func (l *lease) write(ctx context.Context, f func(context.Context) error) error 
 func (l *lease) append(ctx context.Context, entries []store.Entry) error {
 	return l.write(ctx, func(ctx context.Context) error {
 		period := l.period.Load() // before the terms: a tick between makes it older
-		terms := store.Lease{Owner: l.owner}
+		terms, sent := store.Lease{Owner: l.owner}, l.since()
 		renew := l.renewedIn.Load() < period
 		if renew {
 			terms = l.terms(ctx)
@@ -309,7 +317,7 @@ func (l *lease) append(ctx context.Context, entries []store.Entry) error {
 			return err
 		}
 		if renew {
-			l.renewedBy(period, terms.Expires)
+			l.renewedBy(period, sent)
 		}
 		return nil
 	})
@@ -320,11 +328,12 @@ func (l *lease) append(ctx context.Context, entries []store.Entry) error {
 func (l *lease) save(ctx context.Context, run *store.Run, entries []store.Entry) error {
 	return l.write(ctx, func(ctx context.Context) error {
 		period := l.period.Load() // before the terms, as in append
+		sent := l.since()
 		run.Lease = l.terms(ctx)
 		if err := l.st.Save(ctx, l.owner, *run, entries...); err != nil {
 			return err
 		}
-		l.renewedBy(period, run.Lease.Expires)
+		l.renewedBy(period, sent)
 		return nil
 	})
 }
