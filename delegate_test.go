@@ -14,6 +14,7 @@ import (
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/scripted"
 	"github.com/augceo/agent/ref"
+	"github.com/augceo/agent/store"
 )
 
 func TestDelegateSpeaker(t *testing.T) {
@@ -637,4 +638,64 @@ func senderRegistry(t *testing.T) *agent.Registry {
 	reg.Idea("sender", idea)
 	reg.Tool("send", json.RawMessage(`{"type":"object","_delegate":"sender","properties":{"text":{"type":"string"}}}`))
 	return reg
+}
+
+// A resumed plan's delegates count into the budget from what the run
+// spent before the resume, as a resumed loop does: a budget spent before
+// a crash is not given again.
+func TestResumedPlanDelegatesTokenBudget(t *testing.T) {
+	reg := senderRegistry(t)
+	// stop interrupts the run the first time it runs: a crash after a.
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stops int
+	reg.Tool("stop", json.RawMessage(`{"type":"object"}`))
+	reg.Activity("stop", agent.Idempotent(agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+		if stops++; stops == 1 {
+			cancel()
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return agent.Value("stopped")
+	})))
+	plan := []json.RawMessage{
+		json.RawMessage(`{"_tool":"send","text":"a","_outputPath":"†state.a"}`),
+		json.RawMessage(`{"_tool":"stop","after":"†state.a","_outputPath":"†state.s"}`),
+		json.RawMessage(`{"_tool":"send","text":"b","after":"†state.s","_outputPath":"†state.b"}`),
+	}
+	st := store.NewMemory()
+	// The first attempt: a's sub-run spends 900 tokens and is done.
+	first := scripted.New(scripted.Response{Solutions: []string{`{"output":{"sent":true}}`}, Usage: usage(900)})
+	_, err := agent.ExecutePlan(ctx, agent.Config{Provider: first, Registry: reg, TokenBudget: 1000, Concurrency: 1, Store: st, RunID: "p"}, plan, nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("the first attempt: %v", err)
+	}
+	// b's sub-run, never done, 300 tokens a step: 900 were spent, so it
+	// may send one request, not four.
+	var responses []scripted.Response
+	for range 10 {
+		responses = append(responses, scripted.Response{Solutions: []string{`{"output":null}`}, Usage: usage(300)})
+	}
+	p := scripted.New(responses...)
+	res, err := agent.Resume(t.Context(), agent.Config{Provider: p, Registry: reg, Store: st}, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(p.Requests()); n != 1 {
+		t.Errorf("%d requests of b's sub-run after the resume, want 1", n)
+	}
+	if !strings.Contains(lookupError(res.Log), "token budget spent: used 1200 of 1000 tokens") {
+		t.Errorf("b's error: %s", lookupError(res.Log))
+	}
+}
+
+// lookupError returns the last error message of log.
+func lookupError(log *message.Log) string {
+	var last string
+	for _, m := range log.Messages() {
+		if m.Type == message.TypeError {
+			last = m.Error
+		}
+	}
+	return last
 }

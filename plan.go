@@ -407,6 +407,11 @@ func planEvents(ctx context.Context, cfg Config, plan []json.RawMessage, in *ins
 			calls = in.expand(plan)
 		}
 		x, err := planExecutor(ctx, cfg, log)
+		if x != nil {
+			// The budget counts what the run spent before the resume,
+			// as a resumed loop's does.
+			x.cfg.spent.Add(int64(usage.Total()))
+		}
 		g := analyse(calls, x)
 		if err == nil {
 			g.validate(x, log)
