@@ -1167,3 +1167,37 @@ func TestDurableLeaseClockAhead(t *testing.T) {
 		})
 	}
 }
+
+func TestDurableLeaseLapsesClockFixed(t *testing.T) {
+	// A run whose clock stands still and whose renewals fail stops when
+	// its lease has lasted its TTL, though its clock never reaches the
+	// expiry it stamped.
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 3 * time.Second
+		reg := agent.NewRegistry()
+		reg.Tool("long", json.RawMessage(`{"type":"object"}`))
+		reg.Activity("long", agent.ActivityFunc(func(ctx context.Context, c *agent.Call) (*agent.Result, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}))
+		var stopped atomic.Int64
+		st := &unrenewable{runStore: store.NewMemory(), stopped: &stopped}
+		cfg := agent.Config{Registry: reg, Store: st, RunID: "r", LeaseTTL: ttl, Clock: fixed}
+		start, done := time.Now(), make(chan error, 1)
+		go func() {
+			_, err := agent.ExecutePlan(context.Background(), cfg, planOf(t, `[{"_tool":"long","_outputPath":"†state.s"}]`), planCtx(t, `[{"type":"tool","tool":"long"}]`))
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !strings.Contains(err.Error(), "lost its lease: not renewed before it expired") || !errors.Is(err, errStoreDown) {
+				t.Errorf("the run whose renewals failed: %v", err)
+			}
+			if d := time.Since(start); d > ttl {
+				t.Errorf("the run stopped %v in, its lease lasting %v", d, ttl)
+			}
+		case <-time.After(time.Hour):
+			t.Fatal("the run whose renewals failed still ran an hour in")
+		}
+	})
+}
