@@ -125,9 +125,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/augceo/agent"
+	"github.com/augceo/agent/internal/runes"
 	"github.com/augceo/agent/provider"
 )
 
@@ -442,15 +442,7 @@ func retryReason(err error) string {
 		return strings.TrimPrefix(short.Error(), ": ")
 	}
 	s, _, _ := strings.Cut(err.Error(), "\n")
-	const most = 100
-	if len(s) > most {
-		cut := most
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
+	return runes.Truncate(s, 100)
 }
 
 // noProviders is the error of a command that needs a model in a program

@@ -10,7 +10,7 @@ import (
 
 	"google.golang.org/genai"
 
-	"github.com/augceo/agent/provider/internal/limit"
+	"github.com/augceo/agent/internal/runes"
 	"github.com/augceo/agent/provider/internal/sse"
 )
 
@@ -184,7 +184,7 @@ func errorData(data []byte) []byte {
 	}
 	b, _ := json.Marshal(struct {
 		Error genai.APIError `json:"error"`
-	}{genai.APIError{Message: limit.Truncate(msg, maxErrorText)}})
+	}{genai.APIError{Message: runes.Truncate(msg, maxErrorText)}})
 	return b
 }
 

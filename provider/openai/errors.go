@@ -17,6 +17,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
+	"github.com/augceo/agent/internal/runes"
 	"github.com/augceo/agent/provider"
 	"github.com/augceo/agent/provider/internal/limit"
 	"github.com/augceo/agent/provider/internal/stops"
@@ -244,7 +245,7 @@ func errorBody(body []byte) (msg, code string) {
 		Detail  json.RawMessage `json:"detail"`
 	}
 	if err := json.Unmarshal(body, &outer); err != nil {
-		return limit.Truncate(string(body), 500), ""
+		return runes.Truncate(string(body), 500), ""
 	}
 	var inner struct {
 		Message  string          `json:"message"`
@@ -265,7 +266,7 @@ func errorBody(body []byte) (msg, code string) {
 	case len(outer.Detail) > 0:
 		return string(outer.Detail), ""
 	}
-	return limit.Truncate(string(body), 500), ""
+	return runes.Truncate(string(body), 500), ""
 }
 
 // withUpstream adds to msg the error of the model's provider that

@@ -19,8 +19,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
+	"github.com/augceo/agent/internal/runes"
 	"github.com/augceo/agent/provider"
 )
 
@@ -108,7 +108,7 @@ func (t *transport) htmlPage(req *http.Request, res *http.Response) error {
 	text := htmlHidden.ReplaceAll(page, nil)
 	text = htmlTag.ReplaceAll(text, []byte(" "))
 	if shown := strings.Join(strings.Fields(html.UnescapeString(string(text))), " "); shown != "" {
-		what += fmt.Sprintf(" (%s)", Truncate(shown, maxPage))
+		what += fmt.Sprintf(" (%s)", runes.Truncate(shown, maxPage))
 	}
 	u := *req.URL
 	u.User, u.RawQuery, u.Fragment = nil, "", ""
@@ -118,18 +118,6 @@ func (t *transport) htmlPage(req *http.Request, res *http.Response) error {
 		RetryAfter: provider.RetryAfter(res.Header),
 		Err:        fmt.Errorf("%s answered %s, not the API's answer: a proxy's page, or a base URL that is not the API's?", u.String(), what),
 	}}
-}
-
-// Truncate cuts s to at most n bytes, on a rune boundary, and marks the
-// cut with "…".
-func Truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // What htmlPage reads of a page: its title; the elements a browser does
