@@ -1235,7 +1235,7 @@ func (r *run) finish(ctx context.Context, rs *resumed) bool {
 		return cmp.Or(cmp.Compare(as, bs), cmp.Compare(ap, bp))
 	})
 	if rs.exec != nil { // built before the run: its calls count into the run's budget and warnings
-		rs.exec.cfg.spent, rs.exec.cfg.usageWarned = r.cfg.spent, r.cfg.usageWarned
+		rs.exec.cfg.tree = r.cfg.tree
 	}
 	// The step's queued calls are weighed by its advisors (calls that
 	// started passed already).

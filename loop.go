@@ -188,8 +188,8 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 	if rs == nil || continued { // a resume has it from the run's spec
 		cfg.contextLen = log.Len()
 	}
-	if cfg.usageWarned == nil { // a delegate's sub-run warns with its parent, once
-		cfg.usageWarned = new(atomic.Bool)
+	if cfg.tree == nil { // a delegate's sub-run shares its parent's
+		cfg.tree = new(runTree)
 	}
 	r := &run{cfg: cfg, schema: schema, log: log, steps: first - 1}
 	if continued || rs == nil && cfg.Store != nil {
@@ -233,10 +233,7 @@ func loopEvents(ctx context.Context, cfg Config, schema json.RawMessage, msgs []
 	}
 	// The turn's tokens so far count towards the budget; a delegate's
 	// sub-run counts into its parent's.
-	if r.cfg.spent == nil {
-		r.cfg.spent = new(spent)
-	}
-	r.cfg.spent.Add(int64(r.usage.Total() - r.turnTokens))
+	r.cfg.tree.spent.Add(int64(r.usage.Total() - r.turnTokens))
 	r.yield = yield
 	r.sched = newScheduler(&r.stream, &r.cfg, log, &r.usage, func() *RunResult { return r.result(nil, r.steps) })
 	r.sched.flush, r.sched.stop = flush, func() { cancel(nil) }
@@ -323,7 +320,7 @@ func (r *run) loop(ctx context.Context, first int) {
 			r.fail(fmt.Errorf("%w (%d)", ErrMaxSteps, maxSteps))
 			return
 		}
-		if used := r.cfg.spent.used(); r.cfg.TokenBudget > 0 && used >= r.cfg.TokenBudget {
+		if used := int(r.cfg.tree.spent.Load()); r.cfg.TokenBudget > 0 && used >= r.cfg.TokenBudget {
 			r.fail(fmt.Errorf("%w: used %d of %d tokens", ErrTokenBudget, used, r.cfg.TokenBudget))
 			return
 		}
@@ -602,14 +599,17 @@ func (r *run) warnNoTools(ctx context.Context) {
 	}
 }
 
-// spent counts the tokens a run's turn spent, against its TokenBudget.
-// A delegate's sub-run shares its parent's (Config.spent is copied with
-// the Config), so sub-runs running at once do not each spend what the
-// budget has left.
-type spent struct{ atomic.Int64 }
-
-// used returns the tokens spent so far.
-func (s *spent) used() int { return int(s.Load()) }
+// runTree is what a run and its delegates' sub-runs share (Config.tree
+// is copied with the Config).
+type runTree struct {
+	// spent counts the tokens the run's turn spent, against its
+	// TokenBudget, so that sub-runs running at once do not each spend
+	// what the budget has left.
+	spent atomic.Int64
+	// usageWarned says that the warning of a usage not said was logged:
+	// a server that never says it would have it at every step otherwise.
+	usageWarned atomic.Bool
+}
 
 // answered takes the usage of the step's response; ends says nothing
 // of the step is left to run (see RunEvent.stepEnds).

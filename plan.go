@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/augceo/agent/message"
 	"github.com/augceo/agent/provider"
@@ -351,11 +350,8 @@ func planExecutor(ctx context.Context, cfg Config, log *message.Log) (*executor,
 			return nil, errorf("agent: %w", err)
 		}
 	}
-	if cfg.spent == nil { // a plan's delegates share the budget (see spent)
-		cfg.spent = new(spent)
-	}
-	if cfg.usageWarned == nil { // a plan warns once, not once a call
-		cfg.usageWarned = new(atomic.Bool)
+	if cfg.tree == nil { // a plan's delegates share its budget, and it warns once, not once a call
+		cfg.tree = new(runTree)
 	}
 	return &executor{cfg: &cfg, reg: reg, build: p.build}, nil
 }
@@ -410,7 +406,7 @@ func planEvents(ctx context.Context, cfg Config, plan []json.RawMessage, in *ins
 		if x != nil {
 			// The budget counts what the run spent before the resume,
 			// as a resumed loop's does.
-			x.cfg.spent.Add(int64(usage.Total()))
+			x.cfg.tree.spent.Add(int64(usage.Total()))
 		}
 		g := analyse(calls, x)
 		if err == nil {

@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -172,11 +171,10 @@ type Config struct {
 	// ticks, set by the loop, marks the end of each chunk's elements
 	// (Event.tick), so the calls of a chunk start together.
 	ticks bool
-	// usageWarned, shared by the requests of a run (its delegates'
-	// sub-runs' included) or of one Request, says that the warning of a
-	// usage not said was logged: a server that never says it would have
-	// it at every step otherwise.
-	usageWarned *atomic.Bool
+	// tree is what the requests of a run (its delegates' sub-runs'
+	// included), of a plan or of one Request share; set by each, when
+	// nil, and copied with the Config.
+	tree *runTree
 	// contextLen, set by the loop, is how many messages its context had:
 	// an instance that appears after them, in a call's output or after a
 	// plan opens _instance (see Build.instancesOpen), and a call must name
@@ -184,10 +182,6 @@ type Config struct {
 	// 0 (a Request, a plan, a run journaled before it was kept): the
 	// instances are an enum of those known, however they came.
 	contextLen int
-	// spent, set by the loop for a TokenBudget, counts the tokens of the
-	// run's turn, its delegates' sub-runs included, as each request says
-	// them (see send).
-	spent *spent
 }
 
 // registry returns the Registry c names, or DefaultRegistry.
@@ -326,8 +320,8 @@ func Stream(ctx context.Context, cfg Config, userSchema json.RawMessage, msgs []
 			yield(Event{}, err)
 			return
 		}
-		if cfg.usageWarned == nil {
-			cfg.usageWarned = new(atomic.Bool)
+		if cfg.tree == nil {
+			cfg.tree = new(runTree)
 		}
 		p, err := prepare(ctx, cfg, userSchema, log)
 		if err != nil {
@@ -922,12 +916,12 @@ func send(ctx context.Context, cfg *Config, req *provider.Request, slots []int, 
 		if stopped {
 			return false
 		}
-		if cerr == nil && c != nil && c.Usage != nil && cfg.spent != nil {
-			cfg.spent.Add(int64(c.Usage.Total()))
+		if cerr == nil && c != nil && c.Usage != nil && cfg.tree != nil {
+			cfg.tree.spent.Add(int64(c.Usage.Total()))
 		}
 		if cerr == nil && c != nil && c.UsageLost {
 			resp.UsageLost = true
-			if cfg.usageWarned == nil || cfg.usageWarned.CompareAndSwap(false, true) {
+			if cfg.tree == nil || cfg.tree.usageWarned.CompareAndSwap(false, true) {
 				logger(*cfg).WarnContext(ctx, "the provider did not say the usage of a call (its stream broke after the answer, or the server does not report usage): the usage lacks what the call was billed, and a TokenBudget does not count it")
 			}
 		}
@@ -1076,7 +1070,7 @@ func repair(ctx context.Context, cfg Config, req *provider.Request, compiled *sc
 // repair warns where, and as often as, the request it repairs.
 func repairConfig(cfg Config) Config {
 	return Config{Provider: cfg.Provider, CallbackPath: cfg.CallbackPath, Logger: cfg.Logger,
-		spent: cfg.spent, usageWarned: cfg.usageWarned}
+		tree: cfg.tree}
 }
 
 // asSolution is yield for the events of a repair of solution i: the
